@@ -1,0 +1,48 @@
+"""The import rules of docs/ARCHITECTURE.md: memory/ never imports cockpit/ (nor textual, nor
+anthropic); the session engine and headless mode never import textual."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def _files(*parts: str) -> list[Path]:
+    out: list[Path] = []
+    for part in parts:
+        p = ROOT / part
+        out.extend([p] if p.is_file() else sorted(p.rglob("*.py")))
+    return out
+
+
+def test_memory_imports_no_cockpit_textual_or_anthropic():
+    files = _files("memory")
+    assert files, "memory/ has no Python files"
+    for f in files:
+        bad = _imports(f) & {"cockpit", "textual", "anthropic"}
+        assert not bad, f"{f.relative_to(ROOT)} imports {bad}"
+
+
+def test_session_engine_never_imports_textual():
+    files = _files("cockpit/runtime", "cockpit/events.py", "cockpit/headless.py")
+    assert files
+    for f in files:
+        assert "textual" not in _imports(f), f"{f.relative_to(ROOT)} imports textual"
+
+
+def test_checker_sees_imports(tmp_path):
+    # the checker itself must be able to fail
+    f = tmp_path / "x.py"
+    f.write_text("import textual.app\nfrom cockpit.events import Usage\n")
+    assert {"textual", "cockpit"} <= _imports(f)
