@@ -1,0 +1,184 @@
+"""Runtime configuration: where values come from and the paths of per-user state.
+
+Precedence (highest first):
+
+1. CLI flags (passed to :func:`load_config` as ``overrides``; ``None`` values are ignored),
+2. environment: ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``COCKPIT_MODEL``,
+   ``COCKPIT_MAX_TOKENS``, ``COCKPIT_MAX_TURNS``, ``COCKPIT_CONCURRENCY``, ``COCKPIT_TOP_K``,
+   ``COCKPIT_MAX_RETRIES``, ``COCKPIT_TIMEOUT``, ``COCKPIT_PRICING`` (path of a pricing override file),
+3. the config file ``config.toml`` (``$COCKPIT_DATA_DIR/config.toml`` when that variable is set,
+   else ``platformdirs.user_config_path("cockpit")/config.toml``), read with ``tomllib``. Keys
+   at top level or under ``[runtime]``: ``model``, ``base_url``, ``max_tokens``, ``max_turns``,
+   ``concurrency``, ``top_k``, ``preseed``, ``max_retries``, ``timeout``, ``pricing``.
+   The API key is never read from the config file (environment or flag only),
+4. the defaults of :class:`RuntimeConfig`.
+
+Nothing here prints or logs the API key; ``repr(RuntimeConfig)`` masks it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+
+
+def data_dir() -> Path | None:
+    """``$COCKPIT_DATA_DIR`` as a Path, or None when unset."""
+    value = os.environ.get("COCKPIT_DATA_DIR")
+    return Path(value).expanduser() if value else None
+
+
+def sessions_dir() -> Path:
+    """Folder of session transcripts (``<data>/sessions``); not created here."""
+    root = data_dir()
+    if root is not None:
+        return root / "sessions"
+    import platformdirs
+
+    return platformdirs.user_data_path("cockpit") / "sessions"
+
+
+def config_dir() -> Path:
+    """Folder of ``config.toml`` and a user ``pricing.json``/``pricing.toml``."""
+    root = data_dir()
+    if root is not None:
+        return root
+    import platformdirs
+
+    return platformdirs.user_config_path("cockpit")
+
+
+def config_path() -> Path:
+    return config_dir() / "config.toml"
+
+
+@dataclass
+class RuntimeConfig:
+    """Settings of a :class:`~cockpit.runtime.SessionManager`.
+
+    ``max_tokens``: output tokens per model response. ``max_turns``: model responses allowed for
+    one user message (the turn cap). ``concurrency``: sessions talking to the model at once
+    (spawns past it are ``queued``). ``interactive``: after ``end_turn`` wait for a follow-up
+    (TUI) instead of ending ``done`` (headless). ``max_retries``/``timeout`` (seconds) go to the
+    SDK client; ``interrupted_retries``: re-sends of a turn whose stream ended without
+    ``message_stop``. ``sessions_dir`` None → :func:`sessions_dir`. ``pricing_path`` None →
+    ``COCKPIT_PRICING`` or the user's config dir (see :mod:`cockpit.runtime.pricing`).
+    """
+
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    model: str = DEFAULT_MODEL
+    max_tokens: int = 4096
+    max_turns: int = 25
+    concurrency: int = 9
+    top_k: int = 5
+    preseed: bool = True
+    interactive: bool = True
+    max_retries: int = 2
+    timeout: float = 600.0
+    interrupted_retries: int = 1
+    sessions_dir: Path | None = None
+    pricing_path: Path | None = None
+
+    def __repr__(self) -> str:  # never show the key
+        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "api_key"]
+        parts.insert(0, f"api_key={'***' if self.api_key else None}")
+        return f"RuntimeConfig({', '.join(parts)})"
+
+    def resolved_sessions_dir(self) -> Path:
+        return Path(self.sessions_dir) if self.sessions_dir else sessions_dir()
+
+
+_ENV = {
+    "ANTHROPIC_API_KEY": ("api_key", str),
+    "ANTHROPIC_BASE_URL": ("base_url", str),
+    "COCKPIT_MODEL": ("model", str),
+    "COCKPIT_MAX_TOKENS": ("max_tokens", int),
+    "COCKPIT_MAX_TURNS": ("max_turns", int),
+    "COCKPIT_CONCURRENCY": ("concurrency", int),
+    "COCKPIT_TOP_K": ("top_k", int),
+    "COCKPIT_MAX_RETRIES": ("max_retries", int),
+    "COCKPIT_TIMEOUT": ("timeout", float),
+    "COCKPIT_PRICING": ("pricing_path", Path),
+}
+_FILE_KEYS = {
+    "model": str, "base_url": str, "max_tokens": int, "max_turns": int, "concurrency": int,
+    "top_k": int, "preseed": bool, "max_retries": int, "timeout": float, "pricing": Path,
+}
+
+
+class ConfigError(ValueError):
+    """A config value cannot be used (bad TOML, wrong type). One-line message."""
+
+
+def read_config_file(path: Path | None = None) -> dict[str, Any]:
+    """The runtime keys of ``config.toml`` (``{}`` when the file does not exist).
+
+    Raises :class:`ConfigError` on invalid TOML or a value of the wrong type.
+    """
+    path = path or config_path()
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    table = dict(data.get("runtime", {})) if isinstance(data.get("runtime"), dict) else {}
+    for key in _FILE_KEYS:
+        if key in data and not isinstance(data[key], dict):
+            table.setdefault(key, data[key])
+    out: dict[str, Any] = {}
+    for key, typ in _FILE_KEYS.items():
+        if key not in table:
+            continue
+        value = table[key]
+        try:
+            if typ is bool:
+                if not isinstance(value, bool):
+                    raise TypeError
+                out[key] = value
+            elif typ is Path:
+                out["pricing_path"] = Path(str(value)).expanduser()
+            else:
+                out[key] = typ(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{path}: '{key}' must be {typ.__name__}, got {value!r}") from None
+    return out
+
+
+def load_config(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
+    base: RuntimeConfig | None = None,
+) -> RuntimeConfig:
+    """Build a :class:`RuntimeConfig`: ``overrides`` (CLI) > ``env`` > config file > defaults.
+
+    ``overrides`` keys are RuntimeConfig field names; ``None`` values mean "not given".
+    Raises :class:`ConfigError` for a bad config file or a non-numeric numeric env value.
+    """
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    values.update(read_config_file(config_file))
+    for var, (name, typ) in _ENV.items():
+        raw = env.get(var)
+        if raw is None or raw == "":
+            continue
+        try:
+            values[name] = typ(raw)
+        except ValueError:
+            raise ConfigError(f"{var} must be {typ.__name__}") from None  # value not echoed
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key] = value
+    known = {f.name for f in fields(RuntimeConfig)}
+    unknown = set(values) - known
+    if unknown:
+        raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
+    return replace(base or RuntimeConfig(), **values)

@@ -1,0 +1,133 @@
+"""Append-only JSONL transcripts, one file per session.
+
+File: ``<sessions_dir>/<YYYYmmdd-HHMMSS>-<session_id>.jsonl``. One JSON object per line, each
+with ``"type"`` and ``"ts"`` (ISO-8601 UTC), flushed after every record (a crash loses at most
+the record in flight). Record types, in order of appearance:
+
+- ``header``: ``version``, ``session_id``, ``task``, ``model``, ``workspace``, ``preseed_enabled``,
+  ``top_k``, ``injected`` (list of ``{name, score, priority, description, path}``),
+  ``preseed_text`` (exact block sent), ``preseed_tokens``, ``system_prompt``, ``started_at``,
+  ``resumed_from`` (path or null). Always the first line.
+- ``message``: ``role`` (user|assistant), ``content`` (API content blocks) — every message the
+  conversation holds, in order; :func:`load_messages` rebuilds the conversation from these.
+- ``usage``: one per model response: ``usage`` ``{input, output, cache_write, cache_read}``
+  (tokens), ``cost_usd`` (USD or null), ``stop_reason``, ``model``.
+- ``tool_call`` (``id``, ``name``, ``input``), ``tool_result`` (``id``, ``name``, ``content``, ``is_error``).
+- ``status`` (``status``, ``detail``), ``error`` (``kind``, ``message``).
+- ``end``: ``status`` (done|error|killed), ``final_text``, ``stop_reason``, ``usage`` totals,
+  ``cost_usd``. A session that waits for follow-ups writes ``end`` only when it finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+VERSION = 1
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class TranscriptWriter:
+    """Appends records to one JSONL file. ``write`` flushes each record."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "a", encoding="utf-8")
+        self.closed = False
+
+    def write(self, type_: str, **fields: Any) -> None:
+        if self.closed:
+            return
+        rec = {"type": type_, "ts": now_iso(), **fields}
+        self._fh.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._fh.close()
+            self.closed = True
+
+
+def new_transcript_path(sessions_dir: Path, session_id: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return Path(sessions_dir) / f"{stamp}-{session_id}.jsonl"
+
+
+def read_transcript(path: Path) -> list[dict]:
+    """All complete records of a transcript (a torn last line is ignored).
+
+    Raises ``FileNotFoundError``; ``ValueError`` when the first record is not a header.
+    """
+    records = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    if not records or records[0].get("type") != "header":
+        raise ValueError(f"{path} is not a Cockpit transcript (no header)")
+    return records
+
+
+def load_messages(records: list[dict]) -> list[dict]:
+    """The conversation (``[{role, content}]``) a transcript holds, made valid for a new request:
+    a trailing assistant message whose tool calls have no results (killed mid-tool) is dropped."""
+    msgs = [{"role": r["role"], "content": r["content"]} for r in records if r.get("type") == "message"]
+    if msgs and msgs[-1]["role"] == "assistant":
+        if any(isinstance(b, dict) and b.get("type") == "tool_use" for b in msgs[-1]["content"]):
+            msgs.pop()
+    return msgs
+
+
+@dataclass(frozen=True)
+class TranscriptInfo:
+    """A past session for a list view. ``status`` None = no ``end`` record (still running or crashed)."""
+
+    path: Path
+    session_id: str
+    task: str
+    model: str
+    started_at: str
+    status: str | None
+    cost_usd: float | None
+    final_text: str
+
+
+def list_transcripts(sessions_dir: Path) -> list[TranscriptInfo]:
+    """Transcripts in ``sessions_dir``, newest first; unreadable files are skipped."""
+    out = []
+    d = Path(sessions_dir)
+    if not d.is_dir():
+        return out
+    for p in sorted(d.glob("*.jsonl"), reverse=True):
+        try:
+            recs = read_transcript(p)
+        except (OSError, ValueError):
+            continue
+        h = recs[0]
+        end = next((r for r in reversed(recs) if r.get("type") == "end"), None)
+        out.append(
+            TranscriptInfo(
+                path=p,
+                session_id=h.get("session_id", ""),
+                task=h.get("task", ""),
+                model=h.get("model", ""),
+                started_at=h.get("started_at", ""),
+                status=end.get("status") if end else None,
+                cost_usd=end.get("cost_usd") if end else None,
+                final_text=end.get("final_text", "") if end else "",
+            )
+        )
+    return out

@@ -1,0 +1,316 @@
+"""Session loop against the stand-in: tool loop, faults, kill, concurrency, usage, transcripts."""
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from cockpit.events import (
+    SessionDone, SessionErrorEvent, SessionStatus, StatusChanged, TextDelta, ToolResult, Usage, UsageUpdate,
+)
+from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
+from cockpit.runtime.pricing import ModelPrice, PricingTable
+from standin import HTTPError, Reply, StandIn, ToolUse
+
+S = SessionStatus
+PRICE = ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3, context_window=200000)
+
+
+@pytest.fixture
+def api():
+    with StandIn() as s:
+        yield s
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("Staging runs on port 8080.\n")
+    return ws
+
+
+def make_mgr(api, engine=None, **cfg):
+    base = dict(api_key="test-key", base_url=api.base_url, interactive=False, max_retries=2, timeout=10.0,
+                model="test-model")
+    base.update(cfg)
+    pricing = PricingTable({"test-model": PRICE}, source="test", date="2026-01-01")
+    return SessionManager(engine, RuntimeConfig(**base), pricing=pricing)
+
+
+async def run_one(mgr, task="hello?", **kw):
+    sub = mgr.subscribe()
+    s = await mgr.spawn(task, **kw)
+    assert await mgr.wait_idle(timeout=30)
+    sub.close()
+    events = [e async for e in sub]
+    return s, [e for e in events if e.session_id == s.id]
+
+
+async def test_tool_loop_and_transcript(api, workspace):
+    api.script(Reply("Reading.", [ToolUse("read_file", {"path": "README.md"})]), Reply("It is 8080."))
+    mgr = make_mgr(api)
+    s, events = await run_one(mgr, workspace=workspace)
+    assert s.status == S.DONE and s.final_text == "It is 8080."
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert results and not results[0].is_error and "8080" in results[0].content
+    # the tool result went back to the model
+    second = api.message_requests[1]["messages"]
+    assert second[-1]["content"][0]["type"] == "tool_result"
+    assert isinstance(events[-1], SessionDone) and events[-1].status == S.DONE
+    recs = read_transcript(s.transcript_path)
+    types = [r["type"] for r in recs]
+    assert types[0] == "header" and types[-1] == "end" and recs[-1]["status"] == "done"
+    assert {"usage", "tool_call", "tool_result", "message"} <= set(types)
+    await mgr.aclose()
+
+
+async def test_cache_control_on_system_tools_and_last_message(api, workspace):
+    mgr = make_mgr(api)
+    api.script(Reply("ok"))
+    await run_one(mgr, workspace=workspace)
+    body = api.message_requests[0]
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    await mgr.aclose()
+
+
+async def test_429_then_success(api, workspace):
+    api.script(HTTPError(429), Reply("fine"))
+    mgr = make_mgr(api)
+    s, _ = await run_one(mgr, workspace=workspace)
+    assert s.status == S.DONE and s.final_text == "fine"
+    assert len(api.message_requests) == 2
+    await mgr.aclose()
+
+
+async def test_529_until_retries_run_out(api, workspace):
+    api.script(*[HTTPError(529)] * 3)
+    mgr = make_mgr(api, max_retries=2)
+    s, events = await run_one(mgr, workspace=workspace)
+    assert s.status == S.ERROR
+    errs = [e for e in events if isinstance(e, SessionErrorEvent)]
+    assert errs and errs[0].kind == "overloaded" and "529" in errs[0].message
+    assert len(api.message_requests) == 3  # 1 + 2 SDK retries
+    recs = read_transcript(s.transcript_path)
+    assert recs[-1]["type"] == "end" and recs[-1]["status"] == "error"
+    await mgr.aclose()
+
+
+async def test_stream_cut_is_retried_not_finished(api, workspace):
+    api.script(Reply("partial answer here", cut_after=4), Reply("complete"))
+    mgr = make_mgr(api)
+    s, events = await run_one(mgr, workspace=workspace)
+    assert s.status == S.DONE and s.final_text == "complete"
+    assert any(isinstance(e, StatusChanged) and e.detail.startswith("retry") for e in events)
+    await mgr.aclose()
+
+
+async def test_stream_cut_twice_is_an_error(api, workspace):
+    api.script(Reply("a b c", cut_after=3), Reply("a b c", cut_after=3))
+    mgr = make_mgr(api)
+    s, events = await run_one(mgr, workspace=workspace)
+    assert s.status == S.ERROR and s.error.kind == "interrupted"
+    assert s.final_text == ""
+    await mgr.aclose()
+
+
+async def test_mid_stream_error_event(api, workspace):
+    api.script(Reply("x y z", error_after=3, error_type="invalid_request_error"))
+    mgr = make_mgr(api)
+    s, events = await run_one(mgr, workspace=workspace)
+    assert s.status == S.ERROR and s.error.kind == "api"
+    assert "invalid_request_error" in s.error.message
+    await mgr.aclose()
+
+
+async def test_mid_stream_overloaded_is_retried_once(api, workspace):
+    api.script(Reply("x y z", error_after=3), Reply("recovered"))
+    mgr = make_mgr(api)
+    s, _ = await run_one(mgr, workspace=workspace)
+    assert s.status == S.DONE and s.final_text == "recovered"
+    await mgr.aclose()
+
+
+async def test_kill_during_streaming(api, workspace):
+    api.script(Reply("one two three four five", stall_after=4))
+    mgr = make_mgr(api)
+    sub = mgr.subscribe()
+    s = await mgr.spawn("long", workspace=workspace)
+    async for ev in sub:  # wait until text is streaming
+        if isinstance(ev, TextDelta) and ev.session_id == s.id:
+            break
+    assert s.status == S.STREAMING
+    await mgr.kill(s.id)
+    assert s.status == S.KILLED
+    recs = read_transcript(s.transcript_path)
+    assert recs[0]["type"] == "header" and recs[-1]["type"] == "end" and recs[-1]["status"] == "killed"
+    await mgr.aclose()
+
+
+async def test_model_reading_outside_workspace_gets_tool_error(api, workspace):
+    api.script(Reply("", [ToolUse("read_file", {"path": "../../etc/passwd"})]), Reply("refused, ok"))
+    mgr = make_mgr(api)
+    s, events = await run_one(mgr, workspace=workspace)
+    res = [e for e in events if isinstance(e, ToolResult)][0]
+    assert res.is_error and "refused" in res.content and "root:" not in res.content
+    block = api.message_requests[1]["messages"][-1]["content"][0]
+    assert block["is_error"] is True
+    assert s.status == S.DONE
+    await mgr.aclose()
+
+
+async def test_bad_tool_input_and_unknown_tool_become_tool_errors(api, workspace):
+    api.script(
+        Reply("", [ToolUse("read_file", {}), ToolUse("nope", {"a": 1}), ToolUse("read_file", raw_json="[1, 2, 3]")]),
+        Reply("done"),
+    )
+    mgr = make_mgr(api)
+    s, events = await run_one(mgr, workspace=workspace)
+    res = [e for e in events if isinstance(e, ToolResult)]
+    assert [r.is_error for r in res] == [True, True, True]
+    assert "missing" in res[0].content and "unknown tool" in res[1].content and "object" in res[2].content
+    assert s.status == S.DONE
+    await mgr.aclose()
+
+
+async def test_unparseable_tool_json_is_retried_then_error(api, workspace):
+    bad = Reply("", [ToolUse("read_file", raw_json='{"path": README}')])
+    api.script(bad, Reply("", [ToolUse("read_file", raw_json='{"path": README}')]))
+    mgr = make_mgr(api)
+    s, _ = await run_one(mgr, workspace=workspace)
+    assert s.status == S.ERROR and "tool parameter JSON" in s.error.message
+    assert len(api.message_requests) == 2
+    await mgr.aclose()
+
+
+async def test_nine_sessions_usage_per_session_and_total(api, workspace):
+    u = {"input": 100, "output": 10, "cache_write": 5, "cache_read": 50}
+    api.responder = lambda body: Reply("ok", usage=u)
+    mgr = make_mgr(api)
+    sessions = [await mgr.spawn(f"task {i}", workspace=workspace) for i in range(9)]
+    assert await mgr.wait_idle(timeout=30)
+    for s in sessions:
+        assert s.status == S.DONE
+        assert s.usage == Usage(100, 10, 5, 50)
+        assert s.cost_usd == pytest.approx(PRICE.cost(Usage(100, 10, 5, 50)))
+    total, cost = mgr.totals()
+    assert total == Usage(900, 90, 45, 450)
+    assert cost == pytest.approx(9 * PRICE.cost(Usage(100, 10, 5, 50)))
+    assert len({s.transcript_path for s in sessions}) == 9
+    await mgr.aclose()
+
+
+async def test_concurrency_cap_queues(api, workspace):
+    api.script(Reply("a b c d", stall_after=4))
+    mgr = make_mgr(api, concurrency=1)
+    sub = mgr.subscribe()
+    first = await mgr.spawn("first", workspace=workspace)
+    async for ev in sub:
+        if isinstance(ev, TextDelta):
+            break
+    second = await mgr.spawn("second", workspace=workspace)
+    async for ev in sub:
+        if isinstance(ev, StatusChanged) and ev.session_id == second.id:
+            break
+    assert second.status == S.QUEUED
+    api.release()
+    assert await mgr.wait_idle(timeout=30)
+    assert first.status == S.DONE and second.status == S.DONE
+    await mgr.aclose()
+
+
+async def test_unknown_model_cost_is_none(api, workspace):
+    api.script(Reply("ok"))
+    mgr = make_mgr(api)
+    s, events = await run_one(mgr, workspace=workspace, model="local-llama")
+    assert s.usage.total > 0 and s.cost_usd is None
+    upd = [e for e in events if isinstance(e, UsageUpdate)][0]
+    assert upd.cost_usd is None and upd.context_window is None
+    await mgr.aclose()
+
+
+async def test_max_tokens_and_turn_cap_are_visible(api, workspace):
+    api.script(Reply("cut off", stop_reason="max_tokens"))
+    mgr = make_mgr(api)
+    s, events = await run_one(mgr, workspace=workspace)
+    assert s.status == S.DONE and s.stop_reason == "max_tokens"
+    assert any(isinstance(e, StatusChanged) and "max_tokens" in e.detail for e in events)
+    api.responder = lambda body: Reply("again", [ToolUse("list_files", {})])
+    mgr2 = make_mgr(api, max_turns=2)
+    s2, _ = await run_one(mgr2, workspace=workspace)
+    assert s2.status == S.ERROR and s2.error.kind == "turn_cap"
+    await mgr.aclose(), await mgr2.aclose()
+
+
+async def test_interactive_waits_then_follow_up(api, workspace):
+    api.script(Reply("first answer"), Reply("second answer"))
+    mgr = make_mgr(api, interactive=True)
+    s = await mgr.spawn("q1", workspace=workspace)
+    assert await mgr.wait_idle(timeout=30)
+    assert s.status == S.WAITING and s.final_text == "first answer"
+    await mgr.send(s.id, "q2")
+    await asyncio.sleep(0)
+    assert await mgr.wait_idle(timeout=30)
+    assert s.final_text == "second answer" and s.status == S.WAITING
+    last = api.message_requests[-1]["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "user"]
+    await mgr.aclose()
+    assert s.status == S.KILLED
+
+
+async def test_resume_from_transcript(api, workspace):
+    api.script(Reply("remember 42"))
+    mgr = make_mgr(api)
+    s, _ = await run_one(mgr, "what number?", workspace=workspace)
+    await mgr.aclose()
+    api.script(Reply("it was 42"))
+    mgr2 = make_mgr(api, interactive=True)
+    r = await mgr2.resume(s.transcript_path)
+    assert await mgr2.wait_idle(timeout=30)
+    assert r.status == S.WAITING and r.final_text == "remember 42"
+    await mgr2.send(r.id, "say it again")
+    await asyncio.sleep(0)
+    assert await mgr2.wait_idle(timeout=30)
+    assert r.final_text == "it was 42"
+    sent = api.message_requests[-1]["messages"]
+    assert sent[0]["content"][-1]["text"] == "what number?" and sent[1]["content"][0]["text"] == "remember 42"
+    assert read_transcript(r.transcript_path)[0]["resumed_from"] == str(s.transcript_path)
+    await mgr2.aclose()
+
+
+async def test_401_is_one_clear_auth_error_without_key(workspace):
+    with StandIn(require_key="the-right-key") as api:
+        mgr = make_mgr(api, api_key="sk-secret-wrong-key")
+        s, events = await run_one(mgr, workspace=workspace)
+        assert s.status == S.ERROR and s.error.kind == "auth"
+        assert "sk-secret" not in s.error.message and "\n" not in s.error.message
+        assert "sk-secret" not in Path(s.transcript_path).read_text()
+        assert "sk-secret" not in repr(mgr.config)
+        await mgr.aclose()
+
+
+async def test_unreachable_base_url(workspace):
+    with StandIn() as api:
+        url = api.base_url
+    mgr = SessionManager(None, RuntimeConfig(api_key="k", base_url=url, interactive=False, max_retries=0, timeout=5))
+    s, _ = await run_one(mgr, workspace=workspace)
+    assert s.status == S.ERROR and s.error.kind == "connection" and url in s.error.message
+    await mgr.aclose()
+
+
+async def test_error_in_one_session_leaves_others_running(api, workspace):
+    def responder(body):
+        task = body["messages"][0]["content"][-1]["text"]
+        return HTTPError(500) if task == "bad" else Reply("good")
+
+    api.responder = responder
+    mgr = make_mgr(api, max_retries=1)
+    bad = await mgr.spawn("bad", workspace=workspace)
+    good = await mgr.spawn("fine", workspace=workspace)
+    assert await mgr.wait_idle(timeout=30)
+    assert bad.status == S.ERROR and bad.error.kind == "api"
+    assert good.status == S.DONE and good.final_text == "good"
+    await mgr.aclose()
