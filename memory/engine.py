@@ -1,0 +1,452 @@
+"""``MemoryEngine``: the façade the cockpit uses (see docs/ARCHITECTURE.md, "memory API").
+
+All methods block; async callers use ``await asyncio.to_thread(engine.method, ...)``. One engine
+may be shared by many threads (SQLite calls serialise on a lock; embedding on the model lock).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import lint as _lint
+from . import preseed as _preseed
+from .embedder import Embedder, get_embedder
+from .notes import FileEntry, Note, NoteError, read_note, scan
+from .paths import default_index_path
+from .search import CANDIDATES, MMR_POOL, KeywordStats, VectorMirror, bm25_notes, fuse, mmr
+from .store import Store
+from .text import approx_tokens, note_texts, snippet
+from .types import EngineStatus, Hit, LintIssue, NoteExistsError, Preseed, SyncReport
+
+Progress = Callable[[int, int], None]
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
+
+
+class MemoryEngine:
+    """Notes folder ⇄ index ⇄ search/preseed.
+
+    ``notes_dir``: the notes folder (need not exist until ``sync``/``save``).
+    ``index_path``: the SQLite index file; None → :func:`memory.paths.default_index_path`.
+    ``model``: None (default MiniLM, resolved offline), a model name or path, or an object with
+    ``model_id``, ``dim``, ``encode(texts)->(n, dim) float32``, ``wait(timeout)``, ``start()``
+    (tests use this to swap models). Raises :class:`memory.IndexOpenError` when the index
+    cannot be opened.
+    """
+
+    def __init__(self, notes_dir: str | os.PathLike, index_path: str | os.PathLike | None = None,
+                 model=None):
+        self.notes_dir = Path(notes_dir).expanduser().resolve()
+        self.index_path = Path(index_path).expanduser() if index_path else default_index_path(self.notes_dir)
+        self.embedder: Embedder = model if hasattr(model, "encode") else get_embedder(model)
+        self.store = Store(self.index_path)
+        self.mirror = VectorMirror()
+        self.keyword_stats = KeywordStats()
+        self._prio: tuple[int, set[int]] = (-1, set())
+        self._rows_cache: tuple[int, dict] = (-1, {})
+        self._sync_lock = threading.Lock()
+        self._last_sync: float | None = None
+        self._last_report: SyncReport | None = None
+
+    # ------------------------------------------------------------------ model
+    def start_warmup(self) -> None:
+        """Load the embedder in a background thread; returns at once."""
+        self.embedder.start()
+
+    @property
+    def ready(self) -> bool:
+        """True once the embedding model is loaded."""
+        return bool(self.embedder.ready)
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block up to ``timeout`` seconds for the model; True when it is usable."""
+        return bool(self.embedder.wait(timeout))
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """The query vector: float32 ``(dim,)``, L2-normalised. Pass it to ``search``/
+        ``build_preseed`` as ``query_vector`` to time retrieval without the embedding."""
+        return self.embedder.encode([query])[0]
+
+    # ------------------------------------------------------------------ sync
+    def sync(self, progress: Progress | None = None) -> SyncReport:
+        """Bring the index in line with the notes folder, incrementally.
+
+        A file whose mtime (ns) and size match its row is not read; a changed file whose content
+        hash matches is only re-stamped; a moved file with identical content keeps its vectors
+        (rename); only new or edited notes are embedded (batched, one write transaction).
+        Deleted, renamed-away and now-unreadable files leave no rows. A different embedding
+        model (id or dimension) than the index's re-embeds every note. ``progress(done, total)``
+        is called while embedding (texts). Raises ``FileNotFoundError`` /
+        ``NotADirectoryError`` when the notes folder is missing.
+        """
+        t0 = time.perf_counter()
+        if not self.notes_dir.is_dir():
+            if self.notes_dir.exists():
+                raise NotADirectoryError(f"notes folder {self.notes_dir} is not a folder")
+            raise FileNotFoundError(f"notes folder {self.notes_dir} does not exist")
+        with self._sync_lock:
+            report = self._sync(progress)
+        report.seconds = time.perf_counter() - t0
+        self._last_sync = time.time()
+        self._last_report = report
+        return report
+
+    def _sync(self, progress: Progress | None, force_all: bool = False) -> SyncReport:
+        rep = SyncReport()
+        store = self.store
+        entries, scan_skipped = scan(self.notes_dir)
+        emb = self.embedder
+        stored_model, stored_dim = store.get_meta("model"), store.get_meta("dim")
+        # the model is only waited for when something must be embedded (or checked): a sync
+        # with nothing new does not block on the warm-up
+        if stored_model is None or stored_model != emb.model_id or emb.ready:
+            self._need_model()
+        model_changed = force_all or stored_model not in (None, emb.model_id) or \
+            (emb.dim is not None and stored_dim not in (None, str(emb.dim)))
+        gen_before = store.generation()
+        if not model_changed and self._rows_cache[0] == gen_before:
+            rows = self._rows_cache[1]  # nobody wrote since our last sync: no need to re-read
+        else:
+            rows = {r[1]: r for r in store.query(
+                "SELECT id, path, mtime_ns, size, hash, embedded FROM notes")}
+            self._rows_cache = (gen_before, rows)
+        old_skips = {r[0]: r for r in store.query("SELECT path, mtime_ns, size, reason FROM skipped")}
+
+        skipped: dict[str, tuple[int | None, int | None, str]] = {
+            rel: (None, None, reason) for rel, reason in scan_skipped}
+        to_read: list[FileEntry] = []
+        seen_paths: set[str] = set()
+        for e in entries:
+            seen_paths.add(e.rel)
+            r = rows.get(e.rel)
+            if not model_changed and r and r[2] == e.mtime_ns and r[3] == e.size and r[5]:
+                rep.unchanged += 1
+                continue
+            s = old_skips.get(e.rel)
+            if s and s[1] == e.mtime_ns and s[2] == e.size:
+                skipped[e.rel] = (e.mtime_ns, e.size, s[3])
+                continue
+            to_read.append(e)
+
+        touched: list[Note] = []
+        fresh: list[Note] = []
+        for e in to_read:
+            try:
+                note = read_note(e)
+            except NoteError as exc:
+                skipped[e.rel] = (e.mtime_ns, e.size, str(exc))
+                continue
+            rep.warnings.extend(f"{note.rel}: {w}" for w in note.warnings)
+            r = rows.get(e.rel)
+            if not model_changed and r and r[4] == note.hash and r[5]:
+                touched.append(note)
+                rep.unchanged += 1
+            else:
+                fresh.append(note)
+
+        ok_paths = {n.rel for n in fresh} | {n.rel for n in touched} | \
+            {p for p in seen_paths if p in rows and p not in skipped}
+        gone = {p: r for p, r in rows.items() if p not in ok_paths}
+        # renames: a new path with exactly the content (and parse) of a vanished row
+        by_hash: dict[str, list] = {}
+        for r in gone.values():
+            if r[5]:
+                by_hash.setdefault(r[4], []).append(r)
+        renames: list[tuple[int, Note, str]] = []  # (note id, note at its new path, old path)
+        to_embed: list[Note] = []
+        for n in fresh:
+            cand = by_hash.get(n.hash)
+            if not model_changed and n.rel not in rows and cand:
+                match = next((r for r in cand if store.query(
+                    "SELECT name, description, body FROM notes WHERE id = ?", (r[0],))[0]
+                    == (n.name, n.description, n.body)), None)
+                if match is not None:
+                    cand.remove(match)
+                    gone.pop(match[1], None)
+                    renames.append((match[0], n, match[1]))
+                    continue
+            to_embed.append(n)
+
+        if to_embed and emb.dim is None:
+            self._need_model()
+            if store.get_meta("dim") not in (None, str(emb.dim)) and not model_changed:
+                return self._sync(progress, force_all=True)
+        # embed outside the write transaction
+        texts, spans = [], []
+        for n in to_embed:
+            t, kinds = note_texts(n.name, n.description, n.body)
+            spans.append((len(texts), kinds))
+            texts.extend(t)
+        vecs = self._encode(texts, progress)
+        rep.embedded = len(texts)
+
+        new_skips = {p: (m, sz, why) for p, (m, sz, why) in skipped.items()}
+        rep.skipped = sorted((p, why) for p, (_, _, why) in skipped.items())
+        unchanged_skips = {p: (r[1], r[2], r[3]) for p, r in old_skips.items()} == new_skips
+        if not (model_changed or gone or renames or touched or to_embed) and unchanged_skips \
+                and store.get_meta("model") is not None:
+            return rep  # nothing to write: no transaction, no generation bump
+
+        removed_chunks: list[int] = []
+        added: list[tuple[list[int], int, np.ndarray]] = []
+        inserted: list[tuple] = []
+        with store.write() as conn:
+            gen0 = store.generation()
+            if emb.dim is not None:
+                store.ensure_model(emb.model_id, emb.dim)
+            if model_changed:
+                for (nid,) in conn.execute("SELECT id FROM notes").fetchall():
+                    store.delete_note(nid)
+            for r in gone.values():
+                removed_chunks += store.delete_note(r[0])
+            rep.removed = len(gone) if not model_changed else 0
+            for nid, n, _old in renames:
+                if conn.execute("SELECT 1 FROM notes WHERE path = ?", (n.rel,)).fetchone():
+                    removed_chunks += store.delete_note(nid)
+                else:
+                    conn.execute("UPDATE notes SET path = ?, mtime_ns = ?, size = ? WHERE id = ?",
+                                 (n.rel, n.mtime_ns, n.size, nid))
+            rep.renamed = len(renames)
+            conn.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?",
+                             [(n.mtime_ns, n.size, n.rel) for n in touched])
+            for n, (start, kinds) in zip(to_embed, spans):
+                old = conn.execute("SELECT id FROM notes WHERE path = ?", (n.rel,)).fetchone()
+                if old:
+                    removed_chunks += store.delete_note(old[0])
+                if n.rel in rows and not model_changed:
+                    rep.updated += 1
+                else:
+                    rep.added += 1
+                nid = store.insert_note(n, embedded=True)
+                inserted.append((nid, n.rel, n.mtime_ns, n.size, n.hash, 1))
+                v = vecs[start: start + len(kinds)]
+                added.append((store.insert_vectors(nid, kinds, v), nid, v))
+            conn.execute("DELETE FROM skipped")
+            conn.executemany("INSERT INTO skipped(path, mtime_ns, size, reason) VALUES (?,?,?,?)",
+                             [(p, m, s, why) for p, (m, s, why) in skipped.items()])
+        # patch the row cache with what we just wrote (or drop it if someone else wrote)
+        if not model_changed and self._rows_cache[0] == gen0:
+            for r in gone.values():
+                rows.pop(r[1], None)
+            for nid, n, old_path in renames:
+                rows.pop(old_path, None)
+                rows[n.rel] = (nid, n.rel, n.mtime_ns, n.size, n.hash, 1)
+            for n in touched:
+                r = rows[n.rel]
+                rows[n.rel] = (r[0], r[1], n.mtime_ns, n.size, r[4], r[5])
+            for r in inserted:
+                rows[r[1]] = r
+            self._rows_cache = (gen0 + 1, rows)
+        else:
+            self._rows_cache = (-1, {})
+        with self.mirror.lock:
+            if self.mirror.generation == gen0 and not model_changed:
+                self.mirror.apply(removed_chunks, added, gen0 + 1)
+            else:
+                self.mirror.reload(store)
+        return rep
+
+    def _need_model(self) -> None:
+        self.embedder.wait()
+        if self.embedder.dim is None:
+            raise RuntimeError(f"embedding model {self.embedder.model_id!r} failed to load: "
+                               f"{self.embedder.error}")
+
+    def _encode(self, texts: list[str], progress: Progress | None) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.embedder.dim or 0), np.float32)
+        step = 256
+        out = []
+        for i in range(0, len(texts), step):
+            out.append(self.embedder.encode(texts[i: i + step]))
+            if progress:
+                progress(min(i + step, len(texts)), len(texts))
+        return np.concatenate(out)
+
+    def _fresh_mirror(self) -> None:
+        gen = self.store.generation()
+        m = self.mirror
+        if m.generation != gen or m.dead_fraction > 0.3:
+            with m.lock:
+                if m.generation != self.store.generation() or m.dead_fraction > 0.3:
+                    m.reload(self.store)
+
+    # ------------------------------------------------------------------ search
+    def _priority_ids(self) -> set[int]:
+        gen = self.mirror.generation
+        if self._prio[0] != gen:
+            self._prio = (gen, {r[0] for r in self.store.query("SELECT id FROM notes WHERE priority = 1")})
+        return self._prio[1]
+
+    def _rank(self, query: str, query_vector: np.ndarray | None):
+        """Fused candidates (best first) → ``(cands, fetch)``; ``fetch(cands)`` returns the
+        rows ``{id: (id, name, description, body, priority, path)}`` of the given candidates."""
+        self._fresh_mirror()
+        qvec = self.embed_query(query) if query_vector is None else np.asarray(query_vector, np.float32)
+        vec, cos_of = self.mirror.top_notes(qvec, CANDIDATES)
+        bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats)
+        cands = fuse(vec, bm25, ident, self._priority_ids(), cos_of)
+
+        def fetch(some):
+            ids = [c.note_id for c in some]
+            if not ids:
+                return {}
+            marks = ",".join("?" * len(ids))
+            return {r[0]: r for r in self.store.query(
+                f"SELECT id, name, description, body, priority, path FROM notes WHERE id IN ({marks})",
+                tuple(ids))}
+
+        return cands, fetch
+
+    def _hit(self, c, row, query: str) -> Hit:
+        return Hit(name=row[1], description=row[2], snippet=snippet(row[3], query),
+                   priority=bool(row[4]), score=c.cosine, path=self.notes_dir / row[5],
+                   rank_score=c.fused, keyword=c.ident)
+
+    def search(self, query: str, top_k: int = 5, query_vector: np.ndarray | None = None) -> list[Hit]:
+        """Hybrid search → up to ``top_k`` :class:`Hit` s, best first. No relevance floor.
+
+        Ranking (see :mod:`memory.search`): reciprocal-rank fusion of the vector lane (max cosine
+        over a note's title and body-chunk vectors) and the FTS5 BM25 lane, plus a vote for notes
+        holding an exact identifier of the query (``ship-v2``, ``6443``). Priority notes get a
+        lift (``search.PRIORITY_LIFT``: the gain of moving from rank 3 to rank 1 in both lanes) —
+        they win close calls, never bury a clearly better note. ``Hit.score`` is the cosine (0…1).
+        ``query_vector`` (float32 ``(dim,)``, normalised) skips embedding the query.
+        Does not sync; the index must be current (``sync``/``watch``).
+        """
+        if not query.strip() and query_vector is None:
+            return []
+        cands, fetch = self._rank(query, query_vector)
+        rows = fetch(cands[:top_k])
+        return [self._hit(c, rows[c.note_id], query) for c in cands[:top_k] if c.note_id in rows]
+
+    def build_preseed(self, query: str, top_k: int = 5, query_vector: np.ndarray | None = None,
+                      budget_tokens: int = _preseed.DEFAULT_BUDGET_TOKENS) -> Preseed:
+        """The preseed block with its hits and approximate token count (see :mod:`memory.preseed`).
+
+        Picks ``top_k`` of the best ``MMR_POOL`` fused candidates (ranking as in :meth:`search`)
+        by maximal marginal relevance (``search.MMR_LAMBDA``: mostly rank order, but a note
+        that repeats an already chosen one yields to one covering another facet), applies the
+        relevance floor of :mod:`memory.preseed` (a gate on the best cosine or an exact
+        identifier match, then a per-line minimum), then fits the lines into
+        ``budget_tokens`` (approximate tokens, lines dropped from the end).
+        ``Preseed.text`` is "" when nothing qualifies; ``Preseed.considered`` holds the top-k
+        before the floor, for the UI.
+        """
+        if not query.strip():
+            return Preseed("", [], 0, [])
+        cands, fetch = self._rank(query, query_vector)
+        pool = cands[:max(MMR_POOL, top_k)]
+        picked = mmr(pool, self.mirror.title_vectors([c.note_id for c in pool]), top_k)
+        rows = fetch(picked)
+        top = [c for c in picked if c.note_id in rows]
+        considered = [self._hit(c, rows[c.note_id], query) for c in top]
+        kept = []
+        if considered and _preseed.gate(max(h.score for h in considered),
+                                        any(h.keyword for h in considered)):
+            kept = [h for h, c in zip(considered, top) if _preseed.member(h, c.bm25_rank)]
+        text, included = _preseed.render(kept, budget_tokens)
+        return Preseed(text, included, approx_tokens(text), considered)
+
+    def preseed(self, query: str, top_k: int = 5) -> str:
+        """Just the block of :meth:`build_preseed` ("" when nothing qualifies)."""
+        return self.build_preseed(query, top_k).text
+
+    # ------------------------------------------------------------------ save
+    def save(self, name: str, description: str, body: str, priority: bool = False) -> Path:
+        """Write ``<notes>/<name>.md`` atomically (temp file + hard link, so an existing file is
+        never replaced) and index it. Returns the path.
+
+        Raises ``ValueError`` for a bad name (letters, digits, ``.-_``; ≤ 120) or an empty /
+        multi-line description; :class:`NoteExistsError` when a different note already has that
+        name or file name. Saving the identical note again returns its path.
+        """
+        import frontmatter
+
+        name, description = (name or "").strip(), (description or "").strip()
+        if not _NAME_RE.match(name):
+            raise ValueError(f"invalid note name {name!r}: use letters, digits, '.', '-', '_'")
+        if not description or "\n" in description:
+            raise ValueError("description must be one non-empty line")
+        body = (body or "").strip()
+        self.notes_dir.mkdir(parents=True, exist_ok=True)
+        path = self.notes_dir / f"{name}.md"
+        meta = {"name": name, "description": description}
+        if priority:
+            meta["priority"] = "high"
+        text = frontmatter.dumps(frontmatter.Post(body, **meta), sort_keys=False, width=1000) + "\n"
+        self.sync()
+        same = self.store.query(
+            "SELECT path, description, body, priority FROM notes WHERE lower(name) = lower(?)", (name,))
+        for p, d, b, pr in same:
+            if (d, b, bool(pr)) == (description, body, bool(priority)):
+                return self.notes_dir / p
+        if same:
+            raise NoteExistsError(f"a note named {name!r} already exists ({same[0][0]})")
+        if os.path.lexists(path):
+            raise NoteExistsError(f"{path} already exists")
+        tmp = self.notes_dir / f".{name}.md.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, path)  # atomic, fails if path exists
+            except FileExistsError:
+                raise NoteExistsError(f"{path} already exists") from None
+            except OSError:  # no hard links on this filesystem: reserve the name, then rename
+                try:
+                    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                except FileExistsError:
+                    raise NoteExistsError(f"{path} already exists") from None
+                os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        self.sync()
+        return path
+
+    # ------------------------------------------------------------------ lint / watch / status
+    def lint(self) -> list[LintIssue]:
+        """Advice on notes to fix (never edits): see :func:`memory.lint.lint`. Syncs first."""
+        self.sync()
+        self._fresh_mirror()
+        return _lint.lint(self)
+
+    def watch(self, stop: threading.Event, on_sync: Callable[[SyncReport], None] | None = None,
+              debounce_ms: int = 300) -> None:
+        """Sync now, then re-sync whenever a note file changes, until ``stop`` is set. Blocking:
+        run it in a thread. ``on_sync(report)`` is called after every sync (from this thread)."""
+        from .watch import watch_notes
+
+        watch_notes(self, stop, on_sync, debounce_ms)
+
+    def status(self) -> EngineStatus:
+        """A snapshot: model state, note count, last sync time, warnings, SQLite binding."""
+        n = self.store.query("SELECT count(*) FROM notes")[0][0]
+        rep = self._last_report
+        warnings = []
+        if rep:
+            warnings = [*rep.warnings, *(f"{p}: skipped: {why}" for p, why in rep.skipped)]
+        return EngineStatus(
+            model_state=self.embedder.state, model=self.embedder.model_id,
+            model_error=getattr(self.embedder, "error", None), notes=n,
+            last_sync=self._last_sync, warnings=warnings, binding=self.store.binding,
+            index_path=self.index_path, notes_dir=self.notes_dir)
+
+    def close(self) -> None:
+        """Close the index connection (the shared model stays loaded)."""
+        self.store.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

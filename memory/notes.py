@@ -1,0 +1,250 @@
+"""Reading note files: folder walk and forgiving Markdown + YAML-frontmatter parsing.
+
+A note is a ``*.md`` file: YAML frontmatter (``name``, ``description``, optional ``priority``,
+optional ``type``) and a Markdown body. Claude Code memory folders read as they are; their
+``MEMORY.md`` is an index, not a note, and is ignored. Hidden files and folders are ignored.
+
+Nothing here ever writes to a note file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import re
+import stat as _stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import frontmatter
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+MAX_NOTE_BYTES = 1_000_000        # larger files are not notes
+MAX_FRONTMATTER_CHARS = 64_000    # a longer header is not a note header
+INDEX_FILE_NAMES = {"MEMORY.md"}  # Claude Code's index file
+
+
+class NoteError(Exception):
+    """The file cannot be read as a note; ``str(exc)`` is the reason shown to the user."""
+
+
+class FileEntry(NamedTuple):
+    """A candidate note file found by :func:`scan`. ``rel`` is POSIX, relative to the root."""
+
+    rel: str
+    path: str  # absolute or root-relative file system path (str: cheaper than Path ×10k)
+    mtime_ns: int
+    size: int
+
+
+@dataclass
+class Note:
+    """A parsed note. ``has_description`` is False when the description fell back to the body's
+    first line; ``warnings`` are non-fatal parse warnings (e.g. a typed YAML value coerced)."""
+
+    rel: str
+    name: str
+    description: str
+    body: str
+    priority: bool
+    type: str | None
+    has_description: bool
+    hash: str
+    mtime_ns: int
+    size: int
+    warnings: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- YAML
+
+class _SafeNoAliasLoader(yaml.SafeLoader):
+    """SafeLoader (no tag ever constructs an object) that also refuses anchors/aliases, so a
+    "billion laughs" YAML bomb cannot expand. Frontmatter has no use for aliases."""
+
+    def compose_node(self, parent, index):  # noqa: D401 - PyYAML hook
+        if self.check_event(yaml.AliasEvent):
+            raise NoteError("YAML aliases are not allowed in frontmatter (possible YAML bomb)")
+        return super().compose_node(parent, index)
+
+
+class _Handler(YAMLHandler):
+    def load(self, fm: str, **kwargs):
+        if len(fm) > MAX_FRONTMATTER_CHARS:
+            raise NoteError(f"frontmatter longer than {MAX_FRONTMATTER_CHARS} characters")
+        data = yaml.load(fm, Loader=_SafeNoAliasLoader)
+        self.loaded = data
+        return data
+
+
+_TRUE = {"high", "true", "yes", "y", "on", "1"}
+
+
+def _as_text(key: str, value, warnings: list[str]) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, (list, tuple)):
+        text = ", ".join(_as_text(key, v, []) for v in value)
+    elif isinstance(value, (_dt.date, _dt.datetime)):
+        text = value.isoformat()
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k}: {_as_text(key, v, [])}" for k, v in value.items())
+    else:
+        text = str(value)
+    warnings.append(f"'{key}' is a YAML {type(value).__name__}; read as text {text!r}")
+    return text.strip()
+
+
+def _priority(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value > 0
+    return str(value).strip().lower() in _TRUE if value is not None else False
+
+
+_HEADING = re.compile(r"^\s*#+\s*")
+
+
+def _first_line(body: str) -> str:
+    for line in body.splitlines():
+        line = _HEADING.sub("", line).strip()
+        if line:
+            return line[:300]
+    return ""
+
+
+def parse_bytes(raw: bytes, rel: str, mtime_ns: int = 0, size: int | None = None) -> Note:
+    """Parse the bytes of one note file.
+
+    Accepts a UTF-8 BOM, CRLF/CR line ends, missing frontmatter (name = file stem,
+    description = first body line, ``has_description`` False), typed YAML values (coerced to
+    text with a warning). Raises :class:`NoteError` (reason as message) for binary or undecodable
+    content, invalid YAML, unsafe tags (never executed: SafeLoader), aliases, oversized files.
+    """
+    if size is None:
+        size = len(raw)
+    if len(raw) > MAX_NOTE_BYTES:
+        raise NoteError(f"larger than {MAX_NOTE_BYTES} bytes")
+    if b"\x00" in raw[:8192]:
+        raise NoteError("binary file (NUL bytes)")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise NoteError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    warnings: list[str] = []
+    handler = _Handler()
+    meta: dict = {}
+    body = text.strip()
+    if handler.detect(text.lstrip("\ufeff \t\n")):
+        try:
+            meta, body = frontmatter.parse(text, handler=handler)
+        except NoteError:
+            raise
+        except yaml.YAMLError as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise NoteError(f"invalid YAML frontmatter: {first}") from None
+        except RecursionError:
+            raise NoteError("YAML frontmatter nested too deeply") from None
+        loaded = getattr(handler, "loaded", None)
+        if loaded is not None and not isinstance(loaded, dict):
+            warnings.append("frontmatter is not a mapping; ignored")
+            meta = {}
+    stem = Path(rel).stem
+    name = _as_text("name", meta.get("name"), warnings) or stem
+    description = _as_text("description", meta.get("description"), warnings)
+    has_description = bool(description)
+    if not description:
+        description = _first_line(body)
+        if not meta:
+            warnings.append("no frontmatter; name from file name, description from first line")
+        else:
+            warnings.append("no description; using the first line of the body")
+    ntype = _as_text("type", meta.get("type"), warnings) or None
+    return Note(
+        rel=rel,
+        name=name,
+        description=description,
+        body=body,
+        priority=_priority(meta.get("priority")),
+        type=ntype,
+        has_description=has_description,
+        hash=hashlib.sha256(raw).hexdigest(),
+        mtime_ns=mtime_ns,
+        size=size,
+        warnings=warnings,
+    )
+
+
+def read_note(entry: FileEntry) -> Note:
+    """Read and parse one scanned file; raises :class:`NoteError` with the reason."""
+    try:
+        with open(entry.path, "rb") as fh:
+            raw = fh.read(MAX_NOTE_BYTES + 1)
+    except OSError as exc:
+        raise NoteError(f"unreadable ({exc.strerror or type(exc).__name__})") from None
+    return parse_bytes(raw, entry.rel, entry.mtime_ns, entry.size)
+
+
+# --------------------------------------------------------------------------- folder walk
+
+def scan(root: Path) -> tuple[list[FileEntry], list[tuple[str, str]]]:
+    """Walk ``root`` recursively (``os.scandir``; one ``stat`` per file, no reads).
+
+    Returns ``(entries, skipped)``: candidate ``*.md`` files with mtime (ns) and size, and
+    ``(rel, reason)`` for files that cannot be notes (not a regular file, a symlink that points
+    outside ``root`` or nowhere, stat failure). Hidden entries and ``MEMORY.md`` are ignored;
+    symlinked directories are not followed. Entries come in no particular order.
+    """
+    root = Path(root)
+    real_root = os.path.realpath(root)
+    entries: list[FileEntry] = []
+    skipped: list[tuple[str, str]] = []
+    stack = [(str(root), "")]
+    while stack:
+        folder, prefix = stack.pop()
+        try:
+            it = list(os.scandir(folder))
+        except OSError as exc:
+            skipped.append((prefix or ".", f"folder unreadable ({exc.strerror})"))
+            continue
+        for de in it:
+            name = de.name
+            if name[0] == ".":
+                continue
+            rel = prefix + name
+            is_md = name[-3:].lower() == ".md"
+            try:
+                if not is_md:
+                    if de.is_dir(follow_symlinks=False):  # d_type: no extra syscall
+                        stack.append((de.path, rel + "/"))
+                    continue  # symlinked folders are never followed (loops)
+                if name in INDEX_FILE_NAMES:
+                    continue
+                if de.is_symlink():
+                    target = os.path.realpath(de.path)
+                    if os.path.commonpath([real_root, target]) != real_root:
+                        skipped.append((rel, "symlink points outside the notes folder"))
+                        continue
+                    if not os.path.exists(target):
+                        skipped.append((rel, "broken symlink"))
+                        continue
+                elif de.is_dir(follow_symlinks=False):
+                    skipped.append((rel, "a directory, not a note file"))
+                    continue
+                st = de.stat()
+            except OSError as exc:
+                skipped.append((rel, f"cannot stat ({exc.strerror})"))
+                continue
+            if not _stat.S_ISREG(st.st_mode):
+                skipped.append((rel, "a directory, not a note file" if _stat.S_ISDIR(st.st_mode)
+                                else "not a regular file"))
+                continue
+            entries.append(FileEntry(rel, de.path, st.st_mtime_ns, st.st_size))
+    skipped.sort()
+    return entries, skipped

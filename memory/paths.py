@@ -1,0 +1,27 @@
+"""Where the derived index lives (never in the repo or the notes folder)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+def data_root() -> Path | None:
+    v = os.environ.get("COCKPIT_DATA_DIR")
+    return Path(v).expanduser() if v else None
+
+
+def default_index_path(notes_dir: str | os.PathLike) -> Path:
+    """``$COCKPIT_INDEX`` if set; else ``<root>/index/<sha1(abs notes path)[:12]>.sqlite`` where
+    root is ``$COCKPIT_DATA_DIR`` or ``platformdirs.user_cache_path("cockpit")``."""
+    env = os.environ.get("COCKPIT_INDEX")
+    if env:
+        return Path(env).expanduser()
+    key = hashlib.sha1(str(Path(notes_dir).expanduser().resolve()).encode()).hexdigest()[:12]
+    root = data_root()
+    if root is None:
+        import platformdirs
+
+        root = platformdirs.user_cache_path("cockpit")
+    return root / "index" / f"{key}.sqlite"

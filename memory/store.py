@@ -1,0 +1,241 @@
+"""The index file: one SQLite database holding note rows, an FTS5 table and a sqlite-vec
+``vec0`` table. Derived data only: delete the file and ``sync`` rebuilds it.
+
+Binding: the stdlib ``sqlite3`` when it can load extensions, else ``sqlean`` (sqlean.py, a
+drop-in build with FTS5 and extension loading), else ``pysqlite3``. :data:`binding_name` says
+which. WAL mode, ``busy_timeout`` and ``BEGIN IMMEDIATE`` write transactions let several threads
+and processes write the same index without "database is locked".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import sqlite_vec
+
+from .types import IndexOpenError
+
+SCHEMA_VERSION = "2"
+BUSY_TIMEOUT_MS = 60_000
+
+
+def _pick_binding():
+    errors = []
+    for name in ("sqlite3", "sqlean", "pysqlite3.dbapi2"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        conn = mod.connect(":memory:")
+        try:
+            if not hasattr(conn, "enable_load_extension"):
+                errors.append(f"{name}: no enable_load_extension")
+                continue
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+            return mod, name.split(".")[0]
+        except Exception as exc:  # noqa: BLE001 - try the next binding
+            errors.append(f"{name}: {exc}")
+        finally:
+            conn.close()
+    raise IndexOpenError("no SQLite binding can load sqlite-vec with FTS5: " + "; ".join(errors))
+
+
+_DB, binding_name = _pick_binding()
+"""The DB-API module in use and its name ("sqlite3" | "sqlean" | "pysqlite3")."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS notes (
+    id INTEGER PRIMARY KEY,
+    path TEXT UNIQUE NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL,
+    body TEXT NOT NULL,
+    priority INTEGER NOT NULL,
+    type TEXT,
+    has_description INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    warnings TEXT NOT NULL DEFAULT '[]',
+    embedded INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS notes_hash ON notes(hash);
+CREATE INDEX IF NOT EXISTS notes_name ON notes(name);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    note_id INTEGER NOT NULL,
+    kind TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_note ON chunks(note_id);
+CREATE TABLE IF NOT EXISTS skipped (
+    path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, reason TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
+    name, description, body, tokenize = 'porter unicode61'
+);
+"""
+
+
+class Store:
+    """One connection to an index file, safe to share between threads (calls serialise on a
+    lock). Raises :class:`IndexOpenError` if the file is not a usable index."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.binding = binding_name
+        self.lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = _DB.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
+                                    isolation_level=None, check_same_thread=False)
+            self.conn.enable_load_extension(True)
+            sqlite_vec.load(self.conn)
+            self.conn.enable_load_extension(False)
+            self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._retry(lambda: self.conn.execute("PRAGMA journal_mode=WAL"))
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            with self.write():
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self.conn.execute(statement)
+                ver = self.get_meta("schema")
+                if ver is None:
+                    self.set_meta("schema", SCHEMA_VERSION)
+                elif ver != SCHEMA_VERSION:
+                    raise IndexOpenError(
+                        f"index {self.path} has schema {ver}, expected {SCHEMA_VERSION}; "
+                        "delete it to rebuild")
+        except IndexOpenError:
+            raise
+        except (_DB.Error, OSError) as exc:
+            raise IndexOpenError(f"cannot open index {self.path}: {exc}") from None
+
+    # ------------------------------------------------------------------ plumbing
+    @staticmethod
+    def _retry(fn, attempts: int = 50):
+        for i in range(attempts):
+            try:
+                return fn()
+            except _DB.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or i == attempts - 1:
+                    raise
+                time.sleep(0.05 + 0.01 * i)
+
+    @contextlib.contextmanager
+    def write(self):
+        """``BEGIN IMMEDIATE`` … ``COMMIT`` (rollback on error), holding the thread lock.
+        Bumps the ``generation`` counter so other connections know the vectors changed."""
+        with self.lock:
+            self._retry(lambda: self.conn.execute("BEGIN IMMEDIATE"))
+            try:
+                yield self.conn
+                self.conn.execute(
+                    "INSERT INTO meta(key, value) VALUES('generation', '1') ON CONFLICT(key) "
+                    "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+                self.conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self.conn.execute("ROLLBACK")
+                raise
+
+    def query(self, sql: str, params=()) -> list[tuple]:
+        with self.lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    def get_meta(self, key: str) -> str | None:
+        with self.lock:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    # ------------------------------------------------------------------ vectors
+    def has_vec_table(self) -> bool:
+        return bool(self.query(
+            "SELECT 1 FROM sqlite_master WHERE name = 'vec_chunks'"))
+
+    def ensure_model(self, model_id: str, dim: int) -> bool:
+        """Make the vector table match ``model_id``/``dim``. Returns True when it had to drop
+        vectors made by another model (every note is then re-embedded; vectors never mix).
+        Call inside :meth:`write`."""
+        cur_model, cur_dim = self.get_meta("model"), self.get_meta("dim")
+        reset = False
+        if cur_model is not None and (cur_model != model_id or cur_dim != str(dim)):
+            self.conn.execute("DROP TABLE IF EXISTS vec_chunks")
+            self.conn.execute("DELETE FROM chunks")
+            self.conn.execute("UPDATE notes SET embedded = 0")
+            reset = True
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS vec_chunks USING vec0(embedding float[{dim}])")
+        self.set_meta("model", model_id)
+        self.set_meta("dim", str(dim))
+        return reset
+
+    def load_vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All vectors: ``(chunk_ids int64 (n,), note_ids int64 (n,), matrix float32 (n, dim))``."""
+        dim = int(self.get_meta("dim") or 0)
+        if not dim or not self.has_vec_table():
+            return (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, max(dim, 1)), np.float32))
+        rows = self.query(
+            "SELECT v.rowid, c.note_id, v.embedding FROM vec_chunks v JOIN chunks c ON c.id = v.rowid "
+            "ORDER BY v.rowid")  # a note's title vector is its first (lowest) chunk id
+        n = len(rows)
+        ids = np.fromiter((r[0] for r in rows), np.int64, n)
+        notes = np.fromiter((r[1] for r in rows), np.int64, n)
+        mat = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(n, dim).copy() \
+            if n else np.zeros((0, dim), np.float32)
+        return ids, notes, mat
+
+    # ------------------------------------------------------------------ rows
+    def delete_note(self, note_id: int) -> list[int]:
+        """Delete a note's row, FTS row, chunks and vectors; returns the deleted chunk ids."""
+        c = self.conn
+        chunk_ids = [r[0] for r in c.execute("SELECT id FROM chunks WHERE note_id = ?", (note_id,))]
+        if chunk_ids and self.has_vec_table():
+            c.executemany("DELETE FROM vec_chunks WHERE rowid = ?", [(i,) for i in chunk_ids])
+        c.execute("DELETE FROM chunks WHERE note_id = ?", (note_id,))
+        c.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
+        c.execute("DELETE FROM notes WHERE id = ?", (note_id,))
+        return chunk_ids
+
+    def insert_note(self, note, embedded: bool) -> int:
+        c = self.conn
+        cur = c.execute(
+            "INSERT INTO notes(path, name, description, body, priority, type, has_description,"
+            " mtime_ns, size, hash, warnings, embedded) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (note.rel, note.name, note.description, note.body, int(note.priority), note.type,
+             int(note.has_description), note.mtime_ns, note.size, note.hash,
+             json.dumps(note.warnings), int(embedded)))
+        nid = cur.lastrowid
+        c.execute("INSERT INTO notes_fts(rowid, name, description, body) VALUES (?,?,?,?)",
+                  (nid, note.name.replace("-", " ").replace("_", " "), note.description, note.body))
+        return nid
+
+    def insert_vectors(self, note_id: int, kinds: list[str], vectors: np.ndarray) -> list[int]:
+        c = self.conn
+        ids = []
+        for kind in kinds:
+            ids.append(c.execute("INSERT INTO chunks(note_id, kind) VALUES (?, ?)",
+                                 (note_id, kind)).lastrowid)
+        c.executemany("INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)",
+                      [(i, np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                       for i, v in zip(ids, vectors)])
+        return ids
+
+    def close(self) -> None:
+        with self.lock:
+            with contextlib.suppress(Exception):
+                self.conn.close()

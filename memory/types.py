@@ -1,0 +1,146 @@
+"""Plain data types shared by the engine modules (no behaviour beyond formatting)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class MemoryEngineError(Exception):
+    """Base class of the engine's own errors."""
+
+
+class NoteExistsError(MemoryEngineError, FileExistsError):
+    """``save`` refused: a different note with that name (or that file) already exists."""
+
+
+class IndexOpenError(MemoryEngineError):
+    """The index file cannot be opened or is not a Cockpit memory index."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked search result.
+
+    ``score`` is the cosine similarity (−1…1, in practice 0…1) between the query vector and the
+    note's best-matching vector (title or a body chunk); ``rank_score`` is the fused score that
+    decided the order (reciprocal-rank fusion of vector and BM25 ranks, plus the priority lift).
+    ``snippet`` is a short piece of the body (≤ ~160 chars) chosen for the query.
+    ``path`` is the note's file path (absolute).
+    """
+
+    name: str
+    description: str
+    snippet: str
+    priority: bool
+    score: float
+    path: Path
+    rank_score: float = 0.0
+    keyword: bool = False  # matched an exact identifier of the query (FTS5 phrase)
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "snippet": self.snippet,
+            "priority": self.priority,
+            "score": round(self.score, 4),
+            "rank_score": round(self.rank_score, 5),
+            "keyword": self.keyword,
+            "path": str(self.path),
+        }
+
+
+@dataclass(frozen=True)
+class Preseed:
+    """The preseed block and what went into it.
+
+    ``text``: the exact block a session's first message starts with ("" when nothing qualifies).
+    ``hits``: the hits in the block, in rank order. ``tokens``: approximate token count of
+    ``text`` (≈ characters / 4; 0 when empty). ``considered``: hits before the relevance floor
+    and the token budget.
+    """
+
+    text: str
+    hits: list[Hit]
+    tokens: int
+    considered: list[Hit] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "text": self.text,
+            "tokens": self.tokens,
+            "hits": [h.to_dict() for h in self.hits],
+            "considered": [h.to_dict() for h in self.considered],
+        }
+
+
+@dataclass
+class SyncReport:
+    """What one ``sync`` did. Paths are relative to the notes folder (POSIX form).
+
+    ``skipped`` lists every file currently not indexable, with its reason (also files skipped on
+    earlier syncs and unchanged since). ``warnings`` are non-fatal parse warnings (e.g. a YAML
+    date coerced to text) as "path: message" lines. ``embedded`` counts texts embedded.
+    ``seconds`` is wall time.
+    """
+
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    renamed: int = 0
+    unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    embedded: int = 0
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed or self.renamed)
+
+    def to_dict(self) -> dict:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "renamed": self.renamed,
+            "unchanged": self.unchanged,
+            "skipped": [list(s) for s in self.skipped],
+            "warnings": list(self.warnings),
+            "embedded": self.embedded,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+@dataclass(frozen=True)
+class LintIssue:
+    """One piece of advice from ``lint``. ``kind`` is one of ``no-description``,
+    ``description-gap`` (the body holds a fact the description does not mention),
+    ``near-duplicate``, ``name-collision``, ``skipped``. ``path`` is relative to the notes folder;
+    ``other`` names the second note for pairwise issues."""
+
+    kind: str
+    path: str
+    message: str
+    other: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "path": self.path, "message": self.message, "other": self.other}
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    """A snapshot for the UI. ``model_state``: "warming" | "ready" | "error".
+    ``binding``: the SQLite module in use ("sqlite3", "sqlean" or "pysqlite3").
+    ``last_sync``: epoch seconds of the last completed sync in this process, or None."""
+
+    model_state: str
+    model: str
+    model_error: str | None
+    notes: int
+    last_sync: float | None
+    warnings: list[str]
+    binding: str
+    index_path: Path
+    notes_dir: Path

@@ -1,0 +1,179 @@
+"""``cockpit memory …``: output, JSON, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cockpit import memory_cli
+from cockpit.cli import CockpitError
+from memory.embedder import get_embedder
+from test_memory_support import copy_fixture, snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED_QUERY = "what port does staging run on, which host do we deploy to, and with what command?"
+
+
+def run(argv: list[str], capsys, stdin: str | None = None, monkeypatch=None):
+    """Run ``cockpit memory …`` in-process the way cockpit.cli.main does → (code, out, err)."""
+    parser = argparse.ArgumentParser(prog="cockpit")
+    sub = parser.add_subparsers(dest="command")
+    memory_cli.add_parser(sub)
+    args = parser.parse_args(["memory", *argv])
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        code = int(args.func(args) or 0)
+    except CockpitError as exc:
+        print(f"cockpit: error: {exc}", file=sys.stderr)
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module", autouse=True)
+def model():
+    assert get_embedder().wait(120)
+
+
+@pytest.fixture()
+def notes(tmp_path):
+    return copy_fixture("seed", tmp_path / "notes")
+
+
+def test_index_prints_counts_and_binding(notes, capsys):
+    code, out, _ = run(["index", "--notes", str(notes)], capsys)
+    assert code == 0
+    assert "10 added, 0 updated, 0 removed, 0 renamed, 0 unchanged, 0 skipped" in out
+    assert "SQLite binding" in out
+    idx = Path(os.environ["COCKPIT_DATA_DIR"]) / "index"
+    assert len(list(idx.glob("*.sqlite"))) == 1  # default per-user index, not in the notes folder
+    code, out, _ = run(["index", "--notes", str(notes)], capsys)
+    assert "0 added, 0 updated, 0 removed, 0 renamed, 10 unchanged" in out
+
+
+def test_index_reports_skipped_with_reasons(notes, capsys):
+    (notes / "bad.md").write_bytes(b"\x00\x00")
+    code, out, _ = run(["index", "--notes", str(notes), "--json"], capsys)
+    rep = json.loads(out)
+    assert code == 0 and rep["added"] == 10
+    assert rep["skipped"] == [["bad.md", "binary file (NUL bytes)"]]
+    assert rep["binding"] in {"sqlite3", "sqlean", "pysqlite3"}
+
+
+def test_search_json_and_text(notes, capsys, tmp_path):
+    idx = tmp_path / "custom.sqlite"
+    code, out, _ = run(["search", "ship-v2", "--notes", str(notes), "--index", str(idx), "--json",
+                        "--top-k", "2"], capsys)
+    hits = json.loads(out)
+    assert code == 0 and len(hits) == 2 and hits[0]["name"] == "deploy-command"
+    assert set(hits[0]) >= {"name", "description", "snippet", "priority", "score", "path"}
+    assert idx.exists()
+    code, out, _ = run(["search", "6443", "--notes", str(notes), "--index", str(idx)], capsys)
+    assert out.startswith("1. ★ [staging-stack]")
+
+
+def test_preseed_prints_exactly_the_block(notes, capsys, tmp_path):
+    from memory import MemoryEngine
+
+    code, out, _ = run(["preseed", SEED_QUERY, "--notes", str(notes)], capsys)
+    assert code == 0
+    eng = MemoryEngine(notes)
+    assert out == eng.preseed(SEED_QUERY) and "★ [staging-stack]" in out and "[deploy-command]" in out
+    code, out, _ = run(["preseed", SEED_QUERY, "--notes", str(notes), "--json"], capsys)
+    data = json.loads(out)
+    assert data["text"] == eng.preseed(SEED_QUERY) and data["tokens"] > 0
+    assert {h["name"] for h in data["hits"]} >= {"staging-stack", "deploy-command"}
+    code, out, _ = run(["preseed", "knit a wool scarf for winter", "--notes", str(notes)], capsys)
+    assert code == 0 and out == ""
+
+
+def test_search_sees_edits_without_an_explicit_index(notes, capsys):
+    run(["index", "--notes", str(notes)], capsys)
+    (notes / "kiwi.md").write_text("---\nname: kiwi-fruit\ndescription: The kiwi orchard is watered at dawn.\n---\n")
+    code, out, _ = run(["search", "kiwi orchard watering", "--notes", str(notes), "--json"], capsys)
+    assert json.loads(out)[0]["name"] == "kiwi-fruit"
+
+
+def test_save_reads_body_from_stdin_and_refuses_duplicates(notes, capsys, monkeypatch):
+    code, out, _ = run(["save", "--name", "cache-ttl", "--description", "Cache TTL is 300 s.",
+                        "--priority", "--notes", str(notes)], capsys, stdin="Body from stdin.\n",
+                       monkeypatch=monkeypatch)
+    assert code == 0 and out.strip() == str(notes.resolve() / "cache-ttl.md")
+    assert "Body from stdin." in (notes / "cache-ttl.md").read_text()
+    before = (notes / "cache-ttl.md").read_bytes()
+    code, out, err = run(["save", "--name", "cache-ttl", "--description", "Different.",
+                          "--notes", str(notes)], capsys, stdin="x", monkeypatch=monkeypatch)
+    assert code == 2 and err.startswith("cockpit: error:") and "already exists" in err
+    assert len(err.strip().splitlines()) == 1 and (notes / "cache-ttl.md").read_bytes() == before
+
+
+def test_lint_json(notes, capsys):
+    (notes / "undescribed.md").write_text("no frontmatter at all\n")
+    before = snapshot(notes)
+    code, out, _ = run(["lint", "--notes", str(notes), "--json"], capsys)
+    issues = json.loads(out)
+    assert code == 0 and {"kind": "no-description", "path": "undescribed.md"}.items() <= \
+        next(i for i in issues if i["path"] == "undescribed.md").items()
+    assert snapshot(notes) == before
+
+
+def test_eval_figures_and_per_query_names(notes, capsys, tmp_path):
+    q = tmp_path / "q.jsonl"
+    rows = [
+        {"id": "a", "query": SEED_QUERY, "gold": ["staging-stack", "deploy-command"], "kind": "task"},
+        {"id": "b", "query": "which command deploys, ship-v2?", "gold": ["deploy-command"], "kind": "identifier"},
+        {"id": "c", "query": "bake sourdough bread with a rye starter", "gold": [], "kind": "no-match"},
+    ]
+    q.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    code, out, _ = run(["eval", str(q), "--notes", str(notes), "--json"], capsys)
+    res = json.loads(out)
+    assert code == 0
+    assert res["engine"]["recall@5"] == 1.0 and res["engine"]["false_inject_rate"] == 0.0
+    assert res["engine"]["per_kind"] == {"identifier": 1.0, "task": 1.0}
+    assert res["baseline"]["false_inject_rate"] is not None and res["engine"]["p50_ms"] > 0
+    per = {r["id"]: r for r in res["queries"]}
+    assert per["c"]["engine"]["names"] == [] and "deploy-command" in per["a"]["engine"]["names"]
+    code, out, _ = run(["eval", str(q), "--notes", str(notes)], capsys)
+    assert "recall@5" in out and "false-inject rate" in out and "keyword" in out
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["index", "--notes", "/nonexistent/notes"], "does not exist"),
+    (["search", "x", "--notes", "/nonexistent/notes"], "does not exist"),
+    (["eval", "/nonexistent/q.jsonl", "--notes", "."], "cannot read"),
+    (["search", "x", "--notes", ".", "--top-k", "0"], "--top-k"),
+])
+def test_user_errors_are_one_line(argv, needle, capsys):
+    code, out, err = run(argv, capsys)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_unreadable_index_is_one_line_no_traceback(notes, tmp_path):
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"not a database at all" * 200)
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    proc = subprocess.run([sys.executable, "-c", "import sys; from cockpit.cli import main; sys.exit(main())", "memory", "index", "--notes", str(notes),
+                           "--index", str(bad)], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("cockpit: error:") and "bad.sqlite" in proc.stderr
+
+
+def test_progress_bar_only_for_long_work_or_tty(capsys, monkeypatch):
+    bar = memory_cli._Bar()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    bar(10, 20)
+    assert capsys.readouterr().err == "" and not bar.shown
+    bar(256, 640)
+    bar(640, 640)
+    err = capsys.readouterr().err
+    assert "640/640" in err and err.endswith("\n") and bar.shown
