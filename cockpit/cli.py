@@ -50,6 +50,3 @@ def main(argv: list[str] | None = None) -> int:
         print("cockpit: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

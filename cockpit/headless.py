@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
     p.add_argument("--notes", type=Path, default=None, help="notes folder (default ./notes)")
     p.add_argument("--index", type=Path, default=None, help="memory index file (default per-user cache)")
     p.add_argument("--workspace", type=Path, default=None, help="folder the read-only tools see (default .)")
-    p.add_argument("--model", default=None, help="model id (free text; default COCKPIT_MODEL / config / claude-sonnet-4-5)")
+    p.add_argument("--model", default=None, help="model id (free text; default COCKPIT_MODEL / config / claude-sonnet-5-5)")
     p.add_argument("--base-url", default=None, help="Messages API base URL (default ANTHROPIC_BASE_URL / Anthropic)")
     p.add_argument("--top-k", type=int, default=None, help="notes in the preseed block (default 5)")
     p.add_argument("--no-preseed", action="store_true",

@@ -67,3 +67,12 @@ def test_missing_notes_folder(ws, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     code = main(["run", "t", "--notes", str(tmp_path / "nope"), "--workspace", str(ws)])
     assert code == 2 and "notes folder not found" in capsys.readouterr().err
+
+
+def test_run_help_names_the_real_default_model():
+    from cockpit.cli import build_parser
+    from cockpit.runtime.config import DEFAULT_MODEL
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert DEFAULT_MODEL in sub.choices["run"].format_help()
