@@ -1,7 +1,62 @@
-"""(being written)"""
-def add_parser(sub):
-    pass
-def add_arguments(parser):
-    pass
-def run(args):
-    raise SystemExit("not yet")
+"""Bare ``cockpit``: the top-level flags, and launching the Textual app.
+
+Textual is imported lazily inside :func:`run`, so ``cockpit memory …`` and ``cockpit run …``
+stay fast. The runtime's ``SessionManager`` is built inside the app's event loop (it must be
+created and used in one running loop); the memory engine is built before and starts warming
+in the background once the app is up — the app is interactive at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("the app (bare `cockpit`)")
+    g.add_argument("--notes", metavar="DIR", default="notes", help="notes folder (default ./notes)")
+    g.add_argument("--workspace", metavar="DIR", default=".", help="sessions' workspace folder (default .)")
+    g.add_argument("--model", metavar="ID", default=None, help="model id (free text; default from config)")
+    g.add_argument("--base-url", metavar="URL", default=None, help="Messages API base URL (e.g. a local server)")
+    g.add_argument("--top-k", metavar="N", type=int, default=None, help="notes put in each session's first message")
+    g.add_argument("--no-preseed", action="store_true", help="start sessions without the notes block")
+
+
+def run(args: argparse.Namespace) -> int:
+    from cockpit.cli import CockpitError
+    from cockpit.runtime import ConfigError, load_config
+
+    workspace = Path(args.workspace).expanduser().resolve()
+    if not workspace.is_dir():
+        raise CockpitError(f"workspace is not a folder: {workspace}")
+    try:
+        config = load_config({
+            "model": args.model, "base_url": args.base_url, "top_k": args.top_k,
+            "preseed": False if args.no_preseed else None, "interactive": True,
+        })
+    except ConfigError as exc:
+        raise CockpitError(str(exc)) from None
+
+    from memory import MemoryEngine, MemoryEngineError
+
+    try:
+        engine = MemoryEngine(Path(args.notes).expanduser())
+    except MemoryEngineError as exc:
+        raise CockpitError(f"memory index: {exc}") from None
+
+    from cockpit.tui.app import CockpitApp
+    from cockpit.runtime import SessionManager
+
+    class _App(CockpitApp):
+        async def on_load(self) -> None:  # inside the running loop: build the manager here
+            self.manager = SessionManager(engine, config)
+
+    app = _App(
+        None, engine, workspace=workspace, model=config.model, top_k=config.top_k,
+        preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
+    )
+    try:
+        app.run()
+    finally:
+        engine.close()
+    return int(app.return_code or 0)

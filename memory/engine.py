@@ -10,6 +10,7 @@ import os
 import re
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
 
@@ -18,7 +19,7 @@ import numpy as np
 from . import lint as _lint
 from . import preseed as _preseed
 from .embedder import Embedder, get_embedder
-from .notes import FileEntry, Note, NoteError, read_note, scan
+from .notes import FileEntry, Note, NoteError, read_note, scan_paths, walk
 from .paths import default_index_path
 from .search import CANDIDATES, MMR_POOL, KeywordStats, VectorMirror, bm25_notes, fuse, mmr
 from .store import Store
@@ -26,6 +27,7 @@ from .text import approx_tokens, note_texts, snippet
 from .types import EngineStatus, Hit, LintIssue, NoteExistsError, Preseed, SyncReport
 
 Progress = Callable[[int, int], None]
+QUERY_CACHE_SIZE = 64  # query vectors kept by embed_query (exact text → vector)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
 
 
@@ -53,6 +55,9 @@ class MemoryEngine:
         self._sync_lock = threading.Lock()
         self._last_sync: float | None = None
         self._last_report: SyncReport | None = None
+        self._qcache: OrderedDict[tuple, np.ndarray] = OrderedDict()  # see embed_query
+        self._qcache_lock = threading.Lock()
+        self.query_cache_hits = 0
 
     # ------------------------------------------------------------------ model
     def start_warmup(self) -> None:
@@ -70,11 +75,29 @@ class MemoryEngine:
 
     def embed_query(self, query: str) -> np.ndarray:
         """The query vector: float32 ``(dim,)``, L2-normalised. Pass it to ``search``/
-        ``build_preseed`` as ``query_vector`` to time retrieval without the embedding."""
-        return self.embedder.encode([query])[0]
+        ``build_preseed`` as ``query_vector`` to time retrieval without the embedding.
+
+        The last ``QUERY_CACHE_SIZE`` vectors are kept, keyed by the exact text (and the
+        model): the spawn dialog previews the preseed of the very task text the spawn then
+        uses, so the spawn's query costs no forward pass. The model runs one text on one torch
+        thread (see :mod:`memory.embedder`)."""
+        emb = self.embedder
+        key = (getattr(emb, "model_id", None), getattr(emb, "dim", None), query)
+        with self._qcache_lock:
+            v = self._qcache.get(key)
+            if v is not None:
+                self._qcache.move_to_end(key)
+                self.query_cache_hits += 1
+                return v.copy()
+        v = np.asarray(emb.encode([query])[0], np.float32)
+        with self._qcache_lock:
+            self._qcache[key] = v
+            while len(self._qcache) > QUERY_CACHE_SIZE:
+                self._qcache.popitem(last=False)
+        return v.copy()
 
     # ------------------------------------------------------------------ sync
-    def sync(self, progress: Progress | None = None) -> SyncReport:
+    def sync(self, progress: Progress | None = None, paths=None) -> SyncReport:
         """Bring the index in line with the notes folder, incrementally.
 
         A file whose mtime (ns) and size match its row is not read; a changed file whose content
@@ -84,23 +107,62 @@ class MemoryEngine:
         model (id or dimension) than the index's re-embeds every note. ``progress(done, total)``
         is called while embedding (texts). Raises ``FileNotFoundError`` /
         ``NotADirectoryError`` when the notes folder is missing.
+
+        ``paths``: None (default) walks the whole folder. Otherwise an iterable of file or
+        folder paths (absolute, or relative to the notes folder) that changed, appeared or
+        vanished — what a file watcher reports: only those (folders: their contents) are
+        examined, and only index rows at those paths (or under those folders) can be updated
+        or removed, so the cost does not grow with the size of the folder. A rename is seen
+        when both its old and new path are given. Paths outside the notes folder or hidden are
+        ignored; the notes folder itself (or a model change, or an empty index) means a full
+        sync. The report's ``unchanged`` then counts only examined files; ``skipped`` is still
+        the whole list.
         """
         t0 = time.perf_counter()
         if not self.notes_dir.is_dir():
             if self.notes_dir.exists():
                 raise NotADirectoryError(f"notes folder {self.notes_dir} is not a folder")
             raise FileNotFoundError(f"notes folder {self.notes_dir} does not exist")
+        rels = None if paths is None else self._rel_paths(paths)
         with self._sync_lock:
-            report = self._sync(progress)
+            report = self._sync(progress, rels=rels)
         report.seconds = time.perf_counter() - t0
         self._last_sync = time.time()
         self._last_report = report
         return report
 
-    def _sync(self, progress: Progress | None, force_all: bool = False) -> SyncReport:
+    def _rel_paths(self, paths) -> list[str] | None:
+        """Watcher paths → POSIX paths relative to the notes folder (None: sync everything)."""
+        root = str(self.notes_dir)
+        out = []
+        for p in paths:
+            p = os.fspath(p)
+            full = os.path.normpath(p if os.path.isabs(p) else os.path.join(root, p))
+            if full == root:
+                return None
+            if not full.startswith(root + os.sep):
+                continue  # not in the notes folder
+            out.append(full[len(root) + 1:].replace(os.sep, "/"))
+        return out
+
+    def _rows_at(self, exact: set[str], prefixes: tuple[str, ...]) -> dict[str, tuple]:
+        """Index rows at ``exact`` paths or under ``prefixes`` (path index lookups)."""
+        cols = "SELECT id, path, mtime_ns, size, hash, embedded FROM notes"
+        rows: dict[str, tuple] = {}
+        ex = list(exact)
+        for i in range(0, len(ex), 500):
+            part = ex[i: i + 500]
+            for r in self.store.query(f"{cols} WHERE path IN ({','.join('?' * len(part))})", part):
+                rows[r[1]] = r
+        for pre in prefixes:  # "a/" <= path < "a0" ('0' follows '/')
+            for r in self.store.query(f"{cols} WHERE path >= ? AND path < ?", (pre, pre[:-1] + "0")):
+                rows[r[1]] = r
+        return rows
+
+    def _sync(self, progress: Progress | None, force_all: bool = False,
+              rels: list[str] | None = None) -> SyncReport:
         rep = SyncReport()
         store = self.store
-        entries, scan_skipped = scan(self.notes_dir)
         emb = self.embedder
         stored_model, stored_dim = store.get_meta("model"), store.get_meta("dim")
         # the model is only waited for when something must be embedded (or checked): a sync
@@ -109,50 +171,62 @@ class MemoryEngine:
             self._need_model()
         model_changed = force_all or stored_model not in (None, emb.model_id) or \
             (emb.dim is not None and stored_dim not in (None, str(emb.dim)))
+        targeted = rels is not None and not model_changed and stored_model is not None
         gen_before = store.generation()
-        if not model_changed and self._rows_cache[0] == gen_before:
-            rows = self._rows_cache[1]  # nobody wrote since our last sync: no need to re-read
+        root = str(self.notes_dir)
+        if targeted:
+            entries, scan_skipped, exact, prefixes = scan_paths(root, rels)
+            rows = self._rows_at(exact, prefixes)
         else:
-            rows = {r[1]: r for r in store.query(
-                "SELECT id, path, mtime_ns, size, hash, embedded FROM notes")}
-            self._rows_cache = (gen_before, rows)
+            entries, scan_skipped = walk(root)
+            if not model_changed and self._rows_cache[0] == gen_before:
+                rows = self._rows_cache[1]  # nobody wrote since our last sync: no need to re-read
+            else:
+                rows = {r[1]: r for r in store.query(
+                    "SELECT id, path, mtime_ns, size, hash, embedded FROM notes")}
+                self._rows_cache = (gen_before, rows)
         old_skips = {r[0]: r for r in store.query("SELECT path, mtime_ns, size, reason FROM skipped")}
 
         skipped: dict[str, tuple[int | None, int | None, str]] = {
             rel: (None, None, reason) for rel, reason in scan_skipped}
-        to_read: list[FileEntry] = []
+        to_read: list[tuple[str, int, int]] = []
         seen_paths: set[str] = set()
-        for e in entries:
-            seen_paths.add(e.rel)
-            r = rows.get(e.rel)
-            if not model_changed and r and r[2] == e.mtime_ns and r[3] == e.size and r[5]:
-                rep.unchanged += 1
+        seen_add, rows_get, skips_get = seen_paths.add, rows.get, old_skips.get
+        unchanged = 0
+        for e in entries:  # e = (rel, mtime_ns, size): one loop, no objects per unchanged file
+            rel = e[0]
+            seen_add(rel)
+            r = rows_get(rel)
+            if r is not None and r[2] == e[1] and r[3] == e[2] and r[5] and not model_changed:
+                unchanged += 1
                 continue
-            s = old_skips.get(e.rel)
-            if s and s[1] == e.mtime_ns and s[2] == e.size:
-                skipped[e.rel] = (e.mtime_ns, e.size, s[3])
+            s = skips_get(rel)
+            if s and s[1] == e[1] and s[2] == e[2]:
+                skipped[rel] = (e[1], e[2], s[3])
                 continue
             to_read.append(e)
+        rep.unchanged = unchanged
 
         touched: list[Note] = []
         fresh: list[Note] = []
-        for e in to_read:
+        for rel, mtime_ns, size in to_read:
             try:
-                note = read_note(e)
+                note = read_note(FileEntry(rel, os.path.join(root, rel), mtime_ns, size))
             except NoteError as exc:
-                skipped[e.rel] = (e.mtime_ns, e.size, str(exc))
+                skipped[rel] = (mtime_ns, size, str(exc))
                 continue
             rep.warnings.extend(f"{note.rel}: {w}" for w in note.warnings)
-            r = rows.get(e.rel)
+            r = rows.get(rel)
             if not model_changed and r and r[4] == note.hash and r[5]:
                 touched.append(note)
                 rep.unchanged += 1
             else:
                 fresh.append(note)
 
-        ok_paths = {n.rel for n in fresh} | {n.rel for n in touched} | \
-            {p for p in seen_paths if p in rows and p not in skipped}
-        gone = {p: r for p, r in rows.items() if p not in ok_paths}
+        # rows whose file is gone, or is now skipped (fresh/touched paths are never skipped)
+        gone_paths = rows.keys() - seen_paths
+        gone_paths.update(p for p in skipped if p in rows)
+        gone = {p: rows[p] for p in gone_paths}
         # renames: a new path with exactly the content (and parse) of a vanished row
         by_hash: dict[str, list] = {}
         for r in gone.values():
@@ -176,7 +250,7 @@ class MemoryEngine:
         if to_embed and emb.dim is None:
             self._need_model()
             if store.get_meta("dim") not in (None, str(emb.dim)) and not model_changed:
-                return self._sync(progress, force_all=True)
+                return self._sync(progress, force_all=True)  # full: every note re-embedded
         # embed outside the write transaction
         texts, spans = [], []
         for n in to_embed:
@@ -186,6 +260,10 @@ class MemoryEngine:
         vecs = self._encode(texts, progress)
         rep.embedded = len(texts)
 
+        if targeted:  # skips outside the examined paths stay as they were
+            for p, r in old_skips.items():
+                if p not in exact and not p.startswith(prefixes) and p not in skipped:
+                    skipped[p] = (r[1], r[2], r[3])
         new_skips = {p: (m, sz, why) for p, (m, sz, why) in skipped.items()}
         rep.skipped = sorted((p, why) for p, (_, _, why) in skipped.items())
         unchanged_skips = {p: (r[1], r[2], r[3]) for p, r in old_skips.items()} == new_skips
@@ -231,18 +309,19 @@ class MemoryEngine:
             conn.executemany("INSERT INTO skipped(path, mtime_ns, size, reason) VALUES (?,?,?,?)",
                              [(p, m, s, why) for p, (m, s, why) in skipped.items()])
         # patch the row cache with what we just wrote (or drop it if someone else wrote)
-        if not model_changed and self._rows_cache[0] == gen0:
+        cache_gen, cache = self._rows_cache
+        if not model_changed and cache_gen == gen0 and (targeted or cache is rows):
             for r in gone.values():
-                rows.pop(r[1], None)
+                cache.pop(r[1], None)
             for nid, n, old_path in renames:
-                rows.pop(old_path, None)
-                rows[n.rel] = (nid, n.rel, n.mtime_ns, n.size, n.hash, 1)
+                cache.pop(old_path, None)
+                cache[n.rel] = (nid, n.rel, n.mtime_ns, n.size, n.hash, 1)
             for n in touched:
-                r = rows[n.rel]
-                rows[n.rel] = (r[0], r[1], n.mtime_ns, n.size, r[4], r[5])
+                r = cache.get(n.rel) or rows[n.rel]
+                cache[n.rel] = (r[0], r[1], n.mtime_ns, n.size, r[4], r[5])
             for r in inserted:
-                rows[r[1]] = r
-            self._rows_cache = (gen0 + 1, rows)
+                cache[r[1]] = r
+            self._rows_cache = (gen0 + 1, cache)
         else:
             self._rows_cache = (-1, {})
         with self.mirror.lock:
@@ -269,13 +348,17 @@ class MemoryEngine:
                 progress(min(i + step, len(texts)), len(texts))
         return np.concatenate(out)
 
-    def _fresh_mirror(self) -> None:
+    def _fresh_mirror(self) -> int:
+        """Reload the mirror if another connection wrote (or it holds too many dead rows);
+        returns the index generation read."""
         gen = self.store.generation()
         m = self.mirror
         if m.generation != gen or m.dead_fraction > 0.3:
             with m.lock:
-                if m.generation != self.store.generation() or m.dead_fraction > 0.3:
+                gen = self.store.generation()
+                if m.generation != gen or m.dead_fraction > 0.3:
                     m.reload(self.store)
+        return gen
 
     # ------------------------------------------------------------------ search
     def _priority_ids(self) -> set[int]:
@@ -287,10 +370,10 @@ class MemoryEngine:
     def _rank(self, query: str, query_vector: np.ndarray | None):
         """Fused candidates (best first) → ``(cands, fetch)``; ``fetch(cands)`` returns the
         rows ``{id: (id, name, description, body, priority, path)}`` of the given candidates."""
-        self._fresh_mirror()
+        gen = self._fresh_mirror()
         qvec = self.embed_query(query) if query_vector is None else np.asarray(query_vector, np.float32)
         vec, cos_of = self.mirror.top_notes(qvec, CANDIDATES)
-        bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats)
+        bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
         cands = fuse(vec, bm25, ident, self._priority_ids(), cos_of)
 
         def fetch(some):

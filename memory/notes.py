@@ -193,19 +193,25 @@ def read_note(entry: FileEntry) -> Note:
 
 # --------------------------------------------------------------------------- folder walk
 
-def scan(root: Path) -> tuple[list[FileEntry], list[tuple[str, str]]]:
-    """Walk ``root`` recursively (``os.scandir``; one ``stat`` per file, no reads).
+_MD = (".md", ".MD", ".Md", ".mD")
 
-    Returns ``(entries, skipped)``: candidate ``*.md`` files with mtime (ns) and size, and
-    ``(rel, reason)`` for files that cannot be notes (not a regular file, a symlink that points
-    outside ``root`` or nowhere, stat failure). Hidden entries and ``MEMORY.md`` are ignored;
-    symlinked directories are not followed. Entries come in no particular order.
-    """
-    root = Path(root)
-    real_root = os.path.realpath(root)
-    entries: list[FileEntry] = []
-    skipped: list[tuple[str, str]] = []
-    stack = [(str(root), "")]
+
+def _is_md(name: str) -> bool:
+    return name.endswith(_MD)
+
+
+def walk(root: str, prefix: str = "", real_root: str | None = None,
+         entries: list | None = None, skipped: list | None = None):
+    """The folder walk behind :func:`scan`, cheap enough to run on every sync: ``os.scandir``
+    recursion, one ``stat`` per note file, plain tuples ``(rel, mtime_ns, size)`` (the file
+    system path is ``os.path.join(root, rel)``, built only for files that must be read).
+    ``prefix`` (``"sub/dir/"``) walks only that sub-folder of ``root``. Unsorted."""
+    root = os.fspath(root)
+    real_root = real_root or os.path.realpath(root)
+    entries = [] if entries is None else entries
+    skipped = [] if skipped is None else skipped
+    add = entries.append
+    stack = [(os.path.join(root, prefix) if prefix else root, prefix)]
     while stack:
         folder, prefix = stack.pop()
         try:
@@ -217,34 +223,128 @@ def scan(root: Path) -> tuple[list[FileEntry], list[tuple[str, str]]]:
             name = de.name
             if name[0] == ".":
                 continue
-            rel = prefix + name
-            is_md = name[-3:].lower() == ".md"
             try:
-                if not is_md:
+                if not name.endswith(_MD):
                     if de.is_dir(follow_symlinks=False):  # d_type: no extra syscall
-                        stack.append((de.path, rel + "/"))
+                        stack.append((de.path, prefix + name + "/"))
                     continue  # symlinked folders are never followed (loops)
+                if de.is_file(follow_symlinks=False):  # the common case: a plain file
+                    if name in INDEX_FILE_NAMES:
+                        continue
+                    st = de.stat(follow_symlinks=False)
+                    add((prefix + name, st.st_mtime_ns, st.st_size))
+                    continue
                 if name in INDEX_FILE_NAMES:
                     continue
-                if de.is_symlink():
-                    target = os.path.realpath(de.path)
-                    if os.path.commonpath([real_root, target]) != real_root:
-                        skipped.append((rel, "symlink points outside the notes folder"))
-                        continue
-                    if not os.path.exists(target):
-                        skipped.append((rel, "broken symlink"))
-                        continue
-                elif de.is_dir(follow_symlinks=False):
-                    skipped.append((rel, "a directory, not a note file"))
-                    continue
-                st = de.stat()
+                why, st = _classify_odd(de.path, de.is_symlink(), real_root)
             except OSError as exc:
-                skipped.append((rel, f"cannot stat ({exc.strerror})"))
+                skipped.append((prefix + name, f"cannot stat ({exc.strerror})"))
                 continue
-            if not _stat.S_ISREG(st.st_mode):
-                skipped.append((rel, "a directory, not a note file" if _stat.S_ISDIR(st.st_mode)
-                                else "not a regular file"))
-                continue
-            entries.append(FileEntry(rel, de.path, st.st_mtime_ns, st.st_size))
+            if why:
+                skipped.append((prefix + name, why))
+            else:
+                add((prefix + name, st.st_mtime_ns, st.st_size))
+    return entries, skipped
+
+
+def _classify_odd(path: str, is_link: bool, real_root: str):
+    """A ``*.md`` entry that is not a plain file → ``(reason, None)`` when it cannot be a note,
+    else ``("", stat)`` (a symlink to a file inside the notes folder). Raises OSError."""
+    if is_link:
+        target = os.path.realpath(path)
+        if os.path.commonpath([real_root, target]) != real_root:
+            return "symlink points outside the notes folder", None
+        if not os.path.exists(target):
+            return "broken symlink", None
+    st = os.stat(path)
+    if _stat.S_ISREG(st.st_mode):
+        return "", st
+    return ("a directory, not a note file" if _stat.S_ISDIR(st.st_mode) else "not a regular file"), None
+
+
+def scan(root: Path) -> tuple[list[FileEntry], list[tuple[str, str]]]:
+    """Walk ``root`` recursively (``os.scandir``; one ``stat`` per file, no reads).
+
+    Returns ``(entries, skipped)``: candidate ``*.md`` files with mtime (ns) and size, and
+    ``(rel, reason)`` for files that cannot be notes (not a regular file, a symlink that points
+    outside ``root`` or nowhere, stat failure). Hidden entries and ``MEMORY.md`` are ignored;
+    symlinked directories are not followed. Entries come in no particular order.
+    """
+    root_s = os.fspath(root)
+    raw, skipped = walk(root_s)
+    entries = [FileEntry(rel, os.path.join(root_s, rel), m, sz) for rel, m, sz in raw]
     skipped.sort()
     return entries, skipped
+
+
+def scan_paths(root: Path, rels) -> tuple[list, list[tuple[str, str]], set[str], tuple[str, ...]]:
+    """Examine only ``rels`` (POSIX paths relative to ``root``, as a file watcher reports them:
+    changed, added or deleted files or folders) with the rules of :func:`scan`.
+
+    Returns ``(entries, skipped, exact, prefixes)``: entries ``(rel, mtime_ns, size)`` and
+    skipped ``(rel, reason)`` found at or under those paths, and the scope they cover — an
+    index row is in scope when its path is in ``exact`` or starts with one of ``prefixes``
+    (``"folder/"``, for paths that are or were folders). Hidden paths are out of scope."""
+    root_s = os.fspath(root)
+    real_root = os.path.realpath(root_s)
+    entries: list = []
+    skipped: list[tuple[str, str]] = []
+    exact: set[str] = set()
+    prefixes: set[str] = set()
+    walked: set[str] = set()
+    for rel in dict.fromkeys(rels):
+        parts = rel.split("/")
+        if not rel or any(not p or p[0] == "." for p in parts):
+            continue
+        exact.add(rel)
+        name = parts[-1]
+        md = name.endswith(_MD)
+        if not md:
+            prefixes.add(rel + "/")  # a folder, or what used to be one
+        # a note must be reachable through real folders (scan never follows folder symlinks)
+        folder_ok = True
+        for i in range(1, len(parts)):
+            try:
+                st = os.lstat(os.path.join(root_s, *parts[:i]))
+            except OSError:
+                folder_ok = False
+                break
+            if not _stat.S_ISDIR(st.st_mode):
+                folder_ok = False
+                break
+        if not folder_ok:
+            continue
+        path = os.path.join(root_s, *parts)
+        try:
+            lst = os.lstat(path)
+        except FileNotFoundError:
+            continue  # deleted: rows in scope with no entry go
+        except OSError as exc:
+            if md and name not in INDEX_FILE_NAMES:
+                skipped.append((rel, f"cannot stat ({exc.strerror})"))
+            continue
+        if not md:
+            if _stat.S_ISDIR(lst.st_mode) and not any(rel.startswith(w) for w in walked):
+                walked.add(rel + "/")
+                walk(root_s, rel + "/", real_root, entries, skipped)
+            continue
+        if name in INDEX_FILE_NAMES:
+            continue
+        if _stat.S_ISREG(lst.st_mode):
+            entries.append((rel, lst.st_mtime_ns, lst.st_size))
+            continue
+        try:
+            why, st = _classify_odd(path, _stat.S_ISLNK(lst.st_mode), real_root)
+        except OSError as exc:
+            skipped.append((rel, f"cannot stat ({exc.strerror})"))
+            continue
+        if why:
+            skipped.append((rel, why))
+        else:
+            entries.append((rel, st.st_mtime_ns, st.st_size))
+    # a folder walked as a whole covers the single paths reported inside it: one row per path
+    seen: set[str] = set()
+    entries = [e for e in entries if not (e[0] in seen or seen.add(e[0]))]
+    seen = set()
+    skipped = [x for x in skipped if not (x[0] in seen or seen.add(x[0]))]
+    return entries, skipped, exact, tuple(sorted(prefixes))

@@ -46,23 +46,45 @@ class Candidate:
     fused: float = 0.0
 
 
-_blas_controller = None
+class _BlasOneThread:
+    """Limit numpy's own BLAS to one thread around the mat-vec, then restore: a threaded
+    sgemv waits for a second core that a busy machine (nine sessions, a UI) does not give it —
+    measured p90 1.5 ms vs 8-80 ms at 20k×384. The library controllers are looked up once
+    (threadpoolctl, numpy's BLAS only — torch's OpenMP pool is not touched); each search then
+    costs two C calls instead of a threadpoolctl ``limit`` context. Scoped, so the host process
+    keeps its settings. A no-op without threadpoolctl."""
 
+    def __init__(self) -> None:
+        self._libs = None
 
-def _one_blas_thread():
-    """Context manager limiting numpy's BLAS to one thread for the mat-vec (threadpoolctl;
-    a no-op when it is not installed). Scoped, so the host process keeps its settings."""
-    global _blas_controller
-    if _blas_controller is None:
+    def _find(self):
         try:
             from threadpoolctl import ThreadpoolController
 
-            _blas_controller = ThreadpoolController()
+            self._libs = [lib for lib in ThreadpoolController().select(user_api="blas").lib_controllers
+                          if "numpy" in str(getattr(lib, "filepath", ""))] or \
+                ThreadpoolController().select(user_api="blas").lib_controllers
         except Exception:  # noqa: BLE001 - optional speed-up only
-            _blas_controller = False
-    if not _blas_controller:
-        return contextlib.nullcontext()
-    return _blas_controller.limit(limits=1, user_api="blas")
+            self._libs = []
+        return self._libs
+
+    @contextlib.contextmanager
+    def __call__(self):
+        libs = self._libs if self._libs is not None else self._find()
+        before = []
+        for lib in libs:
+            n = lib.get_num_threads()
+            if n != 1:
+                lib.set_num_threads(1)
+                before.append((lib, n))
+        try:
+            yield
+        finally:
+            for lib, n in before:
+                lib.set_num_threads(n)
+
+
+_one_blas_thread = _BlasOneThread()
 
 
 class VectorMirror:
@@ -70,6 +92,8 @@ class VectorMirror:
 
     ``generation`` is the index generation it reflects; :meth:`apply` patches it after this
     process's own writes, :meth:`reload` re-reads everything when someone else wrote.
+    ``_note_rows`` maps a note id to its rows (title first), so per-note lookups (the cosine of a
+    keyword-lane candidate, title vectors for MMR) touch only that note's rows.
     """
 
     def __init__(self) -> None:
@@ -81,7 +105,7 @@ class VectorMirror:
         self._notes = np.zeros(0, np.int64)
         self._chunks = np.zeros(0, np.int64)
         self._row_of: dict[int, int] = {}
-        self._title_row: dict[int, int] = {}  # note id → row of its title vector
+        self._note_rows: dict[int, list[int]] = {}  # note id → rows (title row first)
         self._dead = 0
 
     def reload(self, store) -> None:
@@ -91,10 +115,15 @@ class VectorMirror:
             self._chunks, self._notes, self._mat = ids, notes, mat
             self._n = len(ids)
             self.dim = mat.shape[1]
-            self._row_of = {int(c): i for i, c in enumerate(ids)}
-            self._title_row = {}
-            for i, nid in enumerate(notes.tolist()):
-                self._title_row.setdefault(nid, i)
+            self._row_of = dict(zip(ids.tolist(), range(len(ids))))
+            note_rows: dict[int, list[int]] = {}
+            for i, nid in enumerate(notes.tolist()):  # rows in chunk id order: title first
+                rows = note_rows.get(nid)
+                if rows is None:
+                    note_rows[nid] = [i]
+                else:
+                    rows.append(i)
+            self._note_rows = note_rows
             self._dead = 0
             self.generation = gen
 
@@ -106,8 +135,12 @@ class VectorMirror:
                 r = self._row_of.pop(int(c), None)
                 if r is not None:
                     nid = int(self._notes[r])
-                    if self._title_row.get(nid) == r:
-                        del self._title_row[nid]
+                    rows = self._note_rows.get(nid)
+                    if rows is not None:
+                        if r in rows:
+                            rows.remove(r)
+                        if not rows:
+                            del self._note_rows[nid]
                     self._notes[r] = -1
                     self._mat[r] = 0.0
                     self._dead += 1
@@ -120,7 +153,7 @@ class VectorMirror:
                     self._chunks = np.zeros(0, np.int64)
                     self._n = 0
                     self._row_of = {}
-                    self._title_row = {}
+                    self._note_rows = {}
                     self._dead = 0
                     self.dim = dim
                 need = self._n + total
@@ -141,7 +174,8 @@ class VectorMirror:
                     for j, c in enumerate(ids):
                         self._row_of[int(c)] = self._n + j
                     if k:
-                        self._title_row[int(note_id)] = self._n
+                        # a note's vectors are always written together, title first
+                        self._note_rows[int(note_id)] = list(range(self._n, self._n + k))
                     self._n += k
             self.generation = generation
 
@@ -151,9 +185,9 @@ class VectorMirror:
         with self.lock:
             out = np.zeros((len(note_ids), max(self.dim, 1)), np.float32)
             for i, nid in enumerate(note_ids):
-                r = self._title_row.get(int(nid))
-                if r is not None:
-                    out[i] = self._mat[r]
+                rows = self._note_rows.get(int(nid))
+                if rows:
+                    out[i] = self._mat[rows[0]]
             return out
 
     @property
@@ -168,7 +202,8 @@ class VectorMirror:
 
         ``qvec``: normalised float32 ``(dim,)``. Returns ``(ranked, cos_of)``: ``ranked`` is
         ``[(note_id, cosine)]`` descending; ``cos_of(note_ids) -> {note_id: cosine}`` gives the
-        cosine of any other note from the same scores (0.0 for notes without vectors).
+        cosine of any other note from the same scores (0.0 for notes without vectors), looking
+        only at those notes' rows.
         """
         with self.lock:
             n = self._n
@@ -176,33 +211,44 @@ class VectorMirror:
                 return [], lambda ids: {i: 0.0 for i in ids}
             q = np.ascontiguousarray(qvec, np.float32)
             scores = np.empty(n, np.float32)
-            # one BLAS thread: a threaded sgemv waits for a second core that a busy machine
-            # (nine sessions, a UI) does not give it — measured p90 1.5 ms vs 8-80 ms at 20k×384
             with _one_blas_thread():
                 np.dot(self._mat[:n], q, out=scores)
-            notes = self._notes[:n].copy()
-        take = min(n, limit * 4)
-        idx = np.argpartition(-scores, take - 1)[:take] if take < n else np.arange(n)
-        idx = idx[np.argsort(-scores[idx], kind="stable")]
+            take = min(n, limit * 4)
+            idx = np.argpartition(-scores, take - 1)[:take] if take < n else np.arange(n)
+            idx = idx[np.argsort(-scores[idx], kind="stable")]
+            cand_notes = self._notes[idx].tolist()  # only the candidates' note ids (a copy)
+            note_rows = self._note_rows
         out: list[tuple[int, float]] = []
         seen: set[int] = set()
-        for i in idx:
-            nid = int(notes[i])
+        cand_scores = scores[idx].tolist()
+        for nid, sc in zip(cand_notes, cand_scores):
             if nid < 0 or nid in seen:
                 continue
             seen.add(nid)
-            out.append((nid, float(scores[i])))
+            out.append((nid, sc))
             if len(out) >= limit:
                 break
 
         def cos_of(ids):
-            best: dict[int, float] = {}
-            sel = np.nonzero(np.isin(notes, np.fromiter(ids, np.int64, len(ids))))[0]
-            for i in sel:
-                nid, sc = int(notes[i]), float(scores[i])
-                if sc > best.get(nid, -2.0):
-                    best[nid] = sc
-            return {nid: best.get(nid, 0.0) for nid in ids}
+            ids = list(ids)
+            flat: list[int] = []
+            starts: list[int] = []
+            have: list[int] = []
+            with self.lock:
+                for nid in ids:
+                    rows = note_rows.get(int(nid))
+                    if rows:
+                        rows = [r for r in rows if r < n]  # rows appended after this search
+                    if rows:
+                        starts.append(len(flat))
+                        flat.extend(rows)
+                        have.append(nid)
+            got = dict.fromkeys(ids, 0.0)
+            if flat:
+                best = np.maximum.reduceat(scores[np.asarray(flat, np.intp)],
+                                           np.asarray(starts, np.intp))
+                got.update(zip(have, best.tolist()))
+            return got
 
         return out, cos_of
 
@@ -239,17 +285,19 @@ class KeywordStats:
 
 
 def bm25_notes(store, query: str, limit: int = CANDIDATES,
-               stats: KeywordStats | None = None) -> tuple[list[int], set[int]]:
+               stats: KeywordStats | None = None,
+               generation: int | None = None) -> tuple[list[int], set[int]]:
     """FTS5 lane: note ids by BM25 (best first) and the ids holding a distinctive identifier
     phrase (one found in ≤ ``IDENT_MAX_NOTES`` notes).
 
     Terms found in more than ``max(COMMON_MIN_NOTES, COMMON_FRACTION × notes)`` notes are left
-    out of the BM25 query when ``stats`` is given (see :class:`KeywordStats`)."""
+    out of the BM25 query when ``stats`` is given (see :class:`KeywordStats`); ``generation``
+    is the index generation when the caller has just read it (saves a query)."""
     items, idents = fts_terms(query)
     if not items:
         return [], set()
     if stats is not None:
-        stats.refresh(store, store.generation())
+        stats.refresh(store, store.generation() if generation is None else generation)
         cap = max(COMMON_MIN_NOTES, int(COMMON_FRACTION * stats.total))
         if stats.total > cap:
             items = [t for t in items if stats.count(store, t, cap) <= cap]

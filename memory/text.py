@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 # words, keeping identifiers whole: ship-v2, pgb.stg.qm.internal:6432, HBL-LED-4091, hbl_test_
@@ -111,16 +112,28 @@ def _sentences(body: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+", flat) if s.strip()]
 
 
+@functools.lru_cache(maxsize=4096)
+def _sentence_terms(body: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The sentences of ``body`` with their content-term prefixes (cached: the same notes come
+    up in search after search, and splitting + tokenising a body is most of a snippet's cost)."""
+    return tuple((s, frozenset(t[:5] for t in content_terms(s))) for s in _sentences(body))
+
+
+@functools.lru_cache(maxsize=256)
+def _query_prefixes(query: str) -> frozenset[str]:
+    return frozenset(t[:5] for t in content_terms(query))
+
+
 def snippet(body: str, query: str, max_chars: int = 160) -> str:
     """The body sentence sharing most content terms with ``query`` (first sentence on a tie),
     cut to ``max_chars`` at a word boundary with "…". "" for an empty body."""
-    sents = _sentences(body)
+    sents = _sentence_terms(body)
     if not sents:
         return ""
-    q = {t[:5] for t in content_terms(query)}
-    best, best_score = sents[0], 0
-    for s in sents:
-        score = len(q & {t[:5] for t in content_terms(s)})
+    q = _query_prefixes(query)
+    best, best_score = sents[0][0], 0
+    for s, terms in sents:
+        score = len(q & terms)
         if score > best_score:
             best, best_score = s, score
     if len(best) <= max_chars:

@@ -1,0 +1,167 @@
+"""The main screen: totals bar, the pane grid, the footer; the keys that act on panes.
+
+The "focused" pane is the screen's ``selected`` pane (CSS class ``-selected``), not Textual's
+widget focus: Textual repaints the whole screen on every focus change, which with nine
+streaming panes costs far more than restyling the two panes involved. Keyboard focus stays on
+the grid; a click on a pane selects it.
+
+Every binding has an id, so users remap it with ``App.set_keymap`` (see ``cockpit.tui.state``).
+Ids: ``spawn``, ``kill``, ``follow_up``, ``review``, ``memory``, ``warnings``, ``pane.left``/
+``right``/``up``/``down``, ``pane.next``/``prev``, ``pane.1``…``pane.9``, ``page.next``/``prev``
+(plus the app's ``theme`` and ``quit``).
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+
+from cockpit.tui.widgets import PaneGrid, SessionPane, TotalsBar
+from cockpit.tui.widgets.footer import KeyFooter
+from cockpit.tui.widgets.grid import PAGE_SIZE
+
+
+def _jump_bindings() -> list[Binding]:
+    out = [Binding("1", "jump(1)", "Pane", key_display="1-9", id="pane.1")]
+    out += [Binding(str(n), f"jump({n})", f"Pane {n}", show=False, id=f"pane.{n}") for n in range(2, 10)]
+    return out
+
+
+class MainScreen(Screen):
+    BINDINGS = [
+        Binding("n", "spawn", "Spawn", id="spawn"),
+        Binding("x", "kill", "Kill", id="kill"),
+        Binding("enter", "follow_up", "Follow up", id="follow_up"),
+        Binding("r", "review", "Review", id="review"),
+        Binding("m", "memory", "Memory", id="memory"),
+        Binding("w", "warnings", "Warnings", show=False, id="warnings"),
+        Binding("left", "move(-1, 0)", "Left", show=False, id="pane.left"),
+        Binding("right", "move(1, 0)", "Right", show=False, id="pane.right"),
+        Binding("up", "move(0, -1)", "Up", show=False, id="pane.up"),
+        Binding("down", "move(0, 1)", "Down", show=False, id="pane.down"),
+        Binding("tab", "cycle(1)", "Next pane", show=False, id="pane.next"),
+        Binding("shift+tab", "cycle(-1)", "Previous pane", show=False, id="pane.prev"),
+        *_jump_bindings(),
+        Binding("right_square_bracket", "page(1)", "Next page", id="page.next"),
+        Binding("left_square_bracket", "page(-1)", "Prev page", id="page.prev"),
+        Binding("pageup", "scroll_pane('page_up')", "Scroll up", show=False, id="pane.scroll_up"),
+        Binding("pagedown", "scroll_pane('page_down')", "Scroll down", show=False, id="pane.scroll_down"),
+        Binding("home", "scroll_pane('scroll_home')", "Top", show=False, id="pane.top"),
+        Binding("end", "scroll_pane('scroll_end')", "Bottom", show=False, id="pane.bottom"),
+    ]
+
+    selected: SessionPane | None = None
+
+    def compose(self) -> ComposeResult:
+        yield TotalsBar(id="totals")
+        yield PaneGrid()
+        yield KeyFooter()
+
+    @property
+    def grid(self) -> PaneGrid:
+        return self.query_one(PaneGrid)
+
+    def focused_pane(self) -> SessionPane | None:
+        """The selected pane (the one keys act on), or None."""
+        pane = self.selected
+        return pane if pane is not None and pane.is_attached else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Greys out keys that do nothing now (footer shows them dimmed)."""
+        pane = self.focused_pane()
+        if action == "kill":
+            return None if pane is None or pane.final else True
+        if action == "follow_up":
+            return None if pane is None or not pane.waiting else True
+        if action == "page":
+            return self.grid.pages > 1
+        return True
+
+    # -- focus -----------------------------------------------------------------------
+    def focus_pane(self, pane: SessionPane) -> None:
+        """Select ``pane`` (showing its page); keys act on it."""
+        grid = self.grid
+        page = grid.page_of(pane)
+        if page != grid.page:
+            grid.show_page(page)
+            self.app.refresh_totals()
+        previous = self.focused_pane()
+        if previous is not pane:
+            if previous is not None:
+                previous.remove_class("-selected")
+            pane.add_class("-selected")
+            self.selected = pane
+            self.refresh_bindings()
+        if self.focused is not grid:
+            grid.focus()
+
+    def action_scroll_pane(self, how: str) -> None:
+        pane = self.focused_pane()
+        if pane is not None:
+            getattr(pane, f"action_{how}")()
+
+    def action_jump(self, number: int) -> None:
+        panes = self.grid.page_panes()
+        if 1 <= number <= len(panes):
+            self.focus_pane(panes[number - 1])
+
+    def action_cycle(self, step: int) -> None:
+        panes = self.grid.panes
+        if not panes:
+            return
+        pane = self.focused_pane()
+        index = panes.index(pane) + step if pane in panes else 0
+        self.focus_pane(panes[index % len(panes)])
+
+    def action_move(self, dx: int, dy: int) -> None:
+        grid = self.grid
+        panes = grid.panes
+        if not panes:
+            return
+        pane = self.focused_pane()
+        if pane not in panes:
+            self.focus_pane(grid.page_panes()[0])
+            return
+        index = panes.index(pane)
+        page, slot = divmod(index, PAGE_SIZE)
+        cols = grid.columns
+        target = index + dx + dy * cols
+        page_count = len(grid.page_panes(page))
+        if dy and not 0 <= slot + dy * cols < page_count:
+            # off the top/bottom of a page: next/previous page, same column where possible
+            target = (page + dy) * PAGE_SIZE + (slot % cols if dy > 0 else slot % cols)
+        if 0 <= target < len(panes):
+            self.focus_pane(panes[target])
+
+    def action_page(self, step: int) -> None:
+        grid = self.grid
+        grid.show_page(grid.page + step)
+        panes = grid.page_panes()
+        if panes:
+            self.focus_pane(panes[0])
+        self.app.refresh_totals()
+
+    # -- commands delegated to the app -----------------------------------------------
+    def action_spawn(self) -> None:
+        self.app.open_spawn()
+
+    def action_kill(self) -> None:
+        pane = self.focused_pane()
+        if pane is not None and not pane.final:
+            self.app.confirm_kill(pane.view.session_id)
+
+    def action_follow_up(self) -> None:
+        pane = self.focused_pane()
+        if pane is not None and pane.waiting:
+            self.app.open_follow_up(pane.view.session_id)
+
+    def action_review(self) -> None:
+        pane = self.focused_pane()
+        self.app.open_review(pane.view.session_id if pane else None)
+
+    def action_memory(self) -> None:
+        self.app.open_memory()
+
+    def action_warnings(self) -> None:
+        self.app.open_memory(tab="warnings")

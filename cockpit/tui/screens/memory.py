@@ -1,0 +1,163 @@
+"""Memory screen: search the notes interactively, open a note, see lint and sync warnings.
+
+Search runs ``engine.search(query, top_k)`` in a thread worker 0.25 s after the last keystroke;
+results show ★ (priority), name, score (cosine, 0–1) and description; Enter on a result opens
+the note's file (read in a thread) below. The Warnings tab lists ``engine.lint()`` advice and the
+engine's sync/parse warnings. Esc goes back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import (
+    Footer, Input, Label, ListItem, ListView, Markdown, Static, TabbedContent, TabPane,
+)
+
+from cockpit.tui import format as fmt
+
+DEBOUNCE_S = 0.25
+
+
+class MemoryScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="memory.back"),
+        Binding("ctrl+w", "show_tab('warnings')", "Warnings", id="memory.warnings"),
+        Binding("ctrl+s", "show_tab('search')", "Search", id="memory.search"),
+    ]
+
+    def __init__(self, engine: Any, top_k: int = 10, tab: str = "search") -> None:
+        super().__init__(id="memory")
+        self.engine = engine
+        self.top_k = top_k
+        self.initial_tab = tab
+        self.hits: list[Any] = []
+        self.lint_issues: list[Any] | None = None
+        self._debounce: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent(initial=self.initial_tab):
+            with TabPane("Search", id="search"):
+                yield Input(placeholder="search the notes…", id="memory-query")
+                yield ListView(id="memory-hits")
+                with Vertical(id="memory-note-box"):
+                    yield Markdown("", id="memory-note")
+            with TabPane("Warnings", id="warnings"):
+                yield Label("[dim]checking…[/]", id="memory-warnings")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.initial_tab == "search":
+            self.query_one("#memory-query", Input).focus()
+        self.load_warnings()
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        if tab == "search":
+            self.query_one("#memory-query", Input).focus()
+
+    # -- search ----------------------------------------------------------------------
+    @on(Input.Changed, "#memory-query")
+    def _changed(self, event: Input.Changed) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        query = event.value.strip()
+        if query:
+            self._debounce = self.set_timer(DEBOUNCE_S, lambda: self.search(query))
+
+    @on(Input.Submitted, "#memory-query")
+    def _submitted(self, event: Input.Submitted) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        if event.value.strip():
+            self.search(event.value.strip())
+        self.query_one("#memory-hits", ListView).focus()
+
+    @work(thread=True, exclusive=True, group="memory-search")
+    def search(self, query: str) -> None:
+        try:
+            hits = list(self.engine.search(query, top_k=self.top_k))
+            error = ""
+        except Exception as exc:
+            hits, error = [], str(exc)
+        self.app.call_from_thread(self._show_hits, query, hits, error)
+
+    async def _show_hits(self, query: str, hits: list[Any], error: str) -> None:
+        if self.query_one("#memory-query", Input).value.strip() != query:
+            return  # stale
+        self.hits = hits
+        view = self.query_one("#memory-hits", ListView)
+        await view.clear()
+        if error:
+            await view.append(ListItem(Label(Content(f"search failed: {error}"))))
+            return
+        items = []
+        for hit in hits:
+            star = "[$accent]★[/]" if hit.priority else " "
+            items.append(ListItem(Label(Content.from_markup(
+                f"{star} [b]$name[/b] [dim]$score[/]  $desc",
+                name=hit.name, score=f"{hit.score:.2f}", desc=fmt.short(hit.description, 70),
+            ))))
+        if not items:
+            items.append(ListItem(Label("[dim]no notes match[/]")))
+        await view.extend(items)
+        if hits:
+            view.index = 0
+
+    @on(ListView.Selected, "#memory-hits")
+    def _open(self, event: ListView.Selected) -> None:
+        index = self.query_one("#memory-hits", ListView).index
+        if index is not None and index < len(self.hits):
+            self.open_note(Path(self.hits[index].path))
+
+    @work(thread=True, exclusive=True, group="memory-open")
+    def open_note(self, path: Path) -> None:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            text = f"cannot read {path}: {exc}"
+        self.app.call_from_thread(self._show_note, path, text)
+
+    def _show_note(self, path: Path, text: str) -> None:
+        self.opened = path
+        self.query_one("#memory-note", Markdown).update(f"`{path}`\n\n" + text)
+
+    # -- warnings --------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="memory-lint")
+    def load_warnings(self) -> None:
+        lines: list[str] = []
+        try:
+            issues = list(self.engine.lint())
+        except Exception as exc:
+            issues = []
+            lines.append(f"lint failed: {exc}")
+        try:
+            status_warnings = list(self.engine.status().warnings or [])
+        except Exception:
+            status_warnings = []
+        self.app.call_from_thread(self._show_warnings, issues, status_warnings, lines)
+
+    def _show_warnings(self, issues: list[Any], status_warnings: list[str], extra: list[str]) -> None:
+        self.lint_issues = issues
+        parts = [Content.from_markup(f"[b]Lint[/b] ({len(issues)})")]
+        for issue in issues:
+            other = f" ↔ {issue.other}" if getattr(issue, "other", None) else ""
+            parts.append(Content.from_markup(
+                "[$warning]$kind[/] $path$other: $msg",
+                kind=issue.kind, path=issue.path, other=other, msg=issue.message,
+            ))
+        parts.append(Content(""))
+        parts.append(Content.from_markup(f"[b]Index warnings[/b] ({len(status_warnings)})"))
+        parts += [Content(w) for w in status_warnings + extra]
+        self.query_one("#memory-warnings", Label).update(Content("\n").join(parts))

@@ -1,0 +1,79 @@
+"""Themes as files: every ``*.toml`` in the project's ``themes/`` folder and in the user's
+themes folder (see ``state.user_themes_dir``) becomes a Textual ``Theme``.
+
+A theme file::
+
+    name = "cockpit-dark"          # optional; defaults to the file's stem
+    dark = true
+    primary = "#5fafff"            # + secondary, accent, warning, error, success,
+    background = "#101418"         #   foreground, surface, panel, boost
+    [variables]                    # our own CSS variables (status colours), plus any Textual one
+    status-streaming = "#5fafff"
+
+Status variables not set in a theme fall back to ``STATUS_DEFAULTS`` (so Textual's built-in
+themes work too). A broken file is skipped with a warning, never fatal. User files override
+project files of the same name.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from textual.theme import Theme
+
+PROJECT_THEMES = Path(__file__).resolve().parent.parent.parent / "themes"
+DEFAULT_THEME = "cockpit-dark"
+
+STATUS_DEFAULTS: dict[str, str] = {
+    "status-queued": "$foreground-muted",
+    "status-starting": "$foreground-muted",
+    "status-preseeding": "$secondary",
+    "status-streaming": "$primary",
+    "status-running-tool": "$accent",
+    "status-waiting": "$warning",
+    "status-done": "$success",
+    "status-error": "$error",
+    "status-killed": "$foreground-muted",
+}
+
+_COLOUR_KEYS = (
+    "primary secondary warning error success accent foreground background surface panel boost"
+).split()
+
+
+def theme_from_file(path: Path) -> Theme:
+    """Parse one theme file; raises ``ValueError`` with the reason when it is not a theme."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{path.name}: {exc}") from exc
+    if "primary" not in data:
+        raise ValueError(f"{path.name}: no 'primary' colour")
+    variables = data.get("variables", {})
+    if not isinstance(variables, dict):
+        raise ValueError(f"{path.name}: [variables] must be a table")
+    kwargs = {key: str(data[key]) for key in _COLOUR_KEYS if key in data}
+    return Theme(
+        name=str(data.get("name") or path.stem),
+        dark=bool(data.get("dark", True)),
+        variables={str(k): str(v) for k, v in variables.items()},
+        **kwargs,
+    )
+
+
+def load_themes(*folders: Path) -> tuple[list[Theme], list[str]]:
+    """Themes from ``folders`` in order (later folders override by name), and warnings."""
+    found: dict[str, Theme] = {}
+    warnings: list[str] = []
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.toml")):
+            try:
+                theme = theme_from_file(path)
+            except ValueError as exc:
+                warnings.append(f"theme skipped: {exc}")
+                continue
+            found[theme.name] = theme
+    return list(found.values()), warnings

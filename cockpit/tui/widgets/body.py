@@ -1,0 +1,176 @@
+"""A pane's scrollable body: the answer as Markdown, tool calls, follow-ups and errors, drawn as
+lines by one ``ScrollView`` (no child widgets).
+
+Why not Textual's ``Markdown`` widget: it makes a widget per block, so nine long answers mean
+hundreds of widgets, and every update re-lays out the whole screen. Here every block is rendered
+once to lines (Rich's Markdown for answer text) and cached per width; a growing answer is split
+at paragraph boundaries outside code fences (``answer.split_point``) so only its short tail
+re-renders as tokens arrive, and an update repaints only this widget. The view follows the end
+while the reader is at the bottom; scrolling up holds the place (scrollback) until they return
+to the end.
+"""
+
+from __future__ import annotations
+
+from rich.markdown import Markdown as RichMarkdown
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from cockpit.tui import format as fmt
+from cockpit.tui.model import Block
+from cockpit.tui.widgets.answer import CHUNK, split_point
+
+
+class _Rendered:
+    """The lines of one block at one width: frozen (finished paragraphs) + tail."""
+
+    __slots__ = ("version", "width", "frozen_chars", "frozen", "tail")
+
+    def __init__(self, width: int) -> None:
+        self.version = -1
+        self.width = width
+        self.frozen_chars = 0
+        self.frozen: list[Strip] = []
+        self.tail: list[Strip] = []
+
+
+class PaneBody(ScrollView, can_focus=False):
+    """Lines for a list of ``Block``s; call ``show(blocks, epoch)`` on the flush tick."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._blocks: list[Block] = []
+        self._epoch = -1
+        self._epoch_wanted = 0
+        self._rendered: list[_Rendered] = []
+        self._lines: list[Strip] = []
+        self._width = 0
+        self._line_cache: dict[tuple[int, int, int], tuple[Strip, Strip]] = {}
+
+    # -- content ---------------------------------------------------------------------
+    def show(self, blocks: list[Block], epoch: int) -> None:
+        """Bring the lines up to ``blocks`` (re-renders only what changed)."""
+        width = self.scrollable_content_region.width or self.size.width
+        if width <= 0:
+            self._blocks = list(blocks)
+            return
+        self._epoch_wanted = epoch
+        if epoch != self._epoch or width != self._width:
+            self._rendered = []
+            self._epoch, self._width = epoch, width
+        self._blocks = list(blocks)
+        changed = len(self._rendered) != len(blocks)
+        while len(self._rendered) < len(blocks):
+            self._rendered.append(_Rendered(width))
+        for block, cached in zip(blocks, self._rendered):
+            if cached.version != block.version:
+                self._render_block(block, cached, width)
+                changed = True
+        if changed:
+            at_end = self.scroll_y >= self.max_scroll_y
+            lines: list[Strip] = []
+            for cached in self._rendered:
+                lines.extend(cached.frozen)
+                lines.extend(cached.tail)
+            self._lines = lines
+            size = Size(width, len(lines))
+            if size != self.virtual_size:
+                # Setting ``virtual_size`` normally lays out the whole screen; only this widget's
+                # scroll range changed (its scrollbar is always shown: no region change), so
+                # update it without a layout pass.
+                self.set_reactive(ScrollView.virtual_size, size)
+                self._scroll_update(size)
+            if at_end:
+                self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self.refresh()
+
+    def plain_text(self) -> str:
+        """What the body shows, as plain text (one string; for tests and copying)."""
+        return "\n".join(strip.text.rstrip() for strip in self._lines)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._rewrap)
+
+    def _rewrap(self) -> None:
+        if self.is_mounted:
+            self.show(self._blocks, self._epoch_wanted)
+
+    # -- rendering -------------------------------------------------------------------
+    def _lines_of(self, renderable, width: int) -> list[Strip]:
+        console = self.app.console
+        options = console.options.update_width(width)
+        lines = list(Segment.split_lines(console.render(renderable, options)))
+        strips = Strip.from_lines(lines)
+        for strip in strips:
+            strip.adjust_cell_length(width)
+        return strips
+
+    def _colour(self, name: str) -> Style:
+        theme = self.app.current_theme
+        value = getattr(theme, name, None) or theme.primary
+        try:
+            return Style(color=value)
+        except Exception:
+            return Style()
+
+    def _render_block(self, block: Block, cached: _Rendered, width: int) -> None:
+        cached.version = block.version
+        if block.kind == "text":
+            tail = block.text[cached.frozen_chars :]
+            while len(tail) > CHUNK:
+                cut = split_point(tail)
+                if cut is None:
+                    break
+                cached.frozen.extend(self._lines_of(_markdown(tail[:cut]), width))
+                cached.frozen_chars += cut
+                tail = tail[cut:]
+            cached.tail = self._lines_of(_markdown(tail), width) if tail.strip() else []
+            return
+        if block.kind == "tool":
+            text = Text.assemble(("⚙ " + block.name, self._colour("accent")),
+                                 ("(" + fmt.tool_args(block.input) + ")", "dim"))
+            if block.result is None:
+                text.append(" …", "dim")
+            else:
+                style = self._colour("error") if block.is_error else Style(dim=True)
+                text.append(" → " + fmt.tool_result(block.result, block.is_error), style)
+        elif block.kind == "user":
+            text = Text.assemble(("› ", self._colour("secondary") + Style(bold=True)), block.text)
+        else:
+            text = Text("✗ " + block.text, self._colour("error"))
+        cached.tail = self._lines_of(text, width) + [Strip.blank(width)]
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        style = self.rich_style
+        if index >= len(self._lines):
+            return Strip.blank(width, style)
+        line = self._lines[index]
+        key = (id(line), scroll_x, width)
+        hit = self._line_cache.get(key)
+        if hit is not None and hit[0] is line:
+            return hit[1]
+        if len(self._line_cache) > 4096:
+            self._line_cache.clear()
+        strip = line.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
+        self._line_cache[key] = (line, strip)
+        return strip
+
+    def notify_style_update(self) -> None:
+        """Theme or style change: everything renders again with the new colours."""
+        self._line_cache.clear()
+        self._rendered = []
+        self._epoch = -1
+        super().notify_style_update()
+        if self.is_mounted:
+            self.call_later(self._rewrap)
+
+
+def _markdown(text: str) -> RichMarkdown:
+    return RichMarkdown(text, code_theme="monokai", hyperlinks=False)

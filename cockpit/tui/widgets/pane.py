@@ -1,0 +1,119 @@
+"""One session pane: title (short id + task), coloured status, the streamed answer as Markdown
+with tool calls shown compactly, and the side strip (notes given, tokens, USD).
+
+The pane never reacts to events directly: the app folds events into the pane's
+``SessionView`` and calls ``sync()`` on its flush tick (10 Hz), which redraws only what changed:
+title, status line and strip only when the session's state/usage changed, the body
+(``PaneBody``) only the blocks that grew. The body follows the end while text streams in,
+until the user scrolls up (scrollback: pageup/pagedown/home/end or the mouse).
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from cockpit.events import SessionStatus
+from cockpit.tui import format as fmt
+from cockpit.tui.model import SessionView
+from cockpit.tui.widgets.body import PaneBody
+from cockpit.tui.widgets.strip import strip_content
+
+
+class SessionPane(Vertical):
+    """A session's pane; ``view`` is the state it renders. Selected (class ``-selected``) by the
+    main screen, not focused: see ``screens.main``."""
+
+    def __init__(self, view: SessionView) -> None:
+        super().__init__(id=f"pane-{view.session_id}", classes="session-pane")
+        self.view = view
+        self.number = 0  # 1–9 on its grid page, 0 when off-page
+        self._synced = -1
+        self._meta_synced = -1
+        self._title = None
+        self._status_class = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="pane-status")
+        with Horizontal(id="pane-main"):
+            yield PaneBody(id="pane-body")
+            yield Static(id="pane-strip")
+
+    def on_mount(self) -> None:
+        self.sync(force=True)
+
+    def on_click(self) -> None:
+        select = getattr(self.screen, "focus_pane", None)
+        if select is not None:
+            select(self)
+
+    # -- rendering -------------------------------------------------------------------
+    def sync(self, force: bool = False) -> None:
+        """Redraw what changed since the last call (title, status, strip, body)."""
+        view = self.view
+        if not force and view.version == self._synced:
+            return
+        if not self.is_mounted or not self.children:
+            return  # not composed yet (or being removed): on_mount syncs
+        self._synced = view.version
+        if force or view.meta_version != self._meta_synced:
+            self._meta_synced = view.meta_version
+            self._sync_meta(view)
+        self._body().show(view.blocks, view.epoch)
+
+    def _sync_meta(self, view: SessionView) -> None:
+        """Title, status line and strip (skipped while only answer text changes)."""
+        number = f"{self.number} " if self.number else ""
+        title = Content.from_markup(
+            "[b]$num$sid[/b] · $task", num=number, sid=view.session_id,
+            task=fmt.short(view.task or "…", 80),
+        )
+        if title != self._title:
+            self._title = title
+            self.border_title = title
+        status = self.query_one("#pane-status", Static)
+        cls = fmt.status_class(view.status)
+        if cls != self._status_class:
+            if self._status_class:
+                status.remove_class(self._status_class)
+                self.remove_class(self._status_class)
+            status.add_class(cls)
+            self.add_class(cls)
+            self._status_class = cls
+        detail = f" · {view.detail}" if view.detail else ""
+        model = f"   {view.model}" if view.model else ""
+        status.update(
+            Content.from_markup(
+                "[b]$glyph $status[/b]$detail[dim]$model[/]",
+                glyph=fmt.STATUS_GLYPH[view.status], status=view.status.value,
+                detail=detail, model=model,
+            ),
+            layout=False,  # fixed size: no layout pass
+        )
+        self.query_one("#pane-strip", Static).update(strip_content(view), layout=False)
+
+    # -- scrolling -------------------------------------------------------------------
+    def _body(self) -> PaneBody:
+        return self.query_one("#pane-body", PaneBody)
+
+    def action_page_up(self) -> None:
+        self._body().scroll_page_up()
+
+    def action_page_down(self) -> None:
+        self._body().scroll_page_down()
+
+    def action_scroll_home(self) -> None:
+        self._body().scroll_home()
+
+    def action_scroll_end(self) -> None:
+        self._body().scroll_end(animate=False)
+
+    @property
+    def waiting(self) -> bool:
+        return self.view.status is SessionStatus.WAITING
+
+    @property
+    def final(self) -> bool:
+        return self.view.status.is_final

@@ -1,0 +1,199 @@
+"""Pilot tests of app behaviour that needs no model traffic, driven by a fake manager emitting
+``cockpit.events`` (paging past nine panes, keymap, warm-up, memory screen, coalescing,
+scrollback). The runtime-backed pilot tests are in test_tui_live.py."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from textual.widgets import Markdown
+from tui_fakes import NOTES, FakeEngine, FakeHit, FakeManager, session_script
+
+from cockpit import events as ev
+from cockpit.events import SessionStatus as S
+from cockpit.tui import CockpitApp
+from cockpit.tui.screens.memory import MemoryScreen
+from cockpit.tui.screens.spawn import SpawnDialog
+
+SIZE = (160, 48)
+
+
+async def until(pilot, cond, what: str, timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if cond():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def text_of(widget) -> str:
+    return str(widget.render())
+
+
+async def test_more_than_nine_sessions_go_on_pages_and_stay_reachable():
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        for n in range(12):
+            mgr.emit(*session_script(f"s{n:05d}", f"task {n}", S.WAITING, text=f"answer {n}"))
+        await until(pilot, lambda: len(app.panes) == 12, "12 panes")
+        await pilot.pause(0.2)
+        grid = app.screen.query_one("#grid")
+        assert grid.pages == 2
+        assert [p.display for p in grid.panes] == [True] * 9 + [False] * 3
+        assert "page 1/2" in text_of(app.screen.query_one("#totals"))
+        await pilot.press("9")
+        assert app.screen.selected is grid.panes[8]
+        await pilot.press("tab")  # past the ninth pane: the next page
+        assert app.screen.selected is grid.panes[9] and grid.page == 1
+        assert [p.display for p in grid.panes] == [False] * 9 + [True] * 3
+        await pilot.pause(0.1)
+        assert "page 2/2" in text_of(app.screen.query_one("#totals"))
+        await pilot.press("3")
+        assert app.screen.selected is grid.panes[11]
+        await pilot.press("left_square_bracket")
+        assert grid.page == 0 and app.screen.selected is grid.panes[0]
+        await pilot.press("up")  # already top row of page 1: nothing above
+        assert app.screen.selected is grid.panes[0]
+        await pilot.press("7", "down")  # bottom row of page 1 → page 2, same column
+        assert app.screen.selected is grid.panes[9]
+
+
+async def test_keys_are_remappable_from_the_state_file():
+    state = Path(os.environ["COCKPIT_DATA_DIR"]) / "state.json"
+    state.write_text(json.dumps({"keymap": {"spawn": "s", "review": "v"}}))
+    app = CockpitApp(FakeManager(), FakeEngine())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("n")
+        assert not isinstance(app.screen, SpawnDialog)
+        await pilot.press("s")
+        assert isinstance(app.screen, SpawnDialog)
+        await pilot.press("escape")
+        keys = set(app.screen.active_bindings)
+        assert "s" in keys and "v" in keys and "n" not in keys
+
+
+async def test_every_key_is_in_the_command_palette():
+    app = CockpitApp(FakeManager(), FakeEngine())
+    async with app.run_test(size=SIZE):
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        for title in ["Spawn session", "Kill session", "Follow up", "Review transcripts",
+                      "Memory search", "Next pane", "Pick theme", "Quit"]:
+            assert title in titles
+
+
+async def test_model_warm_up_is_visible_and_nothing_freezes():
+    mgr = FakeManager()
+    engine = FakeEngine(ready=False)
+    app = CockpitApp(mgr, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        assert "warming model" in text_of(app.screen.query_one("#totals"))
+        mgr.emit(ev.SessionSpawned("w00001", "early task", "m", "/ws", "/t", True),
+                 ev.StatusChanged("w00001", S.PRESEEDING, "waiting for model warm-up"))
+        mgr.emit(*session_script("w00002", "no preseed", S.WAITING, text="fine"))
+        await until(pilot, lambda: len(app.panes) == 2, "panes")
+        await pilot.pause(0.2)
+        assert "waiting for model warm-up" in text_of(app.panes["w00001"].query_one("#pane-status"))
+        await pilot.press("2")  # the app answers keys meanwhile
+        assert app.screen.selected is app.panes["w00002"]
+        await pilot.press("n", *"deploy")
+        dialog = app.screen
+        await until(pilot, lambda: "model warming" in text_of(dialog.query_one("#spawn-preview")), "warming note")
+        engine.ready = True
+        await until(pilot, lambda: "ready" == app.memory.model_state, "warm", timeout=5)
+        await until(pilot, lambda: "notes" in text_of(app.screen_stack[0].query_one("#totals")), "header")
+
+
+async def test_memory_screen_search_open_and_warnings(tmp_path):
+    note = tmp_path / "deploy.md"
+    note.write_text("---\nname: deploy-cmd\n---\nDeploy with `make ship-v2`.\n")
+    engine = FakeEngine(hits=[FakeHit("deploy-cmd", "how to deploy", "", True, 0.77, note),
+                              FakeHit("staging-env", "staging port", "", False, 0.5, note)])
+    engine.lint_issues = [type("I", (), {"kind": "no-description", "path": "x.md", "message": "add one", "other": None})()]
+    app = CockpitApp(FakeManager(), engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "1 warnings" in text_of(app.screen.query_one("#totals")), "warning count")
+        await pilot.press("m")
+        screen = app.screen
+        assert isinstance(screen, MemoryScreen)
+        await pilot.press(*"deploy")
+        await until(pilot, lambda: len(screen.hits) == 1, "hits")
+        label = text_of(screen.query_one("#memory-hits").children[0].query_one("Label"))
+        assert "★" in label and "deploy-cmd" in label and "0.77" in label
+        await pilot.press("enter", "enter")  # to the list, open the note
+        await until(pilot, lambda: getattr(screen, "opened", None) == note, "note open")
+        assert "make ship-v2" in screen.query_one("#memory-note", Markdown).source
+        await pilot.press("ctrl+w")
+        await until(pilot, lambda: screen.lint_issues is not None, "lint")
+        warnings = text_of(screen.query_one("#memory-warnings"))
+        assert "no-description" in warnings and "date coerced" in warnings
+        await pilot.press("escape")
+        await pilot.press("w")
+        assert isinstance(app.screen, MemoryScreen)
+
+
+async def test_token_deltas_are_coalesced_into_few_renders(monkeypatch):
+    from cockpit.tui.widgets.body import PaneBody
+
+    renders = []
+    original = PaneBody._render_block
+
+    def counting(self, block, cached, width):
+        renders.append(block.kind)
+        return original(self, block, cached, width)
+
+    monkeypatch.setattr(PaneBody, "_render_block", counting)
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(ev.SessionSpawned("c00001", "t", "m", "/ws", "/t", True), ev.StatusChanged("c00001", S.STREAMING),
+                 ev.TextDelta("c00001", "start "))
+        await until(pilot, lambda: "c00001" in app.panes and renders, "first render")
+        renders.clear()
+        mgr.emit(*(ev.TextDelta("c00001", f"w{i} ") for i in range(500)))
+        body = app.panes["c00001"].query_one("#pane-body")
+        await until(pilot, lambda: "w499" in body.plain_text(), "all text on screen")
+        assert "start w0 w1 w2" in body.plain_text()
+        assert 1 <= len(renders) <= 5  # 500 deltas, a handful of renders
+
+
+async def test_scrollback_holds_while_text_streams_in():
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=(120, 30)) as pilot:
+        mgr.emit(ev.SessionSpawned("b00001", "t", "m", "/ws", "/t", True), ev.StatusChanged("b00001", S.STREAMING))
+        mgr.emit(*(ev.TextDelta("b00001", f"line {i}\n\n") for i in range(80)))
+        await until(pilot, lambda: "b00001" in app.panes, "pane")
+        pane = app.panes["b00001"]
+        body = pane.query_one("#pane-body")
+        await until(pilot, lambda: body.max_scroll_y > 0 and body.scroll_y == body.max_scroll_y, "pinned at end")
+        app.screen.focus_pane(pane)
+        await pilot.press("pageup", "pageup")
+        await pilot.pause(0.1)
+        held = body.scroll_y
+        assert held < body.max_scroll_y
+        mgr.emit(*(ev.TextDelta("b00001", f"more {i}\n\n") for i in range(40)))
+        await until(pilot, lambda: "more 39" in body.plain_text(), "more text")
+        await pilot.pause(0.2)
+        assert body.scroll_y == held  # the reader's place is kept
+        await pilot.press("end")
+        mgr.emit(ev.TextDelta("b00001", "tail\n"))
+        await pilot.pause(0.3)
+        assert body.scroll_y == body.max_scroll_y
+
+
+async def test_status_colours_follow_the_theme():
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(*session_script("e00001", "t", S.ERROR, text="x"), *session_script("d00001", "u", S.DONE, text="y"))
+        await until(pilot, lambda: len(app.panes) == 2, "panes")
+        await pilot.pause(0.2)
+        err = app.panes["e00001"].query_one("#pane-status")
+        done = app.panes["d00001"].query_one("#pane-status")
+        assert err.has_class("status-error") and done.has_class("status-done")
+        assert err.styles.color.hex.lower() == app.get_css_variables()["status-error"].lower()
+        assert err.styles.color != done.styles.color

@@ -1,0 +1,164 @@
+"""Fakes for TUI tests and snapshots: a manager that publishes a fixed event script, and an
+in-memory memory engine. Deterministic (fixed ids, no clocks). The behaviour tests that need
+the real runtime use ``cockpit.runtime.SessionManager`` + ``tests/standin.py`` instead."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+from cockpit import events as ev
+from cockpit.events import InjectedNote, SessionStatus as S, Usage
+
+
+class FakeSubscription:
+    def __init__(self, q: asyncio.Queue):
+        self.q = q
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        item = await self.q.get()
+        if item is None:
+            raise StopAsyncIteration
+        return item
+
+
+class FakeManager:
+    """Publishes whatever ``emit`` is given; ``spawn`` publishes a SessionSpawned with ids
+    ``a00001``, ``a00002``… and records calls."""
+
+    def __init__(self, sessions_dir: Path | None = None):
+        self.subs: list[asyncio.Queue] = []
+        self.sessions: list = []
+        self.spawned: list[str] = []
+        self.sent: list[tuple[str, str]] = []
+        self.killed: list[str] = []
+        self.config = SimpleNamespace(resolved_sessions_dir=lambda: sessions_dir or Path("/nonexistent"))
+        self._n = 0
+
+    def subscribe(self) -> FakeSubscription:
+        q: asyncio.Queue = asyncio.Queue()
+        self.subs.append(q)
+        return FakeSubscription(q)
+
+    def emit(self, *events: ev.Event) -> None:
+        for e in events:
+            for q in self.subs:
+                q.put_nowait(e)
+
+    async def spawn(self, task, workspace=None, model=None, preseed=True, top_k=5):
+        self._n += 1
+        sid = f"a{self._n:05d}"
+        self.spawned.append(task)
+        self.emit(ev.SessionSpawned(sid, task, model or "claude-sonnet-4-5", "/ws", f"/t/{sid}.jsonl", preseed))
+        return SimpleNamespace(id=sid, task=task)
+
+    async def send(self, session_id, text):
+        self.sent.append((session_id, text))
+
+    async def kill(self, session_id):
+        self.killed.append(session_id)
+        self.emit(ev.StatusChanged(session_id, S.KILLED), ev.SessionDone(session_id, S.KILLED))
+
+    async def aclose(self):
+        for q in self.subs:
+            q.put_nowait(None)
+
+
+def session_script(sid: str, task: str, final: S, *, text: str, notes=(), usage=Usage(1200, 340, 0, 1100),
+                   cost=0.0123, tool: tuple[str, dict, str] | None = None) -> list[ev.Event]:
+    """The events of one session from spawn to ``final`` (WAITING / DONE / ERROR / STREAMING…)."""
+    out: list[ev.Event] = [
+        ev.SessionSpawned(sid, task, "claude-sonnet-4-5", "/ws", f"/t/{sid}.jsonl", True),
+        ev.StatusChanged(sid, S.STARTING),
+        ev.StatusChanged(sid, S.PRESEEDING),
+        ev.Preseeded(sid, tuple(notes), 180 if notes else 0, "<notes>…</notes>" if notes else ""),
+        ev.StatusChanged(sid, S.STREAMING),
+    ]
+    if tool:
+        name, args, result = tool
+        out += [
+            ev.StatusChanged(sid, S.RUNNING_TOOL),
+            ev.ToolCall(sid, f"tu_{sid}", name, args),
+            ev.ToolResult(sid, f"tu_{sid}", name, result, False),
+            ev.StatusChanged(sid, S.STREAMING),
+        ]
+    for word in text.split(" "):
+        out.append(ev.TextDelta(sid, word + " "))
+    out.append(ev.UsageUpdate(sid, usage, usage, cost, cost, usage.input + usage.cache_read + usage.cache_write, 200_000))
+    if final is S.ERROR:
+        out += [ev.SessionErrorEvent(sid, "overloaded after 3 retries", "overloaded"),
+                ev.StatusChanged(sid, S.ERROR, "overloaded after 3 retries"), ev.SessionDone(sid, S.ERROR)]
+    elif final is S.DONE:
+        out += [ev.StatusChanged(sid, S.DONE), ev.SessionDone(sid, S.DONE, text, "end_turn")]
+    elif final is not S.STREAMING:
+        out.append(ev.StatusChanged(sid, final))
+    return out
+
+
+NOTES = (
+    InjectedNote("staging-env", 0.82, True, "staging host, port"),
+    InjectedNote("deploy-cmd", 0.61, False, "how to deploy"),
+)
+
+
+@dataclass
+class FakeHit:
+    name: str
+    description: str
+    snippet: str
+    priority: bool
+    score: float
+    path: Path
+
+
+@dataclass
+class FakeEngine:
+    """Answers like ``memory.MemoryEngine`` from a fixed list of hits; ``ready`` settable."""
+
+    hits: list = field(default_factory=list)
+    ready: bool = True
+    notes: int = 12
+    warnings: list = field(default_factory=lambda: ["notes/old.md: date coerced to text"])
+    lint_issues: list = field(default_factory=list)
+    queries: list = field(default_factory=list)
+    syncs: int = 0
+
+    def start_warmup(self):
+        pass
+
+    def wait_ready(self, timeout=None):
+        return self.ready
+
+    def sync(self, progress=None):
+        self.syncs += 1
+        return SimpleNamespace(added=self.notes, updated=0, removed=0, changed=True, warnings=[])
+
+    def status(self):
+        return SimpleNamespace(model_state="ready" if self.ready else "warming", notes=self.notes,
+                               last_sync=None, warnings=list(self.warnings))
+
+    def search(self, query, top_k=5):
+        self.queries.append(query)
+        return [h for h in self.hits if any(w in h.name or w in h.description for w in query.lower().split())][:top_k]
+
+    def build_preseed(self, query, top_k=5):
+        while not self.ready:  # like the real engine: waits for the model
+            time.sleep(0.01)
+        hits = self.search(query, top_k)
+        return SimpleNamespace(text="x" * 40 * len(hits), hits=hits, tokens=10 * len(hits))
+
+    def lint(self):
+        return list(self.lint_issues)
+
+    def watch(self, stop: threading.Event, on_sync=None):
+        stop.wait()
+
+    def close(self):
+        pass
