@@ -475,7 +475,7 @@ class Session:
 
     async def _stream_once(self) -> Any:
         if not self._cfg.api_key:
-            raise SessionFailure("auth", "no API key: set ANTHROPIC_API_KEY (or pass api_key in RuntimeConfig)")
+            raise SessionFailure("auth", "no API key: set ANTHROPIC_API_KEY in the environment")
         client = self._mgr._get_client()
         request = self._request()
         self.requests += 1
