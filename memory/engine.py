@@ -138,10 +138,15 @@ class MemoryEngine:
         for p in paths:
             p = os.fspath(p)
             full = os.path.normpath(p if os.path.isabs(p) else os.path.join(root, p))
+            if full != root and not full.startswith(root + os.sep):
+                # given through a symlinked spelling of the folder? (the folder is resolved)
+                head, tail = os.path.split(full)
+                real = os.path.join(os.path.realpath(head), tail) if tail else os.path.realpath(full)
+                if real != root and not real.startswith(root + os.sep):
+                    continue  # not in the notes folder
+                full = real
             if full == root:
                 return None
-            if not full.startswith(root + os.sep):
-                continue  # not in the notes folder
             out.append(full[len(root) + 1:].replace(os.sep, "/"))
         return out
 
@@ -493,7 +498,7 @@ class MemoryEngine:
         finally:
             if tmp.exists():
                 tmp.unlink()
-        self.sync()
+        self.sync(paths=[path])  # the folder was just synced: only the new file to add
         return path
 
     # ------------------------------------------------------------------ lint / watch / status

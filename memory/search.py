@@ -87,6 +87,12 @@ class _BlasOneThread:
 _one_blas_thread = _BlasOneThread()
 
 
+def _headroom(n: int) -> int:
+    """Spare rows kept after a load or a growth, so that editing a note (2-3 new rows) does not
+    copy the whole matrix (300 MiB at 100k notes)."""
+    return max(1024, n // 8)
+
+
 class VectorMirror:
     """The ``vec0`` vectors as a float32 matrix in memory (rows with note id −1 are dead).
 
@@ -111,13 +117,15 @@ class VectorMirror:
     def reload(self, store) -> None:
         with self.lock:
             gen = store.generation()
-            ids, notes, mat = store.load_vectors()
-            self._chunks, self._notes, self._mat = ids, notes, mat
-            self._n = len(ids)
-            self.dim = mat.shape[1]
-            self._row_of = dict(zip(ids.tolist(), range(len(ids))))
+            # spare rows at the end, so the next edits append without copying the matrix
+            ids, notes, mat = store.load_vectors(spare_rows=_headroom)
+            n = int(np.count_nonzero(ids >= 0))
+            self._mat, self._notes, self._chunks = mat, notes, ids
+            self._n = n
+            self.dim = self._mat.shape[1]
+            self._row_of = dict(zip(ids[:n].tolist(), range(n)))
             note_rows: dict[int, list[int]] = {}
-            for i, nid in enumerate(notes.tolist()):  # rows in chunk id order: title first
+            for i, nid in enumerate(notes[:n].tolist()):  # rows in chunk id order: title first
                 rows = note_rows.get(nid)
                 if rows is None:
                     note_rows[nid] = [i]
@@ -158,7 +166,7 @@ class VectorMirror:
                     self.dim = dim
                 need = self._n + total
                 if need > len(self._mat):
-                    cap = max(need, int(len(self._mat) * 1.5) + 64)
+                    cap = max(need + _headroom(need), int(len(self._mat) * 1.5))
                     mat = np.zeros((cap, dim), np.float32)
                     mat[: self._n] = self._mat[: self._n]
                     notes = np.full(cap, -1, np.int64)

@@ -184,8 +184,12 @@ class Store:
         self.set_meta("dim", str(dim))
         return reset
 
-    def load_vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """All vectors: ``(chunk_ids int64 (n,), note_ids int64 (n,), matrix float32 (n, dim))``."""
+    def load_vectors(self, spare_rows=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All vectors: ``(chunk_ids int64 (n,), note_ids int64 (n,), matrix float32 (n, dim))``.
+
+        ``spare_rows(n)``: when given, the matrix (and id arrays, padded with −1) get that many
+        extra rows at the end, allocated here so the caller needs no second copy; the first
+        ``n`` rows are the vectors."""
         dim = int(self.get_meta("dim") or 0)
         if not dim or not self.has_vec_table():
             return (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, max(dim, 1)), np.float32))
@@ -193,10 +197,14 @@ class Store:
             "SELECT v.rowid, c.note_id, v.embedding FROM vec_chunks v JOIN chunks c ON c.id = v.rowid "
             "ORDER BY v.rowid")  # a note's title vector is its first (lowest) chunk id
         n = len(rows)
-        ids = np.fromiter((r[0] for r in rows), np.int64, n)
-        notes = np.fromiter((r[1] for r in rows), np.int64, n)
-        mat = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(n, dim).copy() \
-            if n else np.zeros((0, dim), np.float32)
+        spare = spare_rows(n) if spare_rows else 0
+        ids = np.full(n + spare, -1, np.int64)
+        ids[:n] = np.fromiter((r[0] for r in rows), np.int64, n)
+        notes = np.full(n + spare, -1, np.int64)
+        notes[:n] = np.fromiter((r[1] for r in rows), np.int64, n)
+        mat = np.zeros((n + spare, dim), np.float32)
+        if n:
+            mat[:n] = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(n, dim)
         return ids, notes, mat
 
     # ------------------------------------------------------------------ rows

@@ -102,6 +102,12 @@ def test_targeted_sync_accepts_relative_paths_and_ignores_outside_and_hidden(see
     rep = eng.sync(paths=[outside])
     assert not rep.changed and rep.embedded == 0
     assert p.exists()
+    # the folder given through a symlink to it
+    link = tmp_path / "notes-link"
+    link.symlink_to(notes)
+    p2 = note(notes, "via-link", "Reported through a symlinked folder path.")
+    rep = eng.sync(paths=[link / p2.name])
+    assert rep.added == 1 and eng.store.query("SELECT path FROM notes WHERE name = 'via-link'")
 
 
 def test_targeted_sync_removes_deleted_and_renames_without_embedding(seeded):
