@@ -21,7 +21,7 @@ from . import preseed as _preseed
 from .embedder import Embedder, get_embedder
 from .notes import FileEntry, Note, NoteError, read_note, scan_paths, walk
 from .paths import default_index_path
-from .search import CANDIDATES, MMR_POOL, KeywordStats, VectorMirror, bm25_notes, fuse, mmr
+from .search import CANDIDATES, MMR_POOL, KeywordStats, VectorMirror, bm25_notes, fuse, lanes_agree, mmr
 from .store import Store
 from .text import approx_tokens, note_texts, snippet
 from .types import EngineStatus, Hit, LintIssue, NoteExistsError, Preseed, SyncReport
@@ -436,9 +436,12 @@ class MemoryEngine:
         top = [c for c in picked if c.note_id in rows]
         considered = [self._hit(c, rows[c.note_id], query) for c in top]
         kept = []
-        if considered and _preseed.gate(max(h.score for h in considered),
-                                        any(h.keyword for h in considered)):
+        strong = bool(considered) and _preseed.gate(max(h.score for h in considered),
+                                                    any(h.keyword for h in considered))
+        if strong:
             kept = [h for h, c in zip(considered, top) if _preseed.member(h, c.bm25_rank)]
+        elif considered and _preseed.gate(0.0, False, lanes_agree(cands)):
+            kept = [h for h in considered if _preseed.weak_member(h)]
         text, included = _preseed.render(kept, budget_tokens)
         return Preseed(text, included, approx_tokens(text), considered)
 

@@ -28,19 +28,29 @@ MAX_DESCRIPTION_CHARS = 300
 
 # Relevance floor, in two steps (cosines of all-MiniLM-L6-v2, max over a note's vectors):
 # 1. Gate: the block is built only if the best of the top-k fused candidates has
-#    cosine ≥ GATE_COS, or one of them holds a distinctive exact identifier of the query.
+#    cosine ≥ GATE_COS, or one of them holds a distinctive exact identifier of the query, or
+#    both lanes agree: the vector lane's top note is also the keyword lane's top note and its
+#    cosine is ≥ AGREE_COS (two independent signals on one note; short questions such as
+#    "how do we run the tests" score low cosines with MiniLM yet are plainly covered).
 #    Calibrated on the score distribution of the development corpus: the best cosine of tasks
 #    the notes do not cover sat at 0.27-0.42; covered tasks without an identifier at 0.46-0.80.
 # 2. Members: of the top-k fused candidates, keep those with cosine ≥ MEMBER_COS, or an
 #    identifier match, or a BM25 rank ≤ MEMBER_BM25_RANK (keyword evidence the vectors blur).
+#    When the gate opened only on lane agreement, a line needs cosine ≥ AGREE_COS itself.
 GATE_COS = 0.45
+AGREE_COS = 0.35
 MEMBER_COS = 0.20
 MEMBER_BM25_RANK = 3
 
 
-def gate(best_cosine: float, any_identifier: bool) -> bool:
-    """Step 1 of the relevance floor: does the query deserve a block at all?"""
-    return any_identifier or best_cosine >= GATE_COS
+def gate(best_cosine: float, any_identifier: bool, agreed_cosine: float | None = None) -> bool:
+    """Step 1 of the relevance floor: does the query deserve a block at all?
+
+    ``agreed_cosine``: the cosine of the note that tops both the vector and the keyword lane
+    (None when the lanes' top notes differ)."""
+    if any_identifier or best_cosine >= GATE_COS:
+        return True
+    return agreed_cosine is not None and agreed_cosine >= AGREE_COS
 
 
 def member(hit: Hit, bm25_rank: int | None) -> bool:
@@ -48,6 +58,12 @@ def member(hit: Hit, bm25_rank: int | None) -> bool:
     if hit.keyword or hit.score >= MEMBER_COS:
         return True
     return bm25_rank is not None and bm25_rank <= MEMBER_BM25_RANK
+
+
+def weak_member(hit: Hit) -> bool:
+    """Step 2 when the gate opened only on lane agreement (weaker evidence): a line needs an
+    identifier match or cosine ≥ AGREE_COS itself."""
+    return hit.keyword or hit.score >= AGREE_COS
 
 
 def _clean(s: str) -> str:

@@ -378,3 +378,15 @@ def fuse(vec: list[tuple[int, float]], bm25: list[int], ident: set[int],
             s += PRIORITY_LIFT
         c.fused = s
     return sorted(cands.values(), key=lambda c: (-c.fused, -c.cosine, c.note_id))
+
+
+def lanes_agree(cands: list[Candidate]) -> float | None:
+    """The cosine of the note that is first in both the vector and the keyword lane, or None
+    when the two lanes' top notes differ (or a lane found nothing)."""
+    vec = [c for c in cands if c.vec_rank is not None]
+    kw = [c for c in cands if c.bm25_rank is not None]
+    if not vec or not kw:
+        return None
+    top_vec = min(vec, key=lambda c: c.vec_rank)
+    top_kw = min(kw, key=lambda c: c.bm25_rank)
+    return top_vec.cosine if top_vec.note_id == top_kw.note_id else None

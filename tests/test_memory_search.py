@@ -102,6 +102,19 @@ def test_unrelated_task_gets_no_block(seed):
     assert seed.preseed("") == ""
 
 
+def test_short_question_opens_the_gate_when_both_lanes_agree(seed):
+    # MiniLM scores short questions low (cosine < GATE_COS), but the note that tops both the
+    # vector and the keyword lane is plainly the answer: it goes in, and only lines that are
+    # themselves above AGREE_COS go with it.
+    from memory.preseed import AGREE_COS, GATE_COS
+
+    pre = seed.build_preseed("how do we run the tests")
+    assert max(h.score for h in pre.considered) < GATE_COS
+    assert [h.name for h in pre.hits] == ["test-layout"]
+    assert all(h.score >= AGREE_COS for h in pre.hits)
+    assert "[test-layout]" in pre.text
+
+
 def test_priority_lift_wins_close_calls_only(seed, tmp_path):
     notes = seed.notes_dir
     note(notes, "lunch-a", "Team lunch is on Fridays at noon in the kitchen.")
