@@ -175,10 +175,15 @@ async def test_scrollback_holds_while_text_streams_in():
         await pilot.pause(0.1)
         held = body.scroll_y
         assert held < body.max_scroll_y
+        repaints = []
+        refresh = body.refresh
+        body.refresh = lambda *a, **k: (repaints.append(a), refresh(*a, **k))[1]
         mgr.emit(*(ev.TextDelta("b00001", f"more {i}\n\n") for i in range(40)))
         await until(pilot, lambda: "more 39" in body.plain_text(), "more text")
         await pilot.pause(0.2)
         assert body.scroll_y == held  # the reader's place is kept
+        assert repaints == []  # and what they look at did not change: no repaint
+        del body.refresh
         await pilot.press("end")
         mgr.emit(ev.TextDelta("b00001", "tail\n"))
         await pilot.pause(0.3)
@@ -197,3 +202,73 @@ async def test_status_colours_follow_the_theme():
         assert err.has_class("status-error") and done.has_class("status-done")
         assert err.styles.color.hex.lower() == app.get_css_variables()["status-error"].lower()
         assert err.styles.color != done.styles.color
+
+
+async def test_selecting_a_pane_repaints_its_title_only_and_follows_the_theme(monkeypatch):
+    from textual.color import Color
+
+    from cockpit.tui.widgets.body import PaneBody
+
+    renders = []
+    original = PaneBody._render_block
+
+    def counting(self, block, cached, width):
+        renders.append(block.kind)
+        return original(self, block, cached, width)
+
+    monkeypatch.setattr(PaneBody, "_render_block", counting)
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(*session_script("f00001", "t", S.WAITING, text="first answer"),
+                 *session_script("f00002", "u", S.WAITING, text="second answer"))
+        await until(pilot, lambda: len(app.panes) == 2, "panes")
+        await pilot.pause(0.3)
+        first, second = app.panes["f00001"], app.panes["f00002"]
+        assert app.screen.selected is first
+        renders.clear()
+        await pilot.press("tab")
+        await pilot.pause(0.1)
+        assert app.screen.selected is second and second.has_class("-selected")
+        assert not first.has_class("-selected")
+        assert renders == []  # a selection change re-renders no answer text
+        accent = Color.parse(app.get_css_variables()["accent"])
+        assert second.styles.border_title_background == accent
+        assert first.styles.border_title_background != accent
+        app.theme = "cockpit-light"
+        await pilot.pause(0.3)
+        light_accent = Color.parse(app.get_css_variables()["accent"])
+        assert second.styles.border_title_background == light_accent
+        assert "second answer" in second.query_one("#pane-body").plain_text()
+
+
+async def test_streaming_repaints_are_spread_over_flush_ticks(monkeypatch):
+    from cockpit.tui import app as app_module
+    from cockpit.tui.widgets.pane import SessionPane
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        for n in range(9):
+            mgr.emit(ev.SessionSpawned(f"g{n:05d}", "t", "m", "/ws", "/t", True),
+                     ev.StatusChanged(f"g{n:05d}", S.STREAMING))
+        await until(pilot, lambda: len(app.panes) == 9, "panes")
+        await pilot.pause(0.3)
+        synced = []
+        original = SessionPane.sync
+        monkeypatch.setattr(SessionPane, "sync",
+                            lambda self, force=False: (synced.append(self), original(self, force)))
+        per_tick = -(-app_module.PANE_BUDGET_HZ // app_module.FLUSH_HZ)
+        app._dirty = set(app.panes)  # nine panes with new answer text only
+        app._urgent = set()
+        app._last_sync = {}
+        app.flush()
+        assert len(synced) == per_tick < 9  # not all nine bodies in one tick (one frame)
+        app.flush()
+        assert len(synced) == 2 * per_tick and len(set(synced)) == 2 * per_tick  # oldest first
+        app._dirty.add("g00000")
+        app._urgent.add("g00000")  # a status change is never held back (synced just now)
+        synced.clear()
+        app.flush()
+        ids = [p.view.session_id for p in synced]
+        assert "g00000" in ids and len(ids) <= per_tick + 1

@@ -1,9 +1,10 @@
 """The main screen: totals bar, the pane grid, the footer; the keys that act on panes.
 
-The "focused" pane is the screen's ``selected`` pane (CSS class ``-selected``), not Textual's
-widget focus: Textual repaints the whole screen on every focus change, which with nine
-streaming panes costs far more than restyling the two panes involved. Keyboard focus stays on
-the grid; a click on a pane selects it.
+The "focused" pane is the screen's ``selected`` pane (``SessionPane.set_selected``: a
+highlighted title), not Textual's widget focus: Textual repaints the whole screen on every
+focus change, which with nine streaming panes costs far more than redrawing the two titles
+involved. Keyboard focus stays on the grid; a click on a pane selects it. A selection's frame
+is drawn at once, not on Textual's next update tick (``_on_idle``).
 
 Every binding has an id, so users remap it with ``App.set_keymap`` (see ``cockpit.tui.state``).
 Ids: ``spawn``, ``kill``, ``follow_up``, ``review``, ``memory``, ``warnings``, ``pane.left``/
@@ -52,6 +53,26 @@ class MainScreen(Screen):
     ]
 
     selected: SessionPane | None = None
+    _draw_at_once: SessionPane | None = None  # a key's effect waiting for its frame
+
+    async def _on_idle(self, event) -> None:
+        """Draw a key's effect at once. Textual paces screen updates with a 60 Hz timer that,
+        after any frame, waits one to two periods (17–33 ms) before it can draw again — while
+        nine sessions stream there is a frame every few tens of ms, so a key would wait for
+        that timer most of the time. When the pane a key selected is waiting to be repainted,
+        this draws the frame now (what the timer would do; Textual's ``Screen._on_idle`` runs
+        next and finds nothing left to draw). Falls back to the timer if Textual's internals
+        differ."""
+        pane = self._draw_at_once
+        if pane is None:
+            return
+        dirty = getattr(self, "_dirty_widgets", None)
+        draw = getattr(self, "_on_timer_update", None)
+        if dirty is None or draw is None:
+            self._draw_at_once = None
+        elif pane in dirty and self.is_current and not getattr(self.app, "_batch_count", 0):
+            self._draw_at_once = None
+            draw()
 
     def compose(self) -> ComposeResult:
         yield TotalsBar(id="totals")
@@ -86,12 +107,13 @@ class MainScreen(Screen):
         if page != grid.page:
             grid.show_page(page)
             self.app.refresh_totals()
-        previous = self.focused_pane()
-        if previous is not pane:
-            if previous is not None:
-                previous.remove_class("-selected")
-            pane.add_class("-selected")
+        previous = self.selected
+        if previous is not pane or not pane.selected:
+            if previous is not None and previous is not pane:
+                previous.set_selected(False)
+            pane.set_selected(True)
             self.selected = pane
+            self._draw_at_once = pane
             self.refresh_bindings()
         if self.focused is not grid:
             grid.focus()

@@ -50,6 +50,9 @@ class PaneBody(ScrollView, can_focus=False):
         self._lines: list[Strip] = []
         self._width = 0
         self._line_cache: dict[tuple[int, int, int], tuple[Strip, Strip]] = {}
+        self._line_style: Style | None = None  # the style the cached lines were cut with
+        self._frame_style: Style | None = None  # this widget's style, once per render_lines
+        self._theme_key: tuple | None = None  # what the rendered blocks' colours came from
 
     # -- content ---------------------------------------------------------------------
     def show(self, blocks: list[Block], epoch: int) -> None:
@@ -72,6 +75,8 @@ class PaneBody(ScrollView, can_focus=False):
                 changed = True
         if changed:
             at_end = self.scroll_y >= self.max_scroll_y
+            top, height = self.scroll_offset.y, self.scrollable_content_region.height
+            before = self._lines[top : top + height]
             lines: list[Strip] = []
             for cached in self._rendered:
                 lines.extend(cached.frozen)
@@ -86,7 +91,12 @@ class PaneBody(ScrollView, can_focus=False):
                 self._scroll_update(size)
             if at_end:
                 self.scroll_end(animate=False, immediate=True, x_axis=False)
-            self.refresh()
+                self.refresh()
+            elif before != lines[top : top + height]:
+                # the reader scrolled up: repaint only if what they look at changed (text
+                # arriving below the view moves nothing but the scrollbar; a re-rendered tail
+                # gives new but equal lines)
+                self.refresh()
 
     def plain_text(self) -> str:
         """What the body shows, as plain text (one string; for tests and copying)."""
@@ -144,11 +154,22 @@ class PaneBody(ScrollView, can_focus=False):
             text = Text("✗ " + block.text, self._colour("error"))
         cached.tail = self._lines_of(text, width) + [Strip.blank(width)]
 
+    def render_lines(self, crop):
+        # ``rich_style`` walks every ancestor's styles: once per paint, not once per line
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
-        style = self.rich_style
+        style = self._frame_style if self._frame_style is not None else self.rich_style
+        if style != self._line_style:
+            self._line_cache.clear()
+            self._line_style = style
         if index >= len(self._lines):
             return Strip.blank(width, style)
         line = self._lines[index]
@@ -156,20 +177,33 @@ class PaneBody(ScrollView, can_focus=False):
         hit = self._line_cache.get(key)
         if hit is not None and hit[0] is line:
             return hit[1]
-        if len(self._line_cache) > 4096:
+        if len(self._line_cache) > 256:  # a few screens of lines (nine bodies: memory adds up)
             self._line_cache.clear()
         strip = line.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
         self._line_cache[key] = (line, strip)
         return strip
 
     def notify_style_update(self) -> None:
-        """Theme or style change: everything renders again with the new colours."""
-        self._line_cache.clear()
-        self._rendered = []
-        self._epoch = -1
+        """Style change. Textual calls this on every widget of a pane whenever a class of the pane
+        changes (status), even when nothing this widget shows changed: the blocks render again
+        only when the theme colours they use changed (the line cache follows the widget's own
+        style in ``render_line``)."""
         super().notify_style_update()
-        if self.is_mounted:
-            self.call_later(self._rewrap)
+        key = self._theme_signature()
+        if key != self._theme_key:
+            self._theme_key = key
+            if self._rendered:
+                self._rendered = []
+                self._epoch = -1
+                if self.is_mounted:
+                    self.call_later(self._rewrap)
+
+    def _theme_signature(self) -> tuple | None:
+        try:
+            theme = self.app.current_theme
+        except Exception:
+            return None
+        return (theme.name, theme.primary, theme.accent, theme.secondary, theme.error)
 
 
 def _markdown(text: str) -> RichMarkdown:

@@ -2,17 +2,19 @@
 with tool calls shown compactly, and the side strip (notes given, tokens, USD).
 
 The pane never reacts to events directly: the app folds events into the pane's
-``SessionView`` and calls ``sync()`` on its flush tick (10 Hz), which redraws only what changed:
-title, status line and strip only when the session's state/usage changed, the body
-(``PaneBody``) only the blocks that grew. The body follows the end while text streams in,
-until the user scrolls up (scrollback: pageup/pagedown/home/end or the mouse).
+``SessionView`` and calls ``sync()`` on its flush tick (answer text at most 10 Hz), which
+redraws only what changed: title, status line and strip only when the session's state/usage
+changed, the body (``PaneBody``) only the blocks that grew. The body follows the end while text
+streams in, until the user scrolls up (scrollback: pageup/pagedown/home/end or the mouse).
 """
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.color import Color
 from textual.content import Content
+from textual.geometry import Region
 from textual.widgets import Static
 
 from cockpit.events import SessionStatus
@@ -23,8 +25,16 @@ from cockpit.tui.widgets.strip import strip_content
 
 
 class SessionPane(Vertical):
-    """A session's pane; ``view`` is the state it renders. Selected (class ``-selected``) by the
-    main screen, not focused: see ``screens.main``."""
+    """A session's pane; ``view`` is the state it renders. Selected by the main screen
+    (``set_selected``), not focused: see ``screens.main``.
+
+    The selection shows as a highlighted title (title colour ``$background`` on ``$accent``), set
+    as the pane's *inline* border-title styles rather than by a CSS class: a class change
+    restyles the pane and every widget in it, and Textual then repaints all of them (the body's
+    every visible line) — measured as most of a key press's cost while nine sessions stream.
+    An inline style change repaints the pane's frame only."""
+
+    _SELECTED_RULES = ("border_title_color", "border_title_background", "border_subtitle_color")
 
     def __init__(self, view: SessionView) -> None:
         super().__init__(id=f"pane-{view.session_id}", classes="session-pane")
@@ -34,6 +44,7 @@ class SessionPane(Vertical):
         self._meta_synced = -1
         self._title = None
         self._status_class = ""
+        self.selected = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="pane-status")
@@ -49,7 +60,54 @@ class SessionPane(Vertical):
         if select is not None:
             select(self)
 
+    def set_selected(self, selected: bool) -> None:
+        """Highlight the title (or not). Keeps the ``-selected`` class for queries, without a
+        restyle (no CSS rule uses it)."""
+        if selected == self.selected:
+            return
+        self.selected = selected
+        if selected:
+            self.add_class("-selected", update=False)
+        else:
+            self.remove_class("-selected", update=False)
+        self._selected_style()
+
+    def _selected_style(self) -> None:
+        styles = self.styles
+        if self.selected:
+            variables = self.app.theme_variables
+            try:
+                background = Color.parse(variables["background"])
+                accent = Color.parse(variables["accent"])
+            except (KeyError, ValueError):
+                return
+            values = (background, accent, accent)
+            changed = [styles.set_rule(rule, v) for rule, v in zip(self._SELECTED_RULES, values)]
+        else:
+            changed = [styles.clear_rule(rule) for rule in self._SELECTED_RULES]
+        if any(changed) and self.is_mounted:
+            # the title's colours only: repaint the top border row, not the whole pane
+            ox, oy = self.content_offset
+            self.refresh(Region(-ox, -oy, self.outer_size.width, 1))
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if self.selected:  # a theme change: the highlight's colours
+            self._selected_style()
+
     # -- rendering -------------------------------------------------------------------
+    def _update_title(self) -> None:
+        view = self.view
+        number = f"{self.number} " if self.number else ""
+        task = fmt.short(view.task or "…", 80)
+        key = (number, view.session_id, task)  # (Content compares plain text only)
+        if key == self._title:
+            return
+        self._title = key
+        self.border_title = Content.from_markup(
+            "[b]$num$sid[/b] · $task", num=number, sid=view.session_id, task=task
+        )
+
     def sync(self, force: bool = False) -> None:
         """Redraw what changed since the last call (title, status, strip, body)."""
         view = self.view
@@ -65,14 +123,7 @@ class SessionPane(Vertical):
 
     def _sync_meta(self, view: SessionView) -> None:
         """Title, status line and strip (skipped while only answer text changes)."""
-        number = f"{self.number} " if self.number else ""
-        title = Content.from_markup(
-            "[b]$num$sid[/b] · $task", num=number, sid=view.session_id,
-            task=fmt.short(view.task or "…", 80),
-        )
-        if title != self._title:
-            self._title = title
-            self.border_title = title
+        self._update_title()
         status = self.query_one("#pane-status", Static)
         cls = fmt.status_class(view.status)
         if cls != self._status_class:
