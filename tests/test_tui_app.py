@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from textual.widgets import Markdown
-from tui_fakes import NOTES, FakeEngine, FakeHit, FakeManager, session_script
+from tui_fakes import NOTES, FakeEngine, FakeHit, FakeManager, session_script, text_of, until
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
@@ -18,18 +18,6 @@ from cockpit.tui.screens.memory import MemoryScreen
 from cockpit.tui.screens.spawn import SpawnDialog
 
 SIZE = (160, 48)
-
-
-async def until(pilot, cond, what: str, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if cond():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def text_of(widget) -> str:
-    return str(widget.render())
 
 
 async def test_more_than_nine_sessions_go_on_pages_and_stay_reachable():
@@ -59,6 +47,28 @@ async def test_more_than_nine_sessions_go_on_pages_and_stay_reachable():
         assert app.screen.selected is grid.panes[0]
         await pilot.press("7", "down")  # bottom row of page 1 → page 2, same column
         assert app.screen.selected is grid.panes[9]
+
+
+async def test_empty_grid_says_how_to_start_and_warns_without_a_key():
+    mgr = FakeManager()
+    mgr.config.api_key = None
+    app = CockpitApp(mgr, FakeEngine())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.1)
+        hint = app.screen.query_one("#empty-hint")
+        assert hint.display
+        assert "Press n to spawn" in text_of(hint) and "ANTHROPIC_API_KEY is not set" in text_of(hint)
+        mgr.emit(*session_script("s00001", "task", S.WAITING, text="answer"))
+        await until(pilot, lambda: len(app.panes) == 1, "a pane")
+        await pilot.pause(0.1)
+        assert not hint.display
+
+
+async def test_empty_grid_has_no_key_warning_when_a_key_is_set():
+    app = CockpitApp(FakeManager(), FakeEngine())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.1)
+        assert "ANTHROPIC_API_KEY" not in text_of(app.screen.query_one("#empty-hint"))
 
 
 async def test_keys_are_remappable_from_the_state_file():
@@ -115,7 +125,7 @@ async def test_memory_screen_search_open_and_warnings(tmp_path):
     engine.lint_issues = [type("I", (), {"kind": "no-description", "path": "x.md", "message": "add one", "other": None})()]
     app = CockpitApp(FakeManager(), engine)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: "1 warnings" in text_of(app.screen.query_one("#totals")), "warning count")
+        await until(pilot, lambda: "⚠ 1 warning (w)" in text_of(app.screen.query_one("#totals")), "warning count")
         await pilot.press("m")
         screen = app.screen
         assert isinstance(screen, MemoryScreen)

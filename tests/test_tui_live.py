@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from standin import HTTPError, Reply, StandIn
+from tui_fakes import text_of, until
 
 from cockpit.events import SessionStatus as S
 from cockpit.runtime import RuntimeConfig, SessionManager
@@ -20,19 +21,6 @@ from cockpit.tui.screens.spawn import SpawnDialog
 # USD per million tokens: input, output, cache write, cache read; context window in tokens
 PRICING = PricingTable({"test-model": ModelPrice(2.0, 10.0, 2.5, 0.2, 100_000)}, source="test")
 SIZE = (160, 48)
-
-
-async def until(pilot, cond, what: str, timeout: float = 15.0) -> None:
-    """Let the app run until ``cond()`` holds (``timeout`` only bounds a failing test)."""
-    for _ in range(int(timeout / 0.05)):
-        if cond():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def text_of(widget) -> str:
-    return str(widget.render())
 
 
 @pytest.fixture

@@ -39,7 +39,8 @@ class FakeManager:
         self.spawned: list[str] = []
         self.sent: list[tuple[str, str]] = []
         self.killed: list[str] = []
-        self.config = SimpleNamespace(resolved_sessions_dir=lambda: sessions_dir or Path("/nonexistent"))
+        self.config = SimpleNamespace(resolved_sessions_dir=lambda: sessions_dir or Path("/nonexistent"),
+                                      api_key="test-key")
         self._n = 0
 
     def subscribe(self) -> FakeSubscription:
@@ -162,3 +163,16 @@ class FakeEngine:
 
     def close(self):
         pass
+
+
+async def until(pilot, cond, what: str, timeout: float = 15.0) -> None:
+    """Let the app run until ``cond()`` holds (``timeout`` only bounds a failing test)."""
+    for _ in range(int(timeout / 0.05)):
+        if cond():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def text_of(widget) -> str:
+    return str(widget.render())

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import math
 
+from textual.app import ComposeResult
 from textual.containers import Container
+from textual.widgets import Static
 
 from cockpit.tui.widgets.pane import SessionPane
 
 PAGE_SIZE = 9
+
+EMPTY_HINT = (
+    "[b]No sessions yet.[/]\n\n"
+    "Press [b]n[/] to spawn one: its first message will carry the project notes that match its task.\n"
+    "[b]r[/] past sessions · [b]m[/] search the notes · [b]ctrl+p[/] every command"
+)
+NO_KEY_HINT = "\n\n[b $warning]ANTHROPIC_API_KEY is not set:[/] sessions will stop with an auth error."
 
 
 def grid_shape(n: int, width: int = 200) -> tuple[int, int]:
@@ -33,6 +42,11 @@ class PaneGrid(Container, can_focus=True):
         super().__init__(id="grid")
         self.page = 0
         self.panes: list[SessionPane] = []
+
+    def compose(self) -> ComposeResult:
+        config = getattr(getattr(self.app, "manager", None), "config", None)
+        no_key = config is not None and not getattr(config, "api_key", None)
+        yield Static(EMPTY_HINT + (NO_KEY_HINT if no_key else ""), id="empty-hint")
 
     @property
     def pages(self) -> int:
@@ -73,6 +87,7 @@ class PaneGrid(Container, can_focus=True):
                 pane.number = number
                 pane.sync(force=True)
         self.add_class("empty") if not self.panes else self.remove_class("empty")
+        self.query_one("#empty-hint").display = not self.panes
 
     def on_resize(self) -> None:
         self.relayout()

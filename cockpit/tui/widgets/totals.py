@@ -44,7 +44,7 @@ def memory_markup(m: MemoryState) -> str:
     if m.watching:
         parts.append("watching notes")
     if m.warnings:
-        parts.append(f"[$warning]⚠ {m.warnings} warnings[/] [dim](w)[/]")
+        parts.append(f"[$warning]⚠ {m.warnings} warning{'' if m.warnings == 1 else 's'}[/] [dim](w)[/]")
     return " · ".join(parts)
 
 
