@@ -282,3 +282,22 @@ async def test_streaming_repaints_are_spread_over_flush_ticks(monkeypatch):
         app.flush()
         ids = [p.view.session_id for p in synced]
         assert "g00000" in ids and len(ids) <= per_tick + 1
+
+
+async def test_every_available_theme_applies_including_textual_builtins():
+    # The picker (ctrl+t) lists Textual's built-in themes too; none define our status-*
+    # variables, and picking one must not break the stylesheet.
+    app = CockpitApp(FakeManager(), FakeEngine())
+    async with app.run_test(size=SIZE) as pilot:
+        mgr = app.manager
+        mgr.emit(*session_script("s00001", "task", S.ERROR, text="boom"))
+        await until(pilot, lambda: len(app.panes) == 1, "a pane")
+        names = sorted(app.available_themes)
+        assert "textual-dark" in names and "cockpit-dark" in names
+        for name in names:
+            app.theme = name
+            await pilot.pause(0.02)
+            assert app.is_running, name
+            error = app.get_css_variables()["status-error"]
+            assert not error.startswith("$"), (name, error)
+        assert app.return_code in (None, 0)

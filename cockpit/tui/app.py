@@ -116,6 +116,17 @@ class CockpitApp(App):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(STATUS_DEFAULTS)
 
+    def get_css_variables(self) -> dict[str, str]:
+        """Textual's variables plus ours; a ``status-*`` default such as ``$warning`` is
+        resolved to the current theme's value (Textual does not expand a variable inside a
+        variable), so themes without our variables (Textual's built-ins) still parse."""
+        variables = super().get_css_variables()
+        for name, value in list(variables.items()):
+            if name.startswith("status-") and value.startswith("$"):
+                variables[name] = variables.get(value[1:], "ansi_default")
+        self.theme_variables = variables
+        return variables
+
     def get_default_screen(self) -> Screen:
         return MainScreen(id="main")
 
