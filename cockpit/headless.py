@@ -59,6 +59,8 @@ def _open_engine(args):
     if notes is None:
         notes = Path("notes")
         if not notes.is_dir():
+            print("cockpit: warning: no ./notes folder (use --notes DIR): sessions start without "
+                  "project notes and memory tools", file=sys.stderr)
             return None
     try:
         engine = MemoryEngine(notes, index_path=args.index)

@@ -19,7 +19,7 @@ import numpy as np
 from . import lint as _lint
 from . import preseed as _preseed
 from .embedder import Embedder, get_embedder
-from .notes import FileEntry, Note, NoteError, read_note, scan_paths, walk
+from .notes import INDEX_FILE_NAMES, FileEntry, Note, NoteError, read_note, scan_paths, walk
 from .paths import default_index_path
 from .search import CANDIDATES, MMR_POOL, KeywordStats, VectorMirror, bm25_notes, fuse, lanes_agree, mmr
 from .store import Store
@@ -463,6 +463,8 @@ class MemoryEngine:
         name, description = (name or "").strip(), (description or "").strip()
         if not _NAME_RE.match(name):
             raise ValueError(f"invalid note name {name!r}: use letters, digits, '.', '-', '_'")
+        if f"{name}.md" in INDEX_FILE_NAMES:
+            raise ValueError(f"invalid note name {name!r}: {name}.md is Claude Code's index file, not a note")
         if not description or "\n" in description:
             raise ValueError("description must be one non-empty line")
         body = (body or "").strip()

@@ -59,7 +59,9 @@ def test_bad_key_is_one_line_without_the_key(tmp_path, ws, monkeypatch, capsys):
         code = main(["run", "t", "--base-url", api.base_url, "--workspace", str(ws)])
     cap = capsys.readouterr()
     assert code == 1
-    assert cap.err.startswith("cockpit: error: authentication failed") and cap.err.count("\n") == 1
+    warning, error = cap.err.splitlines()  # no ./notes here: a warning says so, then one error line
+    assert warning.startswith("cockpit: warning: no ./notes folder")
+    assert error.startswith("cockpit: error: authentication failed")
     assert "sk-wrong-secret" not in cap.err + cap.out
 
 

@@ -63,7 +63,8 @@ def test_save_refuses_an_unindexed_file_in_the_way(eng):
 
 
 @pytest.mark.parametrize("name,desc", [("../escape", "d"), ("", "d"), ("a b", "d"),
-                                       ("ok-name", ""), ("ok-name", "two\nlines")])
+                                       ("ok-name", ""), ("ok-name", "two\nlines"),
+                                       ("MEMORY", "Claude Code's index file is not a note")])
 def test_save_validates(eng, name, desc):
     with pytest.raises(ValueError):
         eng.save(name, desc, "b")

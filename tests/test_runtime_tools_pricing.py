@@ -100,3 +100,26 @@ def test_config_precedence(tmp_path, monkeypatch):
     assert load_config(env={}).model == "from-file"
     with pytest.raises(ConfigError):
         load_config(env={"COCKPIT_MAX_TURNS": "many"})
+
+
+@pytest.mark.parametrize("env", [
+    {"COCKPIT_MAX_TURNS": "0"}, {"COCKPIT_MAX_TOKENS": "0"}, {"COCKPIT_TOP_K": "-1"},
+    {"COCKPIT_CONCURRENCY": "0"}, {"ANTHROPIC_BASE_URL": "not-a-url"}, {"ANTHROPIC_BASE_URL": "ftp://x"},
+])
+def test_environment_values_get_the_same_checks_as_flags(env):
+    from cockpit.runtime.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError):
+        load_config(env=env, config_file=Path("/nonexistent/config.toml"))
+
+
+def test_config_file_values_are_checked(tmp_path):
+    from cockpit.runtime.config import ConfigError, load_config
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("top_k = -3\n")
+    with pytest.raises(ConfigError, match="top_k"):
+        load_config(env={}, config_file=cfg)
+    cfg.write_text("top_k = 7\nbase_url = 'http://127.0.0.1:9'\n")
+    config = load_config(env={}, config_file=cfg)
+    assert config.top_k == 7 and config.base_url == "http://127.0.0.1:9"

@@ -181,4 +181,28 @@ def load_config(
     unknown = set(values) - known
     if unknown:
         raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
-    return replace(base or RuntimeConfig(), **values)
+    config = replace(base or RuntimeConfig(), **values)
+    _validate(config)
+    return config
+
+
+_POSITIVE = ("max_tokens", "max_turns", "concurrency", "top_k")
+_NON_NEGATIVE = ("max_retries", "interrupted_retries")
+
+
+def _validate(config: RuntimeConfig) -> None:
+    """Raise :class:`ConfigError` for values no flag would accept, wherever they came from
+    (flag, environment or config file)."""
+    for name in _POSITIVE + _NON_NEGATIVE:
+        value = getattr(config, name)
+        low = 1 if name in _POSITIVE else 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigError(f"{name} must be a whole number ≥ {low}, got {value!r}")
+    if not isinstance(config.timeout, (int, float)) or config.timeout <= 0:
+        raise ConfigError(f"timeout must be a number of seconds > 0, got {config.timeout!r}")
+    if config.base_url is not None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(config.base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ConfigError(f"base_url must be an http(s) URL, got {config.base_url!r}")
