@@ -36,7 +36,7 @@ def add_parser(sub) -> None:
     sp.add_argument("--json", action="store_true", help="print the sync report as JSON")
     sp.set_defaults(func=cmd_index)
 
-    for name, helptext, func in (("search", "hybrid search, no relevance floor", cmd_search),
+    for name, helptext, func in (("search", "hybrid search, no relevance floor (order: fused vector + keyword ranks, ★ lifted; cos: cosine)", cmd_search),
                                  ("preseed", "print exactly the block a session would get", cmd_preseed)):
         sp = common(msub.add_parser(name, help=helptext))
         sp.add_argument("query")
@@ -156,7 +156,7 @@ def cmd_search(args) -> int:
         print("no matching notes")
     for i, h in enumerate(hits, 1):
         star = "★ " if h.priority else ""
-        print(f"{i}. {star}[{h.name}] {h.score:.3f}  {h.description}")
+        print(f"{i}. {star}[{h.name}] cos {h.score:.3f}  {h.description}")
         if h.snippet:
             print(f"     {h.snippet}")
     return 0
