@@ -169,7 +169,10 @@ def cmd_preseed(args) -> int:
     if args.json:
         _print_json(pre.to_dict())
     else:
-        sys.stdout.write(pre.text)
+        sys.stdout.write(pre.text)  # exactly the block; an empty block prints nothing
+        if not pre.text:
+            print("cockpit: no note passes the relevance floor: the session would get no block",
+                  file=sys.stderr)
     return 0
 
 
