@@ -58,6 +58,8 @@ class MemoryEngine:
         self._qcache: OrderedDict[tuple, np.ndarray] = OrderedDict()  # see embed_query
         self._qcache_lock = threading.Lock()
         self.query_cache_hits = 0
+        self._sync_started = False  # a sync has begun in this process
+        self._first_sync = threading.Event()  # … and one has ended (ok or not)
 
     # ------------------------------------------------------------------ model
     def start_warmup(self) -> None:
@@ -66,12 +68,22 @@ class MemoryEngine:
 
     @property
     def ready(self) -> bool:
-        """True once the embedding model is loaded."""
-        return bool(self.embedder.ready)
+        """True once the embedding model is loaded and, if a sync has begun in this process
+        (e.g. the watcher's first full sync), once that first sync has ended: a search made
+        earlier would answer from a half-built index."""
+        first_sync_pending = self._sync_started and not self._first_sync.is_set()
+        return bool(self.embedder.ready) and not first_sync_pending
 
     def wait_ready(self, timeout: float | None = None) -> bool:
-        """Block up to ``timeout`` seconds for the model; True when it is usable."""
-        return bool(self.embedder.wait(timeout))
+        """Block up to ``timeout`` seconds (None: no limit) for the model and for the first
+        sync of this process when one has begun; True when searches are meaningful."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self.embedder.wait(timeout):
+            return False
+        if self._sync_started:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            return self._first_sync.wait(left)
+        return True
 
     def embed_query(self, query: str) -> np.ndarray:
         """The query vector: float32 ``(dim,)``, L2-normalised. Pass it to ``search``/
@@ -124,8 +136,12 @@ class MemoryEngine:
                 raise NotADirectoryError(f"notes folder {self.notes_dir} is not a folder")
             raise FileNotFoundError(f"notes folder {self.notes_dir} does not exist")
         rels = None if paths is None else self._rel_paths(paths)
-        with self._sync_lock:
-            report = self._sync(progress, rels=rels)
+        self._sync_started = True
+        try:
+            with self._sync_lock:
+                report = self._sync(progress, rels=rels)
+        finally:
+            self._first_sync.set()
         report.seconds = time.perf_counter() - t0
         self._last_sync = time.time()
         self._last_report = report

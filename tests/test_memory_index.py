@@ -325,3 +325,34 @@ def test_queries_cannot_break_fts(tmp_path, query):
     assert isinstance(eng.search(query, 3), list)
     assert isinstance(eng.build_preseed(query).text, str)
     assert counts(eng)["notes"] == 10
+
+
+def test_not_ready_while_the_first_sync_is_running(tmp_path):
+    # A spawn made while the watcher's first sync is still embedding must wait for it, or it
+    # would be preseeded from a half-built (here: empty) index.
+    class GatedEmbedder(HashEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.gate = threading.Event()
+
+        def encode(self, texts):
+            assert self.gate.wait(10)
+            return super().encode(texts)
+
+    copy_fixture("seed", tmp_path / "notes")
+    emb = GatedEmbedder()
+    eng, _ = make(tmp_path, emb)
+    assert eng.ready  # no sync begun yet: searching the existing index is allowed
+    worker = threading.Thread(target=eng.sync)
+    worker.start()
+    for _ in range(200):
+        if eng._sync_started:
+            break
+        time.sleep(0.01)
+    assert not eng.ready
+    assert eng.wait_ready(timeout=0.05) is False
+    emb.gate.set()
+    assert eng.wait_ready(timeout=10) is True
+    worker.join(10)
+    assert eng.ready
+    assert [h.name for h in eng.search("make ship-v2", top_k=1)] == ["deploy-command"]

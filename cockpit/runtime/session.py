@@ -343,7 +343,7 @@ class Session:
         if engine is not None:
             try:
                 if not getattr(engine, "ready", True):
-                    self._set(S.PRESEEDING, "waiting for model warm-up")
+                    self._set(S.PRESEEDING, "waiting for model warm-up and the first index sync")
                     await asyncio.to_thread(engine.wait_ready)
                     self._set(S.PRESEEDING)
                 pre = await asyncio.to_thread(engine.build_preseed, self.task, self.top_k)
