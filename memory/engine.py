@@ -451,13 +451,7 @@ class MemoryEngine:
         rows = fetch(picked)
         top = [c for c in picked if c.note_id in rows]
         considered = [self._hit(c, rows[c.note_id], query) for c in top]
-        kept = []
-        strong = bool(considered) and _preseed.gate(max(h.score for h in considered),
-                                                    any(h.keyword for h in considered))
-        if strong:
-            kept = [h for h, c in zip(considered, top) if _preseed.member(h, c.bm25_rank)]
-        elif considered and _preseed.gate(0.0, False, lanes_agree(cands)):
-            kept = [h for h in considered if _preseed.weak_member(h)]
+        kept = _preseed.select(considered, [c.bm25_rank for c in top], lanes_agree(cands))
         text, included = _preseed.render(kept, budget_tokens)
         return Preseed(text, included, approx_tokens(text), considered)
 

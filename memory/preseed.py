@@ -43,27 +43,18 @@ MEMBER_COS = 0.20
 MEMBER_BM25_RANK = 3
 
 
-def gate(best_cosine: float, any_identifier: bool, agreed_cosine: float | None = None) -> bool:
-    """Step 1 of the relevance floor: does the query deserve a block at all?
-
-    ``agreed_cosine``: the cosine of the note that tops both the vector and the keyword lane
-    (None when the lanes' top notes differ)."""
-    if any_identifier or best_cosine >= GATE_COS:
-        return True
-    return agreed_cosine is not None and agreed_cosine >= AGREE_COS
-
-
-def member(hit: Hit, bm25_rank: int | None) -> bool:
-    """Step 2 of the relevance floor: may this (top-k) hit be a line of the block?"""
-    if hit.keyword or hit.score >= MEMBER_COS:
-        return True
-    return bm25_rank is not None and bm25_rank <= MEMBER_BM25_RANK
-
-
-def weak_member(hit: Hit) -> bool:
-    """Step 2 when the gate opened only on lane agreement (weaker evidence): a line needs an
-    identifier match or cosine ≥ AGREE_COS itself."""
-    return hit.keyword or hit.score >= AGREE_COS
+def select(hits: list[Hit], bm25_ranks: list[int | None], agreed_cosine: float | None) -> list[Hit]:
+    """The relevance floor: which of the top-k ``hits`` (rank order; ``bm25_ranks`` in step)
+    become lines of the block. ``agreed_cosine``: the cosine of the note that tops both the
+    vector and the keyword lane (None when the lanes' top notes differ). [] = no block."""
+    if not hits:
+        return []
+    if any(h.keyword for h in hits) or max(h.score for h in hits) >= GATE_COS:
+        return [h for h, r in zip(hits, bm25_ranks)
+                if h.keyword or h.score >= MEMBER_COS or (r is not None and r <= MEMBER_BM25_RANK)]
+    if agreed_cosine is not None and agreed_cosine >= AGREE_COS:  # weaker evidence: stricter lines
+        return [h for h in hits if h.keyword or h.score >= AGREE_COS]
+    return []
 
 
 def _clean(s: str) -> str:
