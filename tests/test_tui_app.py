@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from textual.widgets import Markdown
 from tui_fakes import NOTES, FakeEngine, FakeHit, FakeManager, session_script, text_of, until
 
@@ -18,6 +19,22 @@ from cockpit.tui.screens.memory import MemoryScreen
 from cockpit.tui.screens.spawn import SpawnDialog
 
 SIZE = (160, 48)
+
+
+@pytest.fixture
+def renders(monkeypatch) -> list[str]:
+    """The kinds of the answer blocks ``PaneBody`` renders, in order (a render is expensive)."""
+    from cockpit.tui.widgets.body import PaneBody
+
+    log: list[str] = []
+    original = PaneBody._render_block
+
+    def counting(self, block, cached, width):
+        log.append(block.kind)
+        return original(self, block, cached, width)
+
+    monkeypatch.setattr(PaneBody, "_render_block", counting)
+    return log
 
 
 async def test_more_than_nine_sessions_go_on_pages_and_stay_reachable():
@@ -145,17 +162,7 @@ async def test_memory_screen_search_open_and_warnings(tmp_path):
         assert isinstance(app.screen, MemoryScreen)
 
 
-async def test_token_deltas_are_coalesced_into_few_renders(monkeypatch):
-    from cockpit.tui.widgets.body import PaneBody
-
-    renders = []
-    original = PaneBody._render_block
-
-    def counting(self, block, cached, width):
-        renders.append(block.kind)
-        return original(self, block, cached, width)
-
-    monkeypatch.setattr(PaneBody, "_render_block", counting)
+async def test_token_deltas_are_coalesced_into_few_renders(renders):
     mgr = FakeManager()
     app = CockpitApp(mgr)
     async with app.run_test(size=SIZE) as pilot:
@@ -214,19 +221,9 @@ async def test_status_colours_follow_the_theme():
         assert err.styles.color != done.styles.color
 
 
-async def test_selecting_a_pane_repaints_its_title_only_and_follows_the_theme(monkeypatch):
+async def test_selecting_a_pane_repaints_its_title_only_and_follows_the_theme(renders):
     from textual.color import Color
 
-    from cockpit.tui.widgets.body import PaneBody
-
-    renders = []
-    original = PaneBody._render_block
-
-    def counting(self, block, cached, width):
-        renders.append(block.kind)
-        return original(self, block, cached, width)
-
-    monkeypatch.setattr(PaneBody, "_render_block", counting)
     mgr = FakeManager()
     app = CockpitApp(mgr)
     async with app.run_test(size=SIZE) as pilot:
