@@ -1,8 +1,10 @@
-"""Typed events a ``SessionManager`` publishes; the TUI and headless mode consume only these.
+"""Typed events a ``SessionManager`` publishes; the TUI, headless mode and every other client
+consume only these.
 
-Every event is a frozen dataclass with ``session_id`` (short hex id, e.g. ``"a1b2c3"``).
-Subscribe with ``SessionManager.subscribe()`` (an async iterator of these events).
-No Textual or anthropic import here.
+Every event is a frozen dataclass with ``session_id`` (time-ordered id, e.g. ``"mf3k2q9x7d"``; see
+``cockpit.runtime.ids``). Subscribe with ``SessionManager.subscribe()`` (an async iterator of
+these events). No Textual or anthropic import here. :data:`EVENT_TYPES` lists every concrete
+event class by name (the wire protocol serialises events with their type name).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from typing import Any
 class SessionStatus(str, enum.Enum):
     """A session's state, known from the loop itself (never guessed).
 
-    queued → starting → preseeding → streaming ⇄ running tool → waiting for you → … →
-    done | error | killed.  ``queued`` = spawned past the concurrency cap, waiting for a slot.
+    queued → starting → preseeding → streaming ⇄ running tool (⇄ needs approval) → waiting for
+    you → … → done | error | killed | interrupted. ``queued`` = spawned past the concurrency cap,
+    waiting for a slot; ``needs approval`` = a tool call waits for the user's yes/no;
+    ``interrupted`` = the process that ran it died (found on the next start).
     """
 
     QUEUED = "queued"
@@ -24,14 +28,21 @@ class SessionStatus(str, enum.Enum):
     PRESEEDING = "preseeding"
     STREAMING = "streaming"
     RUNNING_TOOL = "running tool"
+    NEEDS_APPROVAL = "needs approval"
     WAITING = "waiting for you"
     DONE = "done"
     ERROR = "error"
     KILLED = "killed"
+    INTERRUPTED = "interrupted"
 
     @property
     def is_final(self) -> bool:
-        return self in (SessionStatus.DONE, SessionStatus.ERROR, SessionStatus.KILLED)
+        return self in (SessionStatus.DONE, SessionStatus.ERROR, SessionStatus.KILLED, SessionStatus.INTERRUPTED)
+
+    @property
+    def needs_user(self) -> bool:
+        """The session is blocked on the user (an approval or a follow-up)."""
+        return self in (SessionStatus.NEEDS_APPROVAL, SessionStatus.WAITING)
 
 
 @dataclass(frozen=True)
@@ -72,17 +83,38 @@ class InjectedNote:
 
 
 @dataclass(frozen=True)
+class WorktreeRef:
+    """Where a session works: ``path`` (worktree root), ``branch``, ``base_commit`` (full hash),
+    ``base_branch`` (None when the repository was on a detached HEAD)."""
+
+    path: str
+    branch: str
+    base_commit: str
+    base_branch: str | None = None
+
+
+@dataclass(frozen=True)
 class Event:
     session_id: str
 
 
 @dataclass(frozen=True)
 class SessionSpawned(Event):
+    """``workspace``: the folder the user chose; ``cwd``: where the session works (its worktree,
+    or ``workspace`` itself); ``worktree`` None when it runs in place, ``placement`` says why
+    ("worktree", "in place: not a git repository", "in place: --no-worktree", …)."""
+
     task: str
     model: str
     workspace: str
     transcript_path: str
     preseed_enabled: bool
+    backend: str = "cockpit"
+    permission_mode: str = "default"
+    cwd: str = ""
+    worktree: WorktreeRef | None = None
+    placement: str = ""
+    tools: str = "anthropic"
 
 
 @dataclass(frozen=True)
@@ -93,11 +125,14 @@ class StatusChanged(Event):
 
 @dataclass(frozen=True)
 class Preseeded(Event):
-    """The block put into the first user message (``text`` exactly as sent; "" when none)."""
+    """The block put into the first user message (``text`` exactly as sent; "" when none).
+    ``error``: why preseeding failed ("" when it did not) — a failure is never shown as
+    "no note qualified"."""
 
     notes: tuple[InjectedNote, ...]
     tokens: int  # approximate tokens of ``text``
     text: str
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,6 +170,69 @@ class UsageUpdate(Event):
     total_cost_usd: float | None
     context_tokens: int = 0
     context_window: int | None = None
+    partial: bool = False  # True while the response streams (message_start / message_delta figures)
+    cost_source: str = "pricing"  # "pricing" (our table) or "claude-code" (its total_cost_usd)
+
+
+@dataclass(frozen=True)
+class UserMessage(Event):
+    """A follow-up the user sent (from any client)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ApprovalRequested(Event):
+    """A tool call waits for the user. ``kind``: bash | edit | create | memory_save; ``summary``:
+    one line (the command, or "str_replace src/app.py"); ``detail``: the command or the edit's
+    unified diff; ``suggestion``: the rule "allow for this session" would add (e.g. ``Bash(pytest *)``)."""
+
+    request_id: str
+    tool: str
+    kind: str
+    summary: str
+    detail: str
+    suggestion: str = ""
+
+
+@dataclass(frozen=True)
+class ApprovalResolved(Event):
+    """The answer: ``allowed``; ``scope`` once | session | rule | auto (nobody could answer);
+    ``reason`` (a denial's reason goes back to the model)."""
+
+    request_id: str
+    allowed: bool
+    scope: str = "once"
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class WorktreeChanged(Event):
+    """The session's change against its base commit: files changed, lines added/removed."""
+
+    files: int
+    added: int
+    removed: int
+
+
+@dataclass(frozen=True)
+class Reviewed(Event):
+    """A review action ended: ``action`` merge | keep | discard; ``ok``; ``message`` one line."""
+
+    action: str
+    ok: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class ContextNotice(Event):
+    """Context use crossed a threshold: ``level`` warn (80 %) | managed (the API's context
+    management took over) | full (the turn ended; continue in a fresh session)."""
+
+    level: str
+    used: int
+    window: int | None
+    message: str
 
 
 @dataclass(frozen=True)
@@ -149,3 +247,16 @@ class SessionDone(Event):
     final_text: str = ""
     stop_reason: str | None = None
     extra: dict = field(default_factory=dict)
+
+
+def _concrete_events() -> dict[str, type[Event]]:
+    out: dict[str, type[Event]] = {}
+    stack = list(Event.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        out[cls.__name__] = cls
+        stack.extend(cls.__subclasses__())
+    return out
+
+
+EVENT_TYPES: dict[str, type[Event]] = _concrete_events()

@@ -12,7 +12,7 @@ Use from a test (``tests/`` is on ``sys.path`` under pytest, so ``import standin
     with StandIn() as api:                       # random port, background thread
         api.script(                              # turns consumed in order by /v1/messages
             HTTPError(429),                      # 429 + retry-after-ms: 1 (SDK retries at once)
-            Reply(tool_uses=[ToolUse("read_file", {"path": "README.md"})]),
+            Reply(tool_uses=[ToolUse("str_replace_based_edit_tool", {"command": "view", "path": "README.md"})]),
             Reply("The answer is 42."),
         )
         client = anthropic.AsyncAnthropic(base_url=api.base_url, api_key="test-key")
@@ -137,17 +137,21 @@ def _tool_result_text(block) -> str:
     return str(c)
 
 
+EDITOR = "str_replace_based_edit_tool"
+
+
 class FactResponder:
     """Answers like a (very literal) model, from what the conversation it receives holds.
 
     - The question is the latest user text (the task in the first message, or a follow-up).
-    - Memory = text blocks of the first user message before the task (the preseed block) plus
-      successful ``memory_search`` results. If memory has lines relevant to the question
+    - Memory = text blocks of the first user message before the task (the preseed block; an
+      ``<env>`` block is skipped) plus successful ``memory_search`` results. If memory has lines relevant to the question
       (sharing a keyword), it answers with those lines ("Based on the project notes: …").
     - Otherwise, if ``obey_search_instruction`` and the system prompt tells it to call
       ``memory_search`` and it has not, it calls ``memory_search`` with the question.
-    - Otherwise it reads the workspace ``README.md`` with ``read_file`` (once) and answers from
-      the relevant lines there ("Based on README.md: …"), or says it found nothing.
+    - Otherwise it views the workspace ``README.md`` with the text editor tool
+      (``str_replace_based_edit_tool``, ``view``; once) and answers from the relevant lines there
+      ("Based on README.md: …"), or says it found nothing.
     Deterministic; no randomness.
     """
 
@@ -185,7 +189,7 @@ class FactResponder:
         for i, m in enumerate(msgs):
             if m["role"] != "user":
                 continue
-            texts = _texts(m["content"])
+            texts = [t for t in _texts(m["content"]) if not t.startswith("<env>")]
             if texts:
                 question = texts[-1]
                 if i == 0:
@@ -196,8 +200,8 @@ class FactResponder:
                         tool = names.get(b.get("tool_use_id"), "")
                         if tool == "memory_search":
                             memory.append(_tool_result_text(b))
-                        elif tool == "read_file":
-                            files.append(_tool_result_text(b))
+                        elif tool == EDITOR:
+                            files.append(re.sub(r"(?m)^ *\d+\t", "", _tool_result_text(b)))
         keys = self.keywords(question)
         lines = self.relevant(memory, keys)
         if lines:
@@ -205,8 +209,8 @@ class FactResponder:
         if (self.obey_search_instruction and "start by calling memory_search" in system.lower()
                 and "memory_search" not in called):
             return Reply("Searching the notes first.", [ToolUse("memory_search", {"query": question})])
-        if "read_file" not in called:
-            return Reply("Let me read the README.", [ToolUse("read_file", {"path": self.readme})])
+        if EDITOR not in called:
+            return Reply("Let me read the README.", [ToolUse(EDITOR, {"command": "view", "path": self.readme})])
         lines = self.relevant(files, keys)
         if lines:
             return Reply(f"Based on {self.readme}:\n" + "\n".join(f"- {l}" for l in lines))

@@ -109,7 +109,7 @@ async def test_seed_twin_model_that_skips_search_answers_from_wrong_readme(seed)
     with StandIn(FactResponder(obey_search_instruction=False)) as api:
         s, events = await _run(engine, ws, _cfg(api_key="test-key", base_url=api.base_url), preseed=False)
     assert s.status == SessionStatus.DONE
-    assert [e.name for e in events if isinstance(e, ToolCall)] == ["read_file"]
+    assert [e.name for e in events if isinstance(e, ToolCall)] == ["str_replace_based_edit_tool"]
     assert "8080" in s.final_text and "6443" not in s.final_text and "ship-v2" not in s.final_text
 
 

@@ -14,6 +14,7 @@ from cockpit.runtime.pricing import ModelPrice, PricingTable
 from standin import HTTPError, Reply, StandIn, ToolUse
 
 S = SessionStatus
+EDIT = "str_replace_based_edit_tool"
 PRICE = ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3, context_window=200000)
 
 
@@ -49,7 +50,7 @@ async def run_one(mgr, task="hello?", **kw):
 
 
 async def test_tool_loop_and_transcript(api, workspace):
-    api.script(Reply("Reading.", [ToolUse("read_file", {"path": "README.md"})]), Reply("It is 8080."))
+    api.script(Reply("Reading.", [ToolUse(EDIT, {"command": "view", "path": "README.md"})]), Reply("It is 8080."))
     mgr = make_mgr(api)
     s, events = await run_one(mgr, workspace=workspace)
     assert s.status == S.DONE and s.final_text == "It is 8080."
@@ -151,7 +152,7 @@ async def test_kill_during_streaming(api, workspace):
 
 
 async def test_model_reading_outside_workspace_gets_tool_error(api, workspace):
-    api.script(Reply("", [ToolUse("read_file", {"path": "../../etc/passwd"})]), Reply("refused, ok"))
+    api.script(Reply("", [ToolUse(EDIT, {"command": "view", "path": "../../etc/passwd"})]), Reply("refused, ok"))
     mgr = make_mgr(api)
     s, events = await run_one(mgr, workspace=workspace)
     res = [e for e in events if isinstance(e, ToolResult)][0]
@@ -164,7 +165,7 @@ async def test_model_reading_outside_workspace_gets_tool_error(api, workspace):
 
 async def test_bad_tool_input_and_unknown_tool_become_tool_errors(api, workspace):
     api.script(
-        Reply("", [ToolUse("read_file", {}), ToolUse("nope", {"a": 1}), ToolUse("read_file", raw_json="[1, 2, 3]")]),
+        Reply("", [ToolUse(EDIT, {"command": "view"}), ToolUse("nope", {"a": 1}), ToolUse(EDIT, raw_json="[1, 2, 3]")]),
         Reply("done"),
     )
     mgr = make_mgr(api)
@@ -177,8 +178,8 @@ async def test_bad_tool_input_and_unknown_tool_become_tool_errors(api, workspace
 
 
 async def test_unparseable_tool_json_is_retried_then_error(api, workspace):
-    bad = Reply("", [ToolUse("read_file", raw_json='{"path": README}')])
-    api.script(bad, Reply("", [ToolUse("read_file", raw_json='{"path": README}')]))
+    bad = Reply("", [ToolUse(EDIT, raw_json='{"path": README}')])
+    api.script(bad, Reply("", [ToolUse(EDIT, raw_json='{"path": README}')]))
     mgr = make_mgr(api)
     s, _ = await run_one(mgr, workspace=workspace)
     assert s.status == S.ERROR and "tool parameter JSON" in s.error.message
@@ -238,7 +239,7 @@ async def test_max_tokens_and_turn_cap_are_visible(api, workspace):
     s, events = await run_one(mgr, workspace=workspace)
     assert s.status == S.DONE and s.stop_reason == "max_tokens"
     assert any(isinstance(e, StatusChanged) and "max_tokens" in e.detail for e in events)
-    api.responder = lambda body: Reply("again", [ToolUse("list_files", {})])
+    api.responder = lambda body: Reply("again", [ToolUse(EDIT, {"command": "view", "path": "."})])
     mgr2 = make_mgr(api, max_turns=2)
     s2, _ = await run_one(mgr2, workspace=workspace)
     assert s2.status == S.ERROR and s2.error.kind == "turn_cap"

@@ -76,7 +76,7 @@ def test_fact_responder_prefers_memory_then_readme():
     assert "6443" in t.text and not t.tool_uses
     # nothing known → reads the README
     t = r({"messages": [{"role": "user", "content": [{"type": "text", "text": q}]}]})
-    assert t.tool_uses[0].name == "read_file"
+    assert t.tool_uses[0].name == "str_replace_based_edit_tool" and t.tool_uses[0].input["command"] == "view"
     # told to search first → calls memory_search
     t = r({"system": "Start by calling memory_search with the task", "messages": [{"role": "user", "content": q}]})
     assert t.tool_uses[0].name == "memory_search"

@@ -6,11 +6,14 @@ Precedence (highest first):
 2. environment: ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``COCKPIT_MODEL``,
    ``COCKPIT_MAX_TOKENS``, ``COCKPIT_MAX_TURNS``, ``COCKPIT_CONCURRENCY``, ``COCKPIT_TOP_K``,
    ``COCKPIT_MAX_RETRIES``, ``COCKPIT_TIMEOUT``, ``COCKPIT_PRICING`` (path of a pricing override file),
+   ``COCKPIT_PERMISSION_MODE``, ``COCKPIT_TOOLS``, ``COCKPIT_BASH_TIMEOUT``,
 3. the config file ``config.toml`` (``$COCKPIT_DATA_DIR/config.toml`` when that variable is set,
    else ``platformdirs.user_config_path("cockpit")/config.toml``), read with ``tomllib``. Keys
    at top level or under ``[runtime]``: ``model``, ``base_url``, ``max_tokens``, ``max_turns``,
-   ``concurrency``, ``top_k``, ``preseed``, ``max_retries``, ``timeout``, ``pricing``.
-   The API key is never read from the config file (environment or flag only),
+   ``concurrency``, ``top_k``, ``preseed``, ``max_retries``, ``timeout``, ``pricing``,
+   ``permission_mode``, ``tools``, ``worktrees``, ``bash_timeout``, ``context_management``,
+   ``notify_os``. A ``[permissions]`` table takes Claude Code's ``allow`` / ``deny`` rule lists and
+   ``defaultMode``. The API key is never read from the config file (environment or flag only),
 4. the defaults of :class:`RuntimeConfig`.
 
 Nothing here prints or logs the API key; ``repr(RuntimeConfig)`` masks it.
@@ -57,6 +60,16 @@ def config_path() -> Path:
     return config_dir() / "config.toml"
 
 
+def worktrees_dir() -> Path:
+    """Folder of the sessions' git worktrees (``<data>/worktrees``); not created here."""
+    root = data_dir()
+    if root is not None:
+        return root / "worktrees"
+    import platformdirs
+
+    return platformdirs.user_data_path("cockpit") / "worktrees"
+
+
 @dataclass
 class RuntimeConfig:
     """Settings of a :class:`~cockpit.runtime.SessionManager`.
@@ -68,6 +81,12 @@ class RuntimeConfig:
     SDK client; ``interrupted_retries``: re-sends of a turn whose stream ended without
     ``message_stop``. ``sessions_dir`` None → :func:`sessions_dir`. ``pricing_path`` None →
     ``COCKPIT_PRICING`` or the user's config dir (see :mod:`cockpit.runtime.pricing`).
+    ``permission_mode``: default | acceptEdits | plan | bypassPermissions; ``allow``/``deny``:
+    permission rules (:mod:`cockpit.runtime.permissions`). ``tools``: anthropic | portable.
+    ``worktrees``: a git worktree per session when the workspace is a repository.
+    ``bash_timeout``: seconds per shell command. ``context_management``: auto (use the API's
+    context management near the window's end when the endpoint supports it) | off.
+    ``notify_os``: desktop notifications when a session needs you and the app is not focused.
     """
 
     api_key: str | None = field(default=None, repr=False)
@@ -84,6 +103,15 @@ class RuntimeConfig:
     interrupted_retries: int = 1
     sessions_dir: Path | None = None
     pricing_path: Path | None = None
+    permission_mode: str = "default"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    tools: str = "anthropic"
+    worktrees: bool = True
+    worktrees_dir: Path | None = None
+    bash_timeout: float = 120.0
+    context_management: str = "auto"
+    notify_os: bool = True
 
     def __repr__(self) -> str:  # never show the key
         parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "api_key"]
@@ -92,6 +120,9 @@ class RuntimeConfig:
 
     def resolved_sessions_dir(self) -> Path:
         return Path(self.sessions_dir) if self.sessions_dir else sessions_dir()
+
+    def resolved_worktrees_dir(self) -> Path:
+        return Path(self.worktrees_dir) if self.worktrees_dir else worktrees_dir()
 
 
 _ENV = {
@@ -105,10 +136,15 @@ _ENV = {
     "COCKPIT_MAX_RETRIES": ("max_retries", int),
     "COCKPIT_TIMEOUT": ("timeout", float),
     "COCKPIT_PRICING": ("pricing_path", Path),
+    "COCKPIT_PERMISSION_MODE": ("permission_mode", str),
+    "COCKPIT_TOOLS": ("tools", str),
+    "COCKPIT_BASH_TIMEOUT": ("bash_timeout", float),
 }
 _FILE_KEYS = {
     "model": str, "base_url": str, "max_tokens": int, "max_turns": int, "concurrency": int,
     "top_k": int, "preseed": bool, "max_retries": int, "timeout": float, "pricing": Path,
+    "permission_mode": str, "tools": str, "worktrees": bool, "bash_timeout": float,
+    "context_management": str, "notify_os": bool,
 }
 
 
@@ -148,6 +184,19 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
                 out[key] = typ(value)
         except (TypeError, ValueError):
             raise ConfigError(f"{path}: '{key}' must be {typ.__name__}, got {value!r}") from None
+    perms = data.get("permissions")
+    if perms is not None:
+        if not isinstance(perms, dict):
+            raise ConfigError(f"{path}: [permissions] must be a table")
+        for key in ("allow", "deny"):
+            rules = perms.get(key, [])
+            if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
+                raise ConfigError(f"{path}: permissions.{key} must be a list of rule strings, e.g. [\"Bash(pytest *)\"]")
+            if rules:
+                out[key] = tuple(rules)
+        mode = perms.get("defaultMode")
+        if mode is not None:
+            out.setdefault("permission_mode", str(mode))
     return out
 
 
@@ -198,8 +247,22 @@ def _validate(config: RuntimeConfig) -> None:
         low = 1 if name in _POSITIVE else 0
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"{name} must be a whole number ≥ {low}, got {value!r}")
-    if not isinstance(config.timeout, (int, float)) or config.timeout <= 0:
-        raise ConfigError(f"timeout must be a number of seconds > 0, got {config.timeout!r}")
+    for name in ("timeout", "bash_timeout"):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError(f"{name} must be a number of seconds > 0, got {value!r}")
+    from cockpit.runtime.permissions import PermissionMode, Rule, RuleError
+
+    try:
+        PermissionMode.parse(config.permission_mode)
+        for rule in (*config.allow, *config.deny):
+            Rule.parse(rule)
+    except (ValueError, RuleError) as exc:
+        raise ConfigError(str(exc)) from None
+    if config.tools not in ("anthropic", "portable"):
+        raise ConfigError(f"tools must be 'anthropic' or 'portable', got {config.tools!r}")
+    if config.context_management not in ("auto", "off"):
+        raise ConfigError(f"context_management must be 'auto' or 'off', got {config.context_management!r}")
     if config.base_url is not None:
         from urllib.parse import urlsplit
 

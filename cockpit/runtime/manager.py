@@ -1,28 +1,52 @@
-"""SessionManager: spawn, kill, follow up, list, subscribe — the runtime API of the TUI and headless mode.
+"""SessionManager: spawn, follow up, approve, review, kill, subscribe — the runtime API of every client.
 
 One shared memory engine, one shared ``AsyncAnthropic`` client (connection pool), a concurrency
 cap (``RuntimeConfig.concurrency``, default 9): sessions past it wait in ``queued``. A session
-holds a slot while it is starting/preseeding/streaming/running tools and gives it back while
-``waiting for you`` (the cap limits concurrent model work, not open panes).
+holds a slot while it is starting/preseeding/streaming/running tools and gives it back while it
+waits for the user (``needs approval``, ``waiting for you``): the cap limits concurrent model
+work, not open panes.
+
+Each session gets its own git worktree when the workspace is in a repository (see
+:mod:`cockpit.runtime.worktree`), unless ``worktree=False``/``--no-worktree``. A session that
+ended without changing anything has its worktree and branch removed; one with changes keeps them
+until the user merges, keeps or discards (:meth:`SessionManager.review`).
 
 Events (``cockpit.events``), per session in this order: ``SessionSpawned``, ``StatusChanged``…,
-``Preseeded`` (when preseed is on), then any of ``TextDelta``/``ToolCall``/``ToolResult``/
-``UsageUpdate``/``StatusChanged``, ``SessionErrorEvent`` (when it fails), then ``StatusChanged``
-(final) and ``SessionDone`` — always last, also for kills. ``subscribe()`` registers at once (no
-event published after the call is missed) and ends when the manager is closed.
+``Preseeded`` (when preseed is on), then any of ``TextDelta``/``ToolCall``/``ApprovalRequested``/
+``ApprovalResolved``/``ToolResult``/``WorktreeChanged``/``UsageUpdate``/``ContextNotice``/
+``UserMessage``/``StatusChanged``, ``SessionErrorEvent`` (when it fails), then ``StatusChanged``
+(final) and ``SessionDone`` — always last, also for kills; ``Reviewed`` may follow. ``subscribe()``
+registers at once (no event published after the call is missed) and ends when the manager closes.
 """
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
-from cockpit.events import Event, SessionSpawned, Usage
+from cockpit.events import (
+    ApprovalRequested,
+    Event,
+    InjectedNote,
+    Preseeded,
+    Reviewed,
+    SessionSpawned,
+    StatusChanged,
+    Usage,
+    UsageUpdate,
+    WorktreeChanged,
+    WorktreeRef,
+)
+from cockpit.runtime import ids
+from cockpit.runtime import worktree as wt
 from cockpit.runtime.config import RuntimeConfig
+from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.pricing import PricingTable, load_pricing
-from cockpit.runtime.session import Session, new_session_id
-from cockpit.runtime.transcript import load_messages, new_transcript_path, read_transcript
+from cockpit.runtime.protocols import MemoryBackend
+from cockpit.runtime.session import Session, SessionSpec
+from cockpit.runtime.summary import continuation_message
+from cockpit.runtime.transcript import append_record, load_messages, new_transcript_path, read_transcript
 
 _CLOSE = object()
 
@@ -60,13 +84,14 @@ class Subscription:
 class SessionManager:
     """Runs sessions. Must be created and used inside one running asyncio loop.
 
-    ``engine``: a ``memory.MemoryEngine`` (or None: no preseed, memory tools answer with an
-    error). ``config``: :class:`RuntimeConfig` (defaults if None). ``pricing``: a
-    :class:`PricingTable` (default: packaged + user override). ``client``: an
+    ``engine``: a :class:`~cockpit.runtime.protocols.MemoryBackend` (or None: no preseed, memory
+    tools answer with an error). ``config``: :class:`RuntimeConfig` (defaults if None).
+    ``pricing``: a :class:`PricingTable` (default: packaged + user override). ``client``: an
     ``anthropic.AsyncAnthropic`` to use instead of building one from the config.
     """
 
-    def __init__(self, engine=None, config: RuntimeConfig | None = None, *, pricing: PricingTable | None = None, client=None):
+    def __init__(self, engine: MemoryBackend | None = None, config: RuntimeConfig | None = None, *,
+                 pricing: PricingTable | None = None, client: Any = None):
         self.engine = engine
         self.config = config or RuntimeConfig()
         self.pricing = pricing or load_pricing(self.config.pricing_path)
@@ -74,45 +99,63 @@ class SessionManager:
         self._own_client = client is None
         self._sessions: dict[str, Session] = {}
         self._subs: list[Subscription] = []
-        self._slots = asyncio.Semaphore(max(1, self.config.concurrency))
+        self.slots = asyncio.Semaphore(max(1, self.config.concurrency))
         self._changed = asyncio.Event()
         self._total_usage = Usage()
         self._total_cost: float = 0.0
         self._unpriced = False
         self._closed = False
+        self._cm_supported: bool | None = None
+        self._stats: dict[str, WorktreeChanged] = {}
 
-    # -- internals used by Session ---------------------------------------------------------
-    def _get_client(self):
+    # -- SessionHost (what a session sees) -------------------------------------------------
+    def client(self) -> Any:
         if self._client is None:
             import anthropic
 
-            kwargs = dict(api_key=self.config.api_key, max_retries=self.config.max_retries, timeout=self.config.timeout)
+            kwargs: dict[str, Any] = dict(api_key=self.config.api_key, max_retries=self.config.max_retries,
+                                          timeout=self.config.timeout)
             if self.config.base_url:
                 kwargs["base_url"] = self.config.base_url
             self._client = anthropic.AsyncAnthropic(**kwargs)
         return self._client
 
-    def _publish(self, event: Event) -> None:
+    def publish(self, event: Event) -> None:
+        if isinstance(event, WorktreeChanged):
+            self._stats[event.session_id] = event
         for sub in list(self._subs):
             sub._put(event)
         self._changed.set()
 
-    def _on_usage(self, usage: Usage, cost: float | None) -> None:
+    def add_usage(self, usage: Usage, cost_usd: float | None) -> None:
         self._total_usage = self._total_usage + usage
-        if cost is None:
+        if cost_usd is None:
             self._unpriced = True
         else:
-            self._total_cost += cost
+            self._total_cost += cost_usd
 
-    # -- public API ------------------------------------------------------------------------
+    @property
+    def context_management_supported(self) -> bool | None:
+        return self._cm_supported
+
+    def set_context_management_supported(self, value: bool) -> None:
+        self._cm_supported = value
+
+    # -- queries ---------------------------------------------------------------------------
     @property
     def sessions(self) -> list[Session]:
         """All sessions of this manager, in spawn order."""
         return list(self._sessions.values())
 
     def get(self, session_id: str) -> Session:
-        """Raises KeyError for an unknown id."""
-        return self._sessions[session_id]
+        """The session with this id (or a unique prefix/suffix of ≥ 4 characters).
+        Raises KeyError (unknown or ambiguous id)."""
+        if session_id in self._sessions:
+            return self._sessions[session_id]
+        found = [s for sid, s in self._sessions.items() if ids.matches(session_id, sid)]
+        if len(found) != 1:
+            raise KeyError(f"no session {session_id!r}" if not found else f"session id {session_id!r} is ambiguous")
+        return found[0]
 
     def subscribe(self) -> Subscription:
         """``async for event in mgr.subscribe(): …`` — every event published from now on."""
@@ -128,6 +171,25 @@ class SessionManager:
             return self._total_usage, None
         return self._total_usage, self._total_cost
 
+    def snapshot(self) -> list[Event]:
+        """Events that rebuild every session's current view for a client that attaches late:
+        per session ``SessionSpawned``, ``Preseeded``, the last ``UsageUpdate``, the last
+        ``WorktreeChanged``, a pending ``ApprovalRequested`` and the current ``StatusChanged``."""
+        out: list[Event] = []
+        for s in self._sessions.values():
+            out.append(self._spawned_event(s))
+            out.append(Preseeded(s.id, s.injected, s.preseed_tokens, s.preseed_text, s.preseed_error))
+            if s.requests:
+                out.append(UsageUpdate(s.id, Usage(), s.usage, None, s.cost_usd,
+                                       context_tokens=s.acct.context_tokens, context_window=s.context_window))
+            if s.id in self._stats:
+                out.append(self._stats[s.id])
+            if s.pending is not None:
+                out.append(s.pending)
+            out.append(StatusChanged(s.id, s.status, s.detail))
+        return out
+
+    # -- spawning ----------------------------------------------------------------------------
     async def spawn(
         self,
         task: str,
@@ -136,12 +198,16 @@ class SessionManager:
         preseed: bool | None = None,
         top_k: int | None = None,
         interactive: bool | None = None,
+        permission_mode: str | None = None,
+        worktree: bool | None = None,
+        tools: str | None = None,
     ) -> Session:
-        """Start a session; returns at once (status ``queued`` or ``starting``).
+        """Start a session; returns once its worktree exists (status ``queued`` or ``starting``).
 
-        ``None`` arguments take the config's value (workspace: current folder).
-        Raises ValueError for an empty task or a workspace that is not a folder;
-        RuntimeError after ``aclose``.
+        ``None`` arguments take the config's value (workspace: current folder). Raises ValueError
+        for an empty task, a workspace that is not a folder or a bad permission mode / tools
+        style; ``worktree.WorktreeError`` when git cannot create the worktree; RuntimeError
+        after ``aclose``.
         """
         if self._closed:
             raise RuntimeError("SessionManager is closed")
@@ -150,26 +216,39 @@ class SessionManager:
         ws = Path(workspace or Path.cwd()).expanduser().resolve()
         if not ws.is_dir():
             raise ValueError(f"workspace is not a folder: {ws}")
+        mode = PermissionMode.parse(permission_mode or self.config.permission_mode)
+        style = tools or self.config.tools
+        if style not in ("anthropic", "portable"):
+            raise ValueError(f"unknown tools style {style!r}; use 'anthropic' or 'portable'")
         sid = self._new_id()
-        s = Session(
-            self,
-            session_id=sid,
-            task=task,
-            model=model or self.config.model,
-            workspace=ws,
+        transcript = new_transcript_path(self.config.resolved_sessions_dir(), sid)
+        info, placement = await self._place(ws, sid, task, str(transcript), worktree)
+        spec = SessionSpec(
+            task=task, model=model or self.config.model, workspace=ws,
+            cwd=Path(info.cwd) if info else ws,
             preseed_enabled=self.config.preseed if preseed is None else preseed,
             top_k=top_k or self.config.top_k,
             interactive=self.config.interactive if interactive is None else interactive,
-            transcript_path=new_transcript_path(self.config.resolved_sessions_dir(), sid),
+            permission_mode=mode, tools_style=style, worktree=info, placement=placement,
         )
-        return self._start(s)
+        return self._start(Session(self, spec, session_id=sid, transcript_path=transcript))
+
+    async def _place(self, ws: Path, sid: str, task: str, transcript: str,
+                     use: bool | None) -> tuple[wt.WorktreeInfo | None, str]:
+        if use is False or (use is None and not self.config.worktrees):
+            return None, "in place: --no-worktree"
+        found = await asyncio.to_thread(wt.find_repo, ws)
+        if found is None:
+            return None, "in place: not a git repository (or no commit yet)"
+        info = await asyncio.to_thread(wt.create, ws, sid, task, self.config.resolved_worktrees_dir(), transcript)
+        return info, "worktree"
 
     async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None) -> Session:
         """Reopen a past session: a new session (new id and transcript, header ``resumed_from``)
-        holding the old conversation. It waits for a follow-up, or — when the old one stopped
-        before answering the last user message — asks the model right away.
-        Raises FileNotFoundError / ValueError for a missing or non-transcript file.
-        """
+        holding the old conversation, in the old worktree when it still exists. It waits for a
+        follow-up, or — when the old one stopped before answering the last user message — asks
+        the model right away. Raises FileNotFoundError / ValueError for a missing or
+        non-transcript file."""
         path = Path(transcript_path)
         records = read_transcript(path)
         h = records[0]
@@ -179,52 +258,140 @@ class SessionManager:
         ws = Path(h.get("workspace") or Path.cwd())
         if not ws.is_dir():
             ws = Path.cwd()
+        info = None
+        cwd = Path(h.get("cwd") or ws)
+        old = h.get("worktree")
+        if old and Path(old.get("path", "")).is_dir():
+            info = wt.load_meta(Path(old["path"]).with_suffix(".json"))
+        if info is None and not cwd.is_dir():
+            cwd = ws
         sid = self._new_id()
-        s = Session(
-            self,
-            session_id=sid,
-            task=h.get("task", ""),
-            model=h.get("model") or self.config.model,
-            workspace=ws.resolve(),
+        spec = SessionSpec(
+            task=h.get("task", ""), model=h.get("model") or self.config.model, workspace=ws.resolve(),
+            cwd=Path(info.cwd) if info else cwd.resolve(),
             preseed_enabled=bool(h.get("preseed_enabled", True)),
             top_k=int(h.get("top_k") or self.config.top_k),
             interactive=self.config.interactive if interactive is None else interactive,
-            transcript_path=new_transcript_path(self.config.resolved_sessions_dir(), sid),
-            messages=messages,
-            resumed_from=str(path),
-            resumed_header=h,
+            permission_mode=PermissionMode.parse(h.get("permission_mode") or self.config.permission_mode),
+            tools_style=h.get("tools") or self.config.tools, worktree=info,
+            placement="worktree" if info else (h.get("placement") or "in place"),
         )
+        s = Session(self, spec, session_id=sid,
+                    transcript_path=new_transcript_path(self.config.resolved_sessions_dir(), sid),
+                    messages=messages, resumed_from=str(path), resumed_header=h)
         return self._start(s)
+
+    async def continue_fresh(self, session_id: str) -> Session:
+        """Continue a session whose context is full (or any session) in a fresh one: same worktree
+        and settings, a first message that summarises the old conversation. The old session ends
+        ``done`` ("continued in …"). Raises KeyError for an unknown id."""
+        old = self.get(session_id)
+        sid = self._new_id()
+        spec = old.spec
+        first = continuation_message(old, spec)
+        s = Session(self, spec, session_id=sid,
+                    transcript_path=new_transcript_path(self.config.resolved_sessions_dir(), sid),
+                    first_content=first)
+        s.injected, s.preseed_text, s.preseed_tokens = old.injected, old.preseed_text, old.preseed_tokens
+        old.continued_in = sid
+        if not old.status.is_final:
+            old.post(None)
+        self._start(s)
+        return s
 
     def _new_id(self) -> str:
         while True:
-            sid = new_session_id()
+            sid = ids.new_session_id()
             if sid not in self._sessions:
                 return sid
 
+    def _spawned_event(self, s: Session) -> SessionSpawned:
+        w = s.worktree
+        ref = None if w is None else WorktreeRef(w.path, w.branch, w.base_commit, w.base_branch)
+        return SessionSpawned(s.id, s.task, s.spec.model, str(s.workspace), str(s.transcript_path),
+                              s.preseed_enabled, s.spec.backend, s.spec.permission_mode.value, str(s.cwd), ref,
+                              s.spec.placement, s.spec.tools_style)
+
     def _start(self, s: Session) -> Session:
         self._sessions[s.id] = s
-        self._publish(
-            SessionSpawned(s.id, s.task, s.model, str(s.workspace), str(s.transcript_path), s.preseed_enabled)
-        )
+        self.publish(self._spawned_event(s))
         s.start()
         return s
 
+    # -- acting on sessions ------------------------------------------------------------------
     async def send(self, session_id: str, text: str) -> None:
         """Queue a follow-up user message. It is taken when the session is ``waiting for you``
         (at once if it is). Raises KeyError (unknown id), SessionClosed (session ended),
         ValueError (empty text)."""
-        s = self._sessions[session_id]
+        s = self.get(session_id)
         if s.status.is_final:
-            raise SessionClosed(f"session {session_id} has ended ({s.status.value})")
+            raise SessionClosed(f"session {s.id} has ended ({s.status.value})")
         if not text or not text.strip():
             raise ValueError("empty message")
         s.post(text)
 
+    async def answer(self, session_id: str, request_id: str | None, allow: bool, scope: str = "once",
+                     reason: str = "") -> None:
+        """Answer a session's pending approval (``request_id`` None = the one pending).
+        ``scope``: once | session (allow for the rest of the session). Raises KeyError when no
+        such approval waits, ValueError for a bad scope."""
+        s = self.get(session_id)
+        if request_id is None:
+            if s.pending is None:
+                raise KeyError(f"session {s.id} has no approval pending")
+            request_id = s.pending.request_id
+        s.answer(request_id, allow, scope, reason)
+
+    async def diff(self, session_id: str) -> wt.Diff:
+        """The session's change against its base commit (see :func:`worktree.diff`). Raises
+        KeyError; ValueError when the session runs in place (no worktree)."""
+        s = self.get(session_id)
+        if s.worktree is None:
+            raise ValueError(f"session {s.id} runs in place ({s.spec.placement}): there is no diff to review")
+        if not Path(s.worktree.path).is_dir():
+            raise ValueError(f"session {s.id}'s worktree was already merged, kept or discarded")
+        return await asyncio.to_thread(wt.diff, s.worktree)
+
+    async def review(self, session_id: str, action: str) -> Reviewed:
+        """``merge`` | ``keep`` | ``discard`` the session's worktree (see :mod:`worktree`). A
+        session still waiting for a follow-up is ended (``done``) first; a running one is refused.
+        Publishes and returns a :class:`Reviewed`. Raises KeyError, ValueError."""
+        if action not in ("merge", "keep", "discard"):
+            raise ValueError("review action must be merge, keep or discard")
+        s = self.get(session_id)
+        info = s.worktree
+        if info is None:
+            raise ValueError(f"session {s.id} runs in place: nothing to {action}")
+        if not s.status.is_final and s.status.value != "waiting for you":
+            raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you or ends")
+        message = f"cockpit session {s.id}: {s.task.splitlines()[0][:60]}"
+        try:
+            if action == "merge":
+                res = await asyncio.to_thread(wt.merge, info, message)
+                ok, text = res.ok, res.message
+            elif action == "keep":
+                ok, text = True, await asyncio.to_thread(wt.keep, info, message)
+            else:
+                ok, text = True, await asyncio.to_thread(wt.discard, info)
+        except wt.WorktreeError as exc:
+            ok, text = False, str(exc)
+        if ok and not s.status.is_final:
+            s.post(None)
+            if s._task is not None:
+                await asyncio.wait([s._task])
+        event = Reviewed(s.id, action, ok, text)
+        try:
+            append_record(s.transcript_path, "review", action=action, ok=ok, message=text)
+        except OSError:
+            pass
+        self.publish(event)
+        return event
+
     async def kill(self, session_id: str) -> None:
         """Cancel the session's task and wait until it has ended ``killed`` (transcript closed
-        with an ``end`` record). No-op when it already ended. Raises KeyError for an unknown id."""
-        s = self._sessions[session_id]
+        with an ``end`` record, shell process group killed). No-op when it already ended.
+        Raises KeyError for an unknown id."""
+        s = self.get(session_id)
         t = s._task
         if t is None or t.done():
             return
@@ -246,12 +413,27 @@ class SessionManager:
         except asyncio.TimeoutError:
             return False
 
+    async def events_for(self, session_id: str) -> AsyncIterator[Event]:
+        """This session's events from now until its ``SessionDone``."""
+        s = self.get(session_id)
+        sub = self.subscribe()
+        try:
+            if s.status.is_final:
+                return
+            async for ev in sub:
+                if ev.session_id == s.id:
+                    yield ev
+                    if type(ev).__name__ == "SessionDone":
+                        return
+        finally:
+            sub.close()
+
     async def aclose(self) -> None:
         """Kill running sessions, end subscriptions, close the HTTP client. Idempotent."""
         if self._closed:
             return
         self._closed = True
-        for sid, s in list(self._sessions.items()):
+        for sid in list(self._sessions):
             await self.kill(sid)
         for sub in list(self._subs):
             sub.close()
@@ -266,3 +448,6 @@ class SessionManager:
 
     async def __aexit__(self, *exc) -> None:
         await self.aclose()
+
+
+__all__ = ["SessionManager", "Subscription", "SessionClosed", "ApprovalRequested", "InjectedNote"]

@@ -1,29 +1,39 @@
-"""The model's tools: memory_search, memory_save and read-only workspace tools.
+"""The model's tools: Anthropic's bash and text editor tools, plus ``memory_search``/``memory_save``.
 
-Tool definitions (:data:`TOOL_DEFINITIONS`) are identical for every session (cacheable).
-Workspace tools are confined to the session's workspace folder: absolute paths, ``..``
-components and symlinks resolving outside it are refused. Every failure (bad input, unknown
-tool, refused path, engine error) comes back as ``ToolOutcome(is_error=True)`` with a message the
-model can read; :meth:`ToolRunner.run` never raises except on cancellation.
+Definitions (:func:`tool_definitions`) are identical for every session (cacheable). Two styles:
+
+- ``anthropic`` (default): Anthropic's client tools as the API defines them —
+  ``{"type": "bash_20250124", "name": "bash"}`` and ``{"type": "text_editor_20250728", "name":
+  "str_replace_based_edit_tool", "max_characters": …}`` — which Claude is trained on.
+- ``portable`` (``--tools portable``): the same names and inputs as plain JSON-schema tools, for
+  local Anthropic-compatible servers that reject those tool types.
+
+A call goes in two steps so the session can ask for approval in between: :meth:`ToolRunner.prepare`
+validates the input, classifies it (a :class:`~cockpit.runtime.permissions.Action`) and, for an
+edit, computes the change (with its diff) without writing; :meth:`ToolRunner.execute` does it.
+Every failure (bad input, unknown tool, refused path, engine error) becomes a
+``ToolOutcome(is_error=True)`` with a message the model can read; nothing raises out of
+:meth:`ToolRunner.run` except cancellation.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fnmatch
-import os
-import re
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-MAX_READ_CHARS = 60_000
-MAX_LIST_ENTRIES = 500
-MAX_MATCHES = 200
-MAX_SEARCH_FILE_BYTES = 2_000_000
-SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
+from cockpit.runtime import bash as bash_tool
+from cockpit.runtime import editor as editor_tool
+from cockpit.runtime.editor import Editor, EditorError, EditPlan, apply_plan
+from cockpit.runtime.permissions import Action
+from cockpit.runtime.protocols import MemoryBackend
+from cockpit.runtime.workspace import PathRefused, Workspace
 
-TOOL_DEFINITIONS: list[dict] = [
+TOOL_STYLES = ("anthropic", "portable")
+
+MEMORY_TOOLS: list[dict] = [
     {
         "name": "memory_search",
         "description": "Search the project's notes (hybrid keyword + semantic). Returns ranked notes with name, description, snippet, priority (★) and score.",
@@ -50,48 +60,64 @@ TOOL_DEFINITIONS: list[dict] = [
             "required": ["name", "description", "body"],
         },
     },
-    {
-        "name": "read_file",
-        "description": "Read a text file of the workspace. Path relative to the workspace root.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "offset": {"type": "integer", "description": "First line (1-based, default 1).", "minimum": 1},
-                "limit": {"type": "integer", "description": "Max lines (default all).", "minimum": 1},
-            },
-            "required": ["path"],
-        },
-    },
-    {
-        "name": "list_files",
-        "description": "List files under a workspace folder (relative path, default the root).",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "pattern": {"type": "string", "description": "Glob on the file name, e.g. *.py"},
-                "recursive": {"type": "boolean", "description": "Default true."},
-            },
-            "required": [],
-        },
-    },
-    {
-        "name": "search_files",
-        "description": "Search workspace text files for a string (or a regex) and return matching lines as path:line: text.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string"},
-                "path": {"type": "string", "description": "Folder to search (default the root)."},
-                "regex": {"type": "boolean", "description": "Treat query as a Python regex (default false)."},
-            },
-            "required": ["query"],
-        },
-    },
 ]
 
-TOOL_NAMES = tuple(t["name"] for t in TOOL_DEFINITIONS)
+PORTABLE_BASH = {
+    "name": bash_tool.TOOL_NAME,
+    "description": ("Run a command in a persistent bash shell in the working tree (state such as cd and "
+                    "variables persists between calls; restart=true starts a new shell). Output is capped."),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The bash command to run."},
+            "restart": {"type": "boolean", "description": "Restart the shell instead of running a command."},
+        },
+    },
+}
+
+PORTABLE_EDITOR = {
+    "name": editor_tool.TOOL_NAME,
+    "description": ("View, create and edit files of the working tree. Commands: view (a file with line "
+                    "numbers, or a folder 2 levels deep; view_range [start, end], end -1 = to the end), "
+                    "create (path, file_text), str_replace (path, old_str unique in the file, new_str), "
+                    "insert (path, insert_line: 0 = before the first line, insert_text)."),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "enum": list(editor_tool.COMMANDS)},
+            "path": {"type": "string", "description": "Path of a file or folder in the working tree."},
+            "file_text": {"type": "string"},
+            "old_str": {"type": "string"},
+            "new_str": {"type": "string"},
+            "insert_line": {"type": "integer", "minimum": 0},
+            "insert_text": {"type": "string"},
+            "view_range": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+        },
+        "required": ["command", "path"],
+    },
+}
+
+
+def tool_definitions(style: str = "anthropic", cache: bool = True) -> list[dict]:
+    """The ``tools`` array of a request (a fresh copy). ``cache``: ``cache_control`` on the last one.
+    Raises ValueError for an unknown style."""
+    if style == "anthropic":
+        tools = [
+            {"type": bash_tool.TOOL_TYPE, "name": bash_tool.TOOL_NAME},
+            {"type": editor_tool.TOOL_TYPE, "name": editor_tool.TOOL_NAME,
+             "max_characters": editor_tool.MAX_VIEW_CHARS},
+        ]
+    elif style == "portable":
+        tools = [copy.deepcopy(PORTABLE_BASH), copy.deepcopy(PORTABLE_EDITOR)]
+    else:
+        raise ValueError(f"unknown tools style {style!r}; use one of: {', '.join(TOOL_STYLES)}")
+    tools += copy.deepcopy(MEMORY_TOOLS)
+    if cache:
+        tools[-1]["cache_control"] = {"type": "ephemeral"}
+    return tools
+
+
+TOOL_NAMES = (bash_tool.TOOL_NAME, editor_tool.TOOL_NAME, "memory_search", "memory_save")
 
 
 @dataclass(frozen=True)
@@ -104,14 +130,21 @@ class ToolInputError(ValueError):
     pass
 
 
-class PathRefused(ValueError):
-    pass
+@dataclass(frozen=True)
+class PreparedCall:
+    """A validated tool call. ``action`` is what the permission policy judges; ``plan`` the edit
+    (None for other tools); ``summary`` one line; ``detail`` the command or the edit's diff."""
+
+    name: str
+    data: dict
+    action: Action
+    summary: str
+    detail: str = ""
+    plan: EditPlan | None = None
 
 
-def _check_input(name: str, data: Any) -> dict:
-    schema = next(t["input_schema"] for t in TOOL_DEFINITIONS if t["name"] == name)
-    if not isinstance(data, dict):
-        raise ToolInputError(f"{name}: input must be a JSON object, got {type(data).__name__}")
+def _check_memory_input(name: str, data: dict) -> dict:
+    schema = next(t["input_schema"] for t in MEMORY_TOOLS if t["name"] == name)
     missing = [k for k in schema["required"] if k not in data]
     if missing:
         raise ToolInputError(f"{name}: missing required field(s): {', '.join(missing)}")
@@ -120,50 +153,9 @@ def _check_input(name: str, data: Any) -> dict:
         if key in data and data[key] is not None:
             want = types[spec["type"]]
             val = data[key]
-            ok = isinstance(val, want) and not (want is int and isinstance(val, bool))
-            if not ok:
+            if not isinstance(val, want) or (want is int and isinstance(val, bool)):
                 raise ToolInputError(f"{name}: field '{key}' must be {spec['type']}")
     return data
-
-
-class Workspace:
-    """A folder the workspace tools may read. ``resolve`` refuses escapes (see module doc)."""
-
-    def __init__(self, root: Path | str):
-        self.root = Path(root).resolve()
-
-    def resolve(self, rel: str | None) -> Path:
-        rel = (rel or ".").strip() or "."
-        if os.path.isabs(rel) or rel.startswith("~") or re.match(r"^[A-Za-z]:", rel):
-            raise PathRefused(f"refused: '{rel}' is absolute; use a path relative to the workspace root")
-        parts = Path(rel).parts
-        if ".." in parts:
-            raise PathRefused(f"refused: '{rel}' leaves the workspace ('..' is not allowed)")
-        target = (self.root / rel).resolve()
-        if not target.is_relative_to(self.root):
-            raise PathRefused(f"refused: '{rel}' resolves outside the workspace (symlink)")
-        return target
-
-    def rel(self, p: Path) -> str:
-        return p.relative_to(self.root).as_posix() or "."
-
-    def walk(self, start: Path, recursive: bool = True):
-        """Files under ``start`` that resolve inside the root (symlinked escapes skipped)."""
-        if start.is_file():
-            yield start
-            return
-        for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-            for fn in sorted(filenames):
-                p = Path(dirpath) / fn
-                try:
-                    if not p.resolve().is_relative_to(self.root):
-                        continue
-                except OSError:
-                    continue
-                yield p
-            if not recursive:
-                break
 
 
 def format_hits(hits) -> str:
@@ -174,40 +166,106 @@ def format_hits(hits) -> str:
         star = "★ " if h.priority else ""
         desc = f": {h.description}" if h.description else ""
         snip = f"\n   {h.snippet}" if getattr(h, "snippet", "") else ""
-        lines.append(f"{i}. {star}{h.name} (score {h.score:.3f}){desc}{snip}")
+        lines.append(f"{i}. {star}{h.name} (score {max(0.0, h.score):.3f}){desc}{snip}")
     return "\n".join(lines)
 
 
 class ToolRunner:
-    """Runs one session's tool calls. ``engine`` may be None (memory tools then return an error)."""
+    """Runs one session's tool calls in its working tree ``cwd``.
 
-    def __init__(self, workspace: Path | str, engine=None, default_top_k: int = 5):
-        self.workspace = Workspace(workspace)
+    ``engine``: the memory backend (None: memory tools answer with an error). ``env``: the
+    environment of the session's shell (already stripped of secrets). ``bash_timeout``: seconds
+    per command."""
+
+    def __init__(self, cwd: Path | str, engine: MemoryBackend | None = None, default_top_k: int = 5,
+                 env: dict[str, str] | None = None, bash_timeout: float = bash_tool.DEFAULT_TIMEOUT_S):
+        self.workspace = Workspace(cwd)
+        self.editor = Editor(self.workspace)
         self.engine = engine
         self.default_top_k = default_top_k
+        self.bash = bash_tool.BashSession(self.workspace.root, env if env is not None else {"PATH": "/usr/bin:/bin"},
+                                          timeout=bash_timeout)
 
-    async def run(self, name: str, data: Any) -> ToolOutcome:
+    # -- step 1 ---------------------------------------------------------------------------
+    def prepare(self, name: str, data: Any) -> PreparedCall:
+        """Validate and classify a call (reads files for an edit's diff: call from a thread).
+        Raises ToolInputError, PathRefused or EditorError (messages for the model)."""
         if name not in TOOL_NAMES:
-            return ToolOutcome(f"unknown tool '{name}'. Available: {', '.join(TOOL_NAMES)}", True)
+            raise ToolInputError(f"unknown tool '{name}'. Available: {', '.join(TOOL_NAMES)}")
+        if not isinstance(data, dict):
+            raise ToolInputError(f"{name}: input must be a JSON object, got {type(data).__name__}")
+        if name == bash_tool.TOOL_NAME:
+            if data.get("restart") is True:
+                return PreparedCall(name, data, Action("read", "restart"), "restart the shell")
+            cmd = data.get("command")
+            if not isinstance(cmd, str) or not cmd.strip():
+                raise ToolInputError("bash: give a non-empty 'command' (or restart: true)")
+            return PreparedCall(name, data, Action("bash", cmd.strip()), cmd.strip(), cmd)
+        if name == editor_tool.TOOL_NAME:
+            command = data.get("command")
+            if command == "view":
+                return PreparedCall(name, data, Action("read", str(data.get("path", ""))), editor_tool.summarize(data))
+            plan = self.editor.plan(data)
+            kind = "create" if plan.old is None else "edit"
+            summary = f"{command} {plan.rel} (+{plan.added} -{plan.removed})"
+            return PreparedCall(name, data, Action(kind, plan.rel), summary, plan.diff, plan)
+        data = _check_memory_input(name, data)
+        if name == "memory_save":
+            detail = f"name: {data['name']}\ndescription: {data['description']}\n\n{data['body']}"
+            return PreparedCall(name, data, Action("memory_save", data["name"]), f"save note {data['name']}", detail)
+        return PreparedCall(name, data, Action("memory_search", data["query"]), f"search notes: {data['query']}")
+
+    # -- step 2 ---------------------------------------------------------------------------
+    async def execute(self, call: PreparedCall) -> ToolOutcome:
+        """Do a prepared call. Never raises except on cancellation."""
         try:
-            data = _check_input(name, data)
-            return await getattr(self, f"_t_{name}")(data)
-        except (ToolInputError, PathRefused) as exc:
+            if call.name == bash_tool.TOOL_NAME:
+                if call.data.get("restart") is True:
+                    await self.bash.restart()
+                    return ToolOutcome("bash tool has been restarted.")
+                result = await self.bash.run(call.data["command"])
+                return ToolOutcome(result.for_model(), is_error=result.timed_out)
+            if call.name == editor_tool.TOOL_NAME:
+                if call.plan is None:
+                    return ToolOutcome(await asyncio.to_thread(self.editor.view, call.data))
+                plan = call.plan
+                await asyncio.to_thread(apply_plan, plan)
+                return ToolOutcome(plan.message)
+            if call.name == "memory_search":
+                return await self._memory_search(call.data)
+            return await self._memory_save(call.data)
+        except (ToolInputError, PathRefused, EditorError) as exc:
             return ToolOutcome(str(exc), True)
         except asyncio.CancelledError:
             raise
+        except (FileNotFoundError, IsADirectoryError) as exc:
+            return ToolOutcome(f"{call.name}: no such file or a folder: {exc}", True)
         except Exception as exc:  # a tool must never crash the session
-            return ToolOutcome(f"{name} failed: {type(exc).__name__}: {exc}", True)
+            return ToolOutcome(f"{call.name} failed: {type(exc).__name__}: {exc}", True)
 
-    # memory tools ------------------------------------------------------------------------
-    async def _t_memory_search(self, d: dict) -> ToolOutcome:
+    async def run(self, name: str, data: Any) -> ToolOutcome:
+        """prepare + execute without any permission check (tests, trusted callers)."""
+        try:
+            call = await asyncio.to_thread(self.prepare, name, data)
+        except (ToolInputError, PathRefused, EditorError) as exc:
+            return ToolOutcome(str(exc), True)
+        except (FileNotFoundError, IsADirectoryError) as exc:
+            return ToolOutcome(f"{name}: no such file or a folder: {exc}", True)
+        return await self.execute(call)
+
+    async def close(self) -> None:
+        """Kill the shell (and its process group)."""
+        await self.bash.close()
+
+    # -- memory ---------------------------------------------------------------------------
+    async def _memory_search(self, d: dict) -> ToolOutcome:
         if self.engine is None:
             return ToolOutcome("memory_search unavailable: no notes folder configured", True)
         top_k = max(1, min(20, d.get("top_k") or self.default_top_k))
         hits = await asyncio.to_thread(self.engine.search, d["query"], top_k)
         return ToolOutcome(format_hits(hits))
 
-    async def _t_memory_save(self, d: dict) -> ToolOutcome:
+    async def _memory_save(self, d: dict) -> ToolOutcome:
         if self.engine is None:
             return ToolOutcome("memory_save unavailable: no notes folder configured", True)
         try:
@@ -217,76 +275,3 @@ class ToolRunner:
         except (FileExistsError, ValueError) as exc:
             return ToolOutcome(f"memory_save refused: {exc}", True)
         return ToolOutcome(f"saved note '{d['name']}' ({Path(path).name})")
-
-    # workspace tools ---------------------------------------------------------------------
-    async def _t_read_file(self, d: dict) -> ToolOutcome:
-        return await asyncio.to_thread(self._read_file, d)
-
-    def _read_file(self, d: dict) -> ToolOutcome:
-        p = self.workspace.resolve(d["path"])
-        if not p.exists():
-            return ToolOutcome(f"no such file: {d['path']}", True)
-        if p.is_dir():
-            return ToolOutcome(f"{d['path']} is a folder; use list_files", True)
-        raw = p.read_bytes()
-        if b"\x00" in raw[:8192]:
-            return ToolOutcome(f"{d['path']} is a binary file", True)
-        text = raw.decode("utf-8", errors="replace")
-        lines = text.splitlines(keepends=True)
-        start = max(1, d.get("offset") or 1)
-        end = start - 1 + d["limit"] if d.get("limit") else len(lines)
-        out = "".join(lines[start - 1 : end])
-        if len(out) > MAX_READ_CHARS:
-            out = out[:MAX_READ_CHARS] + f"\n[truncated at {MAX_READ_CHARS} characters; use offset/limit]"
-        return ToolOutcome(out)
-
-    async def _t_list_files(self, d: dict) -> ToolOutcome:
-        return await asyncio.to_thread(self._list_files, d)
-
-    def _list_files(self, d: dict) -> ToolOutcome:
-        start = self.workspace.resolve(d.get("path"))
-        if not start.exists():
-            return ToolOutcome(f"no such folder: {d.get('path')}", True)
-        pattern = d.get("pattern")
-        recursive = d.get("recursive", True) is not False
-        out = []
-        for p in self.workspace.walk(start, recursive):
-            if pattern and not fnmatch.fnmatch(p.name, pattern):
-                continue
-            out.append(self.workspace.rel(p))
-            if len(out) >= MAX_LIST_ENTRIES:
-                out.append(f"[stopped at {MAX_LIST_ENTRIES} entries]")
-                break
-        return ToolOutcome("\n".join(out) if out else "(no files)")
-
-    async def _t_search_files(self, d: dict) -> ToolOutcome:
-        return await asyncio.to_thread(self._search_files, d)
-
-    def _search_files(self, d: dict) -> ToolOutcome:
-        start = self.workspace.resolve(d.get("path"))
-        if d.get("regex"):
-            try:
-                rx = re.compile(d["query"])
-            except re.error as exc:
-                raise ToolInputError(f"search_files: bad regex: {exc}") from None
-            match = rx.search
-        else:
-            q = d["query"].lower()
-            match = lambda line: q in line.lower()  # noqa: E731
-        out = []
-        for p in self.workspace.walk(start):
-            try:
-                if p.stat().st_size > MAX_SEARCH_FILE_BYTES:
-                    continue
-                raw = p.read_bytes()
-            except OSError:
-                continue
-            if b"\x00" in raw[:8192]:
-                continue
-            for i, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
-                if match(line):
-                    out.append(f"{self.workspace.rel(p)}:{i}: {line.strip()[:300]}")
-                    if len(out) >= MAX_MATCHES:
-                        out.append(f"[stopped at {MAX_MATCHES} matches]")
-                        return ToolOutcome("\n".join(out))
-        return ToolOutcome("\n".join(out) if out else "no matches")

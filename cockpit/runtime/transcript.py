@@ -14,8 +14,16 @@ the record in flight). Record types, in order of appearance:
   (tokens), ``cost_usd`` (USD or null), ``stop_reason``, ``model``.
 - ``tool_call`` (``id``, ``name``, ``input``), ``tool_result`` (``id``, ``name``, ``content``, ``is_error``).
 - ``status`` (``status``, ``detail``), ``error`` (``kind``, ``message``).
-- ``end``: ``status`` (done|error|killed), ``final_text``, ``stop_reason``, ``usage`` totals,
-  ``cost_usd``. A session that waits for follow-ups writes ``end`` only when it finishes.
+- ``approval`` (``request_id``, ``tool``, ``kind``, ``summary``, ``detail``), ``approval_result``
+  (``request_id``, ``allowed``, ``scope``, ``reason``), ``context`` (``level`` warn|managed|full),
+  ``worktree`` (``removed``: an unchanged worktree was dropped).
+- ``end``: ``status`` (done|error|killed|interrupted), ``final_text``, ``stop_reason``, ``usage``
+  totals, ``cost_usd``. A session that waits for follow-ups writes ``end`` only when it finishes.
+- ``review`` (after ``end``): ``action`` merge|keep|discard, ``ok``, ``message``.
+
+The header (version 2) also holds ``backend``, ``cwd``, ``worktree`` (``path``, ``branch``,
+``base_commit``, ``base_branch``, ``repo``) or null, ``placement``, ``permission_mode``,
+``tools`` and ``preseed_error``.
 """
 
 from __future__ import annotations
@@ -35,12 +43,15 @@ def now_iso() -> str:
 
 
 class TranscriptWriter:
-    """Appends records to one JSONL file. ``write`` flushes each record."""
+    """Appends records to one JSONL file. ``write`` flushes each record.
 
-    def __init__(self, path: Path):
+    ``exclusive`` (a new transcript): the file must not exist yet (``FileExistsError``), so two
+    sessions can never share one. Raises OSError when the folder cannot be written."""
+
+    def __init__(self, path: Path, exclusive: bool = True):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh = open(self.path, "x" if exclusive else "a", encoding="utf-8")
         self.closed = False
 
     def write(self, type_: str, **fields: Any) -> None:
@@ -54,6 +65,15 @@ class TranscriptWriter:
         if not self.closed:
             self._fh.close()
             self.closed = True
+
+
+def append_record(path: Path, type_: str, **fields: Any) -> None:
+    """Append one record to an existing transcript (e.g. a review after the session ended)."""
+    w = TranscriptWriter(path, exclusive=False)
+    try:
+        w.write(type_, **fields)
+    finally:
+        w.close()
 
 
 def new_transcript_path(sessions_dir: Path, session_id: str) -> Path:

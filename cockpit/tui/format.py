@@ -17,10 +17,12 @@ STATUS_GLYPH: dict[SessionStatus, str] = {
     SessionStatus.PRESEEDING: "◔",
     SessionStatus.STREAMING: "●",
     SessionStatus.RUNNING_TOOL: "⚙",
+    SessionStatus.NEEDS_APPROVAL: "!",
     SessionStatus.WAITING: "?",
     SessionStatus.DONE: "✓",
     SessionStatus.ERROR: "✗",
     SessionStatus.KILLED: "■",
+    SessionStatus.INTERRUPTED: "↯",
 }
 
 

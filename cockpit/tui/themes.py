@@ -31,10 +31,12 @@ STATUS_DEFAULTS: dict[str, str] = {
     "status-preseeding": "$secondary",
     "status-streaming": "$primary",
     "status-running-tool": "$accent",
+    "status-needs-approval": "$error",
     "status-waiting": "$warning",
     "status-done": "$success",
     "status-error": "$error",
     "status-killed": "$foreground-muted",
+    "status-interrupted": "$warning",
 }
 
 _COLOUR_KEYS = (

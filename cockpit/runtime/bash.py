@@ -1,0 +1,247 @@
+"""Client side of Anthropic's bash tool (``bash_20250124``): one persistent shell per session.
+
+The tool's contract: state persists between calls (``cd``, variables, functions), and
+``{"restart": true}`` gives a new shell. Here:
+
+- The shell is ``bash --noprofile --norc`` in the session's working tree, started in its own
+  process group (``start_new_session``) with the environment the caller gives (the session
+  strips the API key from it). stderr is merged into stdout, in order.
+- Each command is written to a file in a private temp folder and *sourced* with stdin from
+  ``/dev/null`` (so a command that reads stdin cannot swallow the next one, and a syntax error
+  cannot leave the shell waiting), followed by a sentinel line carrying ``$?``.
+- Output is read asynchronously (the event loop never blocks) and capped at
+  :data:`MAX_OUTPUT_BYTES`: the head and the tail are kept, the middle is elided with a count.
+- A command running longer than the timeout (seconds) is killed with its whole process group
+  and the shell is restarted on the next call; the model is told its state was lost.
+- :meth:`BashSession.close` (session killed or ended) kills the process group: background jobs
+  a command started die with it (a process that calls ``setsid`` itself can escape the group;
+  that is the limit of process-group cleanup).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import secrets
+import shutil
+import signal
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+TOOL_NAME = "bash"
+TOOL_TYPE = "bash_20250124"
+DEFAULT_TIMEOUT_S = 120.0
+MAX_OUTPUT_BYTES = 30_000
+_READ = 65536
+
+
+@dataclass(frozen=True)
+class BashResult:
+    """One command's outcome: ``output`` (decoded, capped), ``exit_code`` (None when killed or
+    the shell died), ``timed_out``, ``elided`` (bytes left out of the middle)."""
+
+    output: str
+    exit_code: int | None
+    timed_out: bool = False
+    elided: int = 0
+    shell_exited: bool = False
+
+    def for_model(self) -> str:
+        text = self.output
+        if self.timed_out:
+            text += ("\n[timed out: the command was killed with its process group and the shell was "
+                     "restarted; state such as cd and variables is lost]")
+        elif self.shell_exited:
+            text += f"\n[the shell exited (code {self.exit_code}); a new shell starts with the next command]"
+        elif self.exit_code:
+            text += f"\n[exit code {self.exit_code}]"
+        return text if text.strip() else "(no output)"
+
+
+class _Capture:
+    """Head + tail of a byte stream with the middle counted, and sentinel detection."""
+
+    def __init__(self, cap: int, sentinel: bytes):
+        self.half = cap // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.recent = bytearray()  # the stream's last bytes, where the sentinel shows up
+        self.total = 0
+        self.dropped = 0
+        self.rx = re.compile(re.escape(sentinel) + rb" (-?\d+)\n")
+        self.keep = len(sentinel) + 64
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.recent += chunk
+        if len(self.recent) > 4 * self.keep:
+            del self.recent[: len(self.recent) - 2 * self.keep]
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            excess = len(self.tail) - (self.half + self.keep)
+            if excess > 0:
+                del self.tail[:excess]
+                self.dropped += excess
+
+    def find_end(self) -> int | None:
+        """The exit code once the sentinel arrived (the sentinel and what follows are cut), else None."""
+        m = self.rx.search(self.recent)
+        if m is None:
+            return None
+        pos = self.total - len(self.recent) + m.start()  # absolute offset of the sentinel
+        if pos <= len(self.head):
+            del self.head[pos:]
+            self.tail.clear()
+        else:
+            del self.tail[pos - (self.total - len(self.tail)):]
+        return int(m.group(1))
+
+    def text(self) -> str:
+        head = bytes(self.head)
+        tail = bytes(self.tail)
+        if self.dropped:
+            mid = f"\n[... {self.dropped:,} bytes of output elided ...]\n".encode()
+            data = head + mid + tail
+        else:
+            data = head + tail
+        if data.endswith(b"\n"):
+            data = data[:-1]  # the newline the sentinel's printf put before itself
+        return data.decode("utf-8", errors="replace")
+
+
+class BashSession:
+    """A persistent shell for one session. Create, then ``await run(command)``; ``await close()``.
+
+    ``cwd``: the working tree. ``env``: the complete environment (nothing else is inherited).
+    ``timeout``: seconds per command. Not safe for concurrent ``run`` calls (a session runs its
+    tools one at a time)."""
+
+    def __init__(self, cwd: Path | str, env: dict[str, str], timeout: float = DEFAULT_TIMEOUT_S,
+                 max_output: int = MAX_OUTPUT_BYTES):
+        self.cwd = str(cwd)
+        self.env = dict(env)
+        self.timeout = timeout
+        self.max_output = max_output
+        self._proc: asyncio.subprocess.Process | None = None
+        self._tmp: str | None = None
+        self._sentinel = f"__COCKPIT_CMD_DONE_{secrets.token_hex(8)}__"
+        self._n = 0
+
+    @property
+    def pid(self) -> int | None:
+        """The shell's pid (= its process group id), None when no shell runs."""
+        return self._proc.pid if self._proc is not None and self._proc.returncode is None else None
+
+    async def _start(self) -> asyncio.subprocess.Process:
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="cockpit-bash-")
+        bash = shutil.which("bash", path=self.env.get("PATH")) or shutil.which("bash") or "/bin/bash"
+        self._proc = await asyncio.create_subprocess_exec(
+            bash, "--noprofile", "--norc",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            cwd=self.cwd, env=self.env, start_new_session=True,
+        )
+        return self._proc
+
+    async def run(self, command: str) -> BashResult:
+        """Run ``command`` in the persistent shell; returns its (capped) output and exit code."""
+        proc = self._proc if self._proc is not None and self._proc.returncode is None else await self._start()
+        assert proc.stdin is not None and proc.stdout is not None and self._tmp is not None
+        self._n += 1
+        script = Path(self._tmp) / f"cmd-{self._n}.sh"
+        script.write_text(command + "\n", encoding="utf-8")
+        line = (f". {_quote(str(script))} < /dev/null; __cockpit_rc=$?; "
+                f"printf '\\n%s %d\\n' '{self._sentinel}' \"$__cockpit_rc\"\n")
+        cap = _Capture(self.max_output, self._sentinel.encode())
+        try:
+            proc.stdin.write(line.encode())
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            code = await proc.wait()
+            self._proc = None
+            return BashResult("", code, shell_exited=True)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        try:
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise asyncio.TimeoutError
+                chunk = await asyncio.wait_for(proc.stdout.read(_READ), remaining)
+                if not chunk:  # the shell exited (e.g. the command ran `exit`)
+                    code = await proc.wait()
+                    self._proc = None
+                    return BashResult(cap.text(), code, elided=cap.dropped, shell_exited=True)
+                cap.feed(chunk)
+                code = cap.find_end()
+                if code is not None:
+                    return BashResult(cap.text().replace(f"{script}: ", "bash: "), code, elided=cap.dropped)
+        except asyncio.TimeoutError:
+            self._kill()
+            return BashResult(cap.text(), None, timed_out=True, elided=cap.dropped)
+        except asyncio.CancelledError:
+            self._kill()
+            raise
+        finally:
+            try:
+                script.unlink()
+            except OSError:
+                pass
+
+    async def restart(self) -> None:
+        """Kill the current shell (and its process group); the next ``run`` starts a new one."""
+        self._kill()
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.returncode is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    async def close(self) -> None:
+        """Kill the shell's process group and remove the temp folder. Idempotent."""
+        proc = self._proc
+        self._kill()
+        if proc is not None:
+            try:
+                await asyncio.wait_for(proc.wait(), 5)
+            except (asyncio.TimeoutError, ProcessLookupError):
+                pass
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "COCKPIT_SERVER_TOKEN")
+
+
+def session_env(base: dict[str, str], secrets_to_strip: tuple[str, ...] = (), extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a session's shell sees: ``base`` without the API key variables
+    (:data:`SECRET_ENV`) and without any variable whose value contains one of
+    ``secrets_to_strip``; plus non-interactive defaults (no pager, no git prompts) and ``extra``."""
+    env = {}
+    for k, v in base.items():
+        if k in SECRET_ENV:
+            continue
+        if any(s and len(s) >= 8 and s in v for s in secrets_to_strip):
+            continue
+        env[k] = v
+    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb",
+                "NO_COLOR": "1", "CI": env.get("CI", "")})
+    if not env["CI"]:
+        del env["CI"]
+    env.update(extra or {})
+    return env

@@ -1,0 +1,35 @@
+"""Session ids: time-ordered, collision-free in practice, safe in file names and widget ids.
+
+12 characters of Crockford base32 (lower case, no i/l/o/u): 7 for the seconds since the Unix
+epoch (sorted order = spawn order) and 5 random (2^25 per second). The manager also checks an id
+against the sessions it knows, and transcripts are created exclusively, so a clash is never silent.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def _b32(value: int, width: int) -> str:
+    out = []
+    for _ in range(width):
+        value, r = divmod(value, 32)
+        out.append(ALPHABET[r])
+    return "".join(reversed(out))
+
+
+def new_session_id(now: float | None = None) -> str:
+    """A fresh id, e.g. ``"1mq8k2a7x9fz"``."""
+    seconds = int(time.time() if now is None else now)
+    return _b32(seconds, 7) + _b32(secrets.randbits(25), 5)
+
+
+def matches(query: str, session_id: str) -> bool:
+    """A user-typed id matches the full id or a prefix/suffix of at least 4 characters."""
+    q = query.strip().lower()
+    if q == session_id:
+        return True
+    return len(q) >= 4 and (session_id.startswith(q) or session_id.endswith(q))

@@ -1,0 +1,109 @@
+"""The typed seams between the parts, in one place.
+
+- :class:`MemoryBackend`: what the runtime needs of the memory engine (``memory.MemoryEngine``
+  satisfies it, and so does the server's remote engine client).
+- :class:`SessionHost`: what a session needs of whoever runs it (the ``SessionManager``): the
+  config, prices, the model client, the concurrency slots, the event bus. A session gets this
+  narrow view, never the manager itself.
+- :class:`Runtime`: what a client (the TUI, ``cockpit run``, the server) needs of a session
+  manager. The TUI learns facts only from events; these calls are its only way to act.
+
+Test fakes implement the same protocols (``tests/tui_fakes.py``), so they cannot drift.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol, runtime_checkable
+
+from cockpit.events import Event, Usage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.config import RuntimeConfig
+    from cockpit.runtime.pricing import PricingTable
+
+
+@runtime_checkable
+class MemoryBackend(Protocol):
+    """The memory engine as the runtime uses it (all calls block: run them in a thread)."""
+
+    @property
+    def ready(self) -> bool: ...
+
+    def wait_ready(self, timeout: float | None = None) -> bool: ...
+
+    def build_preseed(self, query: str, top_k: int = 5) -> Any:
+        """A ``memory.Preseed``: ``.text`` (the block, "" when none), ``.hits``, ``.tokens``."""
+        ...
+
+    def search(self, query: str, top_k: int = 5) -> list[Any]:
+        """``memory.Hit``s: name, description, snippet, priority, score, path."""
+        ...
+
+    def save(self, name: str, description: str, body: str, priority: bool = False) -> Path:
+        """Raises FileExistsError / ValueError when refused."""
+        ...
+
+
+class SessionHost(Protocol):
+    """What a session needs of the manager that runs it."""
+
+    config: "RuntimeConfig"
+    pricing: "PricingTable"
+    engine: MemoryBackend | None
+    slots: asyncio.Semaphore
+
+    def publish(self, event: Event) -> None: ...
+
+    def client(self) -> Any:
+        """The shared ``anthropic.AsyncAnthropic``."""
+        ...
+
+    def add_usage(self, usage: Usage, cost_usd: float | None) -> None:
+        """Count one finished response in the totals (tokens, USD or None when unpriced)."""
+        ...
+
+    @property
+    def context_management_supported(self) -> bool | None:
+        """None = not tried yet; False once the endpoint refused the beta."""
+        ...
+
+    def set_context_management_supported(self, value: bool) -> None: ...
+
+
+class Subscription(Protocol):
+    def __aiter__(self) -> AsyncIterator[Event]: ...
+
+    async def __anext__(self) -> Event: ...
+
+    def close(self) -> None: ...
+
+
+class Runtime(Protocol):
+    """A session manager as clients use it (see ``cockpit.runtime.manager.SessionManager``)."""
+
+    async def spawn(self, task: str, **options: Any) -> Any: ...
+
+    async def send(self, session_id: str, text: str) -> None: ...
+
+    async def kill(self, session_id: str) -> None: ...
+
+    async def answer(self, session_id: str, request_id: str, allow: bool, scope: str = "once",
+                     reason: str = "") -> None: ...
+
+    async def review(self, session_id: str, action: str) -> Any: ...
+
+    async def diff(self, session_id: str) -> Any: ...
+
+    async def resume(self, transcript_path: str | Path, **options: Any) -> Any: ...
+
+    async def continue_fresh(self, session_id: str) -> Any: ...
+
+    def subscribe(self) -> Subscription: ...
+
+    def snapshot(self) -> list[Event]:
+        """Events that rebuild every live session's view (for a client attaching late)."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,45 @@
+"""A session's record keeping: every fact goes to the transcript and, as a typed event, to the bus.
+
+One home for "what happened": the session calls :meth:`Recorder.emit` for events and
+:meth:`Recorder.record` for transcript-only records; nothing else writes either.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from cockpit.events import Event
+from cockpit.runtime.transcript import TranscriptWriter
+
+
+class Recorder:
+    """``publish``: the manager's event bus. ``redact``: applied to error text before it is kept."""
+
+    def __init__(self, path: Path, publish: Callable[[Event], None], redact: Callable[[str], str] = lambda s: s):
+        self.path = Path(path)
+        self._publish = publish
+        self.redact = redact
+        self._tw: TranscriptWriter | None = None
+
+    @property
+    def open(self) -> bool:
+        return self._tw is not None
+
+    def start(self, header: dict[str, Any]) -> None:
+        """Create the transcript with its header (first record). Raises OSError when the folder
+        cannot be written (the session reports it as an error)."""
+        if self._tw is None:
+            self._tw = TranscriptWriter(self.path)
+            self._tw.write("header", **header)
+
+    def record(self, type_: str, **fields: Any) -> None:
+        if self._tw is not None:
+            self._tw.write(type_, **fields)
+
+    def emit(self, event: Event) -> None:
+        self._publish(event)
+
+    def close(self) -> None:
+        if self._tw is not None:
+            self._tw.close()

@@ -1,0 +1,414 @@
+"""A git worktree per session: create, include files, diff, merge, keep, discard, list, prune.
+
+When a session's workspace is inside a git repository, it gets its own worktree on a new branch
+``cockpit/<session-id>-<slug>`` created from the repository's current HEAD, under the per-user
+data folder (``<data>/worktrees/<repo>-<hash>/<session-id>``), so sessions never write over each
+other or over the user's checkout. A workspace in a sub-folder of the repository maps to the same
+sub-folder of the worktree. Untracked files listed (gitignore syntax) in ``.worktreeinclude`` at
+the repository root are copied in (``.env`` and the like; the convention of Claude Code's desktop
+app). Each worktree has a metadata file beside it (``<session-id>.json``: :class:`WorktreeInfo`)
+so ``cockpit worktrees`` can list and prune worktrees a crashed run left behind.
+
+Review: :func:`diff` is the change against the base commit, committed or not, including new
+untracked (not ignored) files; computed with a temporary index, the worktree's own index is never
+touched. :func:`merge` commits what is pending on the session branch, then merges it into the
+branch the session started from (fast-forward when possible, else a merge commit; a conflict is
+aborted and reported, never forced). :func:`keep` commits and removes the worktree, keeping the
+branch. :func:`discard` removes worktree and branch.
+
+All functions block (they run git): call them from a thread. Errors: :class:`WorktreeError` with
+one line for the user.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+BRANCH_PREFIX = "cockpit/"
+_GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
+FALLBACK_IDENTITY = ("-c", "user.name=Cockpit", "-c", "user.email=cockpit@localhost")
+
+
+class WorktreeError(RuntimeError):
+    """A git operation failed; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class WorktreeInfo:
+    """A session's worktree. ``path``: the worktree root; ``cwd``: where the session works
+    (``path`` or a sub-folder of it); ``branch``: the session branch; ``base_commit``: the commit it
+    started from; ``base_branch``: the branch HEAD was on (None when detached); ``repo``: the
+    repository's main working tree; ``included``: files copied through ``.worktreeinclude``."""
+
+    session_id: str
+    path: str
+    cwd: str
+    branch: str
+    base_commit: str
+    base_branch: str | None
+    repo: str
+    task: str = ""
+    transcript: str = ""
+    included: tuple[str, ...] = ()
+
+    @property
+    def meta_path(self) -> Path:
+        return Path(self.path).with_suffix(".json")
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file in a diff: ``status`` (A added, M modified, D deleted, R renamed, T type change),
+    lines ``added``/``removed`` (None for binary files), ``patch`` (unified diff text)."""
+
+    path: str
+    status: str
+    added: int | None
+    removed: int | None
+    patch: str = ""
+    old_path: str | None = None
+
+
+@dataclass(frozen=True)
+class DiffStat:
+    files: int = 0
+    added: int = 0
+    removed: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.files} file{'s' if self.files != 1 else ''} changed, +{self.added} -{self.removed}"
+
+
+@dataclass(frozen=True)
+class Diff:
+    files: tuple[FileChange, ...] = field(default_factory=tuple)
+
+    @property
+    def stat(self) -> DiffStat:
+        return DiffStat(len(self.files), sum(f.added or 0 for f in self.files), sum(f.removed or 0 for f in self.files))
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """``ok``; ``message`` (one line); ``commit`` (the base branch's new head); ``conflicts`` (paths)."""
+
+    ok: bool
+    message: str
+    commit: str | None = None
+    conflicts: tuple[str, ...] = ()
+
+
+def git(*args: str, cwd: str | Path, env: dict | None = None, check: bool = True, timeout: float = 120) -> str:
+    """Run git; stdout as text. Raises WorktreeError (with git's first error line) when it fails."""
+    full_env = {**os.environ, **_GIT_ENV, **(env or {})}
+    try:
+        proc = subprocess.run(["git", *args], cwd=str(cwd), env=full_env, capture_output=True, text=True,
+                              timeout=timeout, errors="replace")
+    except FileNotFoundError:
+        raise WorktreeError("git is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise WorktreeError(f"git {args[0]} timed out after {timeout:.0f} s") from None
+    if check and proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise WorktreeError(f"git {args[0]} failed: {msg[-1] if msg else f'exit {proc.returncode}'}")
+    return proc.stdout
+
+
+def find_repo(workspace: Path | str) -> tuple[Path, str, str | None] | None:
+    """(repository root, HEAD commit, current branch or None) for a folder inside a repository
+    with at least one commit; None otherwise (not a repository, no commit, no git)."""
+    try:
+        top = git("rev-parse", "--show-toplevel", cwd=workspace).strip()
+        head = git("rev-parse", "--verify", "-q", "HEAD", cwd=workspace).strip()
+    except WorktreeError:
+        return None
+    if not top or not head:
+        return None
+    branch = git("symbolic-ref", "-q", "--short", "HEAD", cwd=workspace, check=False).strip() or None
+    return Path(top).resolve(), head, branch
+
+
+def slugify(task: str, limit: int = 30) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", task.lower()).strip("-")
+    return (slug[:limit].rstrip("-") or "task")
+
+
+def repo_folder(root_dir: Path, repo: Path) -> Path:
+    digest = hashlib.sha1(str(repo).encode()).hexdigest()[:8]
+    return Path(root_dir) / f"{slugify(repo.name, 24)}-{digest}"
+
+
+def create(workspace: Path | str, session_id: str, task: str, root_dir: Path, transcript: str = "") -> WorktreeInfo:
+    """A new worktree + branch for a session (see module doc). Raises WorktreeError; returns the
+    info, also written to ``<path>.json``."""
+    found = find_repo(workspace)
+    if found is None:
+        raise WorktreeError(f"{workspace} is not inside a git repository with a commit")
+    repo, head, base_branch = found
+    folder = repo_folder(root_dir, repo)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / session_id
+    branch = f"{BRANCH_PREFIX}{session_id}-{slugify(task)}"
+    git("worktree", "add", "-q", "-b", branch, str(path), head, cwd=repo)
+    sub = Path(workspace).resolve().relative_to(repo)
+    cwd = path / sub
+    cwd.mkdir(parents=True, exist_ok=True)
+    included = tuple(copy_included(repo, path))
+    info = WorktreeInfo(session_id, str(path), str(cwd), branch, head, base_branch, str(repo), task, transcript, included)
+    write_meta(info)
+    return info
+
+
+def write_meta(info: WorktreeInfo) -> None:
+    tmp = info.meta_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(asdict(info), indent=1), encoding="utf-8")
+    os.replace(tmp, info.meta_path)
+
+
+def copy_included(repo: Path, dest: Path) -> list[str]:
+    """Copy the untracked files that match ``.worktreeinclude`` (gitignore syntax) from ``repo``
+    into ``dest``; returns their relative paths. No file → nothing copied."""
+    spec = repo / ".worktreeinclude"
+    if not spec.is_file():
+        return []
+    out = git("ls-files", "--others", "--ignored", "-z", f"--exclude-from={spec}", cwd=repo)
+    copied = []
+    for rel in filter(None, out.split("\0")):
+        src = repo / rel
+        if src.is_symlink() or not src.is_file():
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target)
+        copied.append(rel)
+    return copied
+
+
+def _temp_index(info: WorktreeInfo) -> str:
+    """A copy of the worktree's index (stat data kept, so ``add -A`` rehashes only changed files)."""
+    real = git("rev-parse", "--path-format=absolute", "--git-path", "index", cwd=info.path).strip()
+    fd, tmp = tempfile.mkstemp(prefix="cockpit-index-")
+    os.close(fd)
+    if os.path.exists(real):
+        shutil.copyfile(real, tmp)
+    else:
+        os.unlink(tmp)
+    return tmp
+
+
+def _with_temp_index(info: WorktreeInfo, *args: str) -> str:
+    tmp = _temp_index(info)
+    env = {"GIT_INDEX_FILE": tmp}
+    try:
+        git("add", "-A", cwd=info.path, env=env)
+        return git(*args, cwd=info.path, env=env)
+    finally:
+        for p in (tmp, tmp + ".lock"):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+
+
+def diff_stat(info: WorktreeInfo) -> DiffStat:
+    """Files changed and lines +/- against the base commit (pending changes included)."""
+    return diff(info, patches=False).stat
+
+
+def diff(info: WorktreeInfo, patches: bool = True) -> Diff:
+    """The session's change against its base commit, file by file (see module doc)."""
+    num = _with_temp_index(info, "diff", "--cached", "-M", "--numstat", "-z", info.base_commit)
+    status = _with_temp_index(info, "diff", "--cached", "-M", "--name-status", "-z", info.base_commit)
+    kinds = _parse_name_status(status)
+    files = []
+    for path, old, added, removed in _parse_numstat(num):
+        patch = ""
+        if patches:
+            paths = [path] if old is None else [old, path]
+            patch = _with_temp_index(info, "diff", "--cached", "-M", info.base_commit, "--", *paths)
+        files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old))
+    return Diff(tuple(files))
+
+
+def _parse_numstat(out: str):
+    items = out.split("\0")
+    i = 0
+    while i < len(items):
+        head = items[i]
+        if not head:
+            i += 1
+            continue
+        a, r, rest = head.split("\t", 2)
+        added = None if a == "-" else int(a)
+        removed = None if r == "-" else int(r)
+        if rest == "":  # rename: old and new paths follow
+            old, new = items[i + 1], items[i + 2]
+            yield new, old, added, removed
+            i += 3
+        else:
+            yield rest, None, added, removed
+            i += 1
+
+
+def _parse_name_status(out: str) -> dict[str, str]:
+    items = [x for x in out.split("\0")]
+    kinds: dict[str, str] = {}
+    i = 0
+    while i < len(items):
+        code = items[i]
+        if not code:
+            i += 1
+            continue
+        if code[0] in "RC":
+            kinds[items[i + 2]] = code[0]
+            i += 3
+        else:
+            kinds[items[i + 1]] = code[0]
+            i += 2
+    return kinds
+
+
+def _identity(cwd: str) -> tuple[str, ...]:
+    email = git("config", "user.email", cwd=cwd, check=False).strip()
+    return () if email else FALLBACK_IDENTITY
+
+
+def commit_pending(info: WorktreeInfo, message: str) -> str | None:
+    """Commit everything pending in the worktree on the session branch; the new commit or None
+    when nothing was pending."""
+    if not Path(info.path).is_dir():
+        return None
+    if not git("status", "--porcelain", cwd=info.path).strip():
+        return None
+    git("add", "-A", cwd=info.path)
+    git(*_identity(info.path), "commit", "-q", "--no-verify", "-m", message, cwd=info.path)
+    return git("rev-parse", "HEAD", cwd=info.path).strip()
+
+
+def _checked_out_at(repo: str, branch: str) -> str | None:
+    out = git("worktree", "list", "--porcelain", cwd=repo)
+    path = None
+    for line in out.splitlines():
+        if line.startswith("worktree "):
+            path = line[len("worktree "):]
+        elif line == f"branch refs/heads/{branch}":
+            return path
+    return None
+
+
+def merge(info: WorktreeInfo, message: str) -> MergeResult:
+    """Commit pending changes, then merge the session branch into ``info.base_branch``. On
+    success the worktree and the (merged) branch are removed. Never forces: a conflict or a
+    dirty target checkout is reported and everything stays as it was."""
+    if info.base_branch is None:
+        return MergeResult(False, f"the session started from a detached HEAD: nothing to merge into; "
+                                  f"its branch {info.branch} is kept")
+    commit_pending(info, message)
+    ahead = int(git("rev-list", "--count", f"{info.base_commit}..{info.branch}", cwd=info.repo).strip() or 0)
+    if ahead == 0:
+        return MergeResult(False, "no changes to merge")
+    target = _checked_out_at(info.repo, info.base_branch)
+    temp: str | None = None
+    if target is None:
+        temp = tempfile.mkdtemp(prefix="cockpit-merge-")
+        os.rmdir(temp)
+        git("worktree", "add", "-q", temp, info.base_branch, cwd=info.repo)
+        target = temp
+    try:
+        proc = subprocess.run(
+            ["git", *_identity(target), "merge", "--no-edit", "-m", f"Merge {info.branch}: {info.task[:60]}", info.branch],
+            cwd=target, env={**os.environ, **_GIT_ENV}, capture_output=True, text=True, errors="replace",
+        )
+        if proc.returncode != 0:
+            conflicts = git("diff", "--name-only", "--diff-filter=U", cwd=target, check=False).split()
+            if conflicts or (Path(target) / ".git").exists():
+                git("merge", "--abort", cwd=target, check=False)
+            text = (proc.stdout + proc.stderr).strip().splitlines()
+            if conflicts:
+                return MergeResult(False, f"merge conflict in {', '.join(conflicts)}: nothing was merged; "
+                                          f"the branch {info.branch} is kept", conflicts=tuple(conflicts))
+            return MergeResult(False, f"merge refused: {text[-1] if text else 'git merge failed'}")
+        head = git("rev-parse", "HEAD", cwd=target).strip()
+    finally:
+        if temp is not None:
+            git("worktree", "remove", "--force", temp, cwd=info.repo, check=False)
+    how = "fast-forward" if "Fast-forward" in proc.stdout else "merge commit"
+    _remove(info, delete_branch="-d")
+    return MergeResult(True, f"merged {info.branch} into {info.base_branch} ({how}, {head[:10]})", head)
+
+
+def keep(info: WorktreeInfo, message: str) -> str:
+    """Commit pending changes to the session branch and remove the worktree; the branch stays.
+    Returns a one-line message."""
+    commit_pending(info, message)
+    _remove(info, delete_branch=None)
+    return f"kept branch {info.branch}"
+
+
+def discard(info: WorktreeInfo) -> str:
+    """Remove the worktree and delete its branch, changes included."""
+    _remove(info, delete_branch="-D")
+    return f"discarded {info.branch} and its worktree"
+
+
+def _remove(info: WorktreeInfo, delete_branch: str | None) -> None:
+    if Path(info.path).exists():
+        git("worktree", "remove", "--force", info.path, cwd=info.repo, check=False)
+        if Path(info.path).exists():
+            shutil.rmtree(info.path, ignore_errors=True)
+    git("worktree", "prune", cwd=info.repo, check=False)
+    if delete_branch:
+        git("branch", delete_branch, info.branch, cwd=info.repo, check=False)
+    try:
+        info.meta_path.unlink()
+    except OSError:
+        pass
+
+
+def remove_if_unchanged(info: WorktreeInfo) -> bool:
+    """Remove worktree and branch when the session changed nothing; True when removed."""
+    try:
+        if diff_stat(info).files:
+            return False
+        ahead = int(git("rev-list", "--count", f"{info.base_commit}..{info.branch}", cwd=info.repo).strip() or 0)
+        if ahead:
+            return False
+    except WorktreeError:
+        return False
+    _remove(info, delete_branch="-D")
+    return True
+
+
+def load_meta(path: Path) -> WorktreeInfo | None:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data["included"] = tuple(data.get("included") or ())
+        return WorktreeInfo(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def list_all(root_dir: Path) -> list[WorktreeInfo]:
+    """Every Cockpit worktree recorded under ``root_dir`` (oldest first)."""
+    out = []
+    for meta in sorted(Path(root_dir).glob("*/*.json")):
+        info = load_meta(meta)
+        if info is not None:
+            out.append(info)
+    return out
+
+
+def find(root_dir: Path, session_id: str) -> WorktreeInfo | None:
+    """The worktree of a session id (exact, or a unique prefix)."""
+    matches = [w for w in list_all(root_dir) if w.session_id == session_id]
+    if not matches:
+        matches = [w for w in list_all(root_dir) if w.session_id.startswith(session_id)]
+    return matches[0] if len(matches) == 1 else None

@@ -1,0 +1,319 @@
+"""Coding sessions end to end against the stand-in: worktrees, approvals, modes, diff, merge."""
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cockpit.events import (
+    ApprovalRequested, ApprovalResolved, ContextNotice, SessionStatus, ToolResult, WorktreeChanged,
+)
+from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
+from cockpit.runtime import worktree as wt
+from cockpit.runtime.pricing import ModelPrice, PricingTable
+from standin import HTTPError, Reply, StandIn, ToolUse
+
+S = SessionStatus
+EDIT = "str_replace_based_edit_tool"
+
+
+def git(cwd, *args):
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = tmp_path / "repo"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    git(r, "config", "user.email", "dev@example.com")
+    git(r, "config", "user.name", "Dev")
+    (r / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (r / ".gitignore").write_text(".env\n")
+    (r / ".env").write_text("TOKEN=local\n")
+    (r / ".worktreeinclude").write_text(".env\n")
+    git(r, "add", "calc.py", ".gitignore", ".worktreeinclude")
+    git(r, "commit", "-q", "-m", "init")
+    return r
+
+
+@pytest.fixture
+def api():
+    with StandIn() as s:
+        yield s
+
+
+def make_mgr(api, tmp_path, **cfg):
+    base = dict(api_key="test-key", base_url=api.base_url, interactive=False, max_retries=0, timeout=10.0,
+                model="test-model", worktrees_dir=tmp_path / "worktrees")
+    base.update(cfg)
+    price = ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3, context_window=200_000)
+    return SessionManager(None, RuntimeConfig(**base), pricing=PricingTable({"test-model": price}, source="t", date="d"))
+
+
+async def next_event(sub, kind, timeout=20):
+    async def _wait():
+        async for ev in sub:
+            if isinstance(ev, kind):
+                return ev
+    return await asyncio.wait_for(_wait(), timeout)
+
+
+FIX_AND_RUN = [
+    Reply("Creating the file.", [ToolUse(EDIT, {"command": "create", "path": "hello.py", "file_text": "print('hi from cockpit')\n"})]),
+    Reply("Running it.", [ToolUse("bash", {"command": "python3 hello.py"})]),
+    Reply("Done: hello.py prints a greeting."),
+]
+
+
+async def test_scripted_coding_session_in_its_worktree_then_merge(api, repo, tmp_path):
+    api.script(*FIX_AND_RUN)
+    mgr = make_mgr(api, tmp_path)
+    sub = mgr.subscribe()
+    s = await mgr.spawn("add hello.py and run it", workspace=repo, permission_mode="acceptEdits",
+                        interactive=True)
+    approval = await next_event(sub, ApprovalRequested)  # acceptEdits: the command asks
+    assert approval.kind == "bash" and approval.detail == "python3 hello.py"
+    assert s.status == S.NEEDS_APPROVAL
+    await mgr.answer(s.id, approval.request_id, allow=True)
+    assert await mgr.wait_idle(timeout=30)
+    assert s.status == S.WAITING and s.final_text.startswith("Done")
+    w = s.worktree
+    assert w is not None and w.branch.startswith(f"cockpit/{s.id}-") and Path(w.path).is_dir()
+    assert (Path(w.path) / "hello.py").read_text() == "print('hi from cockpit')\n"
+    assert not (repo / "hello.py").exists()  # the user's checkout is untouched
+    assert (Path(w.path) / ".env").read_text() == "TOKEN=local\n"  # .worktreeinclude
+    results = [r for r in api.message_requests[2]["messages"][-1]["content"] if r["type"] == "tool_result"]
+    assert "hi from cockpit" in results[0]["content"]
+    # the request offered Anthropic's tool types; results went back as tool_result blocks
+    tools = api.message_requests[0]["tools"]
+    assert {"type": "bash_20250124", "name": "bash"} in tools
+    assert any(t.get("type") == "text_editor_20250728" for t in tools)
+    diff = await mgr.diff(s.id)
+    assert [(f.path, f.status, f.added) for f in diff.files] == [("hello.py", "A", 1)]
+    assert "+print('hi from cockpit')" in diff.files[0].patch
+    changed = await next_event(sub, WorktreeChanged)  # after the create: one file, one line
+    assert (changed.files, changed.added, changed.removed) == (1, 1, 0)
+    report = s.to_dict()
+    assert report["worktree"]["branch"] == w.branch and report["worktree"]["base_commit"] == w.base_commit
+    result = await mgr.review(s.id, "merge")
+    assert result.ok and "fast-forward" in result.message
+    assert (repo / "hello.py").read_text() == "print('hi from cockpit')\n"
+    assert not Path(w.path).exists()
+    assert w.branch not in git(repo, "branch", "--list")
+    assert s.status == S.DONE
+    recs = read_transcript(s.transcript_path)
+    assert recs[0]["worktree"]["branch"] == w.branch and recs[-1]["type"] == "review"
+    await mgr.aclose()
+
+
+async def test_default_mode_asks_and_a_denial_reason_reaches_the_model(api, repo, tmp_path):
+    api.script(
+        Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b", "new_str": "a + b"})]),
+        Reply("", [ToolUse("bash", {"command": "rm -rf /tmp/whatever"})]),
+        Reply("ok, I will not."),
+    )
+    mgr = make_mgr(api, tmp_path, interactive=True)
+    sub = mgr.subscribe()
+    s = await mgr.spawn("fix add", workspace=repo)
+    ask = await next_event(sub, ApprovalRequested)
+    assert ask.kind == "edit" and "-    return a - b" in ask.detail and "+    return a + b" in ask.detail
+    assert ask.suggestion == "Edit"
+    await mgr.answer(s.id, None, allow=True, scope="once")
+    ask2 = await next_event(sub, ApprovalRequested)
+    assert ask2.kind == "bash" and ask2.suggestion == "Bash(rm *)"
+    await mgr.answer(s.id, ask2.request_id, allow=False, reason="never delete things")
+    resolved = await next_event(sub, ApprovalResolved)
+    assert not resolved.allowed and resolved.reason == "never delete things"
+    assert await mgr.wait_idle(timeout=30)
+    last = api.message_requests[-1]["messages"][-1]["content"][0]
+    assert last["is_error"] is True and "never delete things" in last["content"] and "denied" in last["content"]
+    assert "a + b" in (Path(s.worktree.path) / "calc.py").read_text()
+    assert "a - b" in (repo / "calc.py").read_text()
+    with pytest.raises(KeyError):
+        await mgr.answer(s.id, "nope", allow=True)
+    await mgr.aclose()
+
+
+async def test_allow_for_the_session_stops_asking_for_that_command(api, repo, tmp_path):
+    api.script(
+        Reply("", [ToolUse("bash", {"command": "git status --short"})]),
+        Reply("", [ToolUse("bash", {"command": "git status"})]),
+        Reply("", [ToolUse("bash", {"command": "git log -1 --oneline"})]),
+        Reply("done"),
+    )
+    mgr = make_mgr(api, tmp_path, interactive=True)
+    sub = mgr.subscribe()
+    s = await mgr.spawn("look", workspace=repo)
+    ask = await next_event(sub, ApprovalRequested)
+    await mgr.answer(s.id, ask.request_id, allow=True, scope="session")
+    ask2 = await next_event(sub, ApprovalRequested)  # `git status` was allowed; `git log` asks
+    assert ask2.summary == "git log -1 --oneline"
+    await mgr.answer(s.id, ask2.request_id, allow=True)
+    assert await mgr.wait_idle(timeout=30)
+    results = [e for e in s.messages if e["role"] == "user"][1:]
+    assert all(not b.get("is_error") for m in results for b in m["content"] if b.get("type") == "tool_result")
+    await mgr.aclose()
+
+
+async def test_plan_mode_refuses_edits_and_headless_asks_are_denied(api, repo, tmp_path):
+    create = Reply("", [ToolUse(EDIT, {"command": "create", "path": "x.py", "file_text": "x"})])
+    api.script(create, Reply("planned"), create, Reply("gave up"))
+    mgr = make_mgr(api, tmp_path)
+    plan = await mgr.spawn("plan it", workspace=repo, permission_mode="plan")
+    assert await mgr.wait_idle(timeout=30)
+    res = api.message_requests[1]["messages"][-1]["content"][0]
+    assert res["is_error"] and "plan mode is read-only" in res["content"]
+    sub = mgr.subscribe()
+    headless = await mgr.spawn("do it", workspace=repo)  # default mode, nobody to answer
+    resolved = await next_event(sub, ApprovalResolved)
+    assert not resolved.allowed and resolved.scope == "auto" and "headless" in resolved.reason
+    assert await mgr.wait_idle(timeout=30)
+    res = api.message_requests[3]["messages"][-1]["content"][0]
+    assert res["is_error"] and "--permission-mode" in res["content"]
+    assert headless.status == S.DONE and plan.status == S.DONE
+    # neither changed anything: their worktrees and branches are gone
+    assert "cockpit/" not in git(repo, "branch", "--list")
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+    await mgr.aclose()
+
+
+async def test_two_sessions_editing_the_same_file_end_on_two_branches(api, repo, tmp_path):
+    def responder(body):
+        first = body["messages"][0]["content"][-1]["text"]
+        if len(body["messages"]) == 1:
+            return Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
+                                             "new_str": f"a + b  # {first}"})])
+        return Reply("edited")
+
+    api.responder = responder
+    mgr = make_mgr(api, tmp_path, permission_mode="acceptEdits")
+    one = await mgr.spawn("one", workspace=repo)
+    two = await mgr.spawn("two", workspace=repo)
+    assert await mgr.wait_idle(timeout=30)
+    assert "# one" in (Path(one.worktree.path) / "calc.py").read_text()
+    assert "# two" in (Path(two.worktree.path) / "calc.py").read_text()
+    assert one.worktree.branch != two.worktree.branch
+    assert "a - b" in (repo / "calc.py").read_text()
+    first = await mgr.review(one.id, "merge")
+    assert first.ok
+    second = await mgr.review(two.id, "merge")  # the same line changed on main: a conflict, never forced
+    assert not second.ok and "conflict" in second.message and second.message.count("calc.py") >= 1
+    assert "# one" in (repo / "calc.py").read_text() and "<<<<" not in (repo / "calc.py").read_text()
+    assert two.worktree.branch in git(repo, "branch", "--list")
+    kept = await mgr.review(two.id, "keep")
+    assert kept.ok and two.worktree.branch in git(repo, "branch", "--list")
+    assert not Path(two.worktree.path).exists()
+    await mgr.aclose()
+
+
+async def test_discard_removes_worktree_and_branch(api, repo, tmp_path):
+    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "junk.txt", "file_text": "junk"})]), Reply("ok"))
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
+    s = await mgr.spawn("make junk", workspace=repo)
+    assert await mgr.wait_idle(timeout=30)
+    before = git(repo, "worktree", "list")
+    assert s.worktree.path in before
+    listed = wt.list_all(tmp_path / "worktrees")
+    assert [w.session_id for w in listed] == [s.id]
+    result = await mgr.review(s.id, "discard")
+    assert result.ok
+    after = git(repo, "worktree", "list")
+    assert s.worktree.path not in after and s.worktree.branch not in git(repo, "branch", "--list")
+    assert wt.list_all(tmp_path / "worktrees") == []
+    await mgr.aclose()
+
+
+async def test_in_place_when_not_a_repository_or_asked(api, repo, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    api.responder = lambda body: Reply("ok")
+    mgr = make_mgr(api, tmp_path)
+    a = await mgr.spawn("q", workspace=plain)
+    b = await mgr.spawn("q", workspace=repo, worktree=False)
+    assert await mgr.wait_idle(timeout=30)
+    assert a.worktree is None and "not a git repository" in a.spec.placement and a.cwd == plain.resolve()
+    assert b.worktree is None and "--no-worktree" in b.spec.placement and b.cwd == repo.resolve()
+    env = api.message_requests[0]["messages"][0]["content"][0]["text"]
+    assert env.startswith("<env>") and "not a git repository" in env
+    await mgr.aclose()
+
+
+async def test_endpoint_rejecting_client_tools_gives_one_clear_error_and_portable_works(api, repo, tmp_path):
+    api.script(HTTPError(400, message="tools.0: Input tag 'bash_20250124' found using 'type' does not match"))
+    mgr = make_mgr(api, tmp_path)
+    s = await mgr.spawn("hi", workspace=repo)
+    assert await mgr.wait_idle(timeout=30)
+    assert s.status == S.ERROR and s.error.kind == "tools_unsupported" and "--tools portable" in s.error.message
+    api.script(Reply("portable ok"))
+    p = await mgr.spawn("hi", workspace=repo, tools="portable")
+    assert await mgr.wait_idle(timeout=30)
+    assert p.status == S.DONE and all("input_schema" in t for t in api.message_requests[-1]["tools"])
+    await mgr.aclose()
+
+
+async def test_context_full_then_continue_in_a_fresh_session(api, repo, tmp_path):
+    api.script(
+        Reply("", [ToolUse(EDIT, {"command": "create", "path": "f.txt", "file_text": "partial work"})]),
+        HTTPError(400, message="prompt is too long: 210000 tokens > 200000 maximum"),
+        Reply("Finished the rest."),
+    )
+    mgr = make_mgr(api, tmp_path, interactive=True, permission_mode="acceptEdits")
+    sub = mgr.subscribe()
+    s = await mgr.spawn("long job", workspace=repo)
+    notice = await next_event(sub, ContextNotice)
+    assert notice.level == "full"
+    assert await mgr.wait_idle(timeout=30)
+    assert s.status == S.WAITING and s.context_full and "context full" in s.detail
+    new = await mgr.continue_fresh(s.id)
+    assert await mgr.wait_idle(timeout=30)
+    assert s.status == S.DONE and new.final_text == "Finished the rest."
+    first = api.message_requests[-1]["messages"][0]["content"]
+    summary = first[-1]["text"]
+    assert "long job" in summary and "create f.txt" in summary
+    assert new.worktree == s.worktree and (Path(new.worktree.path) / "f.txt").exists()
+    await mgr.aclose()
+
+
+async def test_context_management_is_asked_for_near_the_window_and_dropped_when_refused(api, repo, tmp_path):
+    big = {"input": 10, "cache_read": 165_000, "cache_write": 0, "output": 5}
+    api.script(
+        Reply("", [ToolUse(EDIT, {"command": "view", "path": "calc.py"})], usage=big),
+        Reply("", [ToolUse(EDIT, {"command": "view", "path": "calc.py"})]),
+        Reply("done"),
+    )
+    mgr = make_mgr(api, tmp_path)
+    sub = mgr.subscribe()
+    s = await mgr.spawn("read", workspace=repo)
+    warn = await next_event(sub, ContextNotice)
+    assert warn.level == "warn" and warn.window == 200_000
+    assert await mgr.wait_idle(timeout=30)
+    second = api.message_requests[1]
+    assert second["context_management"]["edits"][0]["type"] == "clear_tool_uses_20250919"
+    beta = [r for r in api.requests if r.method == "POST"][1].headers.get("anthropic-beta", "")
+    assert "context-management-2025-06-27" in beta
+    assert s.status == S.DONE and mgr.context_management_supported is True
+    await mgr.aclose()
+
+
+async def test_a_kill_during_a_command_kills_its_process_group(api, repo, tmp_path):
+    marker = tmp_path / "started"
+    api.script(Reply("", [ToolUse("bash", {"command": f"sleep 300 & echo $! > {marker}; wait"})]))
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
+    s = await mgr.spawn("hang", workspace=repo)
+    while not marker.exists() or not marker.read_text().strip():
+        await asyncio.sleep(0.02)
+    child = int(marker.read_text())
+    await mgr.kill(s.id)
+    assert s.status == S.KILLED
+    for _ in range(100):
+        try:
+            import os
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail("the command's child survived the kill")
+    await mgr.aclose()

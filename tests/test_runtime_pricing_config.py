@@ -1,0 +1,75 @@
+"""Pricing table and config precedence."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cockpit.events import Usage
+from cockpit.runtime import load_config, load_pricing
+from cockpit.runtime.config import ConfigError
+
+
+def test_pricing_lookup_and_override(tmp_path, monkeypatch):
+    t = load_pricing()
+    assert t.source.startswith("https://") and t.date
+    p = t.lookup("claude-haiku-4-5-20251001")
+    assert p is not None and p.input == 1.0 and p.output == 5.0
+    assert t.cost("claude-haiku-4-5", Usage(1_000_000, 1_000_000, 0, 0)) == pytest.approx(6.0)
+    assert t.cost("some-local-model", Usage(10, 10)) is None
+    f = tmp_path / "pricing.toml"
+    f.write_text('[models.some-local-model]\ninput = 1.0\noutput = 2.0\n[models.claude-haiku-4-5]\ninput = 9\noutput = 9\n')
+    monkeypatch.setenv("COCKPIT_PRICING", str(f))
+    t2 = load_pricing()
+    assert t2.cost("some-local-model", Usage(1_000_000, 0, 1_000_000, 0)) == pytest.approx(2.25)  # write = 1.25×
+    assert t2.lookup("claude-haiku-4-5").input == 9 and t2.lookup("claude-opus-4-5") is not None
+
+
+def test_config_precedence(tmp_path, monkeypatch):
+    (Path(os.environ["COCKPIT_DATA_DIR"]) / "config.toml").write_text('model = "from-file"\nmax_turns = 7\ntop_k = 3\n')
+    env = {"COCKPIT_MODEL": "from-env", "ANTHROPIC_API_KEY": "sk-x", "COCKPIT_TOP_K": "4"}
+    cfg = load_config({"model": "from-flag", "top_k": None}, env=env)
+    assert cfg.model == "from-flag" and cfg.top_k == 4 and cfg.max_turns == 7 and cfg.api_key == "sk-x"
+    assert "sk-x" not in repr(cfg)
+    assert load_config(env={}).model == "from-file"
+    with pytest.raises(ConfigError):
+        load_config(env={"COCKPIT_MAX_TURNS": "many"})
+
+
+@pytest.mark.parametrize("env", [
+    {"COCKPIT_MAX_TURNS": "0"}, {"COCKPIT_MAX_TOKENS": "0"}, {"COCKPIT_TOP_K": "-1"},
+    {"COCKPIT_CONCURRENCY": "0"}, {"ANTHROPIC_BASE_URL": "not-a-url"}, {"ANTHROPIC_BASE_URL": "ftp://x"},
+])
+def test_environment_values_get_the_same_checks_as_flags(env):
+    from cockpit.runtime.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError):
+        load_config(env=env, config_file=Path("/nonexistent/config.toml"))
+
+
+def test_config_file_values_are_checked(tmp_path):
+    from cockpit.runtime.config import ConfigError, load_config
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("top_k = -3\n")
+    with pytest.raises(ConfigError, match="top_k"):
+        load_config(env={}, config_file=cfg)
+    cfg.write_text("top_k = 7\nbase_url = 'http://127.0.0.1:9'\n")
+    config = load_config(env={}, config_file=cfg)
+    assert config.top_k == 7 and config.base_url == "http://127.0.0.1:9"
+
+
+def test_permission_settings_from_the_config_file(tmp_path):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[permissions]\nallow = ["Bash(pytest *)", "Edit"]\ndeny = ["Bash(rm *)"]\ndefaultMode = "acceptEdits"\n')
+    config = load_config(env={}, config_file=cfg)
+    assert config.allow == ("Bash(pytest *)", "Edit") and config.deny == ("Bash(rm *)",)
+    assert config.permission_mode == "acceptEdits"
+    cfg.write_text('[permissions]\nallow = ["Frobnicate(x)"]\n')
+    with pytest.raises(ConfigError, match="unknown tool"):
+        load_config(env={}, config_file=cfg)
+    with pytest.raises(ConfigError, match="permission mode"):
+        load_config({"permission_mode": "yolo"}, env={}, config_file=tmp_path / "none.toml")
+    with pytest.raises(ConfigError, match="tools"):
+        load_config(env={"COCKPIT_TOOLS": "fancy"}, config_file=tmp_path / "none.toml")

@@ -1,0 +1,246 @@
+"""The model's tools: confinement, the text editor tool, the bash tool, memory tools, definitions."""
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from cockpit.runtime.bash import BashSession, session_env
+from cockpit.runtime.tools import ToolRunner, tool_definitions
+
+EDIT = "str_replace_based_edit_tool"
+
+
+class FakeEngine:
+    ready = True
+
+    def __init__(self):
+        self.saved = []
+
+    def search(self, query, top_k=5):
+        from types import SimpleNamespace as NS
+        return [NS(name="n1", description="d1", snippet="s1", priority=True, score=0.9, path=Path("n1.md"))]
+
+    def save(self, name, description, body, priority=False):
+        if name == "dup":
+            raise FileExistsError("note 'dup' exists")
+        self.saved.append((name, description, body, priority))
+        return Path(f"/notes/{name}.md")
+
+
+@pytest.fixture
+async def runner(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "a.txt").write_text("alpha\nbeta\ngamma\n")
+    (ws / "sub" / "b.py").write_text("print('beta')\n")
+    (tmp_path / "secret.txt").write_text("top secret")
+    os.symlink(tmp_path / "secret.txt", ws / "link.txt")
+    os.symlink(tmp_path, ws / "up")
+    r = ToolRunner(ws, FakeEngine(), env=session_env(dict(os.environ)), bash_timeout=5)
+    yield r
+    await r.close()
+
+
+def view(path, **kw):
+    return {"command": "view", "path": path, **kw}
+
+
+ESCAPES = ["../secret.txt", "../../etc/passwd", "/etc/passwd", "link.txt", "up/secret.txt", "sub/../../secret.txt", "~/x"]
+
+
+@pytest.mark.parametrize("path", ESCAPES)
+async def test_reads_outside_the_tree_are_refused(runner, path):
+    out = await runner.run(EDIT, view(path))
+    assert out.is_error and "refused" in out.content and "top secret" not in out.content
+
+
+@pytest.mark.parametrize("path", ESCAPES + ["up/new.txt", ".git/config"])
+@pytest.mark.parametrize("command", ["create", "str_replace", "insert"])
+async def test_edits_outside_the_tree_are_refused(runner, tmp_path, path, command):
+    data = {"command": command, "path": path, "file_text": "x", "old_str": "top", "new_str": "bottom",
+            "insert_line": 0, "insert_text": "x"}
+    out = await runner.run(EDIT, data)
+    assert out.is_error and "refused" in out.content
+    assert (tmp_path / "secret.txt").read_text() == "top secret"
+    assert not (tmp_path / "new.txt").exists()
+
+
+async def test_view_file_range_and_folder(runner):
+    out = await runner.run(EDIT, view("a.txt"))
+    assert out.content.splitlines() == ["     1\talpha", "     2\tbeta", "     3\tgamma", "     4\t"]
+    out = await runner.run(EDIT, view("a.txt", view_range=[2, 3]))
+    assert out.content == "     2\tbeta\n     3\tgamma"
+    out = await runner.run(EDIT, view(str(runner.workspace.root / "a.txt"), view_range=[3, -1]))
+    assert out.content.startswith("     3\tgamma") and not out.is_error  # absolute inside the tree is fine
+    out = await runner.run(EDIT, view("."))
+    assert "a.txt" in out.content and "sub/" in out.content and "sub/b.py" in out.content
+    assert "secret" not in out.content
+    assert (await runner.run(EDIT, view("a.txt", view_range=[9, 10]))).is_error
+
+
+async def test_create_str_replace_insert(runner):
+    root = runner.workspace.root
+    out = await runner.run(EDIT, {"command": "create", "path": "new/dir/c.py", "file_text": "x = 1\ny = 2\n"})
+    assert not out.is_error and (root / "new/dir/c.py").read_text() == "x = 1\ny = 2\n"
+    out = await runner.run(EDIT, {"command": "str_replace", "path": "new/dir/c.py", "old_str": "y = 2", "new_str": "y = 3"})
+    assert not out.is_error and (root / "new/dir/c.py").read_text() == "x = 1\ny = 3\n"
+    out = await runner.run(EDIT, {"command": "insert", "path": "new/dir/c.py", "insert_line": 0, "insert_text": "# top\n"})
+    assert not out.is_error and (root / "new/dir/c.py").read_text() == "# top\nx = 1\ny = 3\n"
+
+
+async def test_str_replace_refuses_missing_and_non_unique(runner):
+    root = runner.workspace.root
+    (root / "d.txt").write_text("same\nsame\nother\n")
+    out = await runner.run(EDIT, {"command": "str_replace", "path": "d.txt", "old_str": "same", "new_str": "x"})
+    assert out.is_error and "Multiple occurrences" in out.content and "[1, 2]" in out.content
+    out = await runner.run(EDIT, {"command": "str_replace", "path": "d.txt", "old_str": "absent", "new_str": "x"})
+    assert out.is_error and "did not appear verbatim" in out.content
+    assert (root / "d.txt").read_text() == "same\nsame\nother\n"
+
+
+async def test_crlf_files_keep_their_line_ends(runner):
+    root = runner.workspace.root
+    (root / "w.txt").write_bytes(b"one\r\ntwo\r\n")
+    out = await runner.run(EDIT, {"command": "str_replace", "path": "w.txt", "old_str": "one\ntwo", "new_str": "1\n2"})
+    assert not out.is_error and (root / "w.txt").read_bytes() == b"1\r\n2\r\n"
+
+
+async def test_bad_files_are_tool_errors(runner):
+    root = runner.workspace.root
+    (root / "bin.dat").write_bytes(b"\x00\x01\x02")
+    (root / "latin.txt").write_bytes("café".encode("latin-1"))
+    os.mkfifo(root / "pipe")
+    assert "binary" in (await runner.run(EDIT, view("bin.dat"))).content
+    out = await runner.run(EDIT, {"command": "str_replace", "path": "latin.txt", "old_str": "caf", "new_str": "x"})
+    assert out.is_error and "not UTF-8" in out.content
+    out = await asyncio.wait_for(runner.run(EDIT, view("pipe")), 5)  # a FIFO must not hang the session
+    assert out.is_error and "not a regular file" in out.content
+    assert (await runner.run(EDIT, view("missing.txt"))).is_error
+    big = root / "big.txt"
+    with open(big, "wb") as fh:
+        fh.truncate(11 * 1024 * 1024)
+    out = await runner.run(EDIT, view("big.txt"))
+    assert out.is_error and "cap" in out.content
+
+
+async def test_bad_inputs_are_tool_errors(runner):
+    assert (await runner.run(EDIT, "nope")).is_error
+    assert (await runner.run(EDIT, {"command": "view"})).is_error
+    assert (await runner.run(EDIT, {"command": "undo_edit", "path": "a.txt"})).is_error
+    assert (await runner.run("bash", {})).is_error
+    assert (await runner.run("rm_rf", {})).is_error
+    assert (await runner.run("memory_search", {})).is_error
+
+
+async def test_memory_tools(runner):
+    out = await runner.run("memory_search", {"query": "x"})
+    assert "★ n1 (score 0.900)" in out.content
+    out = await runner.run("memory_save", {"name": "fact", "description": "d", "body": "b", "priority": True})
+    assert not out.is_error and runner.engine.saved == [("fact", "d", "b", True)]
+    out = await runner.run("memory_save", {"name": "dup", "description": "d", "body": "b"})
+    assert out.is_error and "exists" in out.content
+    no_engine = ToolRunner(runner.workspace.root, None)
+    assert (await no_engine.run("memory_search", {"query": "x"})).is_error
+
+
+def test_definitions_are_anthropic_client_tools_or_portable_schemas():
+    tools = tool_definitions("anthropic")
+    assert tools[0] == {"type": "bash_20250124", "name": "bash"}
+    assert tools[1]["type"] == "text_editor_20250728" and tools[1]["name"] == EDIT
+    assert [t["name"] for t in tools[2:]] == ["memory_search", "memory_save"]
+    assert tools[-1]["cache_control"] == {"type": "ephemeral"}
+    portable = tool_definitions("portable")
+    assert [t["name"] for t in portable] == ["bash", EDIT, "memory_search", "memory_save"]
+    assert all("input_schema" in t and "type" not in t for t in portable)
+    with pytest.raises(ValueError):
+        tool_definitions("other")
+
+
+# -- bash -------------------------------------------------------------------------------------
+async def test_bash_state_persists_and_restart_resets(runner):
+    out = await runner.run("bash", {"command": "mkdir -p deep && cd deep && export FOO=bar && pwd"})
+    assert out.content.strip().endswith("/ws/deep")
+    out = await runner.run("bash", {"command": "echo $FOO; pwd"})
+    assert out.content.split() == ["bar", str(runner.workspace.root / "deep")]
+    assert (await runner.run("bash", {"restart": True})).content == "bash tool has been restarted."
+    out = await runner.run("bash", {"command": "echo ${FOO:-unset}; pwd"})
+    assert out.content.split() == ["unset", str(runner.workspace.root)]
+
+
+async def test_bash_exit_codes_stdin_and_syntax_errors(runner):
+    out = await runner.run("bash", {"command": "echo oops >&2; exit_code() { return 3; }; exit_code"})
+    assert "oops" in out.content and "[exit code 3]" in out.content and not out.is_error
+    out = await runner.run("bash", {"command": "cat; echo after-cat"})  # stdin is /dev/null
+    assert out.content.strip() == "after-cat"
+    out = await runner.run("bash", {"command": "echo 'unterminated"})
+    assert "unexpected EOF" in out.content
+    assert (await runner.run("bash", {"command": "echo still-alive"})).content.strip() == "still-alive"
+
+
+async def test_bash_output_is_capped_head_and_tail(runner):
+    out = await runner.run("bash", {"command": "seq 1 300000"})
+    assert out.content.startswith("1\n2\n3\n") and "300000" in out.content
+    assert "bytes of output elided" in out.content and len(out.content) < 40_000
+
+
+async def test_bash_timeout_kills_and_restarts(tmp_path):
+    b = BashSession(tmp_path, session_env(dict(os.environ)), timeout=1)
+    try:
+        r = await b.run("echo started; sleep 30")
+        assert r.timed_out and "started" in r.output and "timed out" in r.for_model()
+        r = await b.run("echo fresh")
+        assert r.output.strip() == "fresh" and not r.timed_out
+    finally:
+        await b.close()
+
+
+async def test_bash_close_kills_the_process_group(tmp_path):
+    b = BashSession(tmp_path, session_env(dict(os.environ)), timeout=30)
+    r = await b.run("sleep 300 & echo $!")
+    child = int(r.output.strip())
+    os.kill(child, 0)  # running
+    await b.close()
+    for _ in range(100):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail("background child survived the session's close")
+
+
+async def test_bash_cancel_kills_a_running_command(tmp_path):
+    b = BashSession(tmp_path, session_env(dict(os.environ)), timeout=60)
+    marker = tmp_path / "pid"
+    task = asyncio.create_task(b.run(f"echo $$ > {marker}; sleep 300"))
+    while not marker.exists() or not marker.read_text().strip():
+        await asyncio.sleep(0.02)
+    shell = int(marker.read_text())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):
+        try:
+            os.kill(shell, 0)
+        except ProcessLookupError:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail("the shell survived cancellation")
+    await b.close()
+
+
+async def test_the_api_key_is_not_in_the_shell_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-very-secret-key")
+    monkeypatch.setenv("SOME_TOKEN_COPY", "prefix-sk-ant-very-secret-key")
+    env = session_env(dict(os.environ), secrets_to_strip=("sk-ant-very-secret-key",))
+    b = BashSession(tmp_path, env, timeout=10)
+    try:
+        r = await b.run("env")
+        assert "sk-ant-very-secret-key" not in r.output and "ANTHROPIC_API_KEY" not in r.output
+        assert "PATH=" in r.output
+    finally:
+        await b.close()
