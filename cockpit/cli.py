@@ -3,6 +3,7 @@
 ``cockpit``                 open the TUI (notes ``./notes``, workspace ``.``)
 ``cockpit memory …``        index, search, preseed, lint, save, eval
 ``cockpit run "task" …``    headless sessions, one report
+``cockpit worktrees …``     the sessions' git worktrees: list, merge, keep, discard, prune
 
 Each sub-command lives in its own module, which adds its parser through ``add_parser(subparsers)``
 and runs through the ``func`` default it sets. Errors a user can fix print one line to stderr and
@@ -15,25 +16,23 @@ import argparse
 import sys
 
 
-class CockpitError(Exception):
-    """A user-facing error: printed as one line, exit code ``code``."""
+from cockpit.errors import CockpitError
 
-    def __init__(self, message: str, code: int = 2) -> None:
-        super().__init__(message)
-        self.code = code
+__all__ = ["CockpitError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cockpit import headless, memory_cli, tui_cli
+    from cockpit import headless, memory_cli, tui_cli, worktrees_cli
 
     parser = argparse.ArgumentParser(
         prog="cockpit",
         description="Run AI agent sessions side by side, each preseeded from the project's notes.",
     )
     tui_cli.add_arguments(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{memory,run}")
+    sub = parser.add_subparsers(dest="command", metavar="{memory,run,worktrees}")
     memory_cli.add_parser(sub)
     headless.add_parser(sub)
+    worktrees_cli.add_parser(sub)
     parser.set_defaults(func=tui_cli.run)
     return parser
 

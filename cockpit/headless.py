@@ -1,19 +1,31 @@
 """``cockpit run "task" ["task" …]``: sessions without a UI, one report.
 
 Runs every task concurrently through the same :class:`~cockpit.runtime.SessionManager` the TUI
-uses (non-interactive: a session ends ``done`` at its ``end_turn``), then prints one report: per
-session the injected notes (name, ★, score), the final answer, status, tokens, cost (USD or
-"n/a"), transcript path; then totals. ``--json`` prints the same as one JSON object::
+uses (non-interactive: a session ends ``done`` at its ``end_turn``; an approval nobody can answer
+is denied and the model told why — pick ``--permission-mode acceptEdits``/``bypassPermissions``
+or allow rules for unattended coding), then prints one report: per session the injected notes
+(name, ★, score), the final answer, status, tokens, cost (USD or "n/a"), the worktree (path,
+branch, base commit) and its diff stat, transcript path; then totals. A session that changed
+files keeps its worktree and branch for review (``cockpit worktrees``); one that changed nothing
+leaves none. ``--json`` prints the same as one JSON object::
 
-    {"sessions": [{"id", "task", "model", "workspace", "status", "stop_reason", "answer",
-                   "error": {"kind", "message"} | null, "preseed", "injected": [{"name",
-                   "priority", "score"}], "preseed_tokens", "usage": {"input", "output",
-                   "cache_write", "cache_read", "total"}, "cost_usd", "requests", "transcript"}],
+    {"sessions": [{"id", "task", "model", "backend", "workspace", "cwd", "placement",
+                   "worktree": {"path", "branch", "base_commit", "base_branch"} | null,
+                   "diff": {"files", "added", "removed"} | null, "permission_mode", "status",
+                   "stop_reason", "answer", "error": {"kind", "message"} | null, "preseed",
+                   "preseed_error", "injected": [{"name", "priority", "score"}], "preseed_tokens",
+                   "usage": {"input", "output", "cache_write", "cache_read", "total"}, "cost_usd",
+                   "requests", "transcript"}],
      "totals": {"usage": {…}, "cost_usd"}, "pricing": {"source", "date"}}
+
+Tasks come from the arguments, from ``--task-file FILE`` (one task per file; ``-`` reads stdin)
+or both. An empty task is a usage error; bytes that are not UTF-8 are replaced (with a warning).
+``--model`` once sets every session's model; given once per task it sets each one's, in order.
 
 Exit code: 0 when every session ended ``done``; 1 when any ended in ``error`` (report still
 printed; an auth/connection failure is also named in one ``cockpit: error:`` line); 2 for
-usage errors (missing API key, missing notes folder, bad config) — one line, no traceback.
+usage errors (missing API key, missing notes folder, bad config, empty task, unwritable
+transcripts folder) — one line, no traceback.
 
 Configuration precedence: flags > ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``/``COCKPIT_*`` >
 ``config.toml`` > defaults (see :mod:`cockpit.runtime.config`). Notes folder: ``--notes`` or
@@ -25,20 +37,35 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
-from cockpit.cli import CockpitError
+from cockpit.errors import CockpitError
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("run", help="run sessions headless and print one report",
                        description="Run one session per task concurrently, no UI; print one report.")
-    p.add_argument("tasks", nargs="+", metavar="TASK", help="task text (one session each)")
+    p.add_argument("tasks", nargs="*", metavar="TASK", help="task text (one session each)")
+    p.add_argument("--task-file", action="append", default=[], metavar="FILE",
+                   help="read one task from FILE (- = stdin); may repeat")
     p.add_argument("--notes", type=Path, default=None, help="notes folder (default ./notes)")
     p.add_argument("--index", type=Path, default=None, help="memory index file (default per-user cache)")
-    p.add_argument("--workspace", type=Path, default=None, help="folder the read-only tools see (default .)")
-    p.add_argument("--model", default=None, help="model id (free text; default COCKPIT_MODEL / config / claude-sonnet-5-5)")
+    p.add_argument("--workspace", type=Path, default=None,
+                   help="project folder (default .); in a git repository each session gets its own worktree")
+    p.add_argument("--model", action="append", default=None, metavar="ID",
+                   help="model id (free text; default COCKPIT_MODEL / config / claude-sonnet-5-5); "
+                        "once for all sessions or once per task")
+    p.add_argument("--permission-mode", default=None,
+                   choices=["default", "acceptEdits", "plan", "bypassPermissions"],
+                   help="what sessions may do without asking (default: config / default); headless "
+                        "asks are denied")
+    p.add_argument("--tools", default=None, choices=["anthropic", "portable"],
+                   help="Anthropic's client tool types (default) or plain JSON-schema equivalents "
+                        "for local servers that reject them")
+    p.add_argument("--no-worktree", action="store_true",
+                   help="run in the workspace itself instead of a git worktree per session")
     p.add_argument("--base-url", default=None, help="Messages API base URL (default ANTHROPIC_BASE_URL / Anthropic)")
     p.add_argument("--top-k", type=int, default=None, help="notes in the preseed block (default 5)")
     p.add_argument("--no-preseed", action="store_true",
@@ -73,11 +100,64 @@ def _open_engine(args):
     return engine
 
 
+def _clean(text: str, where: str) -> str:
+    """Undecodable bytes (surrogate escapes from argv) become U+FFFD, with a warning."""
+    try:
+        cleaned = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        cleaned = text.encode("utf-8", "replace").decode("utf-8", "replace")
+    if cleaned != text:
+        print(f"cockpit: warning: {where} is not valid UTF-8; undecodable bytes were replaced", file=sys.stderr)
+    return cleaned
+
+
+def collect_tasks(args: argparse.Namespace) -> list[str]:
+    """The tasks of the command line and task files, cleaned. Raises CockpitError (exit 2)."""
+    tasks = [_clean(t, f"task {i}") for i, t in enumerate(args.tasks, 1)]
+    for name in args.task_file:
+        try:
+            raw = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+        except OSError as exc:
+            raise CockpitError(f"cannot read task file {name}: {exc.strerror or exc}") from None
+        text = raw.decode("utf-8", "replace")
+        if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+            print(f"cockpit: warning: task file {name} is not valid UTF-8; undecodable bytes were replaced",
+                  file=sys.stderr)
+        tasks.append(text)
+    if not tasks:
+        raise CockpitError("no task given: pass task text, or --task-file FILE (- for stdin)")
+    for i, t in enumerate(tasks, 1):
+        if not t.strip():
+            raise CockpitError(f"task {i} is empty")
+    return tasks
+
+
+def _models(args: argparse.Namespace, n: int) -> list[str | None]:
+    models = args.model or []
+    if len(models) <= 1:
+        return [models[0] if models else None] * n
+    if len(models) != n:
+        raise CockpitError(f"--model was given {len(models)} times for {n} tasks: give it once, or once per task")
+    return list(models)
+
+
+def _check_writable(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise CockpitError(f"cannot write session transcripts to {folder}: {exc.strerror or exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from cockpit.runtime import ConfigError, PricingError, load_config, load_pricing
 
     if args.workspace is not None and not args.workspace.is_dir():
         raise CockpitError(f"workspace folder not found: {args.workspace}")
+    tasks = collect_tasks(args)
+    models = _models(args, len(tasks))
     for name in ("top_k", "max_turns", "max_tokens", "concurrency"):
         v = getattr(args, name)
         if v is not None and v < 1:
@@ -86,7 +166,9 @@ def run(args: argparse.Namespace) -> int:
         cfg = load_config(
             {
                 "base_url": args.base_url,
-                "model": args.model,
+                "permission_mode": args.permission_mode,
+                "tools": args.tools,
+                "worktrees": False if args.no_worktree else None,
                 "top_k": args.top_k,
                 "max_turns": args.max_turns,
                 "max_tokens": args.max_tokens,
@@ -100,9 +182,10 @@ def run(args: argparse.Namespace) -> int:
         raise CockpitError(str(exc)) from None
     if not cfg.api_key:
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
+    _check_writable(cfg.resolved_sessions_dir())
     engine = _open_engine(args)
     try:
-        report = asyncio.run(_run(args.tasks, cfg, pricing, engine, args.workspace))
+        report = asyncio.run(_run(list(zip(tasks, models)), cfg, pricing, engine, args.workspace))
     finally:
         if engine is not None:
             try:
@@ -124,16 +207,34 @@ def run(args: argparse.Namespace) -> int:
 
 async def _run(tasks, cfg, pricing, engine, workspace) -> dict:
     from cockpit.runtime import SessionManager
+    from cockpit.runtime import worktree as wt
 
     mgr = SessionManager(engine, cfg, pricing=pricing)
     try:
-        sessions = [await mgr.spawn(t, workspace=workspace) for t in tasks]
+        try:
+            sessions = [await mgr.spawn(t, workspace=workspace, model=m) for t, m in tasks]
+        except (ValueError, wt.WorktreeError) as exc:
+            raise CockpitError(str(exc)) from None
         await mgr.wait_idle()
     finally:
         await mgr.aclose()
     usage, cost = mgr.totals()
+    rows = []
+    for s in sessions:
+        row = s.to_dict()
+        row["diff"] = None
+        if s.worktree is not None and not s.worktree_removed and Path(s.worktree.path).is_dir():
+            try:
+                stat = await asyncio.to_thread(wt.diff_stat, s.worktree)
+                row["diff"] = {"files": stat.files, "added": stat.added, "removed": stat.removed}
+            except wt.WorktreeError:
+                pass
+        elif s.worktree is not None:
+            row["diff"] = {"files": 0, "added": 0, "removed": 0}
+            row["worktree"]["removed"] = "no changes"
+        rows.append(row)
     return {
-        "sessions": [s.to_dict() for s in sessions],
+        "sessions": rows,
         "totals": {"usage": {**usage.__dict__, "total": usage.total},
                    "cost_usd": None if cost is None else round(cost, 6)},
         "pricing": {"source": pricing.source, "date": pricing.date, "override": pricing.overridden_by},
@@ -148,11 +249,22 @@ def format_report(report: dict) -> str:
     out = []
     for s in report["sessions"]:
         u = s["usage"]
-        out.append(f"── session {s['id']} · {s['status']} · {s['model']}")
-        out.append(f"task: {s['task']}")
+        out.append(f"── session {s['id']} · {s['status']} · {s['model']} · {s['permission_mode']}")
+        out.append(f"task: {s['task'] if len(s['task']) < 300 else s['task'][:299] + '…'}")
+        w = s.get("worktree")
+        if w:
+            d = s.get("diff") or {}
+            where = "removed (no changes)" if w.get("removed") else w["path"]
+            out.append(f"worktree: {where} · branch {w['branch']} · base {w['base_commit'][:10]}"
+                       f" · {d.get('files', 0)} files +{d.get('added', 0)} -{d.get('removed', 0)}")
+        else:
+            out.append(f"where: {s['cwd']} ({s['placement']})")
         if s["preseed"]:
             notes = ", ".join(f"{'★ ' if n['priority'] else ''}{n['name']} ({n['score']:.2f})" for n in s["injected"])
-            out.append(f"preseed: {notes or '(no note qualified)'} · {s['preseed_tokens']} tokens")
+            if s.get("preseed_error"):
+                out.append(f"preseed: FAILED ({s['preseed_error']}) · the session ran without notes")
+            else:
+                out.append(f"preseed: {notes or '(no note qualified)'} · {s['preseed_tokens']} tokens")
         else:
             out.append("preseed: off")
         if s["error"]:

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from cockpit.cli import CockpitError
+from cockpit.errors import CockpitError
 
 PROGRESS_MIN_TEXTS = 200
 

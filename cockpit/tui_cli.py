@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cockpit.cli import CockpitError
+    from cockpit.errors import CockpitError
     from cockpit.runtime import ConfigError, load_config
 
     workspace = Path(args.workspace).expanduser().resolve()

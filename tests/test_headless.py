@@ -78,3 +78,119 @@ def test_run_help_names_the_real_default_model():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     assert DEFAULT_MODEL in sub.choices["run"].format_help()
+
+
+def _git(cwd, *args):
+    import subprocess
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = tmp_path / "repo"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    _git(r, "config", "user.email", "dev@example.com")
+    _git(r, "config", "user.name", "Dev")
+    (r / "README.md").write_text("demo\n")
+    _git(r, "add", ".")
+    _git(r, "commit", "-q", "-m", "init")
+    return r
+
+
+def test_coding_run_reports_worktree_and_diff_then_worktrees_merge(tmp_path, repo, monkeypatch, capsys):
+    from standin import ToolUse
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.chdir(tmp_path)
+    with StandIn() as api:
+        api.script(
+            Reply("", [ToolUse("str_replace_based_edit_tool", {"command": "create", "path": "app.py",
+                                                                 "file_text": "print(1)\nprint(2)\n"})]),
+            Reply("", [ToolUse("bash", {"command": "python3 app.py"})]),
+            Reply("Created app.py; it prints 1 and 2."),
+        )
+        code = main(["run", "create app.py", "--base-url", api.base_url, "--workspace", str(repo),
+                     "--permission-mode", "bypassPermissions", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    s = out["sessions"][0]
+    assert s["status"] == "done" and s["permission_mode"] == "bypassPermissions"
+    assert s["worktree"]["branch"].startswith(f"cockpit/{s['id']}-") and s["diff"] == {"files": 1, "added": 2, "removed": 0}
+    assert (tmp_path / "repo" / "app.py").exists() is False
+    from pathlib import Path
+    assert (Path(s["worktree"]["path"]) / "app.py").exists()
+    assert main(["worktrees", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["worktrees"]
+    assert [w["session"] for w in listed] == [s["id"]] and listed[0]["state"] == "changed"
+    assert main(["worktrees", "merge", s["id"][:8]]) == 0
+    assert "merged" in capsys.readouterr().out
+    assert (repo / "app.py").read_text() == "print(1)\nprint(2)\n"
+    assert main(["worktrees", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["worktrees"] == []
+
+
+def test_headless_default_mode_denies_and_says_how(tmp_path, repo, monkeypatch, capsys):
+    from standin import ToolUse
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.chdir(tmp_path)
+    with StandIn() as api:
+        api.script(Reply("", [ToolUse("bash", {"command": "ls"})]), Reply("could not run it"))
+        code = main(["run", "list files", "--base-url", api.base_url, "--workspace", str(repo), "--json"])
+        result = api.message_requests[1]["messages"][-1]["content"][0]
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["sessions"][0]["status"] == "done"
+    assert result["is_error"] and "--permission-mode" in result["content"]
+    assert out["sessions"][0]["diff"] == {"files": 0, "added": 0, "removed": 0}  # unchanged: worktree removed
+    assert "cockpit/" not in _git(repo, "branch", "--list")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", ""], "task 1 is empty"),
+    (["run", "good", "  "], "task 2 is empty"),
+    (["run"], "no task given"),
+    (["run", "a", "b", "--model", "m1", "--model", "m2", "--model", "m3"], "--model was given 3 times"),
+])
+def test_task_usage_errors(argv, message, monkeypatch, capsys, ws):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    code = main(argv + ["--workspace", str(ws)])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_task_file_stdin_non_utf8_and_per_task_models(tmp_path, ws, monkeypatch, capsys):
+    import io
+    import os
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.chdir(tmp_path)
+    long_task = tmp_path / "task.txt"
+    long_task.write_bytes(b"summarise this log:\n" + b"line of log text\n" * 70_000)  # ~1 MB
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"from stdin \xff\xfe task")))
+    bad = os.fsdecode(b"caf\xe9 task")  # what argv holds for a non-UTF-8 byte
+    with StandIn() as api:
+        api.responder = lambda body: Reply("ok")
+        code = main(["run", bad, "--task-file", str(long_task), "--task-file", "-", "--base-url", api.base_url,
+                     "--workspace", str(ws), "--model", "m-a", "--model", "m-b", "--model", "m-c", "--json"])
+    cap = capsys.readouterr()
+    out = json.loads(cap.out)
+    assert code == 0
+    tasks = [s["task"] for s in out["sessions"]]
+    assert tasks[0] == "caf\ufffd task" and len(tasks[1]) > 1_000_000 and tasks[2] == "from stdin \ufffd\ufffd task"
+    assert [s["model"] for s in out["sessions"]] == ["m-a", "m-b", "m-c"]
+    assert cap.err.count("not valid UTF-8") == 2
+
+
+def test_unwritable_transcripts_folder_is_a_usage_error(tmp_path, ws, monkeypatch, capsys):
+    import os
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "sessions").write_text("a file where the folder should be")
+    monkeypatch.setenv("COCKPIT_DATA_DIR", str(locked))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    code = main(["run", "t", "--workspace", str(ws), "--base-url", "http://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot write session transcripts" in err
+    assert os.path.isfile(locked / "sessions")

@@ -112,6 +112,7 @@ class RuntimeConfig:
     bash_timeout: float = 120.0
     context_management: str = "auto"
     notify_os: bool = True
+    backend: str = "cockpit"
 
     def __repr__(self) -> str:  # never show the key
         parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "api_key"]
@@ -139,12 +140,13 @@ _ENV = {
     "COCKPIT_PERMISSION_MODE": ("permission_mode", str),
     "COCKPIT_TOOLS": ("tools", str),
     "COCKPIT_BASH_TIMEOUT": ("bash_timeout", float),
+    "COCKPIT_BACKEND": ("backend", str),
 }
 _FILE_KEYS = {
     "model": str, "base_url": str, "max_tokens": int, "max_turns": int, "concurrency": int,
     "top_k": int, "preseed": bool, "max_retries": int, "timeout": float, "pricing": Path,
     "permission_mode": str, "tools": str, "worktrees": bool, "bash_timeout": float,
-    "context_management": str, "notify_os": bool,
+    "context_management": str, "notify_os": bool, "backend": str,
 }
 
 

@@ -201,13 +201,15 @@ class SessionManager:
         permission_mode: str | None = None,
         worktree: bool | None = None,
         tools: str | None = None,
+        backend: str | None = None,
     ) -> Session:
         """Start a session; returns once its worktree exists (status ``queued`` or ``starting``).
 
         ``None`` arguments take the config's value (workspace: current folder). Raises ValueError
-        for an empty task, a workspace that is not a folder or a bad permission mode / tools
-        style; ``worktree.WorktreeError`` when git cannot create the worktree; RuntimeError
-        after ``aclose``.
+        for an empty task, a workspace that is not a folder, a bad permission mode / tools
+        style or an unknown / unavailable ``backend`` ("cockpit" is this package's own loop);
+        ``worktree.WorktreeError`` when git cannot create the worktree; RuntimeError after
+        ``aclose``.
         """
         if self._closed:
             raise RuntimeError("SessionManager is closed")
@@ -220,6 +222,9 @@ class SessionManager:
         style = tools or self.config.tools
         if style not in ("anthropic", "portable"):
             raise ValueError(f"unknown tools style {style!r}; use 'anthropic' or 'portable'")
+        backend = backend or self.config.backend
+        if backend != "cockpit":
+            raise ValueError(f"unknown session backend {backend!r}; available: cockpit")
         sid = self._new_id()
         transcript = new_transcript_path(self.config.resolved_sessions_dir(), sid)
         info, placement = await self._place(ws, sid, task, str(transcript), worktree)

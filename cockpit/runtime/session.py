@@ -353,7 +353,7 @@ class Session:
                     self._set(S.PRESEEDING, "waiting for model warm-up and the first index sync")
                     await asyncio.to_thread(engine.wait_ready)
                     self._set(S.PRESEEDING)
-                pre = await asyncio.to_thread(engine.build_preseed, self.task, self.top_k)
+                pre = await asyncio.to_thread(engine.build_preseed, preseed_query(self.task), self.top_k)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # fail open, visibly: recorded and shown, never "no note qualified"
@@ -577,4 +577,16 @@ class Session:
         }
 
 
-__all__ = ["Session", "SessionSpec", "SessionFailure"]
+PRESEED_QUERY_CHARS = 4000
+
+
+def preseed_query(task: str) -> str:
+    """The text the notes are searched with: the task, bounded (a 1 MB task pasted from a log
+    would otherwise cost one search term per word); head and tail kept."""
+    if len(task) <= PRESEED_QUERY_CHARS:
+        return task
+    half = PRESEED_QUERY_CHARS // 2
+    return task[:half] + "\n…\n" + task[-half:]
+
+
+__all__ = ["Session", "SessionSpec", "SessionFailure", "preseed_query"]

@@ -1,0 +1,123 @@
+"""``cockpit worktrees``: list, merge, keep, discard and prune the sessions' git worktrees.
+
+Every session started in a git repository works in its own worktree under the per-user data
+folder (see :mod:`cockpit.runtime.worktree`). The TUI's diff screen merges, keeps or discards
+them; this command does the same from a shell — for ``cockpit run`` results, and for worktrees a
+crashed run left behind::
+
+    cockpit worktrees                 # each worktree: session, branch, base, changes, state
+    cockpit worktrees merge ID        # commit pending changes, merge into the base branch
+    cockpit worktrees keep ID         # commit, remove the worktree, keep the branch
+    cockpit worktrees discard ID      # remove worktree and branch (asks first; --yes to skip)
+    cockpit worktrees prune           # remove worktrees with no changes and of vanished repos
+
+``ID`` is a session id or a unique prefix. Exit code 1 when a merge is refused (conflict), 2 for
+usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from cockpit.errors import CockpitError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("worktrees", help="list, merge, keep, discard or prune session worktrees",
+                       description="The sessions' git worktrees: list them, merge, keep, discard, prune.")
+    p.add_argument("action", nargs="?", default="list", choices=["list", "merge", "keep", "discard", "prune"])
+    p.add_argument("session", nargs="?", help="session id (or a unique prefix) for merge/keep/discard")
+    p.add_argument("--json", action="store_true", help="list as JSON")
+    p.add_argument("--yes", action="store_true", help="discard without asking")
+    p.set_defaults(func=run)
+
+
+def _root() -> Path:
+    from cockpit.runtime import load_config
+    from cockpit.runtime.config import ConfigError
+
+    try:
+        return load_config().resolved_worktrees_dir()
+    except ConfigError as exc:
+        raise CockpitError(str(exc)) from None
+
+
+def _row(info) -> dict:
+    from cockpit.runtime import worktree as wt
+
+    row = {"session": info.session_id, "task": info.task, "branch": info.branch, "base_commit": info.base_commit,
+           "base_branch": info.base_branch, "path": info.path, "repo": info.repo, "transcript": info.transcript}
+    if not Path(info.repo).is_dir():
+        row["state"] = "repository gone"
+    elif not Path(info.path).is_dir():
+        row["state"] = "worktree folder gone"
+    else:
+        try:
+            stat = wt.diff_stat(info)
+            row.update(files=stat.files, added=stat.added, removed=stat.removed,
+                       state="changed" if stat.files else "unchanged")
+        except wt.WorktreeError as exc:
+            row["state"] = f"unreadable: {exc}"
+    return row
+
+
+def run(args: argparse.Namespace) -> int:
+    from cockpit.runtime import worktree as wt
+
+    root = _root()
+    if args.action == "list":
+        rows = [_row(i) for i in wt.list_all(root)]
+        if args.json:
+            print(json.dumps({"worktrees": rows}, indent=2))
+        elif not rows:
+            print("no session worktrees")
+        for r in rows if not args.json else []:
+            changes = f"{r['files']} files +{r['added']} -{r['removed']}" if "files" in r else r["state"]
+            print(f"{r['session']}  {r['branch']}  base {r['base_commit'][:10]} on {r['base_branch'] or '(detached)'}"
+                  f"  {changes}\n    {r['path']}\n    task: {r['task'][:100]}")
+        return 0
+    if args.action == "prune":
+        removed = 0
+        for info in wt.list_all(root):
+            r = _row(info)
+            if r["state"] in ("unchanged", "repository gone", "worktree folder gone"):
+                if r["state"] == "unchanged":
+                    wt.discard(info)
+                else:
+                    info.meta_path.unlink(missing_ok=True)
+                    if Path(info.repo).is_dir():
+                        wt.git("worktree", "prune", cwd=info.repo, check=False)
+                print(f"pruned {info.session_id} ({r['state']})")
+                removed += 1
+            else:
+                print(f"kept {info.session_id}: {r.get('files', '?')} files changed — merge, keep or discard it")
+        print(f"{removed} pruned")
+        return 0
+    if not args.session:
+        raise CockpitError(f"worktrees {args.action} needs a session id")
+    info = wt.find(root, args.session)
+    if info is None:
+        raise CockpitError(f"no single session worktree matches {args.session!r} (see `cockpit worktrees`)")
+    message = f"cockpit session {info.session_id}: {info.task.splitlines()[0][:60] if info.task else ''}"
+    try:
+        if args.action == "merge":
+            res = wt.merge(info, message)
+            print(res.message)
+            return 0 if res.ok else 1
+        if args.action == "keep":
+            print(wt.keep(info, message))
+            return 0
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise CockpitError("discard deletes the branch and its changes: add --yes to confirm")
+            answer = input(f"discard {info.branch} and its worktree, changes included? [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                print("not discarded")
+                return 1
+        print(wt.discard(info))
+        return 0
+    except wt.WorktreeError as exc:
+        raise CockpitError(str(exc), code=1) from None
