@@ -26,16 +26,12 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from cockpit.events import (
-    ApprovalRequested,
     Event,
-    InjectedNote,
-    Preseeded,
     Reviewed,
     SessionSpawned,
-    StatusChanged,
+    TextDelta,
     Usage,
     UsageUpdate,
-    WorktreeChanged,
     WorktreeRef,
 )
 from cockpit.runtime import ids
@@ -49,6 +45,9 @@ from cockpit.runtime.summary import continuation_message
 from cockpit.runtime.transcript import append_record, load_messages, new_transcript_path, read_transcript
 
 _CLOSE = object()
+LOG_EVENTS = 20_000  # per session, for snapshot()
+LOG_HEAD = 4  # SessionSpawned, Preseeded… always kept
+LOG_SESSIONS = 64
 
 
 class SessionClosed(RuntimeError):
@@ -96,6 +95,7 @@ class SessionManager:
         self.config = config or RuntimeConfig()
         self.pricing = pricing or load_pricing(self.config.pricing_path)
         self._client = client
+        self._clients: dict[tuple[str | None, str | None], Any] = {}
         self._own_client = client is None
         self._sessions: dict[str, Session] = {}
         self._subs: list[Subscription] = []
@@ -106,23 +106,26 @@ class SessionManager:
         self._unpriced = False
         self._closed = False
         self._cm_supported: bool | None = None
-        self._stats: dict[str, WorktreeChanged] = {}
+        self._logs: dict[str, list[Event]] = {}
 
     # -- SessionHost (what a session sees) -------------------------------------------------
-    def client(self) -> Any:
-        if self._client is None:
+    def client(self, config: RuntimeConfig | None = None) -> Any:
+        if self._client is not None:
+            return self._client
+        cfg = config or self.config
+        key = (cfg.api_key, cfg.base_url, cfg.max_retries, cfg.timeout)
+        client = self._clients.get(key)
+        if client is None:
             import anthropic
 
-            kwargs: dict[str, Any] = dict(api_key=self.config.api_key, max_retries=self.config.max_retries,
-                                          timeout=self.config.timeout)
-            if self.config.base_url:
-                kwargs["base_url"] = self.config.base_url
-            self._client = anthropic.AsyncAnthropic(**kwargs)
-        return self._client
+            kwargs: dict[str, Any] = dict(api_key=cfg.api_key, max_retries=cfg.max_retries, timeout=cfg.timeout)
+            if cfg.base_url:
+                kwargs["base_url"] = cfg.base_url
+            client = self._clients[key] = anthropic.AsyncAnthropic(**kwargs)
+        return client
 
     def publish(self, event: Event) -> None:
-        if isinstance(event, WorktreeChanged):
-            self._stats[event.session_id] = event
+        self._log(event)
         for sub in list(self._subs):
             sub._put(event)
         self._changed.set()
@@ -172,22 +175,35 @@ class SessionManager:
         return self._total_usage, self._total_cost
 
     def snapshot(self) -> list[Event]:
-        """Events that rebuild every session's current view for a client that attaches late:
-        per session ``SessionSpawned``, ``Preseeded``, the last ``UsageUpdate``, the last
-        ``WorktreeChanged``, a pending ``ApprovalRequested`` and the current ``StatusChanged``."""
+        """The events so far of every session of this manager, in order per session (consecutive
+        ``TextDelta``s merged, partial ``UsageUpdate``s left out): replaying them through a
+        client's event handler rebuilds each session's view — state, output, notes, usage, a
+        pending approval — for a client that attaches late. A session's log keeps at most
+        :data:`LOG_EVENTS` events (the first ones and the newest; older output is in its
+        transcript); logs of the oldest finished sessions beyond :data:`LOG_SESSIONS` are dropped."""
         out: list[Event] = []
-        for s in self._sessions.values():
-            out.append(self._spawned_event(s))
-            out.append(Preseeded(s.id, s.injected, s.preseed_tokens, s.preseed_text, s.preseed_error))
-            if s.requests:
-                out.append(UsageUpdate(s.id, Usage(), s.usage, None, s.cost_usd,
-                                       context_tokens=s.acct.context_tokens, context_window=s.context_window))
-            if s.id in self._stats:
-                out.append(self._stats[s.id])
-            if s.pending is not None:
-                out.append(s.pending)
-            out.append(StatusChanged(s.id, s.status, s.detail))
+        for log in self._logs.values():
+            out.extend(log)
         return out
+
+    def _log(self, event: Event) -> None:
+        if isinstance(event, UsageUpdate) and event.partial:
+            return
+        log = self._logs.get(event.session_id)
+        if log is None:
+            log = self._logs[event.session_id] = []
+            if len(self._logs) > LOG_SESSIONS:
+                for sid in list(self._logs):
+                    s = self._sessions.get(sid)
+                    if s is not None and s.status.is_final and sid != event.session_id:
+                        del self._logs[sid]
+                        break
+        if isinstance(event, TextDelta) and log and isinstance(log[-1], TextDelta):
+            log[-1] = TextDelta(event.session_id, log[-1].text + event.text)
+            return
+        log.append(event)
+        if len(log) > LOG_EVENTS:
+            del log[LOG_HEAD : LOG_HEAD + LOG_EVENTS // 4]
 
     # -- spawning ----------------------------------------------------------------------------
     async def spawn(
@@ -202,10 +218,14 @@ class SessionManager:
         worktree: bool | None = None,
         tools: str | None = None,
         backend: str | None = None,
+        config: RuntimeConfig | None = None,
+        engine: MemoryBackend | None | object = ...,
     ) -> Session:
         """Start a session; returns once its worktree exists (status ``queued`` or ``starting``).
 
-        ``None`` arguments take the config's value (workspace: current folder). Raises ValueError
+        ``None`` arguments take the config's value (workspace: current folder). ``config``: this
+        session's settings (model client, caps) instead of the manager's (the server gets one per
+        client request); ``engine``: its memory backend instead of the manager's. Raises ValueError
         for an empty task, a workspace that is not a folder, a bad permission mode / tools
         style or an unknown / unavailable ``backend`` ("cockpit" is this package's own loop);
         ``worktree.WorktreeError`` when git cannot create the worktree; RuntimeError after
@@ -218,37 +238,40 @@ class SessionManager:
         ws = Path(workspace or Path.cwd()).expanduser().resolve()
         if not ws.is_dir():
             raise ValueError(f"workspace is not a folder: {ws}")
-        mode = PermissionMode.parse(permission_mode or self.config.permission_mode)
-        style = tools or self.config.tools
+        cfg = config or self.config
+        mode = PermissionMode.parse(permission_mode or cfg.permission_mode)
+        style = tools or cfg.tools
         if style not in ("anthropic", "portable"):
             raise ValueError(f"unknown tools style {style!r}; use 'anthropic' or 'portable'")
-        backend = backend or self.config.backend
+        backend = backend or cfg.backend
         if backend != "cockpit":
             raise ValueError(f"unknown session backend {backend!r}; available: cockpit")
         sid = self._new_id()
-        transcript = new_transcript_path(self.config.resolved_sessions_dir(), sid)
-        info, placement = await self._place(ws, sid, task, str(transcript), worktree)
+        transcript = new_transcript_path(cfg.resolved_sessions_dir(), sid)
+        info, placement = await self._place(ws, sid, task, str(transcript), worktree, cfg)
         spec = SessionSpec(
-            task=task, model=model or self.config.model, workspace=ws,
+            task=task, model=model or cfg.model, workspace=ws,
             cwd=Path(info.cwd) if info else ws,
-            preseed_enabled=self.config.preseed if preseed is None else preseed,
-            top_k=top_k or self.config.top_k,
-            interactive=self.config.interactive if interactive is None else interactive,
+            preseed_enabled=cfg.preseed if preseed is None else preseed,
+            top_k=top_k or cfg.top_k,
+            interactive=cfg.interactive if interactive is None else interactive,
             permission_mode=mode, tools_style=style, worktree=info, placement=placement,
         )
-        return self._start(Session(self, spec, session_id=sid, transcript_path=transcript))
+        extra: dict[str, Any] = {} if engine is ... else {"engine": engine}
+        return self._start(Session(self, spec, session_id=sid, transcript_path=transcript, config=cfg, **extra))
 
-    async def _place(self, ws: Path, sid: str, task: str, transcript: str,
-                     use: bool | None) -> tuple[wt.WorktreeInfo | None, str]:
-        if use is False or (use is None and not self.config.worktrees):
+    async def _place(self, ws: Path, sid: str, task: str, transcript: str, use: bool | None,
+                     cfg: RuntimeConfig) -> tuple[wt.WorktreeInfo | None, str]:
+        if use is False or (use is None and not cfg.worktrees):
             return None, "in place: --no-worktree"
         found = await asyncio.to_thread(wt.find_repo, ws)
         if found is None:
             return None, "in place: not a git repository (or no commit yet)"
-        info = await asyncio.to_thread(wt.create, ws, sid, task, self.config.resolved_worktrees_dir(), transcript)
+        info = await asyncio.to_thread(wt.create, ws, sid, task, cfg.resolved_worktrees_dir(), transcript)
         return info, "worktree"
 
-    async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None) -> Session:
+    async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None,
+                     config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = ...) -> Session:
         """Reopen a past session: a new session (new id and transcript, header ``resumed_from``)
         holding the old conversation, in the old worktree when it still exists. It waits for a
         follow-up, or — when the old one stopped before answering the last user message — asks
@@ -281,9 +304,11 @@ class SessionManager:
             tools_style=h.get("tools") or self.config.tools, worktree=info,
             placement="worktree" if info else (h.get("placement") or "in place"),
         )
+        cfg = config or self.config
+        extra: dict[str, Any] = {} if engine is ... else {"engine": engine}
         s = Session(self, spec, session_id=sid,
-                    transcript_path=new_transcript_path(self.config.resolved_sessions_dir(), sid),
-                    messages=messages, resumed_from=str(path), resumed_header=h)
+                    transcript_path=new_transcript_path(cfg.resolved_sessions_dir(), sid),
+                    messages=messages, resumed_from=str(path), resumed_header=h, config=cfg, **extra)
         return self._start(s)
 
     async def continue_fresh(self, session_id: str) -> Session:
@@ -295,8 +320,8 @@ class SessionManager:
         spec = old.spec
         first = continuation_message(old, spec)
         s = Session(self, spec, session_id=sid,
-                    transcript_path=new_transcript_path(self.config.resolved_sessions_dir(), sid),
-                    first_content=first)
+                    transcript_path=new_transcript_path(old._cfg.resolved_sessions_dir(), sid),
+                    first_content=first, config=old._cfg, engine=old.engine)
         s.injected, s.preseed_text, s.preseed_tokens = old.injected, old.preseed_text, old.preseed_tokens
         old.continued_in = sid
         if not old.status.is_final:
@@ -442,9 +467,9 @@ class SessionManager:
             await self.kill(sid)
         for sub in list(self._subs):
             sub.close()
-        if self._client is not None and self._own_client:
+        for client in list(self._clients.values()):
             try:
-                await self._client.close()
+                await client.close()
             except Exception:
                 pass
 
@@ -455,4 +480,4 @@ class SessionManager:
         await self.aclose()
 
 
-__all__ = ["SessionManager", "Subscription", "SessionClosed", "ApprovalRequested", "InjectedNote"]
+__all__ = ["SessionManager", "Subscription", "SessionClosed"]

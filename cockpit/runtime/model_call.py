@@ -25,8 +25,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from typing import TYPE_CHECKING
+
 from cockpit.events import TextDelta, Usage, UsageUpdate
 from cockpit.runtime.protocols import SessionHost
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.config import RuntimeConfig
 
 CACHE = {"type": "ephemeral"}
 CONTEXT_BETA = "context-management-2025-06-27"
@@ -97,8 +102,10 @@ class ModelCaller:
     """Makes a session's model requests. ``emit`` publishes events (and the caller records them)."""
 
     def __init__(self, host: SessionHost, session_id: str, model: str, acct: Accounting,
-                 emit: Callable[[Any], None], record: Callable[..., None], redact: Callable[[str], str]):
+                 emit: Callable[[Any], None], record: Callable[..., None], redact: Callable[[str], str],
+                 config: "RuntimeConfig | None" = None):
         self.host = host
+        self.cfg = config or host.config
         self.sid = session_id
         self.model = model
         self.acct = acct
@@ -113,7 +120,7 @@ class ModelCaller:
             msgs[-1]["content"][-1]["cache_control"] = dict(CACHE)
         return {
             "model": self.model,
-            "max_tokens": self.host.config.max_tokens,
+            "max_tokens": self.cfg.max_tokens,
             "system": [{"type": "text", "text": system, "cache_control": dict(CACHE)}],
             "tools": tools,
             "messages": msgs,
@@ -121,7 +128,7 @@ class ModelCaller:
 
     def _use_context_management(self) -> bool:
         window = self.acct.context_window
-        if not window or self.host.config.context_management == "off":
+        if not window or self.cfg.context_management == "off":
             return False
         if self.host.context_management_supported is False:
             return False
@@ -131,7 +138,7 @@ class ModelCaller:
     async def call(self, request: dict, on_status: Callable[[str], None]) -> Any:
         """The final message of one turn (retrying interrupted streams). Raises SessionFailure,
         ContextFull."""
-        retries = self.host.config.interrupted_retries
+        retries = self.cfg.interrupted_retries
         attempt = 0
         detail = ""
         while True:
@@ -160,9 +167,9 @@ class ModelCaller:
         import anthropic
         import httpx2
 
-        if not self.host.config.api_key:
+        if not self.cfg.api_key:
             raise SessionFailure("auth", "no API key: set ANTHROPIC_API_KEY in the environment")
-        client = self.host.client()
+        client = self.host.client(self.cfg)
         managed = self._use_context_management()
         self.acct.requests += 1
         stream = None
@@ -207,9 +214,9 @@ class ModelCaller:
             self._account_partial(stream)
             if stream is not None:
                 raise SessionFailure("interrupted", f"connection lost mid-stream: {exc}", retryable=True) from None
-            where = self.host.config.base_url or "the Anthropic API"
+            where = self.cfg.base_url or "the Anthropic API"
             raise SessionFailure(
-                "connection", f"cannot reach {where} after {self.host.config.max_retries} retries: {exc}"
+                "connection", f"cannot reach {where} after {self.cfg.max_retries} retries: {exc}"
             ) from None
         except httpx2.HTTPError as exc:
             self._account_partial(stream)
@@ -260,7 +267,7 @@ class ModelCaller:
         status = exc.status_code
         etype = getattr(exc, "type", None) or ""
         api_msg = _api_message(exc)
-        tries = self.host.config.max_retries
+        tries = self.cfg.max_retries
         if status == 200:  # an `error` event inside a 200 stream
             kind = {"overloaded_error": "overloaded", "rate_limit_error": "rate_limit"}.get(etype, "api")
             retryable = etype in ("overloaded_error", "api_error")
@@ -278,7 +285,7 @@ class ModelCaller:
                                      or "context length" in low or "too many tokens" in low):
             raise ContextFull(f"the conversation no longer fits the model's context window ({api_msg})")
         if status in (400, 422) and _rejects_client_tools(low):
-            where = self.host.config.base_url or "the Messages API"
+            where = self.cfg.base_url or "the Messages API"
             return SessionFailure(
                 "tools_unsupported",
                 f"{where} rejected Anthropic's client tool types (bash_20250124, text_editor_20250728): "

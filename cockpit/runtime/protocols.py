@@ -56,8 +56,9 @@ class SessionHost(Protocol):
 
     def publish(self, event: Event) -> None: ...
 
-    def client(self) -> Any:
-        """The shared ``anthropic.AsyncAnthropic``."""
+    def client(self, config: "RuntimeConfig | None" = None) -> Any:
+        """The shared ``anthropic.AsyncAnthropic`` for ``config``'s key and base URL (one per
+        pair, connection pools shared); None = the host's own config."""
         ...
 
     def add_usage(self, usage: Usage, cost_usd: float | None) -> None:

@@ -35,7 +35,7 @@ import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cockpit.events import (
     ApprovalRequested,
@@ -66,14 +66,18 @@ from cockpit.runtime.model_call import (
     one_line,
 )
 from cockpit.runtime.permissions import PermissionMode, PermissionPolicy, session_rule_for
-from cockpit.runtime.protocols import SessionHost
+from cockpit.runtime.protocols import MemoryBackend, SessionHost
 from cockpit.runtime.recorder import Recorder
 from cockpit.runtime.tools import PreparedCall, ToolInputError, ToolOutcome, ToolRunner, tool_definitions
 from cockpit.runtime.transcript import now_iso
 from cockpit.runtime.workspace import PathRefused
 
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.config import RuntimeConfig
+
 S = SessionStatus
 CONTEXT_WARN = 0.8
+_HOST = object()  # "use the host's engine"
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,8 @@ class Session:
 
     def __init__(self, host: SessionHost, spec: SessionSpec, *, session_id: str, transcript_path: Path,
                  messages: list[dict] | None = None, resumed_from: str | None = None,
-                 resumed_header: dict | None = None, first_content: list[dict] | None = None):
+                 resumed_header: dict | None = None, first_content: list[dict] | None = None,
+                 config: "RuntimeConfig | None" = None, engine: MemoryBackend | None | object = _HOST):
         self.id = session_id
         self.spec = spec
         self.transcript_path = Path(transcript_path)
@@ -135,16 +140,18 @@ class Session:
         self._resumed_header = resumed_header or {}
         self._first_content = first_content
         self._host = host
-        self._cfg = host.config
+        self._cfg = config or host.config
+        self.engine: MemoryBackend | None = host.engine if engine is _HOST else engine  # type: ignore[assignment]
         self._inbox: asyncio.Queue[str | None] = asyncio.Queue()
         self._answers: dict[str, asyncio.Future] = {}
         self._warned_context = False
         self.policy = PermissionPolicy(spec.permission_mode, self._cfg.allow, self._cfg.deny)
         env = session_env(dict(os.environ), secrets_to_strip=tuple(s for s in (self._cfg.api_key,) if s),
                           extra={"COCKPIT_SESSION_ID": session_id})
-        self.tools = ToolRunner(spec.cwd, host.engine, spec.top_k, env=env, bash_timeout=self._cfg.bash_timeout)
+        self.tools = ToolRunner(spec.cwd, self.engine, spec.top_k, env=env, bash_timeout=self._cfg.bash_timeout)
         self.rec = Recorder(self.transcript_path, host.publish, self._redact)
-        self.model = ModelCaller(host, session_id, spec.model, self.acct, self.rec.emit, self.rec.record, self._redact)
+        self.model = ModelCaller(host, session_id, spec.model, self.acct, self.rec.emit, self.rec.record,
+                                 self._redact, self._cfg)
         self._slot = False
         self._task: asyncio.Task | None = None
 
@@ -343,7 +350,7 @@ class Session:
                 break
 
     async def _preseed(self) -> None:
-        engine = self._host.engine
+        engine = self.engine
         if not self.preseed_enabled:
             return
         self._set(S.PRESEEDING)
