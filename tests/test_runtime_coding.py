@@ -235,7 +235,8 @@ async def test_in_place_when_not_a_repository_or_asked(api, repo, tmp_path):
     assert await mgr.wait_idle(timeout=30)
     assert a.worktree is None and "not a git repository" in a.spec.placement and a.cwd == plain.resolve()
     assert b.worktree is None and "--no-worktree" in b.spec.placement and b.cwd == repo.resolve()
-    env = api.message_requests[0]["messages"][0]["content"][0]["text"]
+    envs = [r["messages"][0]["content"][0]["text"] for r in api.message_requests]  # a and b run concurrently
+    env = next(e for e in envs if f"Working directory: {plain.resolve()}\n" in e)
     assert env.startswith("<env>") and "not a git repository" in env
     await mgr.aclose()
 

@@ -13,11 +13,8 @@ import pytest
 
 from cockpit.events import SessionStatus, ToolCall
 from cockpit.runtime import RuntimeConfig, SessionManager
+from seed_data import FACTS, QUESTION, write_seed
 from standin import FactResponder, StandIn
-
-QUESTION = "what port does staging run on, which host do we deploy to, and with what command?"
-FACTS = ("6443", "callisto", "make ship-v2")
-WRONG = ("8080", "ganymede", "make deploy")
 
 
 @pytest.fixture(scope="module")
@@ -25,21 +22,7 @@ def seed(tmp_path_factory):
     from memory import MemoryEngine
 
     root = tmp_path_factory.mktemp("seed")
-    notes = root / "notes"
-    notes.mkdir()
-    (notes / "staging-stack.md").write_text(
-        "---\nname: staging-stack\ndescription: Staging stack - staging runs on port 6443, deploy host callisto\n"
-        "priority: high\n---\nThe staging stack listens on port 6443. We deploy to host callisto.\n"
-    )
-    (notes / "deploy-command.md").write_text(
-        "---\nname: deploy-command\ndescription: Deploy command - we deploy with make ship-v2\n---\n"
-        "To deploy, run `make ship-v2` from the repository root.\n"
-    )
-    ws = root / "workspace"
-    ws.mkdir()
-    (ws / "README.md").write_text(
-        "# Service\n\nStaging runs on port 8080.\nThe deploy host is ganymede.\nDeploy command: `make deploy`.\n"
-    )
+    notes, ws = write_seed(root)
     engine = MemoryEngine(notes, index_path=root / "index.sqlite")
     engine.start_warmup()
     engine.sync()

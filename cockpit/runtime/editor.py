@@ -73,6 +73,7 @@ def _numbered(text: str, start: int = 1) -> str:
 
 
 def _diff(rel: str, old: str | None, new: str) -> tuple[str, int, int]:
+    """(unified diff of ``rel`` from ``old`` (None: a new file) to ``new``, lines added, removed)."""
     a = (old or "").splitlines(keepends=True)
     b = new.splitlines(keepends=True)
     lines = list(difflib.unified_diff(a, b, f"a/{rel}" if old is not None else "/dev/null", f"b/{rel}", n=3))
@@ -80,6 +81,9 @@ def _diff(rel: str, old: str | None, new: str) -> tuple[str, int, int]:
     removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
     text = "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines)
     return text, added, removed
+
+
+edit_diff = _diff
 
 
 def _need(data: dict, *keys: str) -> None:
@@ -241,4 +245,4 @@ def summarize(data: Any) -> str:
 
 
 __all__ = ["Editor", "EditPlan", "EditorError", "PathRefused", "apply_plan", "TOOL_NAME", "TOOL_TYPE",
-           "EDIT_COMMANDS", "COMMANDS", "MAX_VIEW_CHARS"]
+           "EDIT_COMMANDS", "COMMANDS", "MAX_VIEW_CHARS", "edit_diff"]

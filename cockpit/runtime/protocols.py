@@ -5,6 +5,9 @@
 - :class:`SessionHost`: what a session needs of whoever runs it (the ``SessionManager``): the
   config, prices, the model client, the concurrency slots, the event bus. A session gets this
   narrow view, never the manager itself.
+- :class:`SessionLike`: a session as the manager and clients use it, whatever its backend
+  (``cockpit.runtime.session.Session``, ``cockpit.runtime.claude_code.ClaudeCodeSession``; both
+  build on ``cockpit.runtime.session_base.SessionBase``).
 - :class:`Runtime`: what a client (the TUI, ``cockpit run``, the server) needs of a session
   manager. The TUI learns facts only from events; these calls are its only way to act.
 
@@ -17,7 +20,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol, runtime_checkable
 
-from cockpit.events import Event, Usage
+from cockpit.events import ApprovalRequested, Event, InjectedNote, SessionErrorEvent, SessionStatus, Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     from cockpit.runtime.config import RuntimeConfig
@@ -71,6 +74,59 @@ class SessionHost(Protocol):
         ...
 
     def set_context_management_supported(self, value: bool) -> None: ...
+
+
+class SessionLike(Protocol):
+    """One session, any backend: what the manager and every client read and call.
+
+    ``spec`` is a ``SessionSpec`` (task, model, workspace, cwd, worktree, placement, permission
+    mode, backend). ``usage`` in tokens; ``cost_usd`` in USD (None: unpriced); ``cost_source``
+    ``pricing`` (our table) | ``claude-code`` (Claude Code's own ``total_cost_usd``)."""
+
+    id: str
+    spec: Any
+    status: SessionStatus
+    detail: str
+    injected: tuple[InjectedNote, ...]
+    preseed_text: str
+    preseed_tokens: int
+    preseed_error: str
+    final_text: str
+    stop_reason: str | None
+    error: SessionErrorEvent | None
+    pending: ApprovalRequested | None
+    messages: list[dict]
+    transcript_path: Path
+    continued_in: str | None
+    worktree_removed: bool
+    context_full: bool
+    cost_source: str
+
+    @property
+    def task(self) -> str: ...
+
+    @property
+    def worktree(self) -> Any: ...
+
+    @property
+    def usage(self) -> Usage: ...
+
+    @property
+    def cost_usd(self) -> float | None: ...
+
+    @property
+    def requests(self) -> int: ...
+
+    @property
+    def is_idle(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def post(self, text: str | None) -> None: ...
+
+    def answer(self, request_id: str, allow: bool, scope: str = "once", reason: str = "") -> None: ...
+
+    def to_dict(self) -> dict: ...
 
 
 class Subscription(Protocol):

@@ -143,7 +143,8 @@ class PreparedCall:
     plan: EditPlan | None = None
 
 
-def _check_memory_input(name: str, data: dict) -> dict:
+def check_memory_input(name: str, data: dict) -> dict:
+    """``data`` checked against the memory tool's input schema. Raises ToolInputError."""
     schema = next(t["input_schema"] for t in MEMORY_TOOLS if t["name"] == name)
     missing = [k for k in schema["required"] if k not in data]
     if missing:
@@ -209,7 +210,7 @@ class ToolRunner:
             kind = "create" if plan.old is None else "edit"
             summary = f"{command} {plan.rel} (+{plan.added} -{plan.removed})"
             return PreparedCall(name, data, Action(kind, plan.rel), summary, plan.diff, plan)
-        data = _check_memory_input(name, data)
+        data = check_memory_input(name, data)
         if name == "memory_save":
             detail = f"name: {data['name']}\ndescription: {data['description']}\n\n{data['body']}"
             return PreparedCall(name, data, Action("memory_save", data["name"]), f"save note {data['name']}", detail)
@@ -259,19 +260,30 @@ class ToolRunner:
 
     # -- memory ---------------------------------------------------------------------------
     async def _memory_search(self, d: dict) -> ToolOutcome:
-        if self.engine is None:
-            return ToolOutcome("memory_search unavailable: no notes folder configured", True)
-        top_k = max(1, min(20, d.get("top_k") or self.default_top_k))
-        hits = await asyncio.to_thread(self.engine.search, d["query"], top_k)
-        return ToolOutcome(format_hits(hits))
+        return await memory_search(self.engine, d, self.default_top_k)
 
     async def _memory_save(self, d: dict) -> ToolOutcome:
-        if self.engine is None:
-            return ToolOutcome("memory_save unavailable: no notes folder configured", True)
-        try:
-            path = await asyncio.to_thread(
-                self.engine.save, d["name"], d["description"], d["body"], bool(d.get("priority", False))
-            )
-        except (FileExistsError, ValueError) as exc:
-            return ToolOutcome(f"memory_save refused: {exc}", True)
-        return ToolOutcome(f"saved note '{d['name']}' ({Path(path).name})")
+        return await memory_save(self.engine, d)
+
+
+async def memory_search(engine: MemoryBackend | None, d: dict, default_top_k: int = 5) -> ToolOutcome:
+    """The ``memory_search`` tool on ``engine`` (input already checked by :func:`check_memory_input`):
+    ranked hits as text (:func:`format_hits`). The engine runs in a worker thread."""
+    if engine is None:
+        return ToolOutcome("memory_search unavailable: no notes folder configured", True)
+    top_k = max(1, min(20, d.get("top_k") or default_top_k))
+    hits = await asyncio.to_thread(engine.search, d["query"], top_k)
+    return ToolOutcome(format_hits(hits))
+
+
+async def memory_save(engine: MemoryBackend | None, d: dict) -> ToolOutcome:
+    """The ``memory_save`` tool: one new note (refused, as a tool error, when the name exists)."""
+    if engine is None:
+        return ToolOutcome("memory_save unavailable: no notes folder configured", True)
+    try:
+        path = await asyncio.to_thread(
+            engine.save, d["name"], d["description"], d["body"], bool(d.get("priority", False))
+        )
+    except (FileExistsError, ValueError) as exc:
+        return ToolOutcome(f"memory_save refused: {exc}", True)
+    return ToolOutcome(f"saved note '{d['name']}' ({Path(path).name})")
