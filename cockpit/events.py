@@ -157,9 +157,11 @@ class ToolResult(Event):
 
 @dataclass(frozen=True)
 class UsageUpdate(Event):
-    """One response's ``usage`` and the session's running totals.
+    """One response's ``usage`` and the session's running totals (for a claude-code session: one
+    turn's, from its result message).
 
-    ``cost_usd``/``total_cost_usd`` are ``None`` when the model id has no price ("n/a").
+    ``cost_usd``/``total_cost_usd`` are ``None`` when the model id has no price ("n/a");
+    ``cost_source`` says where the USD come from.
     ``context_tokens``: the last request's input+cache tokens; ``context_window``: the model's
     window in tokens (``None`` when unknown).
     """
@@ -183,9 +185,10 @@ class UserMessage(Event):
 
 @dataclass(frozen=True)
 class ApprovalRequested(Event):
-    """A tool call waits for the user. ``kind``: bash | edit | create | memory_save; ``summary``:
-    one line (the command, or "str_replace src/app.py"); ``detail``: the command or the edit's
-    unified diff; ``suggestion``: the rule "allow for this session" would add (e.g. ``Bash(pytest *)``)."""
+    """A tool call waits for the user. ``kind``: bash | edit | create | memory_save, or tool (any
+    other tool of a claude-code session, e.g. WebFetch); ``summary``: one line (the command, or
+    "str_replace src/app.py"); ``detail``: the command, the edit's unified diff, or the input;
+    ``suggestion``: the rule "allow for this session" would add (e.g. ``Bash(pytest *)``)."""
 
     request_id: str
     tool: str

@@ -15,17 +15,23 @@ leaves none. ``--json`` prints the same as one JSON object::
                    "stop_reason", "answer", "error": {"kind", "message"} | null, "preseed",
                    "preseed_error", "injected": [{"name", "priority", "score"}], "preseed_tokens",
                    "usage": {"input", "output", "cache_write", "cache_read", "total"}, "cost_usd",
-                   "requests", "transcript"}],
+                   "cost_source": "pricing" | "claude-code", "requests", "transcript",
+                   "claude_session_id" (claude-code sessions only)}],
      "totals": {"usage": {…}, "cost_usd"}, "pricing": {"source", "date"}}
 
 Tasks come from the arguments, from ``--task-file FILE`` (one task per file; ``-`` reads stdin)
 or both. An empty task is a usage error; bytes that are not UTF-8 are replaced (with a warning).
 ``--model`` once sets every session's model; given once per task it sets each one's, in order.
 
+``--backend claude-code`` runs each task in Claude Code (the ``claude-code`` extra) instead of
+Cockpit's own loop: same preseed, worktrees, permission modes and report; the cost is Claude
+Code's own ``total_cost_usd`` (``cost_source: "claude-code"``); no API key is needed when Claude
+Code is logged in itself.
+
 Exit code: 0 when every session ended ``done``; 1 when any ended in ``error`` (report still
 printed; an auth/connection failure is also named in one ``cockpit: error:`` line); 2 for
 usage errors (missing API key, missing notes folder, bad config, empty task, unwritable
-transcripts folder) — one line, no traceback.
+transcripts folder, the claude-code backend without its extra) — one line, no traceback.
 
 Configuration precedence: flags > ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``/``COCKPIT_*`` >
 ``config.toml`` > defaults (see :mod:`cockpit.runtime.config`). Notes folder: ``--notes`` or
@@ -64,6 +70,12 @@ def add_parser(sub) -> None:
     p.add_argument("--tools", default=None, choices=["anthropic", "portable"],
                    help="Anthropic's client tool types (default) or plain JSON-schema equivalents "
                         "for local servers that reject them")
+    p.add_argument("--backend", default=None, choices=["cockpit", "claude-code"],
+                   help="the agent: Cockpit's own loop (default: config / COCKPIT_BACKEND / cockpit) or "
+                        "Claude Code (needs the claude-code extra)")
+    p.add_argument("--claude-setting-sources", default=None, metavar="LIST",
+                   help="claude-code backend: which of the user's Claude Code settings to read, comma-separated "
+                        "from user,project,local, or none (default: all, as Claude Code does)")
     p.add_argument("--no-worktree", action="store_true",
                    help="run in the workspace itself instead of a git worktree per session")
     p.add_argument("--base-url", default=None, help="Messages API base URL (default ANTHROPIC_BASE_URL / Anthropic)")
@@ -153,6 +165,8 @@ def _check_writable(folder: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from cockpit.runtime import ConfigError, PricingError, load_config, load_pricing
+    from cockpit.runtime import claude_code
+    from cockpit.runtime.config import parse_setting_sources
 
     if args.workspace is not None and not args.workspace.is_dir():
         raise CockpitError(f"workspace folder not found: {args.workspace}")
@@ -175,12 +189,17 @@ def run(args: argparse.Namespace) -> int:
                 "concurrency": args.concurrency,
                 "preseed": False if args.no_preseed else None,
                 "interactive": False,
+                "backend": args.backend,
+                "claude_setting_sources": None if args.claude_setting_sources is None
+                else parse_setting_sources(args.claude_setting_sources),
             }
         )
         pricing = load_pricing(cfg.pricing_path)
     except (ConfigError, PricingError) as exc:
         raise CockpitError(str(exc)) from None
-    if not cfg.api_key:
+    if cfg.backend == "claude-code" and not claude_code.available():
+        raise CockpitError(claude_code.INSTALL_HINT)
+    if not cfg.api_key and cfg.backend == "cockpit":  # Claude Code may use its own login instead
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
     _check_writable(cfg.resolved_sessions_dir())
     engine = _open_engine(args)
@@ -245,11 +264,16 @@ def _cost(c) -> str:
     return "n/a" if c is None else f"${c:.4f}"
 
 
+def _source(s: dict) -> str:
+    return " (Claude Code's own figure)" if s.get("cost_source") == "claude-code" else ""
+
+
 def format_report(report: dict) -> str:
     out = []
     for s in report["sessions"]:
         u = s["usage"]
-        out.append(f"── session {s['id']} · {s['status']} · {s['model']} · {s['permission_mode']}")
+        out.append(f"── session {s['id']} · {s['status']} · {s['model']} · {s['permission_mode']}"
+                   + (f" · {s['backend']}" if s.get("backend", "cockpit") != "cockpit" else ""))
         out.append(f"task: {s['task'] if len(s['task']) < 300 else s['task'][:299] + '…'}")
         w = s.get("worktree")
         if w:
@@ -273,8 +297,10 @@ def format_report(report: dict) -> str:
         out.extend("  " + line for line in (s["answer"] or "(none)").splitlines())
         out.append(
             f"tokens: in {u['input']} · out {u['output']} · cache write {u['cache_write']} · "
-            f"cache read {u['cache_read']} · cost {_cost(s['cost_usd'])} · {s['requests']} requests"
+            f"cache read {u['cache_read']} · cost {_cost(s['cost_usd'])}{_source(s)} · {s['requests']} requests"
         )
+        if s.get("claude_session_id"):
+            out.append(f"claude code session: {s['claude_session_id']}")
         out.append(f"transcript: {s['transcript']}")
         out.append("")
     t = report["totals"]

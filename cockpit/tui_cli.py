@@ -20,11 +20,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--base-url", metavar="URL", default=None, help="Messages API base URL (e.g. a local server)")
     g.add_argument("--top-k", metavar="N", type=int, default=None, help="notes put in each session's first message")
     g.add_argument("--no-preseed", action="store_true", help="start sessions without the notes block")
+    g.add_argument("--backend", choices=["cockpit", "claude-code"], default=None,
+                   help="default agent of new sessions: Cockpit's own loop or Claude Code (the claude-code extra)")
+    g.add_argument("--claude-setting-sources", metavar="LIST", default=None,
+                   help="claude-code sessions read these of the user's Claude Code settings: comma-separated "
+                        "user,project,local, or none (default: all)")
 
 
 def run(args: argparse.Namespace) -> int:
     from cockpit.errors import CockpitError
     from cockpit.runtime import ConfigError, load_config
+    from cockpit.runtime.config import parse_setting_sources
 
     workspace = Path(args.workspace).expanduser().resolve()
     if not workspace.is_dir():
@@ -32,10 +38,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_config({
             "model": args.model, "base_url": args.base_url, "top_k": args.top_k,
-            "preseed": False if args.no_preseed else None, "interactive": True,
+            "preseed": False if args.no_preseed else None, "interactive": True, "backend": args.backend,
+            "claude_setting_sources": None if args.claude_setting_sources is None
+            else parse_setting_sources(args.claude_setting_sources),
         })
     except ConfigError as exc:
         raise CockpitError(str(exc)) from None
+    from cockpit.runtime import claude_code
+
+    if config.backend == "claude-code" and not claude_code.available():
+        raise CockpitError(claude_code.INSTALL_HINT)
 
     from memory import MemoryEngine, MemoryEngineError
 

@@ -1,6 +1,7 @@
 """A local stand-in for the Anthropic Messages API: real HTTP + SSE on 127.0.0.1.
 
-Speaks the wire format the ``anthropic`` SDK expects (``POST /v1/messages`` with ``stream: true``
+Speaks the wire format the ``anthropic`` SDK (and the Claude Code CLI, through
+``ANTHROPIC_BASE_URL``) expects (``POST /v1/messages`` with ``stream: true``
 → ``message_start``, ``content_block_*`` with ``text_delta`` / ``input_json_delta``,
 ``message_delta`` with ``usage``, ``message_stop``; error bodies ``{"type": "error", "error":
 {...}}``; ``POST /v1/messages/count_tokens``), so the real client runs end to end.
@@ -130,6 +131,12 @@ def _texts(content) -> list[str]:
     return out
 
 
+def _user_texts(content) -> list[str]:
+    """Text a user typed or was given: Claude Code's ``<system-reminder>`` blocks and Cockpit's
+    ``<env>`` block left out."""
+    return [t for t in _texts(content) if not t.lstrip().startswith(("<env>", "<system-reminder>"))]
+
+
 def _tool_result_text(block) -> str:
     c = block.get("content", "")
     if isinstance(c, list):
@@ -138,6 +145,8 @@ def _tool_result_text(block) -> str:
 
 
 EDITOR = "str_replace_based_edit_tool"
+READ = "Read"  # Claude Code's file tool
+_SEARCH_FIRST = re.compile(r"start by calling (?:mcp__\w+?__)?memory_search")
 
 
 class FactResponder:
@@ -145,12 +154,16 @@ class FactResponder:
 
     - The question is the latest user text (the task in the first message, or a follow-up).
     - Memory = text blocks of the first user message before the task (the preseed block; an
-      ``<env>`` block is skipped) plus successful ``memory_search`` results. If memory has lines relevant to the question
+      ``<env>`` block and Claude Code's ``<system-reminder>`` blocks are skipped) plus successful
+      ``memory_search`` results (any tool whose name ends in ``memory_search``, e.g. Claude Code's
+      ``mcp__cockpit__memory_search``). If memory has lines relevant to the question
       (sharing a keyword), it answers with those lines ("Based on the project notes: …").
     - Otherwise, if ``obey_search_instruction`` and the system prompt tells it to call
-      ``memory_search`` and it has not, it calls ``memory_search`` with the question.
-    - Otherwise it views the workspace ``README.md`` with the text editor tool
-      (``str_replace_based_edit_tool``, ``view``; once) and answers from the relevant lines there
+      ``memory_search`` (or ``mcp__<server>__memory_search``) and it has not, it calls the memory
+      search tool the request offers with the question.
+    - Otherwise it reads the workspace ``README.md`` once — with the text editor tool
+      (``str_replace_based_edit_tool``, ``view``), or with Claude Code's ``Read`` when the request
+      offers that and not the editor — and answers from the relevant lines there
       ("Based on README.md: …"), or says it found nothing.
     Deterministic; no randomness.
     """
@@ -185,11 +198,14 @@ class FactResponder:
                     if b.get("type") == "tool_use":
                         names[b["id"]] = b["name"]
                         called.add(b["name"])
+        offered = [t.get("name", "") for t in body.get("tools") or []]
+        search_tool = next((n for n in offered if n.endswith("__memory_search")), "memory_search")
+        file_tool = READ if READ in offered and EDITOR not in offered else EDITOR
         question, memory, files = "", [], []
         for i, m in enumerate(msgs):
             if m["role"] != "user":
                 continue
-            texts = [t for t in _texts(m["content"]) if not t.startswith("<env>")]
+            texts = _user_texts(m["content"])
             if texts:
                 question = texts[-1]
                 if i == 0:
@@ -198,19 +214,20 @@ class FactResponder:
                 for b in m["content"]:
                     if b.get("type") == "tool_result" and not b.get("is_error"):
                         tool = names.get(b.get("tool_use_id"), "")
-                        if tool == "memory_search":
+                        if tool.endswith("memory_search"):
                             memory.append(_tool_result_text(b))
-                        elif tool == EDITOR:
+                        elif tool in (EDITOR, READ):
                             files.append(re.sub(r"(?m)^ *\d+\t", "", _tool_result_text(b)))
         keys = self.keywords(question)
         lines = self.relevant(memory, keys)
         if lines:
             return Reply("Based on the project notes:\n" + "\n".join(f"- {l}" for l in lines))
-        if (self.obey_search_instruction and "start by calling memory_search" in system.lower()
-                and "memory_search" not in called):
-            return Reply("Searching the notes first.", [ToolUse("memory_search", {"query": question})])
-        if EDITOR not in called:
-            return Reply("Let me read the README.", [ToolUse(EDITOR, {"command": "view", "path": self.readme})])
+        if (self.obey_search_instruction and _SEARCH_FIRST.search(system.lower())
+                and not any(n.endswith("memory_search") for n in called)):
+            return Reply("Searching the notes first.", [ToolUse(search_tool, {"query": question})])
+        if EDITOR not in called and READ not in called:
+            view = {"file_path": self.readme} if file_tool == READ else {"command": "view", "path": self.readme}
+            return Reply("Let me read the README.", [ToolUse(file_tool, view)])
         lines = self.relevant(files, keys)
         if lines:
             return Reply(f"Based on {self.readme}:\n" + "\n".join(f"- {l}" for l in lines))
@@ -238,7 +255,7 @@ class StandIn:
     host="127.0.0.1", port=0)``; ``start()``/``stop()`` or use as a context manager.
 
     ``require_key``: when set, requests whose ``x-api-key`` / ``Authorization: Bearer`` differ get
-    401. Attributes: ``base_url``, ``requests`` (every :class:`RecordedRequest`),
+    401. ``log_path``: append every POST as one JSON line (``{"path", "body"}``) to that file. Attributes: ``base_url``, ``requests`` (every :class:`RecordedRequest`),
     ``message_requests`` (JSON bodies of ``POST /v1/messages``), ``turns_served``.
     Thread-safe; handlers run in server threads.
     """
@@ -251,6 +268,7 @@ class StandIn:
         require_key: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        log_path: str | None = None,
     ):
         self.responder = responder or FactResponder()
         self.tokens_per_second = tokens_per_second
@@ -265,6 +283,7 @@ class StandIn:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.turns_served = 0
+        self.log_path = log_path
 
     # -- control ----------------------------------------------------------------------------
     def script(self, *turns: Turn) -> "StandIn":
@@ -396,6 +415,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0].rstrip("/")
         with self.owner._lock:
             self.owner.requests.append(RecordedRequest("POST", path, dict(self.headers), body))
+            if self.owner.log_path:
+                with open(self.owner.log_path, "a", encoding="utf-8") as log:
+                    log.write(json.dumps({"path": path, "body": body}, ensure_ascii=False) + "\n")
         if self.owner.require_key is not None:
             key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix("Bearer ")
             if key != self.owner.require_key:
@@ -509,12 +531,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--tokens-per-second", type=float, default=None)
     ap.add_argument("--require-key", default=None, help="answer 401 unless this API key is sent")
+    ap.add_argument("--log", default=None, metavar="FILE",
+                    help="append every request received (path and JSON body) to FILE, one JSON line each")
     ap.add_argument("--no-search-instruction", action="store_true",
                     help="ignore a system prompt's 'start by calling memory_search' (a lazy model)")
     args = ap.parse_args(argv)
     s = StandIn(FactResponder(obey_search_instruction=not args.no_search_instruction),
                 tokens_per_second=args.tokens_per_second, require_key=args.require_key,
-                host=args.host, port=args.port).start()
+                host=args.host, port=args.port, log_path=args.log).start()
     print(f"stand-in listening on {s.base_url}  (Ctrl-C to stop)", flush=True)
     try:
         while True:

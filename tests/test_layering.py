@@ -46,3 +46,18 @@ def test_checker_sees_imports(tmp_path):
     f = tmp_path / "x.py"
     f.write_text("import textual.app\nfrom cockpit.events import Usage\n")
     assert {"textual", "cockpit"} <= _imports(f)
+
+
+def test_only_the_claude_code_backend_imports_the_sdk():
+    """The claude-code extra is optional: nothing else imports claude_agent_sdk, and importing the
+    runtime (manager, the backend's package) does not load it."""
+    import subprocess
+    import sys
+
+    allowed = ROOT / "cockpit" / "runtime" / "claude_code"
+    for f in _files("cockpit", "memory"):
+        if "claude_agent_sdk" in _imports(f):
+            assert f.parent == allowed and f.name != "__init__.py", f"{f.relative_to(ROOT)} imports claude_agent_sdk"
+    code = ("import sys, cockpit.cli, cockpit.headless, cockpit.runtime.manager, cockpit.runtime.claude_code; "
+            "assert 'claude_agent_sdk' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

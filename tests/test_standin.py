@@ -1,5 +1,7 @@
 """The stand-in speaks the wire format the real anthropic client reads."""
 
+import json
+
 import anthropic
 import pytest
 
@@ -80,3 +82,33 @@ def test_fact_responder_prefers_memory_then_readme():
     # told to search first → calls memory_search
     t = r({"system": "Start by calling memory_search with the task", "messages": [{"role": "user", "content": q}]})
     assert t.tool_uses[0].name == "memory_search"
+
+
+def test_fact_responder_speaks_claude_code_tool_names():
+    r = FactResponder()
+    q = "what port does staging run on?"
+    tools = [{"name": "Read"}, {"name": "Bash"}, {"name": "mcp__cockpit__memory_search"}]
+    reminder = {"type": "text", "text": "<system-reminder>\nport numbers in commit messages\n</system-reminder>"}
+    # Claude Code's reminders are not memory; told to search first → the MCP search tool
+    t = r({"system": [{"type": "text", "text": "Start by calling mcp__cockpit__memory_search first."}], "tools": tools,
+           "messages": [{"role": "user", "content": [reminder, {"type": "text", "text": q}]}]})
+    assert t.tool_uses[0].name == "mcp__cockpit__memory_search" and t.tool_uses[0].input == {"query": q}
+    # its result is memory
+    call = {"type": "tool_use", "id": "t1", "name": "mcp__cockpit__memory_search", "input": {"query": q}}
+    res = {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "staging port 6443"}]}
+    t = r({"tools": tools, "messages": [{"role": "user", "content": [reminder, {"type": "text", "text": q}]},
+                                        {"role": "assistant", "content": [call]}, {"role": "user", "content": [res]}]})
+    assert "6443" in t.text
+    # nothing known → reads the README with Read
+    t = r({"tools": tools, "messages": [{"role": "user", "content": [reminder, {"type": "text", "text": q}]}]})
+    assert t.tool_uses[0].name == "Read" and t.tool_uses[0].input == {"file_path": "README.md"}
+
+
+def test_log_file_has_every_request(tmp_path):
+    log = tmp_path / "requests.jsonl"
+    with StandIn(log_path=str(log)) as api:
+        client = anthropic.Anthropic(base_url=api.base_url, api_key="k", max_retries=0)
+        client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hello"}])
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert lines == [{"path": "/v1/messages", "body": {"model": "m", "max_tokens": 5,
+                                                      "messages": [{"role": "user", "content": "hello"}]}}]

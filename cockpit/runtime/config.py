@@ -6,13 +6,14 @@ Precedence (highest first):
 2. environment: ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``COCKPIT_MODEL``,
    ``COCKPIT_MAX_TOKENS``, ``COCKPIT_MAX_TURNS``, ``COCKPIT_CONCURRENCY``, ``COCKPIT_TOP_K``,
    ``COCKPIT_MAX_RETRIES``, ``COCKPIT_TIMEOUT``, ``COCKPIT_PRICING`` (path of a pricing override file),
-   ``COCKPIT_PERMISSION_MODE``, ``COCKPIT_TOOLS``, ``COCKPIT_BASH_TIMEOUT``,
+   ``COCKPIT_PERMISSION_MODE``, ``COCKPIT_TOOLS``, ``COCKPIT_BASH_TIMEOUT``, ``COCKPIT_BACKEND``,
+   ``COCKPIT_CLAUDE_SETTING_SOURCES`` (comma-separated ``user,project,local``; ``none`` = none),
 3. the config file ``config.toml`` (``$COCKPIT_DATA_DIR/config.toml`` when that variable is set,
    else ``platformdirs.user_config_path("cockpit")/config.toml``), read with ``tomllib``. Keys
    at top level or under ``[runtime]``: ``model``, ``base_url``, ``max_tokens``, ``max_turns``,
    ``concurrency``, ``top_k``, ``preseed``, ``max_retries``, ``timeout``, ``pricing``,
    ``permission_mode``, ``tools``, ``worktrees``, ``bash_timeout``, ``context_management``,
-   ``notify_os``. A ``[permissions]`` table takes Claude Code's ``allow`` / ``deny`` rule lists and
+   ``notify_os``, ``backend``, ``claude_setting_sources`` (a list, e.g. ``["project"]``). A ``[permissions]`` table takes Claude Code's ``allow`` / ``deny`` rule lists and
    ``defaultMode``. The API key is never read from the config file (environment or flag only),
 4. the defaults of :class:`RuntimeConfig`.
 
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
+BACKENDS = ("cockpit", "claude-code")
+CLAUDE_SETTING_SOURCES = ("user", "project", "local")
 
 
 def data_dir() -> Path | None:
@@ -87,6 +90,10 @@ class RuntimeConfig:
     ``bash_timeout``: seconds per shell command. ``context_management``: auto (use the API's
     context management near the window's end when the endpoint supports it) | off.
     ``notify_os``: desktop notifications when a session needs you and the app is not focused.
+    ``backend``: ``cockpit`` (this package's own loop) | ``claude-code`` (Claude Code through the
+    ``claude-agent-sdk`` extra). ``claude_setting_sources``: which of the user's Claude Code
+    settings a ``claude-code`` session reads (None: all, as Claude Code does by default;
+    ``()``: none; else any of ``user``, ``project``, ``local`` — ``project`` brings CLAUDE.md).
     """
 
     api_key: str | None = field(default=None, repr=False)
@@ -113,6 +120,7 @@ class RuntimeConfig:
     context_management: str = "auto"
     notify_os: bool = True
     backend: str = "cockpit"
+    claude_setting_sources: tuple[str, ...] | None = None
 
     def __repr__(self) -> str:  # never show the key
         parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "api_key"]
@@ -126,7 +134,7 @@ class RuntimeConfig:
         return Path(self.worktrees_dir) if self.worktrees_dir else worktrees_dir()
 
 
-_ENV = {
+_ENV: dict[str, tuple[str, Any]] = {
     "ANTHROPIC_API_KEY": ("api_key", str),
     "ANTHROPIC_BASE_URL": ("base_url", str),
     "COCKPIT_MODEL": ("model", str),
@@ -141,13 +149,30 @@ _ENV = {
     "COCKPIT_TOOLS": ("tools", str),
     "COCKPIT_BASH_TIMEOUT": ("bash_timeout", float),
     "COCKPIT_BACKEND": ("backend", str),
+    "COCKPIT_CLAUDE_SETTING_SOURCES": ("claude_setting_sources", "sources"),
 }
-_FILE_KEYS = {
+_FILE_KEYS: dict[str, Any] = {
     "model": str, "base_url": str, "max_tokens": int, "max_turns": int, "concurrency": int,
     "top_k": int, "preseed": bool, "max_retries": int, "timeout": float, "pricing": Path,
     "permission_mode": str, "tools": str, "worktrees": bool, "bash_timeout": float,
-    "context_management": str, "notify_os": bool, "backend": str,
+    "context_management": str, "notify_os": bool, "backend": str, "claude_setting_sources": "sources",
 }
+
+
+def parse_setting_sources(value: Any) -> tuple[str, ...]:
+    """Claude Code setting sources from a comma-separated string (``none`` or ``""`` = none) or a
+    list of strings. Raises :class:`ConfigError` naming the valid values."""
+    if isinstance(value, str):
+        items = [] if value.strip().lower() in ("", "none") else [v.strip() for v in value.split(",")]
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        items = [v.strip() for v in value]
+    else:
+        raise ConfigError(f"claude setting sources must be a list of {', '.join(CLAUDE_SETTING_SOURCES)}, got {value!r}")
+    bad = [v for v in items if v not in CLAUDE_SETTING_SOURCES]
+    if bad:
+        raise ConfigError(f"unknown Claude Code setting source {bad[0]!r}; use any of "
+                          f"{', '.join(CLAUDE_SETTING_SOURCES)} (comma-separated) or none")
+    return tuple(dict.fromkeys(items))
 
 
 class ConfigError(ValueError):
@@ -182,8 +207,12 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
                 out[key] = value
             elif typ is Path:
                 out["pricing_path"] = Path(str(value)).expanduser()
+            elif typ == "sources":
+                out[key] = parse_setting_sources(value)
             else:
                 out[key] = typ(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
         except (TypeError, ValueError):
             raise ConfigError(f"{path}: '{key}' must be {typ.__name__}, got {value!r}") from None
     perms = data.get("permissions")
@@ -222,7 +251,9 @@ def load_config(
         if raw is None or raw == "":
             continue
         try:
-            values[name] = typ(raw)
+            values[name] = parse_setting_sources(raw) if typ == "sources" else typ(raw)
+        except ConfigError as exc:
+            raise ConfigError(f"{var}: {exc}") from None
         except ValueError:
             raise ConfigError(f"{var} must be {typ.__name__}") from None  # value not echoed
     for key, value in (overrides or {}).items():
@@ -263,6 +294,10 @@ def _validate(config: RuntimeConfig) -> None:
         raise ConfigError(str(exc)) from None
     if config.tools not in ("anthropic", "portable"):
         raise ConfigError(f"tools must be 'anthropic' or 'portable', got {config.tools!r}")
+    if config.backend not in BACKENDS:
+        raise ConfigError(f"unknown session backend {config.backend!r}; use one of: {', '.join(BACKENDS)}")
+    if config.claude_setting_sources is not None:
+        config.claude_setting_sources = parse_setting_sources(list(config.claude_setting_sources))
     if config.context_management not in ("auto", "off"):
         raise ConfigError(f"context_management must be 'auto' or 'off', got {config.context_management!r}")
     if config.base_url is not None:

@@ -41,6 +41,7 @@ from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.pricing import PricingTable, load_pricing
 from cockpit.runtime.protocols import MemoryBackend
 from cockpit.runtime.session import Session, SessionSpec
+from cockpit.runtime.session_base import SessionBase
 from cockpit.runtime.summary import continuation_message
 from cockpit.runtime.transcript import append_record, load_messages, new_transcript_path, read_transcript
 
@@ -97,7 +98,7 @@ class SessionManager:
         self._client = client
         self._clients: dict[tuple[str | None, str | None], Any] = {}
         self._own_client = client is None
-        self._sessions: dict[str, Session] = {}
+        self._sessions: dict[str, SessionBase] = {}
         self._subs: list[Subscription] = []
         self.slots = asyncio.Semaphore(max(1, self.config.concurrency))
         self._changed = asyncio.Event()
@@ -146,11 +147,11 @@ class SessionManager:
 
     # -- queries ---------------------------------------------------------------------------
     @property
-    def sessions(self) -> list[Session]:
+    def sessions(self) -> list[SessionBase]:
         """All sessions of this manager, in spawn order."""
         return list(self._sessions.values())
 
-    def get(self, session_id: str) -> Session:
+    def get(self, session_id: str) -> SessionBase:
         """The session with this id (or a unique prefix/suffix of ≥ 4 characters).
         Raises KeyError (unknown or ambiguous id)."""
         if session_id in self._sessions:
@@ -220,14 +221,15 @@ class SessionManager:
         backend: str | None = None,
         config: RuntimeConfig | None = None,
         engine: MemoryBackend | None | object = ...,
-    ) -> Session:
+    ) -> SessionBase:
         """Start a session; returns once its worktree exists (status ``queued`` or ``starting``).
 
         ``None`` arguments take the config's value (workspace: current folder). ``config``: this
         session's settings (model client, caps) instead of the manager's (the server gets one per
         client request); ``engine``: its memory backend instead of the manager's. Raises ValueError
         for an empty task, a workspace that is not a folder, a bad permission mode / tools
-        style or an unknown / unavailable ``backend`` ("cockpit" is this package's own loop);
+        style or an unknown / unavailable ``backend`` ("cockpit" is this package's own loop,
+        "claude-code" Claude Code through the optional ``claude-agent-sdk``: see :attr:`backends`);
         ``worktree.WorktreeError`` when git cannot create the worktree; RuntimeError after
         ``aclose``.
         """
@@ -244,8 +246,7 @@ class SessionManager:
         if style not in ("anthropic", "portable"):
             raise ValueError(f"unknown tools style {style!r}; use 'anthropic' or 'portable'")
         backend = backend or cfg.backend
-        if backend != "cockpit":
-            raise ValueError(f"unknown session backend {backend!r}; available: cockpit")
+        cls = self._session_class(backend)
         sid = self._new_id()
         transcript = new_transcript_path(cfg.resolved_sessions_dir(), sid)
         info, placement = await self._place(ws, sid, task, str(transcript), worktree, cfg)
@@ -255,10 +256,30 @@ class SessionManager:
             preseed_enabled=cfg.preseed if preseed is None else preseed,
             top_k=top_k or cfg.top_k,
             interactive=cfg.interactive if interactive is None else interactive,
-            permission_mode=mode, tools_style=style, worktree=info, placement=placement,
+            permission_mode=mode, tools_style=style if backend == "cockpit" else backend, worktree=info,
+            placement=placement, backend=backend,
         )
         extra: dict[str, Any] = {} if engine is ... else {"engine": engine}
-        return self._start(Session(self, spec, session_id=sid, transcript_path=transcript, config=cfg, **extra))
+        return self._start(cls(self, spec, session_id=sid, transcript_path=transcript, config=cfg, **extra))
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        """The session backends ``spawn`` can run here: ``cockpit`` (this package's own loop) and,
+        when the ``claude-agent-sdk`` extra is installed, ``claude-code``."""
+        from cockpit.runtime import claude_code
+
+        return ("cockpit", "claude-code") if claude_code.available() else ("cockpit",)
+
+    def _session_class(self, backend: str) -> type[SessionBase]:
+        """The session class of ``backend``. Raises ValueError for an unknown one and
+        ``claude_code.BackendUnavailable`` (a ValueError saying how to install it) for a missing one."""
+        if backend == "cockpit":
+            return Session
+        if backend == "claude-code":
+            from cockpit.runtime import claude_code
+
+            return claude_code.session_class()
+        raise ValueError(f"unknown session backend {backend!r}; use one of: cockpit, claude-code")
 
     async def _place(self, ws: Path, sid: str, task: str, transcript: str, use: bool | None,
                      cfg: RuntimeConfig) -> tuple[wt.WorktreeInfo | None, str]:
@@ -271,15 +292,31 @@ class SessionManager:
         return info, "worktree"
 
     async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None,
-                     config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = ...) -> Session:
+                     config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = ...) -> SessionBase:
         """Reopen a past session: a new session (new id and transcript, header ``resumed_from``)
         holding the old conversation, in the old worktree when it still exists. It waits for a
         follow-up, or — when the old one stopped before answering the last user message — asks
-        the model right away. Raises FileNotFoundError / ValueError for a missing or
-        non-transcript file."""
+        the model right away. A ``claude-code`` session is resumed by its Claude Code session id,
+        which may also be given instead of the path (the newest transcript that recorded it is
+        used). Raises FileNotFoundError / ValueError for a missing or non-transcript file, and
+        ValueError (``BackendUnavailable``) when the session's backend cannot run here."""
+        from cockpit.runtime import claude_code
+
         path = Path(transcript_path)
+        if not path.is_file() and claude_code.looks_like_session_id(str(transcript_path)):
+            sessions = (config or self.config).resolved_sessions_dir()
+            found = claude_code.find_transcript(sessions, str(transcript_path))
+            if found is None:
+                raise FileNotFoundError(f"no transcript in {sessions} records Claude Code session {transcript_path}")
+            path = found
         records = read_transcript(path)
         h = records[0]
+        backend = h.get("backend") or "cockpit"
+        cls = self._session_class(backend)
+        if backend == "claude-code":
+            h = {**h, **claude_code.resume_info(records)}
+            if not h["claude_session_id"]:
+                raise ValueError(f"{path}: the session never reached Claude Code (no session id to resume)")
         messages = load_messages(records)
         if not messages:
             raise ValueError(f"{path}: transcript holds no messages to resume")
@@ -302,16 +339,16 @@ class SessionManager:
             interactive=self.config.interactive if interactive is None else interactive,
             permission_mode=PermissionMode.parse(h.get("permission_mode") or self.config.permission_mode),
             tools_style=h.get("tools") or self.config.tools, worktree=info,
-            placement="worktree" if info else (h.get("placement") or "in place"),
+            placement="worktree" if info else (h.get("placement") or "in place"), backend=backend,
         )
         cfg = config or self.config
         extra: dict[str, Any] = {} if engine is ... else {"engine": engine}
-        s = Session(self, spec, session_id=sid,
+        s = cls(self, spec, session_id=sid,
                     transcript_path=new_transcript_path(cfg.resolved_sessions_dir(), sid),
                     messages=messages, resumed_from=str(path), resumed_header=h, config=cfg, **extra)
         return self._start(s)
 
-    async def continue_fresh(self, session_id: str) -> Session:
+    async def continue_fresh(self, session_id: str) -> SessionBase:
         """Continue a session whose context is full (or any session) in a fresh one: same worktree
         and settings, a first message that summarises the old conversation. The old session ends
         ``done`` ("continued in …"). Raises KeyError for an unknown id."""
@@ -319,9 +356,9 @@ class SessionManager:
         sid = self._new_id()
         spec = old.spec
         first = continuation_message(old, spec)
-        s = Session(self, spec, session_id=sid,
-                    transcript_path=new_transcript_path(old._cfg.resolved_sessions_dir(), sid),
-                    first_content=first, config=old._cfg, engine=old.engine)
+        s = type(old)(self, spec, session_id=sid,
+                      transcript_path=new_transcript_path(old._cfg.resolved_sessions_dir(), sid),
+                      first_content=first, config=old._cfg, engine=old.engine)
         s.injected, s.preseed_text, s.preseed_tokens = old.injected, old.preseed_text, old.preseed_tokens
         old.continued_in = sid
         if not old.status.is_final:
@@ -335,14 +372,14 @@ class SessionManager:
             if sid not in self._sessions:
                 return sid
 
-    def _spawned_event(self, s: Session) -> SessionSpawned:
+    def _spawned_event(self, s: SessionBase) -> SessionSpawned:
         w = s.worktree
         ref = None if w is None else WorktreeRef(w.path, w.branch, w.base_commit, w.base_branch)
         return SessionSpawned(s.id, s.task, s.spec.model, str(s.workspace), str(s.transcript_path),
                               s.preseed_enabled, s.spec.backend, s.spec.permission_mode.value, str(s.cwd), ref,
                               s.spec.placement, s.spec.tools_style)
 
-    def _start(self, s: Session) -> Session:
+    def _start(self, s: SessionBase) -> SessionBase:
         self._sessions[s.id] = s
         self.publish(self._spawned_event(s))
         s.start()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.runtime import prompts
 
 if TYPE_CHECKING:  # pragma: no cover
-    from cockpit.runtime.session import Session, SessionSpec
+    from cockpit.runtime.session_base import SessionBase, SessionSpec
 
 MAX_CHARS = 12_000
 MAX_CALLS = 40
@@ -33,7 +33,7 @@ def _call_line(block: dict[str, Any]) -> str:
     return f"- {name}: {what[:160]}"
 
 
-def continuation_message(old: "Session", spec: "SessionSpec") -> list[dict]:
+def continuation_message(old: "SessionBase", spec: "SessionSpec") -> list[dict]:
     """Content blocks for the new session's first user message."""
     calls: list[str] = []
     said: list[str] = []

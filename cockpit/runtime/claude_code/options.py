@@ -1,0 +1,127 @@
+"""``ClaudeAgentOptions`` for one session, and how the API key reaches Claude Code.
+
+What is passed (the SDK turns it into ``claude`` command-line flags):
+
+- ``cwd`` = the session's working tree; ``model``; ``permission_mode`` as given (the four modes
+  are Claude Code's own names); ``max_turns`` = the config's turn cap (per user message).
+- ``system_prompt``: Claude Code's own (``preset: claude_code``) with
+  :func:`cockpit.runtime.prompts.claude_code_append` appended.
+- ``setting_sources``: the config's ``claude_setting_sources`` (None = all of the user's settings
+  and CLAUDE.md files, Claude Code's default; ``()`` = none).
+- ``settings`` (JSON, Claude Code's highest user-controlled layer): ``permissions.allow`` /
+  ``permissions.deny`` from our config's rules (see :func:`permission_rules`) and, when Cockpit
+  holds an API key, ``apiKeyHelper``.
+- ``mcp_servers``: our in-process memory server; ``include_partial_messages`` (text deltas and
+  live usage); hooks and ``can_use_tool`` from the session.
+- ``disallowed_tools``: ``AskUserQuestion`` (a pane or a headless run cannot answer its form; the
+  model asks in its answer instead and the session waits for you).
+- ``env`` (merged over this process's environment by the SDK): ``ANTHROPIC_BASE_URL`` when
+  configured, ``COCKPIT_SESSION_ID``, and ``ANTHROPIC_API_KEY`` set to the empty string.
+
+**The key.** Claude Code hands its environment to its Bash tool, hooks and MCP servers. So
+Cockpit does not pass ``ANTHROPIC_API_KEY`` (it is blanked in Claude Code's environment): the
+key is written to a 0600 file in a fresh 0700 folder (:class:`KeyFile`) and Claude Code reads it
+through its documented ``apiKeyHelper`` setting (a command that prints the key: here ``cat`` of
+that file), sending it as ``x-api-key`` / ``Authorization``. The file is removed when the session
+ends. Limit: a command run by the session as the same OS user can still read that file while the
+session lives (as it can read ``~/.claude`` credentials); the key is out of the environment, the
+transcript and the logs, not out of reach of the user's own account. Claude Code's
+``CLAUDE_CODE_SUBPROCESS_ENV_SCRUB`` needs bubblewrap on Linux (Claude Code refuses to start
+without it), so it is not used. Without a key in Cockpit's config, nothing is set: Claude Code uses
+its own login (e.g. a subscription).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from claude_agent_sdk import ClaudeAgentOptions
+
+from cockpit.runtime import prompts
+from cockpit.runtime.permissions import PermissionMode
+
+from .approvals import claude_rule
+from .memory_server import SAVE_TOOL, SEARCH_TOOL, SERVER_NAME
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.config import RuntimeConfig
+    from cockpit.runtime.session_base import SessionSpec
+
+
+DISALLOWED = ("AskUserQuestion",)
+
+
+class KeyFile:
+    """The API key in a 0600 file inside a private 0700 folder; :attr:`helper` is the
+    ``apiKeyHelper`` command that prints it. :meth:`remove` deletes both (idempotent)."""
+
+    def __init__(self, key: str):
+        self.folder = Path(tempfile.mkdtemp(prefix="cockpit-key-"))  # 0700
+        self.path = self.folder / "key"
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(key)
+
+    @property
+    def helper(self) -> str:
+        return f"cat {shlex.quote(str(self.path))}"
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def permission_rules(cfg: "RuntimeConfig", mode: PermissionMode) -> dict[str, list[str]]:
+    """Claude Code ``permissions`` for a session: the config's rules, ``memory_search`` always
+    allowed, ``memory_save`` allowed where edits are (``acceptEdits``, ``bypassPermissions``) and
+    denied in ``plan``; in ``default`` it asks like an edit."""
+    allow = [SEARCH_TOOL] + [claude_rule(r) for r in cfg.allow]
+    deny = [claude_rule(r) for r in cfg.deny]
+    if mode in (PermissionMode.ACCEPT_EDITS, PermissionMode.BYPASS):
+        allow.append(SAVE_TOOL)
+    elif mode is PermissionMode.PLAN:
+        deny.append(SAVE_TOOL)
+    return {"allow": list(dict.fromkeys(allow)), "deny": list(dict.fromkeys(deny))}
+
+
+def process_env(cfg: "RuntimeConfig", session_id: str, key_file: KeyFile | None) -> dict[str, str]:
+    """Variables set for the ``claude`` process (over this process's own environment)."""
+    env = {"COCKPIT_SESSION_ID": session_id, "COCKPIT_SERVER_TOKEN": ""}
+    if cfg.base_url:
+        env["ANTHROPIC_BASE_URL"] = cfg.base_url
+    if key_file is not None:
+        env["ANTHROPIC_API_KEY"] = ""
+    return env
+
+
+def agent_options(spec: "SessionSpec", cfg: "RuntimeConfig", *, session_id: str, key_file: KeyFile | None,
+                  mcp_server: Any, can_use_tool: Callable, hooks: dict, stderr: Callable[[str], None],
+                  resume: str | None = None) -> ClaudeAgentOptions:
+    """The options of one session's ``ClaudeSDKClient``."""
+    settings: dict[str, Any] = {"permissions": permission_rules(cfg, spec.permission_mode)}
+    if key_file is not None:
+        settings["apiKeyHelper"] = key_file.helper
+    sources = cfg.claude_setting_sources
+    return ClaudeAgentOptions(
+        cwd=str(spec.cwd),
+        model=spec.model,
+        permission_mode=spec.permission_mode.value,  # type: ignore[arg-type]
+        max_turns=cfg.max_turns,
+        system_prompt={"type": "preset", "preset": "claude_code",
+                       "append": prompts.claude_code_append(spec.preseed_enabled)},
+        setting_sources=None if sources is None else list(sources),  # type: ignore[arg-type]
+        settings=json.dumps(settings),
+        mcp_servers={SERVER_NAME: mcp_server},
+        include_partial_messages=True,
+        disallowed_tools=list(DISALLOWED),
+        can_use_tool=can_use_tool,
+        hooks=hooks,
+        env=process_env(cfg, session_id, key_file),
+        stderr=stderr,
+        resume=resume,
+    )
