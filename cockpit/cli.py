@@ -4,6 +4,8 @@
 ``cockpit memory …``        index, search, preseed, lint, save, eval
 ``cockpit run "task" …``    headless sessions, one report
 ``cockpit worktrees …``     the sessions' git worktrees: list, merge, keep, discard, prune
+``cockpit server …``        the background server that owns the sessions (run/start/status/stop)
+``cockpit ls|send|kill|attach|approve|deny``   act on the server's sessions
 
 Each sub-command lives in its own module, which adds its parser through ``add_parser(subparsers)``
 and runs through the ``func`` default it sets. Errors a user can fix print one line to stderr and
@@ -22,16 +24,18 @@ __all__ = ["CockpitError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cockpit import headless, memory_cli, tui_cli, worktrees_cli
+    from cockpit import headless, memory_cli, server_cli, tui_cli, worktrees_cli
 
     parser = argparse.ArgumentParser(
         prog="cockpit",
         description="Run AI agent sessions side by side, each preseeded from the project's notes.",
     )
     tui_cli.add_arguments(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{memory,run,worktrees}")
+    sub = parser.add_subparsers(dest="command",
+                                metavar="{memory,run,ls,send,kill,attach,approve,deny,worktrees,server}")
     memory_cli.add_parser(sub)
     headless.add_parser(sub)
+    server_cli.add_parsers(sub)
     worktrees_cli.add_parser(sub)
     parser.set_defaults(func=tui_cli.run)
     return parser

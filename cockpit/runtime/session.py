@@ -136,6 +136,7 @@ class Session:
         self.context_full = False
         self.continued_in: str | None = None
         self.worktree_removed = False
+        self.kill_reason = ""
         self.pending: ApprovalRequested | None = None
         self._resumed_header = resumed_header or {}
         self._first_content = first_content
@@ -271,6 +272,7 @@ class Session:
                 self.rec.emit(UserMessage(self.id, text))
         except asyncio.CancelledError:
             final = S.KILLED
+            self.detail = self.kill_reason
         except SessionFailure as f:
             final = S.ERROR
             self._fail(f.kind, f.message)
@@ -329,9 +331,11 @@ class Session:
         self.rec.record(
             "end", status=status.value, final_text=self.final_text, stop_reason=self.stop_reason,
             usage=self.usage.__dict__, cost_usd=self.cost_usd, requests=self.requests, ended_at=now_iso(),
+            reason=self.detail if status is not S.DONE or self.continued_in else "",
         )
         self.rec.close()
-        self.rec.emit(StatusChanged(self.id, status, self.detail if status in (S.ERROR, S.DONE) else ""))
+        keep = status in (S.ERROR, S.DONE) or (status is S.KILLED and self.kill_reason)
+        self.rec.emit(StatusChanged(self.id, status, self.detail if keep else ""))
         self.rec.emit(SessionDone(self.id, status, final_text=self.final_text, stop_reason=self.stop_reason,
                                   extra={"transcript_path": str(self.transcript_path), "requests": self.requests}))
 
