@@ -42,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["memory", "hook"]:  # the Claude Code hook: no time for the whole CLI
+        from cockpit.memory_hook import fast_main
+
+        return fast_main(argv[2:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -22,7 +22,7 @@ PROGRESS_MIN_TEXTS = 200
 def add_parser(sub) -> None:
     p = sub.add_parser("memory", help="index, search, preseed, lint, save, eval the project notes",
                        description="The memory engine: project notes → index → preseed block.")
-    msub = p.add_subparsers(dest="memory_command", metavar="{index,search,preseed,lint,save,eval}")
+    msub = p.add_subparsers(dest="memory_command", metavar="{index,search,preseed,lint,save,eval,mcp,hook}")
     p.set_defaults(func=lambda args: _usage(p))
 
     def common(sp):
@@ -53,6 +53,15 @@ def add_parser(sub) -> None:
     sp.add_argument("--description", required=True)
     sp.add_argument("--priority", action="store_true", help="mark it priority: high (★)")
     sp.set_defaults(func=cmd_save)
+
+    sp = common(msub.add_parser("mcp", help="serve the notes to MCP clients (stdio): memory_search, memory_get, memory_save"))
+    sp.set_defaults(func=lambda args: __import__("cockpit.memory_mcp", fromlist=["run"]).run(args))
+
+    sp = msub.add_parser("hook", help="Claude Code hook: preseed a session's first prompt (JSON on stdin)")
+    from cockpit.memory_hook import add_arguments as hook_arguments
+
+    hook_arguments(sp)
+    sp.set_defaults(func=lambda args: __import__("cockpit.memory_hook", fromlist=["main"]).main(args))
 
     sp = common(msub.add_parser("eval", help="recall@k / false-inject rate against gold queries"))
     sp.add_argument("queries", metavar="QUERIES.jsonl")

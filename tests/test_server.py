@@ -319,3 +319,36 @@ def test_second_server_exits_at_once(server_proc):
     start_server()
     proc = subprocess.run([sys.executable, "-m", "cockpit", "server", "run"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3 and "already runs" in proc.stderr
+
+
+SEED_NOTE = ("---\nname: staging-stack\ndescription: Staging runs on port 6443 and we deploy to the host callisto.\n"
+             "priority: high\n---\nThe staging stack listens on port 6443.\n")
+
+
+def test_memory_clients_use_the_servers_warm_engine(server_proc, tmp_path, capsys):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "staging.md").write_text(SEED_NOTE)
+    start_server()
+    assert main(["memory", "search", "staging port", "--notes", str(notes), "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert hits[0]["name"] == "staging-stack"
+    with BlockingClient() as c:
+        engines = c.call("server.status")["engines"]
+    assert [e["notes"] for e in engines] == [str(notes.resolve())]  # the search ran in the server
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from cockpit.memory_mcp import open_engine\n"
+        f"engine, where = open_engine(Path({str(notes)!r}), None)\n"
+        "hits = engine.search('which port for staging?', 3)\n"
+        "print(where, hits[0].name, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "COCKPIT_NO_SERVER"})
+    assert proc.stdout.split() == ["server", "staging-stack", "False", "False"], proc.stderr
+    hook = subprocess.run([sys.executable, "-m", "cockpit", "memory", "hook", "--notes", str(notes)],
+                          input=json.dumps({"session_id": "h1", "cwd": str(tmp_path), "prompt": "staging port?",
+                                            "hook_event_name": "UserPromptSubmit"}).encode(),
+                          capture_output=True, timeout=120, env={k: v for k, v in os.environ.items() if k != "COCKPIT_NO_SERVER"})
+    assert "6443" in json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]

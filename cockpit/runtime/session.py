@@ -42,7 +42,9 @@ from cockpit.events import (
     ApprovalResolved,
     ContextNotice,
     InjectedNote,
+    InstructionsLoaded,
     Preseeded,
+    RuleApplied,
     SessionDone,
     SessionErrorEvent,
     SessionStatus,
@@ -67,6 +69,7 @@ from cockpit.runtime.model_call import (
 )
 from cockpit.runtime.permissions import PermissionMode, PermissionPolicy, session_rule_for
 from cockpit.runtime.protocols import MemoryBackend, SessionHost
+from cockpit.runtime.query import preseed_query
 from cockpit.runtime.recorder import Recorder
 from cockpit.runtime.tools import PreparedCall, ToolInputError, ToolOutcome, ToolRunner, tool_definitions
 from cockpit.runtime.transcript import now_iso
@@ -137,6 +140,9 @@ class Session:
         self.continued_in: str | None = None
         self.worktree_removed = False
         self.kill_reason = ""
+        self.instructions_text = ""
+        self.instruction_files: tuple[str, ...] = ()
+        self._path_rules: list = []  # path-scoped rules not yet given to the model
         self.pending: ApprovalRequested | None = None
         self._resumed_header = resumed_header or {}
         self._first_content = first_content
@@ -225,6 +231,8 @@ class Session:
             preseed_tokens=self.preseed_tokens,
             preseed_error=self.preseed_error,
             system_prompt=prompts.system_prompt(self.preseed_enabled),
+            instructions=list(self.instruction_files),
+            instructions_text=self.instructions_text,
             started_at=self.started_at,
             resumed_from=self.resumed_from,
         )
@@ -243,13 +251,14 @@ class Session:
         try:
             await self._acquire()
             self._set(S.STARTING)
+            await self._load_instructions()
             if self.resumed_from is not None:
                 self._resume_setup()
             else:
                 await self._preseed()
                 self._open_transcript()
                 first = self._first_content or prompts.first_user_content(
-                    self.task, self.preseed_text, prompts.env_block(self.spec))
+                    self.task, self.preseed_text, prompts.env_block(self.spec), self._rules_for_task())
                 self._add_message("user", first)
             need_model = not self.messages or self.messages[-1]["role"] == "user"
             while True:
@@ -353,6 +362,59 @@ class Session:
                 self.final_text = "".join(b.get("text", "") for b in m["content"] if b.get("type") == "text")
                 break
 
+    async def _load_instructions(self) -> None:
+        """CLAUDE.md / AGENTS.md / rule files of the project (``memory.instructions``): always-apply
+        ones into the second system block, path-scoped ones kept for the task and tool results."""
+        if self.spec.backend != "cockpit":
+            return  # another agent (Claude Code) reads its own instruction files
+        try:
+            from memory.instructions import discover
+
+            found, warnings = await asyncio.to_thread(discover, self.spec.workspace)
+        except Exception as exc:  # instructions are an aid: never a reason to fail the session
+            found, warnings = [], [f"instruction files not read: {type(exc).__name__}: {exc}"]
+        always = [i for i in found if i.scope == "always"]
+        on_request = [i for i in found if i.scope == "description"]
+        self._path_rules = [i for i in found if i.scope == "paths"]
+        self.instructions_text = prompts.instructions_text(always, on_request)
+        self.instruction_files = tuple(i.rel for i in always)
+        if found or warnings:
+            self.rec.emit(InstructionsLoaded(
+                self.id, tuple(i.rel for i in always), tuple(i.rel for i in self._path_rules),
+                tuple(i.rel for i in on_request), tuple(warnings)))
+
+    def _rules_for_task(self) -> str:
+        from memory.instructions import for_task
+
+        hits = for_task(self._path_rules, self.task) if self._path_rules else []
+        for ins in hits:
+            self._path_rules.remove(ins)
+            self.rec.emit(RuleApplied(self.id, ins.rel, "task"))
+        return "\n\n".join(prompts.rule_text(i) for i in hits)
+
+    def _rules_for_path(self, tool_use_id: str, given: str) -> str:
+        """Path-scoped rules (not yet given) for a file a tool touched ("" when none)."""
+        if not self._path_rules or not given:
+            return ""
+        try:
+            target = self.tools.workspace.resolve(given)
+        except PathRefused:
+            return ""
+        w = self.spec.worktree
+        from memory.instructions import project_root
+
+        root = Path(w.path) if w is not None else project_root(self.spec.workspace)
+        try:
+            rel = target.relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return ""
+        hits = [i for i in self._path_rules if i.matches(rel)]
+        for ins in hits:
+            self._path_rules.remove(ins)
+            self.rec.record("rule", rule=ins.rel, where=tool_use_id)
+            self.rec.emit(RuleApplied(self.id, ins.rel, tool_use_id))
+        return "\n\n".join(prompts.rule_text(i) for i in hits)
+
     async def _preseed(self) -> None:
         engine = self.engine
         if not self.preseed_enabled:
@@ -386,7 +448,7 @@ class Session:
         system = prompts.system_prompt(self.preseed_enabled)
         tools = tool_definitions(self.spec.tools_style)
         for _ in range(cap):
-            request = self.model.build(system, tools, self.messages)
+            request = self.model.build(system, tools, self.messages, self.instructions_text)
             try:
                 msg = await self.model.call(request, lambda d: self._set(S.STREAMING, d))
             except ContextFull as full:
@@ -487,6 +549,10 @@ class Session:
             self._set(S.RUNNING_TOOL, name)
         out = await self.tools.execute(prepared)
         changed = prepared.action.kind in ("bash", "edit", "create")
+        if prepared.name == "str_replace_based_edit_tool" and not out.is_error:
+            rules = self._rules_for_path(tool_use_id, str(prepared.data.get("path", "")))
+            if rules:
+                out = ToolOutcome(out.content + "\n\n" + rules, out.is_error)
         return out, changed
 
     async def _ask(self, tool_use_id: str, call: PreparedCall) -> tuple[bool, str]:
@@ -586,18 +652,6 @@ class Session:
             "requests": self.requests,
             "transcript": str(self.transcript_path),
         }
-
-
-PRESEED_QUERY_CHARS = 4000
-
-
-def preseed_query(task: str) -> str:
-    """The text the notes are searched with: the task, bounded (a 1 MB task pasted from a log
-    would otherwise cost one search term per word); head and tail kept."""
-    if len(task) <= PRESEED_QUERY_CHARS:
-        return task
-    half = PRESEED_QUERY_CHARS // 2
-    return task[:half] + "\n…\n" + task[-half:]
 
 
 __all__ = ["Session", "SessionSpec", "SessionFailure", "preseed_query"]

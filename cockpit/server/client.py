@@ -13,18 +13,18 @@ Errors from the server arrive as :class:`RemoteError` (``code`` as in :mod:`cock
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import os
-import select
 import socket
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - asyncio is imported where it is used: the hook must start fast
+    import asyncio
 
 from cockpit.server import paths, rpc
 
@@ -64,6 +64,9 @@ def server_running() -> bool:
 def start_server(timeout: float = START_TIMEOUT_S, listen: str | None = None) -> int:
     """Start ``cockpit server run`` in the background and wait until it listens. Returns its pid.
     Raises ServerError with the log's last lines when it does not come up."""
+    import select
+    import subprocess
+
     log = paths.log_path()
     log.parent.mkdir(parents=True, exist_ok=True)
     r, w = os.pipe()
@@ -163,7 +166,9 @@ class AsyncClient:
     ``await call(method, **params)``; ``events`` is an asyncio.Queue of event payloads
     (``{"type", "data"}``) once ``subscribe`` was called; None is put when the connection ends."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def __init__(self, reader: "asyncio.StreamReader", writer: "asyncio.StreamWriter"):
+        import asyncio
+
         self.reader = reader
         self.writer = writer
         self._ids = itertools.count(1)
@@ -174,6 +179,8 @@ class AsyncClient:
 
     @classmethod
     async def connect(cls, path: Path | None = None) -> "AsyncClient":
+        import asyncio
+
         try:
             reader, writer = await asyncio.open_unix_connection(str(path or paths.socket_path()), limit=rpc.MAX_LINE)
         except OSError as exc:
@@ -181,6 +188,8 @@ class AsyncClient:
         return cls(reader, writer)
 
     async def _read(self) -> None:
+        import asyncio
+
         try:
             while True:
                 line = await self.reader.readline()
@@ -206,6 +215,8 @@ class AsyncClient:
     async def call(self, method: str, **params: Any) -> Any:
         if self.closed:
             raise ServerError("the connection to the Cockpit server is closed")
+        import asyncio
+
         msg_id = next(self._ids)
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = fut

@@ -173,6 +173,7 @@ class Server:
             "memory.search": self.h_mem_search, "memory.preseed": self.h_mem_preseed,
             "memory.save": self.h_mem_save, "memory.index": self.h_mem_index, "memory.status": self.h_mem_status,
             "memory.lint": self.h_mem_lint, "memory.wait_ready": self.h_mem_wait_ready,
+            "memory.get": self.h_mem_get, "memory.list": self.h_mem_list,
             "server.status": self.h_status, "server.stop": self.h_stop,
         }
 
@@ -512,6 +513,17 @@ class Server:
     async def h_mem_lint(self, conn: Connection, p: dict) -> dict:
         engine = await asyncio.to_thread(self._need_engine, p)
         return {"issues": [i.to_dict() for i in await asyncio.to_thread(engine.lint)]}
+
+    async def h_mem_get(self, conn: Connection, p: dict) -> dict:
+        engine = await self._ready_engine(p)
+        note = await asyncio.to_thread(engine.get, self._str(p, "name"))
+        if note is None:
+            raise rpc.RpcError(rpc.NOT_FOUND, f"no note named {p['name']!r}")
+        return note
+
+    async def h_mem_list(self, conn: Connection, p: dict) -> dict:
+        engine = await self._ready_engine(p)
+        return {"notes": await asyncio.to_thread(engine.list_notes)}
 
     async def h_mem_wait_ready(self, conn: Connection, p: dict) -> dict:
         engine = await asyncio.to_thread(self._need_engine, p)

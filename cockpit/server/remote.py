@@ -228,6 +228,20 @@ class RemoteEngine:
         self.index_path = Path(d["index_path"])
         return _obj(d, index_path=Path(d["index_path"]), notes_dir=Path(d["notes_dir"]))
 
+    def get(self, name: str) -> dict | None:
+        from cockpit.server.client import RemoteError
+        from cockpit.server.rpc import NOT_FOUND
+
+        try:
+            return self._call("memory.get", name=name)
+        except RemoteError as exc:
+            if exc.code == NOT_FOUND:
+                return None
+            raise
+
+    def list_notes(self) -> list[dict]:
+        return self._call("memory.list")["notes"]
+
     def lint(self) -> list[Any]:
         return [_obj(i) for i in self._call("memory.lint")["issues"]]
 
