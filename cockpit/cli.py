@@ -4,6 +4,8 @@
 ``cockpit memory …``        index, search, preseed, lint, save, eval
 ``cockpit run "task" …``    headless sessions, one report
 ``cockpit worktrees …``     the sessions' git worktrees: list, merge, keep, discard, prune
+``cockpit server …``        the background server that owns the sessions (run/start/status/stop)
+``cockpit ls|send|kill|attach|approve|deny``   act on the server's sessions
 
 Each sub-command lives in its own module, which adds its parser through ``add_parser(subparsers)``
 and runs through the ``func`` default it sets. Errors a user can fix print one line to stderr and
@@ -22,22 +24,29 @@ __all__ = ["CockpitError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cockpit import headless, memory_cli, tui_cli, worktrees_cli
+    from cockpit import headless, memory_cli, server_cli, tui_cli, worktrees_cli
 
     parser = argparse.ArgumentParser(
         prog="cockpit",
         description="Run AI agent sessions side by side, each preseeded from the project's notes.",
     )
     tui_cli.add_arguments(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{memory,run,worktrees}")
+    sub = parser.add_subparsers(dest="command",
+                                metavar="{memory,run,ls,send,kill,attach,approve,deny,worktrees,server}")
     memory_cli.add_parser(sub)
     headless.add_parser(sub)
+    server_cli.add_parsers(sub)
     worktrees_cli.add_parser(sub)
     parser.set_defaults(func=tui_cli.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["memory", "hook"]:  # the Claude Code hook: no time for the whole CLI
+        from cockpit.memory_hook import fast_main
+
+        return fast_main(argv[2:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -136,6 +136,28 @@ class Preseeded(Event):
 
 
 @dataclass(frozen=True)
+class InstructionsLoaded(Event):
+    """The instruction files a session works under (CLAUDE.md, AGENTS.md, rule files; paths
+    relative to the project root): ``always`` went into its system block, ``path_scoped`` apply
+    when the task or a tool touches a matching path, ``on_request`` are listed for the model to
+    read when relevant; ``warnings`` name files that were skipped and why."""
+
+    always: tuple[str, ...] = ()
+    path_scoped: tuple[str, ...] = ()
+    on_request: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RuleApplied(Event):
+    """A path-scoped rule was given to the model: ``where`` is "task" (the task names a matching
+    path) or the tool_use id whose result it was attached to."""
+
+    rule: str
+    where: str
+
+
+@dataclass(frozen=True)
 class TextDelta(Event):
     text: str
 

@@ -86,21 +86,19 @@ def add_parser(sub) -> None:
     p.add_argument("--max-tokens", type=int, default=None, help="output tokens per response (default 4096)")
     p.add_argument("--concurrency", type=int, default=None, help="sessions at once (default 9)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--detach", action="store_true",
+                   help="return at once with the session ids (they run on in the server: cockpit ls / attach)")
+    p.add_argument("--no-server", action="store_true",
+                   help="run the sessions in this process instead of the background server")
     p.set_defaults(func=run)
 
 
 def _open_engine(args):
     from memory import MemoryEngine
 
-    notes = args.notes
-    if notes is not None and not notes.is_dir():
-        raise CockpitError(f"notes folder not found: {notes}")
+    notes = _notes_folder(args)
     if notes is None:
-        notes = Path("notes")
-        if not notes.is_dir():
-            print("cockpit: warning: no ./notes folder (use --notes DIR): sessions start without "
-                  "project notes and memory tools", file=sys.stderr)
-            return None
+        return None
     try:
         engine = MemoryEngine(notes, index_path=args.index)
         engine.start_warmup()
@@ -202,6 +200,11 @@ def run(args: argparse.Namespace) -> int:
     if not cfg.api_key and cfg.backend == "cockpit":  # Claude Code may use its own login instead
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
     _check_writable(cfg.resolved_sessions_dir())
+    if not (args.no_server or os.environ.get("COCKPIT_NO_SERVER")):
+        report = _run_remote(args, list(zip(tasks, models)), cfg, pricing)
+        return _print_report(args, report)
+    if args.detach:
+        raise CockpitError("--detach needs the server (drop --no-server)")
     engine = _open_engine(args)
     try:
         report = asyncio.run(_run(list(zip(tasks, models)), cfg, pricing, engine, args.workspace))
@@ -211,10 +214,20 @@ def run(args: argparse.Namespace) -> int:
                 engine.close()
             except Exception:
                 pass
+    return _print_report(args, report)
+
+
+def _print_report(args: argparse.Namespace, report: dict) -> int:
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
+    elif args.detach:
+        for s in report["sessions"]:
+            print(f"{s['id']}  {s['status']}  {s['task'][:80]}")
+        print("running in the server: cockpit ls · cockpit attach ID · cockpit")
     else:
         print(format_report(report))
+    if args.detach:
+        return 0
     errors = [s for s in report["sessions"] if s["status"] != "done"]
     if errors:
         fatal = [s["error"] for s in errors if s["error"] and s["error"]["kind"] in ("auth", "connection")]
@@ -235,27 +248,84 @@ async def _run(tasks, cfg, pricing, engine, workspace) -> dict:
         except (ValueError, wt.WorktreeError) as exc:
             raise CockpitError(str(exc)) from None
         await mgr.wait_idle()
+        rows = [await mgr.describe(s.id) for s in sessions]
     finally:
         await mgr.aclose()
     usage, cost = mgr.totals()
-    rows = []
-    for s in sessions:
-        row = s.to_dict()
-        row["diff"] = None
-        if s.worktree is not None and not s.worktree_removed and Path(s.worktree.path).is_dir():
-            try:
-                stat = await asyncio.to_thread(wt.diff_stat, s.worktree)
-                row["diff"] = {"files": stat.files, "added": stat.added, "removed": stat.removed}
-            except wt.WorktreeError:
-                pass
-        elif s.worktree is not None:
-            row["diff"] = {"files": 0, "added": 0, "removed": 0}
-            row["worktree"]["removed"] = "no changes"
-        rows.append(row)
     return {
         "sessions": rows,
         "totals": {"usage": {**usage.__dict__, "total": usage.total},
                    "cost_usd": None if cost is None else round(cost, 6)},
+        "pricing": {"source": pricing.source, "date": pricing.date, "override": pricing.overridden_by},
+    }
+
+
+def _notes_folder(args) -> Path | None:
+    notes = args.notes
+    if notes is not None and not notes.is_dir():
+        raise CockpitError(f"notes folder not found: {notes}")
+    if notes is None:
+        notes = Path("notes")
+        if not notes.is_dir():
+            print("cockpit: warning: no ./notes folder (use --notes DIR): sessions start without "
+                  "project notes and memory tools", file=sys.stderr)
+            return None
+    return notes.resolve()
+
+
+def _run_remote(args, tasks, cfg, pricing) -> dict:
+    """The sessions run in the background server (started when none runs)."""
+    from cockpit.server.client import BlockingClient, RemoteError, ServerError, ensure_server
+    from cockpit.server.remote import config_payload
+
+    notes = _notes_folder(args)
+    index = str(args.index.resolve()) if args.index else None
+    try:
+        ensure_server()
+        if notes is not None:
+            with BlockingClient() as c:
+                report = c.call("memory.index", notes=str(notes), index=index)
+            for path, reason in report.get("skipped", []):
+                print(f"cockpit: warning: skipped note {path}: {reason}", file=sys.stderr)
+    except ServerError as exc:
+        raise CockpitError(str(exc)) from None
+    except RemoteError as exc:
+        raise CockpitError(f"memory engine: {exc.message}") from None
+    workspace = str((args.workspace or Path.cwd()).resolve())
+    return asyncio.run(_remote(tasks, cfg, pricing, notes, index, workspace, args.detach, config_payload(cfg)))
+
+
+async def _remote(tasks, cfg, pricing, notes, index, workspace, detach, payload) -> dict:
+    from cockpit.events import Usage
+    from cockpit.server.client import AsyncClient, RemoteError
+
+    client = await AsyncClient.connect()
+    try:
+        await client.call("hello", client="cockpit run")
+        rows, ids = [], []
+        try:
+            for task, model in tasks:
+                row = await client.call("spawn", task=task, workspace=workspace, model=model, interactive=False,
+                                        notes=str(notes) if notes else None, index=index, config=payload)
+                rows.append(row)
+                ids.append(row["id"])
+        except RemoteError as exc:
+            raise CockpitError(exc.message) from None
+        if not detach:
+            rows = (await client.call("wait", ids=ids, until="final"))["sessions"]
+    finally:
+        await client.close()
+    usage, cost, priced = Usage(), 0.0, False
+    for r in rows:
+        u = r.get("usage") or {}
+        usage = usage + Usage(u.get("input", 0), u.get("output", 0), u.get("cache_write", 0), u.get("cache_read", 0))
+        if r.get("cost_usd") is not None:
+            cost += r["cost_usd"]
+            priced = True
+    return {
+        "sessions": rows,
+        "totals": {"usage": {**usage.__dict__, "total": usage.total},
+                   "cost_usd": round(cost, 6) if priced else None},
         "pricing": {"source": pricing.source, "date": pricing.date, "override": pricing.overridden_by},
     }
 

@@ -22,7 +22,7 @@ PROGRESS_MIN_TEXTS = 200
 def add_parser(sub) -> None:
     p = sub.add_parser("memory", help="index, search, preseed, lint, save, eval the project notes",
                        description="The memory engine: project notes → index → preseed block.")
-    msub = p.add_subparsers(dest="memory_command", metavar="{index,search,preseed,lint,save,eval}")
+    msub = p.add_subparsers(dest="memory_command", metavar="{index,search,preseed,lint,save,eval,mcp,hook}")
     p.set_defaults(func=lambda args: _usage(p))
 
     def common(sp):
@@ -54,6 +54,15 @@ def add_parser(sub) -> None:
     sp.add_argument("--priority", action="store_true", help="mark it priority: high (★)")
     sp.set_defaults(func=cmd_save)
 
+    sp = common(msub.add_parser("mcp", help="serve the notes to MCP clients (stdio): memory_search, memory_get, memory_save"))
+    sp.set_defaults(func=lambda args: __import__("cockpit.memory_mcp", fromlist=["run"]).run(args))
+
+    sp = msub.add_parser("hook", help="Claude Code hook: preseed a session's first prompt (JSON on stdin)")
+    from cockpit.memory_hook import add_arguments as hook_arguments
+
+    hook_arguments(sp)
+    sp.set_defaults(func=lambda args: __import__("cockpit.memory_hook", fromlist=["main"]).main(args))
+
     sp = common(msub.add_parser("eval", help="recall@k / false-inject rate against gold queries"))
     sp.add_argument("queries", metavar="QUERIES.jsonl")
     sp.add_argument("--top-k", type=int, default=5, metavar="N")
@@ -68,7 +77,9 @@ def _usage(p) -> int:
 
 # ---------------------------------------------------------------------------- helpers
 
-def _engine(args, must_exist: bool = True, warm: bool = True):
+def _engine(args, must_exist: bool = True, warm: bool = True, remote: bool = False):
+    """The engine: the running server's warm one when ``remote`` and a server runs (no model
+    load here, no folder walk: the server's watcher keeps the index in step), else in-process."""
     from memory import IndexOpenError, MemoryEngine
 
     notes = Path(args.notes).expanduser()
@@ -77,6 +88,15 @@ def _engine(args, must_exist: bool = True, warm: bool = True):
         raise CockpitError(f"notes folder {notes} {what} (use --notes DIR)")
     if getattr(args, "top_k", None) is not None and args.top_k < 1:
         raise CockpitError("--top-k must be at least 1")
+    if remote and not os.environ.get("COCKPIT_NO_SERVER"):
+        from cockpit.server.client import BlockingClient, ServerError, server_running
+        from cockpit.server.remote import RemoteEngine
+
+        if server_running():
+            try:
+                return RemoteEngine(BlockingClient(), notes, args.index)
+            except ServerError:
+                pass
     try:
         engine = MemoryEngine(notes, index_path=args.index)
     except IndexOpenError as exc:
@@ -106,6 +126,8 @@ class _Bar:
 def _sync(engine, progress=None):
     from memory import IndexOpenError
 
+    if type(engine).__name__ == "RemoteEngine":
+        return None  # the server keeps its index in step (watcher); searches wait for its first sync
     try:
         return engine.sync(progress=progress)
     except (FileNotFoundError, NotADirectoryError) as exc:
@@ -127,8 +149,8 @@ def _print_json(obj) -> None:
 # ---------------------------------------------------------------------------- commands
 
 def cmd_index(args) -> int:
-    engine = _engine(args, warm=False)
-    rep = _sync(engine, _Bar())
+    engine = _engine(args, warm=False, remote=True)
+    rep = engine.sync() if type(engine).__name__ == "RemoteEngine" else _sync(engine, _Bar())
     st = engine.status()
     if args.json:
         _print_json(rep.to_dict() | {"notes": st.notes, "binding": st.binding,
@@ -146,7 +168,7 @@ def cmd_index(args) -> int:
 
 
 def cmd_search(args) -> int:
-    engine = _engine(args)
+    engine = _engine(args, remote=True)
     _sync(engine)
     hits = engine.search(args.query, top_k=args.top_k)
     if args.json:
@@ -163,7 +185,7 @@ def cmd_search(args) -> int:
 
 
 def cmd_preseed(args) -> int:
-    engine = _engine(args)
+    engine = _engine(args, remote=True)
     _sync(engine)
     pre = engine.build_preseed(args.query, top_k=args.top_k)
     if args.json:
@@ -193,7 +215,7 @@ def cmd_save(args) -> int:
     from memory import NoteExistsError
 
     body = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    engine = _engine(args, must_exist=False)
+    engine = _engine(args, must_exist=False, remote=Path(args.notes).expanduser().is_dir())
     try:
         path = engine.save(args.name, args.description, body, priority=args.priority)
     except (NoteExistsError, ValueError) as exc:

@@ -64,6 +64,30 @@ def _row(info) -> dict:
     return row
 
 
+def _through_server(session_id: str, action: str) -> int | None:
+    """When the session belongs to a running server, review it there (the server holds its
+    worktree); None when no server knows it."""
+    import os
+
+    if os.environ.get("COCKPIT_NO_SERVER"):
+        return None
+    from cockpit.server.client import BlockingClient, RemoteError, ServerError, server_running
+
+    if not server_running():
+        return None
+    try:
+        with BlockingClient() as client:
+            result = client.call("review", id=session_id, action=action)
+    except RemoteError as exc:
+        if "no session" in exc.message:
+            return None
+        raise CockpitError(exc.message, code=1) from None
+    except ServerError:
+        return None
+    print(result["data"]["message"])
+    return 0 if result["data"]["ok"] else 1
+
+
 def run(args: argparse.Namespace) -> int:
     from cockpit.runtime import worktree as wt
 
@@ -75,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
         elif not rows:
             print("no session worktrees")
         for r in rows if not args.json else []:
-            changes = f"{r['files']} files +{r['added']} -{r['removed']}" if "files" in r else r["state"]
+            changes = (f"{r['files']} file{'s' if r['files'] != 1 else ''} +{r['added']} -{r['removed']}"
+                       if "files" in r else r["state"])
             print(f"{r['session']}  {r['branch']}  base {r['base_commit'][:10]} on {r['base_branch'] or '(detached)'}"
                   f"  {changes}\n    {r['path']}\n    task: {r['task'][:100]}")
         return 0
@@ -101,6 +126,16 @@ def run(args: argparse.Namespace) -> int:
     info = wt.find(root, args.session)
     if info is None:
         raise CockpitError(f"no single session worktree matches {args.session!r} (see `cockpit worktrees`)")
+    if args.action == "discard" and not args.yes:
+        if not sys.stdin.isatty():
+            raise CockpitError("discard deletes the branch and its changes: add --yes to confirm")
+        answer = input(f"discard {info.branch} and its worktree, changes included? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("not discarded")
+            return 1
+    routed = _through_server(info.session_id, args.action)
+    if routed is not None:
+        return routed
     message = f"cockpit session {info.session_id}: {info.task.splitlines()[0][:60] if info.task else ''}"
     try:
         if args.action == "merge":
@@ -110,13 +145,6 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "keep":
             print(wt.keep(info, message))
             return 0
-        if not args.yes:
-            if not sys.stdin.isatty():
-                raise CockpitError("discard deletes the branch and its changes: add --yes to confirm")
-            answer = input(f"discard {info.branch} and its worktree, changes included? [y/N] ")
-            if answer.strip().lower() not in ("y", "yes"):
-                print("not discarded")
-                return 1
         print(wt.discard(info))
         return 0
     except wt.WorktreeError as exc:

@@ -516,6 +516,24 @@ class MemoryEngine:
         self.sync(paths=[path])  # the folder was just synced: only the new file to add
         return path
 
+    # ------------------------------------------------------------------ reading notes
+    def get(self, name: str) -> dict | None:
+        """The whole note named ``name`` as the index holds it — ``{name, description, body,
+        priority, type, path}`` (``path`` relative to the notes folder) — or None. When two
+        files share a name (lint reports it), the first by path."""
+        rows = self.store.query(
+            "SELECT name, description, body, priority, type, path FROM notes WHERE name = ? ORDER BY path LIMIT 1",
+            (name,))
+        if not rows:
+            return None
+        n, d, b, p, t, path = rows[0]
+        return {"name": n, "description": d, "body": b, "priority": bool(p), "type": t, "path": path}
+
+    def list_notes(self) -> list[dict]:
+        """Every indexed note's ``{name, description, priority, path}``, ★ first, then by name."""
+        rows = self.store.query("SELECT name, description, priority, path FROM notes ORDER BY priority DESC, name, path")
+        return [{"name": n, "description": d, "priority": bool(p), "path": path} for n, d, p, path in rows]
+
     # ------------------------------------------------------------------ lint / watch / status
     def lint(self) -> list[LintIssue]:
         """Advice on notes to fix (never edits): see :func:`memory.lint.lint`. Syncs first."""

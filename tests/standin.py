@@ -320,7 +320,8 @@ class StandIn:
 
         self._server = ThreadingHTTPServer((self._host, self._port), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="standin", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="standin", daemon=True)
         self._thread.start()
         return self
 
@@ -525,6 +526,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
 
+def load_script(path: str) -> list[Turn]:
+    """Turns from a JSON file: a list of ``{"text", "tool_uses": [{"name", "input"}], "stop_reason",
+    "usage"}`` (a reply) or ``{"status": 429, "message": "..."}`` (an HTTP error)."""
+    with open(path, encoding="utf-8") as fh:
+        items = json.load(fh)
+    turns: list[Turn] = []
+    for item in items:
+        if "status" in item:
+            turns.append(HTTPError(int(item["status"]), item.get("error_type"), item.get("message", "")))
+        else:
+            uses = [ToolUse(u["name"], u.get("input", {})) for u in item.get("tool_uses", [])]
+            turns.append(Reply(item.get("text", ""), uses, item.get("stop_reason"), item.get("usage")))
+    return turns
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Local Anthropic Messages API stand-in (FactResponder).")
     ap.add_argument("--host", default="127.0.0.1")
@@ -535,10 +551,15 @@ def main(argv: list[str] | None = None) -> None:
                     help="append every request received (path and JSON body) to FILE, one JSON line each")
     ap.add_argument("--no-search-instruction", action="store_true",
                     help="ignore a system prompt's 'start by calling memory_search' (a lazy model)")
+    ap.add_argument("--script", metavar="FILE", default=None,
+                    help="a JSON list of turns served in order before the responder: "
+                         '{"text": "...", "tool_uses": [{"name": "bash", "input": {...}}], "stop_reason": null}')
     args = ap.parse_args(argv)
     s = StandIn(FactResponder(obey_search_instruction=not args.no_search_instruction),
                 tokens_per_second=args.tokens_per_second, require_key=args.require_key,
                 host=args.host, port=args.port, log_path=args.log).start()
+    if args.script:
+        s.script(*load_script(args.script))
     print(f"stand-in listening on {s.base_url}  (Ctrl-C to stop)", flush=True)
     try:
         while True:

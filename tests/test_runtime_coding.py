@@ -235,8 +235,8 @@ async def test_in_place_when_not_a_repository_or_asked(api, repo, tmp_path):
     assert await mgr.wait_idle(timeout=30)
     assert a.worktree is None and "not a git repository" in a.spec.placement and a.cwd == plain.resolve()
     assert b.worktree is None and "--no-worktree" in b.spec.placement and b.cwd == repo.resolve()
-    envs = [r["messages"][0]["content"][0]["text"] for r in api.message_requests]  # a and b run concurrently
-    env = next(e for e in envs if f"Working directory: {plain.resolve()}\n" in e)
+    envs = [r["messages"][0]["content"][0]["text"] for r in api.message_requests]
+    env = next(e for e in envs if str(plain.resolve()) in e)
     assert env.startswith("<env>") and "not a git repository" in env
     await mgr.aclose()
 
@@ -317,4 +317,49 @@ async def test_a_kill_during_a_command_kills_its_process_group(api, repo, tmp_pa
         await asyncio.sleep(0.05)
     else:
         pytest.fail("the command's child survived the kill")
+    await mgr.aclose()
+
+
+async def test_instruction_files_go_to_the_system_block_and_rules_to_matching_paths(api, repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-home"))
+    (repo / "CLAUDE.md").write_text("Always run `make check` before you finish.\n")
+    (repo / "AGENTS.md").write_text("Use tabs in Makefiles.\n")
+    rules = repo / ".claude" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "api.md").write_text("---\npaths: src/api/**\n---\nAPI errors use the RFC 7807 shape.\n")
+    (rules / "style.md").write_text("Prefer small functions.\n")
+    cursor = repo / ".cursor" / "rules"
+    cursor.mkdir(parents=True)
+    (cursor / "db.mdc").write_text("---\nglobs: *.sql\nalwaysApply: false\n---\nMigrations are reversible.\n")
+    (cursor / "deploy.mdc").write_text("---\ndescription: How to deploy to staging\n---\nUse make ship-v2.\n")
+    (repo / "src" / "api").mkdir(parents=True)
+    (repo / "src" / "api" / "users.py").write_text("x = 1\n")
+    (repo / "schema.sql").write_text("create table t (id int);\n")
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "rules"], cwd=repo, check=True)
+    api.script(Reply("", [ToolUse(EDIT, {"command": "view", "path": "schema.sql"})]), Reply("seen"))
+    mgr = make_mgr(api, tmp_path)
+    sub = mgr.subscribe()
+    s = await mgr.spawn("fix the bug in src/api/users.py", workspace=repo)
+    assert await mgr.wait_idle(timeout=30)
+    first = api.message_requests[0]
+    system = first["system"]
+    assert len(system) == 2 and system[1]["cache_control"] == {"type": "ephemeral"}
+    assert "make check" in system[1]["text"] and "Use tabs in Makefiles" in system[1]["text"]
+    assert "Prefer small functions" in system[1]["text"]
+    assert ".cursor/rules/deploy.mdc: How to deploy to staging" in system[1]["text"]
+    assert "RFC 7807" not in system[1]["text"] and "reversible" not in system[1]["text"]
+    texts = [b["text"] for b in first["messages"][0]["content"]]
+    assert any("RFC 7807" in t for t in texts[:-1]) and texts[-1] == "fix the bug in src/api/users.py"
+    result = api.message_requests[1]["messages"][-1]["content"][0]["content"]
+    assert "create table" in result and "Migrations are reversible" in result
+    events = []
+    while not sub._q.empty():  # noqa: SLF001 - drain what was published
+        events.append(sub._q.get_nowait())
+    loaded = next(e for e in events if type(e).__name__ == "InstructionsLoaded")
+    assert set(loaded.always) == {"CLAUDE.md", "AGENTS.md", ".claude/rules/style.md"}
+    assert set(loaded.path_scoped) == {".claude/rules/api.md", ".cursor/rules/db.mdc"}
+    applied = [(e.rule, e.where) for e in events if type(e).__name__ == "RuleApplied"]
+    assert applied[0] == (".claude/rules/api.md", "task") and applied[1][0] == ".cursor/rules/db.mdc"
+    assert s.status == S.DONE
     await mgr.aclose()

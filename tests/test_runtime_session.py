@@ -259,7 +259,8 @@ async def test_interactive_waits_then_follow_up(api, workspace):
     last = api.message_requests[-1]["messages"]
     assert [m["role"] for m in last] == ["user", "assistant", "user"]
     await mgr.aclose()
-    assert s.status == S.KILLED
+    assert s.status == S.DONE  # it had finished its turn: closing ends it done, never killed
+    assert read_transcript(s.transcript_path)[-1]["status"] == "done"
 
 
 async def test_resume_from_transcript(api, workspace):

@@ -23,15 +23,32 @@ confinement), :mod:`cockpit.runtime.permissions` (modes, rules), :mod:`cockpit.r
 (precedence), :mod:`cockpit.runtime.protocols` (the typed seams).
 """
 
-from cockpit.runtime.config import ConfigError, RuntimeConfig, load_config, sessions_dir
-from cockpit.runtime.manager import SessionClosed, SessionManager, Subscription
-from cockpit.runtime.pricing import ModelPrice, PricingError, PricingTable, load_pricing
-from cockpit.runtime.session import Session
-from cockpit.runtime.transcript import TranscriptInfo, list_transcripts, load_messages, read_transcript
+from typing import Any
 
-__all__ = [
-    "ConfigError", "RuntimeConfig", "load_config", "sessions_dir",
-    "SessionClosed", "SessionManager", "Subscription",
-    "ModelPrice", "PricingError", "PricingTable", "load_pricing",
-    "Session", "TranscriptInfo", "list_transcripts", "load_messages", "read_transcript",
-]
+# Lazy (PEP 562): ``import cockpit.runtime.config`` (or any one module) must not pull in the
+# session loop, the tools and the SDK with it — clients such as the Claude Code hook and the TUI
+# before its first frame import only what they use.
+_EXPORTS = {
+    "ConfigError": "cockpit.runtime.config", "RuntimeConfig": "cockpit.runtime.config",
+    "load_config": "cockpit.runtime.config", "sessions_dir": "cockpit.runtime.config",
+    "SessionClosed": "cockpit.runtime.manager", "SessionManager": "cockpit.runtime.manager",
+    "Subscription": "cockpit.runtime.manager",
+    "ModelPrice": "cockpit.runtime.pricing", "PricingError": "cockpit.runtime.pricing",
+    "PricingTable": "cockpit.runtime.pricing", "load_pricing": "cockpit.runtime.pricing",
+    "Session": "cockpit.runtime.session",
+    "TranscriptInfo": "cockpit.runtime.transcript", "list_transcripts": "cockpit.runtime.transcript",
+    "load_messages": "cockpit.runtime.transcript", "read_transcript": "cockpit.runtime.transcript",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cockpit.runtime' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -454,16 +454,48 @@ class SessionManager:
         self.publish(event)
         return event
 
-    async def kill(self, session_id: str) -> None:
+    async def kill(self, session_id: str, reason: str = "") -> None:
         """Cancel the session's task and wait until it has ended ``killed`` (transcript closed
-        with an ``end`` record, shell process group killed). No-op when it already ended.
-        Raises KeyError for an unknown id."""
+        with an ``end`` record carrying ``reason``, shell process group killed). No-op when it
+        already ended. Raises KeyError for an unknown id."""
         s = self.get(session_id)
         t = s._task
         if t is None or t.done():
             return
+        s.kill_reason = reason
         t.cancel()
         await asyncio.wait([t])
+
+    async def stop(self, session_id: str, reason: str = "") -> None:
+        """End a session: one waiting for a follow-up (its work finished) ends ``done``; one still
+        working is killed with ``reason``. Returns when it has ended."""
+        s = self.get(session_id)
+        t = s._task
+        if t is None or t.done():
+            return
+        if s.status.value == "waiting for you":
+            s.post(None)
+            await asyncio.wait([t])
+        else:
+            await self.kill(session_id, reason)
+
+    async def describe(self, session_id: str) -> dict:
+        """``Session.to_dict()`` plus ``diff``: ``{files, added, removed}`` of its worktree against
+        the base commit (None when it runs in place or the worktree is gone; zeros when it was
+        removed for having no changes)."""
+        s = self.get(session_id)
+        row = s.to_dict()
+        row["diff"] = None
+        if s.worktree is not None and s.worktree_removed:
+            row["diff"] = {"files": 0, "added": 0, "removed": 0}
+            row["worktree"]["removed"] = "no changes"
+        elif s.worktree is not None and Path(s.worktree.path).is_dir():
+            try:
+                stat = await asyncio.to_thread(wt.diff_stat, s.worktree)
+                row["diff"] = {"files": stat.files, "added": stat.added, "removed": stat.removed}
+            except wt.WorktreeError:
+                pass
+        return row
 
     async def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until every session is final or ``waiting for you`` with no queued follow-up.
@@ -495,13 +527,14 @@ class SessionManager:
         finally:
             sub.close()
 
-    async def aclose(self) -> None:
-        """Kill running sessions, end subscriptions, close the HTTP client. Idempotent."""
+    async def aclose(self, reason: str = "") -> None:
+        """End every session (see :meth:`stop`: finished ones ``done``, working ones ``killed``
+        with ``reason``), end subscriptions, close the HTTP clients. Idempotent."""
         if self._closed:
             return
         self._closed = True
         for sid in list(self._sessions):
-            await self.kill(sid)
+            await self.stop(sid, reason)
         for sub in list(self._subs):
             sub.close()
         for client in list(self._clients.values()):

@@ -114,14 +114,20 @@ class ModelCaller:
         self.redact = redact
 
     # -- the request -------------------------------------------------------------------------
-    def build(self, system: str, tools: list[dict], messages: list[dict]) -> dict:
+    def build(self, system: str, tools: list[dict], messages: list[dict], instructions: str = "") -> dict:
+        """The request: tools, the system prompt (cached: the same for every session), the
+        project's instructions as a second cached system block (the same for every session of
+        the project), and the conversation (its last block cached)."""
         msgs = copy.deepcopy(messages)
         if msgs and msgs[-1]["content"]:
             msgs[-1]["content"][-1]["cache_control"] = dict(CACHE)
+        blocks = [{"type": "text", "text": system, "cache_control": dict(CACHE)}]
+        if instructions:
+            blocks.append({"type": "text", "text": instructions, "cache_control": dict(CACHE)})
         return {
             "model": self.model,
             "max_tokens": self.cfg.max_tokens,
-            "system": [{"type": "text", "text": system, "cache_control": dict(CACHE)}],
+            "system": blocks,
             "tools": tools,
             "messages": msgs,
         }

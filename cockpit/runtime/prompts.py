@@ -51,6 +51,29 @@ def claude_code_append(preseed_enabled: bool) -> str:
     return CLAUDE_CODE_PRESEED if preseed_enabled else CLAUDE_CODE_SEARCH_FIRST
 
 
+def instructions_text(always: list, on_request: list) -> str:
+    """The second system block: the project's always-apply instruction files, whole, and the
+    "agent requested" rules by description. "" when there are none. Identical for every session
+    of the same project (cached once, shared)."""
+    parts = []
+    for ins in always:
+        parts.append(f'<instructions file="{ins.rel}">\n{ins.text}\n</instructions>')
+    if on_request:
+        lines = "\n".join(f"- {ins.rel}: {ins.description}" for ins in on_request)
+        parts.append("Rules to read (with str_replace_based_edit_tool view) when the task touches what they "
+                     f"describe:\n{lines}")
+    if not parts:
+        return ""
+    return ("The project's own instruction files (CLAUDE.md, AGENTS.md, rule files) follow. Follow them "
+            "unless the user's task says otherwise.\n\n" + "\n\n".join(parts))
+
+
+def rule_text(ins) -> str:
+    """A path-scoped rule as given to the model (in the first message or after a tool result)."""
+    where = ", ".join(ins.globs)
+    return f'<rule file="{ins.rel}" applies-to="{where}">\n{ins.text}\n</rule>'
+
+
 def env_block(spec: "SessionSpec") -> str:
     """The ``<env>`` block of a session's first message."""
     lines = [f"Working directory: {spec.cwd}"]
@@ -65,13 +88,15 @@ def env_block(spec: "SessionSpec") -> str:
     return "<env>\n" + "\n".join(lines) + "\n</env>"
 
 
-def first_user_content(task: str, preseed_text: str, env_text: str = "") -> list[dict]:
-    """The first user message's content blocks: the env block, the preseed block (when any),
-    then the task."""
+def first_user_content(task: str, preseed_text: str, env_text: str = "", rules: str = "") -> list[dict]:
+    """The first user message's content blocks: the env block, the preseed block (when any), the
+    path-scoped rules the task's paths call for (when any), then the task."""
     blocks: list[dict] = []
     if env_text:
         blocks.append({"type": "text", "text": env_text})
     if preseed_text:
         blocks.append({"type": "text", "text": preseed_text})
+    if rules:
+        blocks.append({"type": "text", "text": rules})
     blocks.append({"type": "text", "text": task})
     return blocks

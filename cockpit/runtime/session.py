@@ -36,14 +36,15 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cockpit.events import ApprovalRequested, ContextNotice, ToolCall, ToolResult
+from cockpit.events import ApprovalRequested, ContextNotice, InstructionsLoaded, RuleApplied, ToolCall, ToolResult
 from cockpit.runtime import prompts
 from cockpit.runtime.bash import session_env
 from cockpit.runtime.editor import EditorError
 from cockpit.runtime.model_call import ContextFull, ModelCaller, SessionFailure, block_to_param, one_line
 from cockpit.runtime.permissions import PermissionPolicy, session_rule_for
 from cockpit.runtime.protocols import MemoryBackend, SessionHost
-from cockpit.runtime.session_base import HOST_ENGINE, S, SessionBase, SessionSpec, denial_message, preseed_query
+from cockpit.runtime.query import preseed_query
+from cockpit.runtime.session_base import HOST_ENGINE, S, SessionBase, SessionSpec, denial_message
 from cockpit.runtime.tools import PreparedCall, ToolInputError, ToolOutcome, ToolRunner, tool_definitions
 from cockpit.runtime.workspace import PathRefused
 
@@ -65,6 +66,9 @@ class Session(SessionBase):
                          resumed_from=resumed_from, resumed_header=resumed_header, first_content=first_content,
                          config=config, engine=engine)
         self._warned_context = False
+        self.instructions_text = ""
+        self.instruction_files: tuple[str, ...] = ()
+        self._path_rules: list = []  # path-scoped rules not yet given to the model
         self.policy = PermissionPolicy(spec.permission_mode, self._cfg.allow, self._cfg.deny)
         env = session_env(dict(os.environ), secrets_to_strip=tuple(s for s in (self._cfg.api_key,) if s),
                           extra={"COCKPIT_SESSION_ID": session_id})
@@ -75,15 +79,19 @@ class Session(SessionBase):
     def system_prompt(self) -> str:
         return prompts.system_prompt(self.preseed_enabled)
 
+    def _header_extra(self) -> dict[str, Any]:
+        return {"instructions": list(self.instruction_files), "instructions_text": self.instructions_text}
+
     # -- main loop ------------------------------------------------------------------------
     async def _main(self) -> None:
+        await self._load_instructions()
         if self.resumed_from is not None:
             self._resume_setup()
         else:
             await self._preseed()
             self._open_transcript()
             first = self._first_content or prompts.first_user_content(
-                self.task, self.preseed_text, prompts.env_block(self.spec))
+                self.task, self.preseed_text, prompts.env_block(self.spec), self._rules_for_task())
             self._add_message("user", first)
         need_model = not self.messages or self.messages[-1]["role"] == "user"
         while True:
@@ -101,6 +109,59 @@ class Session(SessionBase):
     async def _cleanup(self) -> None:
         await self.tools.close()
 
+    async def _load_instructions(self) -> None:
+        """CLAUDE.md / AGENTS.md / rule files of the project (``memory.instructions``): always-apply
+        ones into the second system block, path-scoped ones kept for the task and tool results."""
+        if self.spec.backend != "cockpit":
+            return  # another agent (Claude Code) reads its own instruction files
+        try:
+            from memory.instructions import discover
+
+            found, warnings = await asyncio.to_thread(discover, self.spec.workspace)
+        except Exception as exc:  # instructions are an aid: never a reason to fail the session
+            found, warnings = [], [f"instruction files not read: {type(exc).__name__}: {exc}"]
+        always = [i for i in found if i.scope == "always"]
+        on_request = [i for i in found if i.scope == "description"]
+        self._path_rules = [i for i in found if i.scope == "paths"]
+        self.instructions_text = prompts.instructions_text(always, on_request)
+        self.instruction_files = tuple(i.rel for i in always)
+        if found or warnings:
+            self.rec.emit(InstructionsLoaded(
+                self.id, tuple(i.rel for i in always), tuple(i.rel for i in self._path_rules),
+                tuple(i.rel for i in on_request), tuple(warnings)))
+
+    def _rules_for_task(self) -> str:
+        from memory.instructions import for_task
+
+        hits = for_task(self._path_rules, self.task) if self._path_rules else []
+        for ins in hits:
+            self._path_rules.remove(ins)
+            self.rec.emit(RuleApplied(self.id, ins.rel, "task"))
+        return "\n\n".join(prompts.rule_text(i) for i in hits)
+
+    def _rules_for_path(self, tool_use_id: str, given: str) -> str:
+        """Path-scoped rules (not yet given) for a file a tool touched ("" when none)."""
+        if not self._path_rules or not given:
+            return ""
+        try:
+            target = self.tools.workspace.resolve(given)
+        except PathRefused:
+            return ""
+        w = self.spec.worktree
+        from memory.instructions import project_root
+
+        root = Path(w.path) if w is not None else project_root(self.spec.workspace)
+        try:
+            rel = target.relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return ""
+        hits = [i for i in self._path_rules if i.matches(rel)]
+        for ins in hits:
+            self._path_rules.remove(ins)
+            self.rec.record("rule", rule=ins.rel, where=tool_use_id)
+            self.rec.emit(RuleApplied(self.id, ins.rel, tool_use_id))
+        return "\n\n".join(prompts.rule_text(i) for i in hits)
+
     async def _turns(self) -> tuple[str, str]:
         """Model turns for one user message. Returns (kind, detail); kind end | max_tokens |
         turn_cap | context_full."""
@@ -108,7 +169,7 @@ class Session(SessionBase):
         system = prompts.system_prompt(self.preseed_enabled)
         tools = tool_definitions(self.spec.tools_style)
         for _ in range(cap):
-            request = self.model.build(system, tools, self.messages)
+            request = self.model.build(system, tools, self.messages, self.instructions_text)
             try:
                 msg = await self.model.call(request, lambda d: self._set(S.STREAMING, d))
             except ContextFull as full:
@@ -206,6 +267,10 @@ class Session(SessionBase):
             self._set(S.RUNNING_TOOL, name)
         out = await self.tools.execute(prepared)
         changed = prepared.action.kind in ("bash", "edit", "create")
+        if prepared.name == "str_replace_based_edit_tool" and not out.is_error:
+            rules = self._rules_for_path(tool_use_id, str(prepared.data.get("path", "")))
+            if rules:
+                out = ToolOutcome(out.content + "\n\n" + rules, out.is_error)
         return out, changed
 
     async def _ask(self, tool_use_id: str, call: PreparedCall) -> tuple[bool, str]:

@@ -40,6 +40,7 @@ from cockpit.runtime import worktree as wt
 from cockpit.runtime.model_call import Accounting, SessionFailure, one_line
 from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.protocols import MemoryBackend, SessionHost
+from cockpit.runtime.query import preseed_query
 from cockpit.runtime.recorder import Recorder
 from cockpit.runtime.transcript import now_iso
 
@@ -70,18 +71,6 @@ class SessionSpec:
     backend: str = "cockpit"
 
 
-PRESEED_QUERY_CHARS = 4000
-
-
-def preseed_query(task: str) -> str:
-    """The text the notes are searched with: the task, bounded (a 1 MB task pasted from a log
-    would otherwise cost one search term per word); head and tail kept."""
-    if len(task) <= PRESEED_QUERY_CHARS:
-        return task
-    half = PRESEED_QUERY_CHARS // 2
-    return task[:half] + "\n…\n" + task[-half:]
-
-
 def headless_denial(mode: PermissionMode) -> str:
     """Why an approval nobody can answer (``cockpit run``) was denied; told to the model."""
     return (f"nobody can answer approvals in a headless run (permission mode {mode.value}: {mode.blurb}); "
@@ -110,6 +99,7 @@ class SessionBase:
     """
 
     cost_source = "pricing"
+    kill_reason: str  # why the manager killed it ("" = the user); becomes the final detail
 
     def __init__(self, host: SessionHost, spec: SessionSpec, *, session_id: str, transcript_path: Path,
                  messages: list[dict] | None = None, resumed_from: str | None = None,
@@ -137,6 +127,7 @@ class SessionBase:
         self.continued_in: str | None = None
         self.worktree_removed = False
         self.pending: ApprovalRequested | None = None
+        self.kill_reason = ""
         self._resumed_header = resumed_header or {}
         self._first_content = first_content
         self._host = host
@@ -257,6 +248,7 @@ class SessionBase:
             await self._main()
         except asyncio.CancelledError:
             final = S.KILLED
+            self.detail = self.kill_reason
         except SessionFailure as f:
             final = S.ERROR
             self._fail(f.kind, f.message)
@@ -329,10 +321,12 @@ class SessionBase:
         self.rec.record(
             "end", status=status.value, final_text=self.final_text, stop_reason=self.stop_reason,
             usage=self.usage.__dict__, cost_usd=self.cost_usd, requests=self.requests, ended_at=now_iso(),
+            reason=self.detail if status is not S.DONE or self.continued_in else "",
             **self._end_extra(),
         )
         self.rec.close()
-        self.rec.emit(StatusChanged(self.id, status, self.detail if status in (S.ERROR, S.DONE) else ""))
+        keep = status in (S.ERROR, S.DONE) or (status is S.KILLED and self.kill_reason)
+        self.rec.emit(StatusChanged(self.id, status, self.detail if keep else ""))
         self.rec.emit(SessionDone(self.id, status, final_text=self.final_text, stop_reason=self.stop_reason,
                                   extra={"transcript_path": str(self.transcript_path), "requests": self.requests}))
 
@@ -471,5 +465,4 @@ class SessionBase:
         }
 
 
-__all__ = ["SessionBase", "SessionSpec", "SessionFailure", "preseed_query", "headless_denial", "denial_message",
-           "HOST_ENGINE"]
+__all__ = ["SessionBase", "SessionSpec", "SessionFailure", "headless_denial", "denial_message", "HOST_ENGINE"]

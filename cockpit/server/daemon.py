@@ -1,0 +1,600 @@
+"""``cockpit server run``: the server process (see ``docs/PROTOCOL.md`` for the protocol).
+
+It owns one :class:`~cockpit.runtime.SessionManager` (every session, its worktree and its
+shell), one warm :class:`memory.MemoryEngine` per notes folder (sharing one embedding model), and
+the live-session registry. It listens on a Unix socket in a 0700 folder (socket 0600; a peer whose
+uid differs from the server's is refused where ``SO_PEERCRED`` exists), and on TCP only when asked
+(``--listen 127.0.0.1:PORT``, then every TCP client must present the token printed at start).
+
+Robustness: a request line that is not JSON-RPC, or over :data:`rpc.MAX_LINE` bytes, gets an error
+reply and its connection is closed; a failing handler answers with an error and the server stays
+up; at most :data:`MAX_CONNECTIONS` connections at once; one lock file makes a second server exit
+at once; a stale socket from a dead server is replaced. SIGTERM/SIGINT end sessions cleanly
+(finished ones ``done``, working ones ``killed`` with "server stopped"). After a SIGKILL or a power
+loss, the next start finds the sessions that were live in ``live.json`` and marks them
+``interrupted`` (an ``end`` record is appended to their transcripts); clients see them and can
+resume them from their transcripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import struct
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from cockpit import wire
+from cockpit.events import Event, SessionDone, SessionSpawned, SessionStatus, StatusChanged
+from cockpit.runtime import RuntimeConfig, SessionManager
+from cockpit.runtime.config import ConfigError, load_config
+from cockpit.runtime.manager import SessionClosed
+from cockpit.runtime.transcript import append_record, read_transcript
+from cockpit.runtime.worktree import WorktreeError
+from cockpit.server import paths, rpc
+from cockpit.server.engines import EngineRegistry
+from cockpit.server.remote import CLIENT_CONFIG_KEYS
+
+log = logging.getLogger("cockpit.server")
+_REPLIED = object()  # a handler that sent its reply itself
+MAX_CONNECTIONS = 512
+MAX_PENDING_EVENTS = 200_000  # per subscriber; a client that stops reading is disconnected
+
+
+class AlreadyRunning(RuntimeError):
+    """Another server holds the lock for this data folder."""
+
+
+@dataclass
+class Ghost:
+    """A session that was live when the previous server died: known only from its transcript."""
+
+    id: str
+    transcript: str
+    header: dict
+
+    def events(self) -> list[Event]:
+        h = self.header
+        spawned = SessionSpawned(self.id, h.get("task", ""), h.get("model", ""), h.get("workspace", ""),
+                                 self.transcript, bool(h.get("preseed_enabled", True)), h.get("backend", "cockpit"),
+                                 h.get("permission_mode", "default"), h.get("cwd", ""), None, h.get("placement", ""))
+        detail = "the server stopped while it ran; resume it from its transcript"
+        return [spawned, StatusChanged(self.id, SessionStatus.INTERRUPTED, detail),
+                SessionDone(self.id, SessionStatus.INTERRUPTED, extra={"transcript_path": self.transcript})]
+
+    def to_dict(self) -> dict:
+        h = self.header
+        return {"id": self.id, "task": h.get("task", ""), "model": h.get("model", ""), "status": "interrupted",
+                "workspace": h.get("workspace", ""), "cwd": h.get("cwd", ""), "worktree": h.get("worktree"),
+                "permission_mode": h.get("permission_mode", "default"), "transcript": self.transcript,
+                "usage": None, "cost_usd": None, "answer": "", "error": None, "injected": h.get("injected", [])}
+
+
+class LiveRegistry:
+    """``live.json``: session id → transcript path of every session not yet ended, written
+    atomically (fsync before rename) whenever one starts or ends."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.live: dict[str, str] = {}
+
+    def load(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return {str(k): str(v) for k, v in data.get("sessions", {}).items()}
+        except (OSError, ValueError, AttributeError):
+            return {}
+
+    def _write(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"pid": os.getpid(), "sessions": self.live}, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
+    def add(self, sid: str, transcript: str) -> None:
+        self.live[sid] = transcript
+        self._write()
+
+    def remove(self, sid: str) -> None:
+        if self.live.pop(sid, None) is not None:
+            self._write()
+
+    def clear(self) -> None:
+        self.live = {}
+        self._write()
+
+
+class Connection:
+    """One client connection: a write lock, an authenticated flag, an optional event pump."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tcp: bool):
+        self.reader = reader
+        self.writer = writer
+        self.tcp = tcp
+        self.authed = not tcp
+        self.lock = asyncio.Lock()
+        self.pump: asyncio.Task | None = None
+        self.tasks: set[asyncio.Task] = set()
+        self.closed = False
+
+    async def send(self, data: bytes) -> None:
+        if self.closed:
+            return
+        async with self.lock:
+            try:
+                self.writer.write(data)
+                await self.writer.drain()
+            except (ConnectionError, RuntimeError):
+                self.closed = True
+
+    def close(self) -> None:
+        self.closed = True
+        for t in list(self.tasks) + ([self.pump] if self.pump else []):
+            t.cancel()
+        with contextlib.suppress(Exception):
+            self.writer.close()
+
+
+class Server:
+    """The server. ``listen``: optional (host, port) for TCP; ``token``: the TCP token."""
+
+    def __init__(self, config: RuntimeConfig | None = None, listen: tuple[str, int] | None = None):
+        self.config = config or load_config({"interactive": True})
+        self.manager: SessionManager | None = None
+        self.engines = EngineRegistry()
+        self.registry = LiveRegistry(paths.registry_path())
+        self.ghosts: dict[str, Ghost] = {}
+        self.conns: set[Connection] = set()
+        self.listen = listen
+        self.token = secrets.token_urlsafe(24) if listen else None
+        self.started_at = time.time()
+        self._stop = asyncio.Event()
+        self._lock_fd: int | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+        self.socket_path = paths.socket_path()
+        self.handlers: dict[str, Callable[[Connection, dict], Any]] = {
+            "hello": self.h_hello, "subscribe": self.h_subscribe, "list": self.h_list, "get": self.h_get,
+            "spawn": self.h_spawn, "send": self.h_send, "kill": self.h_kill, "answer": self.h_answer,
+            "diff": self.h_diff, "review": self.h_review, "resume": self.h_resume, "continue": self.h_continue,
+            "wait": self.h_wait, "totals": self.h_totals,
+            "memory.search": self.h_mem_search, "memory.preseed": self.h_mem_preseed,
+            "memory.save": self.h_mem_save, "memory.index": self.h_mem_index, "memory.status": self.h_mem_status,
+            "memory.lint": self.h_mem_lint, "memory.wait_ready": self.h_mem_wait_ready,
+            "memory.get": self.h_mem_get, "memory.list": self.h_mem_list,
+            "server.status": self.h_status, "server.stop": self.h_stop,
+        }
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def _acquire_lock(self) -> None:
+        lock = paths.lock_path()
+        paths.ensure_private_dir(lock.parent)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise AlreadyRunning(f"a Cockpit server already runs for this data folder (lock {lock})") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+
+    async def start(self) -> None:
+        """Take the lock, listen, recover interrupted sessions. Raises AlreadyRunning."""
+        self._acquire_lock()
+        sock = self.socket_path
+        paths.ensure_private_dir(sock.parent)
+        with contextlib.suppress(FileNotFoundError):
+            sock.unlink()  # we hold the lock: whatever is there is a dead server's
+        old = os.umask(0o177)
+        try:
+            self._servers.append(await asyncio.start_unix_server(
+                lambda r, w: self._accept(r, w, tcp=False), path=str(sock), limit=rpc.MAX_LINE))
+        finally:
+            os.umask(old)
+        os.chmod(sock, 0o600)
+        if self.listen:
+            host, port = self.listen
+            self._servers.append(await asyncio.start_server(
+                lambda r, w: self._accept(r, w, tcp=True), host=host, port=port, limit=rpc.MAX_LINE))
+        self.manager = SessionManager(None, self.config)
+        self._recover()
+        self._watch_task = asyncio.get_running_loop().create_task(self._track_live())
+
+    def _recover(self) -> None:
+        for sid, transcript in self.registry.load().items():
+            try:
+                records = read_transcript(Path(transcript))
+            except (OSError, ValueError):
+                continue
+            if not any(r.get("type") == "end" for r in records):
+                with contextlib.suppress(OSError):
+                    append_record(Path(transcript), "end", status="interrupted",
+                                  reason="the server stopped while the session ran", final_text="",
+                                  stop_reason=None, usage=None, cost_usd=None, requests=None)
+            self.ghosts[sid] = Ghost(sid, transcript, records[0])
+            log.info("session %s was interrupted by the previous server's end", sid)
+        self.registry.clear()
+
+    async def _track_live(self) -> None:
+        assert self.manager is not None
+        async for event in self.manager.subscribe():
+            if isinstance(event, SessionSpawned):
+                self.registry.add(event.session_id, event.transcript_path)
+            elif isinstance(event, SessionDone):
+                self.registry.remove(event.session_id)
+
+    async def serve_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._stop.set)
+        await self._stop.wait()
+        await self.shutdown()
+
+    async def shutdown(self) -> None:
+        log.info("stopping: ending sessions")
+        for srv in self._servers:
+            srv.close()
+        if self.manager is not None:
+            await self.manager.aclose(reason="server stopped")
+        for conn in list(self.conns):
+            conn.close()
+        await asyncio.to_thread(self.engines.close)
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        log.info("stopped")
+
+    # -- connections -------------------------------------------------------------------------
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tcp: bool) -> None:
+        conn = Connection(reader, writer, tcp)
+        if len(self.conns) >= MAX_CONNECTIONS:
+            await conn.send(rpc.error(None, rpc.RpcError(rpc.REFUSED, "too many connections")))
+            conn.close()
+            return
+        if not tcp and not _same_user(writer):
+            await conn.send(rpc.error(None, rpc.RpcError(rpc.UNAUTHORIZED, "this server belongs to another user")))
+            conn.close()
+            return
+        self.conns.add(conn)
+        try:
+            await self._serve(conn)
+        finally:
+            self.conns.discard(conn)
+            conn.close()
+
+    async def _serve(self, conn: Connection) -> None:
+        while not conn.closed:
+            try:
+                line = await conn.reader.readline()
+            except ValueError:  # over the line limit
+                await conn.send(rpc.error(None, rpc.RpcError(rpc.PARSE_ERROR, f"request line over {rpc.MAX_LINE} bytes")))
+                return
+            except (ConnectionError, asyncio.IncompleteReadError):
+                return
+            if not line:
+                return
+            if not line.endswith(b"\n"):  # a half-sent line and EOF
+                await conn.send(rpc.error(None, rpc.RpcError(rpc.PARSE_ERROR, "incomplete request line")))
+                return
+            if not line.strip():
+                continue
+            try:
+                msg_id, method, params = rpc.parse_request(line)
+            except rpc.RpcError as err:
+                await conn.send(rpc.error(None, err))
+                return
+            if not conn.authed:
+                if method == "hello" and self.token and secrets.compare_digest(str(params.get("token", "")), self.token):
+                    conn.authed = True
+                else:
+                    await conn.send(rpc.error(msg_id, rpc.RpcError(rpc.UNAUTHORIZED, "TCP clients must say hello with the server's token")))
+                    return
+            task = asyncio.get_running_loop().create_task(self._dispatch(conn, msg_id, method, params))
+            conn.tasks.add(task)
+            task.add_done_callback(conn.tasks.discard)
+
+    async def _dispatch(self, conn: Connection, msg_id: Any, method: str, params: dict) -> None:
+        handler = self.handlers.get(method)
+        try:
+            if handler is None:
+                raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"unknown method {method!r}")
+            result = await handler(conn, {**params, "_rpc_id": msg_id})
+            if result is not _REPLIED:
+                await conn.send(rpc.response(msg_id, result))
+        except rpc.RpcError as err:
+            await conn.send(rpc.error(msg_id, err))
+        except asyncio.CancelledError:
+            raise
+        except KeyError as exc:
+            await conn.send(rpc.error(msg_id, rpc.RpcError(rpc.NOT_FOUND, str(exc.args[0]) if exc.args else "not found")))
+        except (ValueError, TypeError, SessionClosed, WorktreeError, ConfigError, FileNotFoundError) as exc:
+            await conn.send(rpc.error(msg_id, rpc.RpcError(rpc.REFUSED, str(exc))))
+        except Exception as exc:  # a bug: answer, log, stay up
+            log.exception("handler %s failed", method)
+            await conn.send(rpc.error(msg_id, rpc.RpcError(rpc.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")))
+
+    # -- helpers ------------------------------------------------------------------------------
+    @property
+    def mgr(self) -> SessionManager:
+        assert self.manager is not None
+        return self.manager
+
+    def _config(self, params: dict) -> RuntimeConfig:
+        given = params.get("config") or {}
+        if not isinstance(given, dict):
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "config must be an object")
+        overrides = {k: (tuple(v) if k in ("allow", "deny") and isinstance(v, list) else v)
+                     for k, v in given.items() if k in CLIENT_CONFIG_KEYS}
+        overrides["interactive"] = bool(params.get("interactive", True))
+        return load_config(overrides, env={}, config_file=Path(os.devnull), base=self.config)
+
+    def _engine(self, params: dict):
+        notes = params.get("notes")
+        if not notes:
+            return None
+        return self.engines.get(str(notes), params.get("index"))
+
+    def _need_engine(self, params: dict):
+        notes = params.get("notes")
+        if not notes:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "notes (a folder path) is required")
+        if not Path(str(notes)).is_dir():
+            raise rpc.RpcError(rpc.UNAVAILABLE, f"notes folder not found: {notes}")
+        return self.engines.get(str(notes), params.get("index"))
+
+    @staticmethod
+    def _str(params: dict, key: str) -> str:
+        value = params.get(key)
+        if not isinstance(value, str) or not value:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, f"{key} must be a non-empty string")
+        return value
+
+    # -- handlers ------------------------------------------------------------------------------
+    async def h_hello(self, conn: Connection, p: dict) -> dict:
+        return {"server": "cockpit", "protocol": rpc.PROTOCOL_VERSION, "pid": os.getpid(),
+                "started_at": self.started_at, "python": sys.version.split()[0],
+                "backends": list(self.mgr.backends)}
+
+    async def h_subscribe(self, conn: Connection, p: dict) -> dict:
+        if conn.pump is not None:
+            raise rpc.RpcError(rpc.REFUSED, "already subscribed")
+        sub = self.mgr.subscribe()  # registered before the snapshot: nothing falls in between
+        events = [e for g in self.ghosts.values() for e in g.events()] + self.mgr.snapshot()
+        queue: asyncio.Queue[bytes] = asyncio.Queue()
+
+        async def forward() -> None:
+            async for event in sub:
+                queue.put_nowait(rpc.notification("event", wire.event_to_json(event)))
+                if queue.qsize() > MAX_PENDING_EVENTS:
+                    conn.close()
+                    return
+
+        async def pump() -> None:
+            fwd = asyncio.get_running_loop().create_task(forward())
+            try:
+                while not conn.closed:
+                    await conn.send(await queue.get())
+            finally:
+                fwd.cancel()
+                sub.close()
+
+        # the reply (with the snapshot) goes out before the first event the pump sends
+        await conn.send(rpc.response(p["_rpc_id"], {"events": [wire.event_to_json(e) for e in events]}))
+        conn.pump = asyncio.get_running_loop().create_task(pump())
+        return _REPLIED
+
+    async def h_list(self, conn: Connection, p: dict) -> dict:
+        rows = [g.to_dict() for g in self.ghosts.values()]
+        rows += [await self.mgr.describe(s.id) for s in self.mgr.sessions]
+        return {"sessions": rows}
+
+    async def h_get(self, conn: Connection, p: dict) -> dict:
+        sid = self._str(p, "id")
+        if sid in self.ghosts:
+            return self.ghosts[sid].to_dict()
+        return await self.mgr.describe(self.mgr.get(sid).id)
+
+    async def h_spawn(self, conn: Connection, p: dict) -> dict:
+        task = self._str(p, "task")
+        cfg = self._config(p)
+        engine = await asyncio.to_thread(self._engine, p)
+        s = await self.mgr.spawn(
+            task, workspace=p.get("workspace"), model=p.get("model"), preseed=p.get("preseed"),
+            top_k=p.get("top_k"), interactive=bool(p.get("interactive", True)),
+            permission_mode=p.get("permission_mode"), worktree=p.get("worktree"), tools=p.get("tools"),
+            backend=p.get("backend"), config=cfg, engine=engine,
+        )
+        return s.to_dict()
+
+    async def h_send(self, conn: Connection, p: dict) -> dict:
+        await self.mgr.send(self._str(p, "id"), self._str(p, "text"))
+        return {}
+
+    async def h_kill(self, conn: Connection, p: dict) -> dict:
+        await self.mgr.kill(self._str(p, "id"), reason=str(p.get("reason") or "killed by the user"))
+        return {}
+
+    async def h_answer(self, conn: Connection, p: dict) -> dict:
+        await self.mgr.answer(self._str(p, "id"), p.get("request_id"), bool(p.get("allow")),
+                              str(p.get("scope") or "once"), str(p.get("reason") or ""))
+        return {}
+
+    async def h_diff(self, conn: Connection, p: dict) -> dict:
+        return wire.diff_to_json(await self.mgr.diff(self._str(p, "id")))
+
+    async def h_review(self, conn: Connection, p: dict) -> dict:
+        event = await self.mgr.review(self._str(p, "id"), self._str(p, "action"))
+        return wire.event_to_json(event)
+
+    async def h_resume(self, conn: Connection, p: dict) -> dict:
+        sid = p.get("id")
+        ghost = self.ghosts.get(sid) if isinstance(sid, str) else None
+        path = ghost.transcript if ghost else self._str(p, "path")
+        cfg = self._config(p)
+        notes = (ghost.header if ghost else {}).get("notes") or p.get("notes")
+        engine = await asyncio.to_thread(self.engines.get, str(notes), p.get("index")) if notes else None
+        s = await self.mgr.resume(path, interactive=bool(p.get("interactive", True)), config=cfg, engine=engine)
+        if ghost:
+            self.ghosts.pop(ghost.id, None)
+        return s.to_dict()
+
+    async def h_continue(self, conn: Connection, p: dict) -> dict:
+        return (await self.mgr.continue_fresh(self._str(p, "id"))).to_dict()
+
+    async def h_wait(self, conn: Connection, p: dict) -> dict:
+        """Wait until the sessions ``ids`` are final (``until`` "final") or idle (``until`` "idle")."""
+        ids = p.get("ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "ids must be a list of session ids")
+        sessions = [self.mgr.get(i) for i in ids]
+        until = p.get("until", "final")
+        sub = self.mgr.subscribe()
+        try:
+            def done() -> bool:
+                return all(s.status.is_final if until == "final" else s.is_idle for s in sessions)
+            while not done():
+                await anext(sub)
+        finally:
+            sub.close()
+        return {"sessions": [await self.mgr.describe(s.id) for s in sessions]}
+
+    async def h_totals(self, conn: Connection, p: dict) -> dict:
+        usage, cost = self.mgr.totals()
+        return {"usage": {**usage.__dict__, "total": usage.total}, "cost_usd": cost}
+
+    # memory
+    async def _ready_engine(self, p: dict):
+        engine = await asyncio.to_thread(self._need_engine, p)
+        await asyncio.to_thread(engine.wait_ready, 120)  # model warm and the first sync done
+        return engine
+
+    async def h_mem_search(self, conn: Connection, p: dict) -> dict:
+        engine = await self._ready_engine(p)
+        hits = await asyncio.to_thread(engine.search, self._str(p, "query"), int(p.get("top_k") or 5))
+        return {"hits": [h.to_dict() for h in hits]}
+
+    async def h_mem_preseed(self, conn: Connection, p: dict) -> dict:
+        engine = await self._ready_engine(p)
+        pre = await asyncio.to_thread(engine.build_preseed, self._str(p, "query"), int(p.get("top_k") or 5))
+        return pre.to_dict()
+
+    async def h_mem_save(self, conn: Connection, p: dict) -> dict:
+        engine = await asyncio.to_thread(self._need_engine, p)
+        path = await asyncio.to_thread(engine.save, self._str(p, "name"), self._str(p, "description"),
+                                       str(p.get("body") or ""), bool(p.get("priority", False)))
+        return {"path": str(path)}
+
+    async def h_mem_index(self, conn: Connection, p: dict) -> dict:
+        engine = await asyncio.to_thread(self._need_engine, p)
+        report = await asyncio.to_thread(engine.sync)
+        return report.to_dict()
+
+    async def h_mem_status(self, conn: Connection, p: dict) -> dict:
+        engine = await asyncio.to_thread(self._need_engine, p)
+        st = await asyncio.to_thread(engine.status)
+        return {**wire.to_plain(st), "index_path": str(st.index_path), "notes_dir": str(st.notes_dir),
+                "ready": bool(engine.ready)}
+
+    async def h_mem_lint(self, conn: Connection, p: dict) -> dict:
+        engine = await asyncio.to_thread(self._need_engine, p)
+        return {"issues": [i.to_dict() for i in await asyncio.to_thread(engine.lint)]}
+
+    async def h_mem_get(self, conn: Connection, p: dict) -> dict:
+        engine = await self._ready_engine(p)
+        note = await asyncio.to_thread(engine.get, self._str(p, "name"))
+        if note is None:
+            raise rpc.RpcError(rpc.NOT_FOUND, f"no note named {p['name']!r}")
+        return note
+
+    async def h_mem_list(self, conn: Connection, p: dict) -> dict:
+        engine = await self._ready_engine(p)
+        return {"notes": await asyncio.to_thread(engine.list_notes)}
+
+    async def h_mem_wait_ready(self, conn: Connection, p: dict) -> dict:
+        engine = await asyncio.to_thread(self._need_engine, p)
+        timeout = p.get("timeout")
+        ok = await asyncio.to_thread(engine.wait_ready, float(timeout) if timeout is not None else None)
+        return {"ready": bool(ok)}
+
+    async def h_status(self, conn: Connection, p: dict) -> dict:
+        counts: dict[str, int] = {}
+        for s in self.mgr.sessions:
+            counts[s.status.value] = counts.get(s.status.value, 0) + 1
+        if self.ghosts:
+            counts["interrupted"] = counts.get("interrupted", 0) + len(self.ghosts)
+        return {"pid": os.getpid(), "uptime_s": round(time.time() - self.started_at, 1), "sessions": counts,
+                "clients": len(self.conns), "socket": str(self.socket_path),
+                "engines": self.engines.describe(), "log": str(paths.log_path())}
+
+    async def h_stop(self, conn: Connection, p: dict) -> dict:
+        asyncio.get_running_loop().call_soon(self._stop.set)
+        return {"stopping": True}
+
+
+def _same_user(writer: asyncio.StreamWriter) -> bool:
+    sock = writer.get_extra_info("socket")
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if sock is None or opt is None:
+        return True  # no peer credentials on this platform: the 0600 socket in a 0700 folder is the guard
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+    except OSError:
+        return True
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return uid == os.getuid()
+
+
+def run_server(listen: tuple[str, int] | None = None, ready_fd: int | None = None) -> int:
+    """Run a server in this process until SIGTERM/SIGINT or ``server.stop``. Writes "ready\\n" to
+    ``ready_fd`` once it listens (how an auto-starting client knows). Returns an exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx2", "httpx", "httpcore", "sentence_transformers"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+    async def main() -> int:
+        try:
+            config = load_config({"interactive": True})
+        except ConfigError as exc:
+            print(f"cockpit server: error: {exc}", file=sys.stderr)
+            return 2
+        server = Server(config, listen)
+        try:
+            await server.start()
+        except AlreadyRunning as exc:
+            print(f"cockpit server: {exc}", file=sys.stderr)
+            return 3
+        except OSError as exc:
+            print(f"cockpit server: cannot listen: {exc}", file=sys.stderr)
+            return 2
+        log.info("listening on %s (pid %d)", server.socket_path, os.getpid())
+        if server.token:
+            host, port = server.listen  # type: ignore[misc]
+            print(f"cockpit server: also listening on {host}:{port}; TCP token (shown once): {server.token}",
+                  flush=True)
+        if ready_fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(ready_fd, b"ready\n")
+                os.close(ready_fd)
+        await server.serve_forever()
+        return 0
+
+    return asyncio.run(main())
+
+
+__all__ = ["Server", "run_server", "AlreadyRunning"]

@@ -1,0 +1,73 @@
+"""The server's memory engines: one per (notes folder, index file), created on first use, warmed
+and kept in step with their folder by a watcher thread; all share one embedding model (see
+``memory.embedder.get_embedder``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("cockpit.server")
+
+
+class EngineRegistry:
+    """``get(notes, index)`` → a warm, watched ``memory.MemoryEngine``. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._engines: dict[tuple[str, str | None], Any] = {}
+        self._stops: dict[tuple[str, str | None], threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def get(self, notes: str, index: str | None = None) -> Any:
+        """The engine for ``notes`` (made absolute). Raises ``memory.MemoryEngineError`` when the
+        index cannot be opened (as a ValueError subclass for the protocol's error reply)."""
+        key = (str(Path(notes).expanduser().resolve()), str(Path(index).expanduser()) if index else None)
+        with self._lock:
+            engine = self._engines.get(key)
+            if engine is not None:
+                return engine
+            from memory import MemoryEngine, MemoryEngineError
+
+            try:
+                engine = MemoryEngine(key[0], index_path=key[1])
+            except MemoryEngineError as exc:
+                raise ValueError(f"memory index for {key[0]}: {exc}") from None
+            engine.start_warmup()
+            stop = threading.Event()
+            self._engines[key] = engine
+            self._stops[key] = stop
+        threading.Thread(target=self._watch, args=(engine, stop), name=f"watch {key[0]}", daemon=True).start()
+        log.info("memory engine for %s", key[0])
+        return engine
+
+    @staticmethod
+    def _watch(engine: Any, stop: threading.Event) -> None:
+        try:
+            engine.watch(stop)
+        except FileNotFoundError:
+            log.warning("notes folder %s does not exist: not watched", engine.notes_dir)
+        except Exception:  # the engine stays usable; searches use the last index
+            log.exception("watching %s failed", engine.notes_dir)
+
+    def describe(self) -> list[dict]:
+        with self._lock:
+            items = list(self._engines.items())
+        out = []
+        for (notes, index), engine in items:
+            out.append({"notes": notes, "index": str(engine.index_path), "ready": bool(engine.ready)})
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            items = list(self._engines.values())
+            for stop in self._stops.values():
+                stop.set()
+            self._engines.clear()
+            self._stops.clear()
+        for engine in items:
+            try:
+                engine.close()
+            except Exception:
+                pass

@@ -1,0 +1,268 @@
+"""The runtime and the memory engine as a client sees them through the server.
+
+:class:`RemoteRuntime` implements ``cockpit.runtime.protocols.Runtime`` (what the TUI and the
+other clients call) over an :class:`~cockpit.server.client.AsyncClient`; events arrive already
+typed (``cockpit.wire``). :class:`RemoteEngine` offers the memory engine's blocking API (search,
+build_preseed, save, sync, status, lint, ready, wait_ready, watch) over a
+:class:`~cockpit.server.client.BlockingClient`, returning objects with the same attributes as
+``memory``'s (``Hit``, ``Preseed``, ``EngineStatus`` …) — so the TUI's spawn preview and memory
+screen, the memory CLI and the MCP server work unchanged against the server's warm engine.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import fields
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from cockpit import wire
+from cockpit.events import Event, Usage
+from cockpit.runtime.config import RuntimeConfig
+from cockpit.server.client import AsyncClient, BlockingClient
+
+CLIENT_CONFIG_KEYS = (
+    "api_key", "base_url", "model", "max_tokens", "max_turns", "top_k", "preseed", "max_retries", "timeout",
+    "permission_mode", "allow", "deny", "tools", "worktrees", "bash_timeout", "context_management", "backend",
+    "claude_setting_sources",
+)
+
+
+def config_payload(config: RuntimeConfig) -> dict:
+    """The settings a client sends with a spawn (its own flags > environment > config file)."""
+    data = {f.name: getattr(config, f.name) for f in fields(config) if f.name in CLIENT_CONFIG_KEYS}
+    data["allow"], data["deny"] = list(config.allow), list(config.deny)
+    return data
+
+
+class SessionInfo(SimpleNamespace):
+    """A session as the server describes it (``Session.to_dict()`` keys as attributes)."""
+
+
+class _Subscription:
+    def __init__(self, runtime: "RemoteRuntime"):
+        self._rt = runtime
+
+    def __aiter__(self) -> "_Subscription":
+        return self
+
+    async def __anext__(self) -> Event:
+        while True:
+            payload = await self._rt.client.events.get()
+            if payload is None:
+                raise StopAsyncIteration
+            try:
+                return wire.event_from_json(payload)
+            except wire.WireError:
+                continue  # an event type this client does not know (newer server): skip it
+
+    def close(self) -> None:
+        self._rt.client.events.put_nowait(None)
+
+
+class RemoteRuntime:
+    """``Runtime`` over the server. Create with :meth:`attach` (subscribes; :meth:`snapshot`
+    then holds the events so far). ``config``: this client's settings, sent with every spawn;
+    ``notes``/``index``: the notes folder (and index file) sessions spawned here use."""
+
+    backends: tuple[str, ...] = ("cockpit",)
+
+    def __init__(self, client: AsyncClient, config: RuntimeConfig, notes: str | None = None, index: str | None = None):
+        self.client = client
+        self.config = config
+        self.notes = notes
+        self.index = index
+        self._snapshot: list[Event] = []
+        self._totals = (Usage(), 0.0)
+
+    @classmethod
+    async def attach(cls, config: RuntimeConfig, notes: str | None = None, index: str | None = None,
+                     path: Path | None = None) -> "RemoteRuntime":
+        rt = cls(await AsyncClient.connect(path), config, notes, index)
+        hello = await rt.client.call("hello", client="cockpit")
+        rt.backends = tuple(hello.get("backends") or ("cockpit",))  # what the server can run
+        reply = await rt.client.call("subscribe")
+        rt._snapshot = [wire.event_from_json(e) for e in reply.get("events", [])]
+        return rt
+
+    def snapshot(self) -> list[Event]:
+        return list(self._snapshot)
+
+    def subscribe(self) -> _Subscription:
+        return _Subscription(self)
+
+    async def spawn(self, task: str, workspace: str | Path | None = None, model: str | None = None,
+                    preseed: bool | None = None, top_k: int | None = None, interactive: bool | None = None,
+                    permission_mode: str | None = None, worktree: bool | None = None, tools: str | None = None,
+                    backend: str | None = None, **_: Any) -> SessionInfo:
+        row = await self.client.call(
+            "spawn", task=task, workspace=str(Path(workspace or Path.cwd()).resolve()), model=model, preseed=preseed,
+            top_k=top_k, interactive=self.config.interactive if interactive is None else interactive,
+            permission_mode=permission_mode, worktree=worktree, tools=tools, backend=backend,
+            notes=self.notes, index=self.index, config=config_payload(self.config))
+        return SessionInfo(**row)
+
+    async def send(self, session_id: str, text: str) -> None:
+        await self.client.call("send", id=session_id, text=text)
+
+    async def kill(self, session_id: str, reason: str = "killed by the user") -> None:
+        await self.client.call("kill", id=session_id, reason=reason)
+
+    async def answer(self, session_id: str, request_id: str | None, allow: bool, scope: str = "once",
+                     reason: str = "") -> None:
+        await self.client.call("answer", id=session_id, request_id=request_id, allow=allow, scope=scope, reason=reason)
+
+    async def diff(self, session_id: str) -> Any:
+        return wire.diff_from_json(await self.client.call("diff", id=session_id))
+
+    async def review(self, session_id: str, action: str) -> Event:
+        return wire.event_from_json(await self.client.call("review", id=session_id, action=action))
+
+    async def resume(self, transcript_path: str | Path, **options: Any) -> SessionInfo:
+        row = await self.client.call("resume", path=str(transcript_path), notes=self.notes, index=self.index,
+                                     interactive=options.get("interactive", True), config=config_payload(self.config))
+        return SessionInfo(**row)
+
+    async def resume_id(self, session_id: str) -> SessionInfo:
+        """Resume an interrupted session (one the previous server left) by its id."""
+        row = await self.client.call("resume", id=session_id, notes=self.notes, index=self.index,
+                                     config=config_payload(self.config))
+        return SessionInfo(**row)
+
+    async def continue_fresh(self, session_id: str) -> SessionInfo:
+        return SessionInfo(**await self.client.call("continue", id=session_id))
+
+    async def list(self) -> list[dict]:
+        return (await self.client.call("list"))["sessions"]
+
+    async def stop_all(self) -> None:
+        """End every session of the server (finished ones done, working ones killed)."""
+        for row in await self.list():
+            if row["status"] not in ("done", "error", "killed", "interrupted"):
+                if row["status"] == "waiting for you":
+                    continue
+                await self.kill(row["id"], reason="stopped from the app")
+
+    async def aclose(self) -> None:
+        """Detach: the sessions go on in the server."""
+        await self.client.close()
+
+
+# -- the memory engine over a blocking client -----------------------------------------------------
+def _ns(data: Any) -> Any:
+    if isinstance(data, dict):
+        return SimpleNamespace(**{k: _ns(v) for k, v in data.items()})
+    if isinstance(data, list):
+        return [_ns(v) for v in data]
+    return data
+
+
+class Remote(SimpleNamespace):
+    """A value the server sent (attributes as ``memory``'s own types); ``to_dict()`` gives it back."""
+
+    def to_dict(self) -> dict:
+        return dict(self._raw)  # type: ignore[attr-defined]
+
+
+def _obj(d: dict, **extra: Any) -> Remote:
+    ns = Remote(**{**d, **extra})
+    ns._raw = d
+    return ns
+
+
+def _hit(d: dict) -> Remote:
+    return _obj(d, path=Path(d.get("path", "")))
+
+
+class RemoteEngine:
+    """The memory engine of the server for one notes folder (blocking calls; use from threads).
+    Raises ``cockpit.server.client.RemoteError`` / ``ServerError`` like the engine raises its own."""
+
+    def __init__(self, client: BlockingClient, notes: str | Path, index: str | Path | None = None):
+        self.client = client
+        self.notes_dir = Path(notes).expanduser().resolve()
+        self.index = str(index) if index else None
+        self.index_path: Path | None = Path(index) if index else None
+        self._ready = False
+
+    def _call(self, method: str, **params: Any) -> Any:
+        return self.client.call(method, notes=str(self.notes_dir), index=self.index, **params)
+
+    def start_warmup(self) -> None:
+        pass  # the server warms its engines itself
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        self._ready = bool(self._call("memory.wait_ready", timeout=timeout)["ready"])
+        return self._ready
+
+    def search(self, query: str, top_k: int = 5) -> list[Any]:
+        return [_hit(h) for h in self._call("memory.search", query=query, top_k=top_k)["hits"]]
+
+    def build_preseed(self, query: str, top_k: int = 5) -> Any:
+        d = self._call("memory.preseed", query=query, top_k=top_k)
+        return _obj(d, hits=[_hit(h) for h in d["hits"]], considered=[_hit(h) for h in d.get("considered", [])])
+
+    def preseed(self, query: str, top_k: int = 5) -> str:
+        return self.build_preseed(query, top_k).text
+
+    def save(self, name: str, description: str, body: str, priority: bool = False) -> Path:
+        from cockpit.server.client import RemoteError
+
+        try:
+            return Path(self._call("memory.save", name=name, description=description, body=body,
+                                   priority=priority)["path"])
+        except RemoteError as exc:
+            raise ValueError(exc.message) from None
+
+    def sync(self, progress: Any = None, paths: Any = None) -> Any:
+        d = self._call("memory.index")
+        return _obj(d, skipped=[tuple(x) for x in d.get("skipped", [])],
+                    changed=bool(d.get("added") or d.get("updated") or d.get("removed") or d.get("renamed")))
+
+    def status(self) -> Any:
+        d = self._call("memory.status")
+        self._ready = bool(d.pop("ready", False))
+        self.index_path = Path(d["index_path"])
+        return _obj(d, index_path=Path(d["index_path"]), notes_dir=Path(d["notes_dir"]))
+
+    def get(self, name: str) -> dict | None:
+        from cockpit.server.client import RemoteError
+        from cockpit.server.rpc import NOT_FOUND
+
+        try:
+            return self._call("memory.get", name=name)
+        except RemoteError as exc:
+            if exc.code == NOT_FOUND:
+                return None
+            raise
+
+    def list_notes(self) -> list[dict]:
+        return self._call("memory.list")["notes"]
+
+    def lint(self) -> list[Any]:
+        return [_obj(i) for i in self._call("memory.lint")["issues"]]
+
+    def watch(self, stop: threading.Event, on_sync: Any = None, **_: Any) -> None:
+        """The server watches the folder; this follows its syncs (a status poll each second)."""
+        last = None
+        while not stop.is_set():
+            try:
+                st = self.status()
+            except Exception:
+                st = None
+            if st is not None and st.last_sync != last:
+                last = st.last_sync
+                if on_sync is not None:
+                    on_sync(SimpleNamespace(added=0, updated=0, removed=0, changed=False, skipped=[], warnings=[]))
+            stop.wait(1.0)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+__all__ = ["RemoteRuntime", "RemoteEngine", "SessionInfo", "config_payload", "CLIENT_CONFIG_KEYS"]

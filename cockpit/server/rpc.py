@@ -1,0 +1,81 @@
+"""JSON-RPC 2.0 over a byte stream, one message per line (``docs/PROTOCOL.md``).
+
+Framing is newline-delimited JSON read with asyncio's ``StreamReader.readline`` and a line limit
+(:data:`MAX_LINE`); the message shapes are JSON-RPC 2.0's (request ``{"jsonrpc", "id", "method",
+"params"}``, response ``{"jsonrpc", "id", "result" | "error": {"code", "message"}}``, and server
+notifications ``{"jsonrpc", "method": "event", "params": {"type", "data"}}``). No library adds
+anything here that asyncio's streams do not already give (they frame by length or speak HTTP).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+PROTOCOL_VERSION = 1
+MAX_LINE = 16 * 1024 * 1024  # bytes of one request line
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+# application errors
+NOT_FOUND = 1  # unknown session / approval
+REFUSED = 2  # a request the current state does not allow
+UNAUTHORIZED = 3
+UNAVAILABLE = 4  # e.g. no notes folder
+
+
+class RpcError(Exception):
+    """An error reply: ``code`` (JSON-RPC or application), ``message`` (one line)."""
+
+    def __init__(self, code: int, message: str, data: Any = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_json(self) -> dict:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+
+def encode(obj: dict) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+
+
+def request(msg_id: int, method: str, params: dict | None = None) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
+
+
+def response(msg_id: Any, result: Any) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+
+def error(msg_id: Any, err: RpcError) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": msg_id, "error": err.to_json()})
+
+
+def notification(method: str, params: Any) -> bytes:
+    return encode({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def parse_request(line: bytes) -> tuple[Any, str, dict]:
+    """(id, method, params) of one request line. Raises RpcError (PARSE_ERROR / INVALID_REQUEST)."""
+    try:
+        msg = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise RpcError(PARSE_ERROR, f"not a JSON line: {exc}") from None
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
+        raise RpcError(INVALID_REQUEST, "expected a JSON-RPC 2.0 request object with a method")
+    params = msg.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise RpcError(INVALID_PARAMS, "params must be an object")
+    if "id" not in msg:
+        raise RpcError(INVALID_REQUEST, "requests need an id (the server sends no replies to notifications)")
+    return msg["id"], msg["method"], params

@@ -1,0 +1,265 @@
+"""The server and its session clients from the shell.
+
+``cockpit server [run|start|status|stop] [--listen HOST:PORT]``
+    ``run`` serves in the foreground; ``start`` starts it in the background (clients do this
+    themselves when none runs); ``status`` says whether one runs and what it holds; ``stop`` ends
+    its sessions cleanly and stops it.
+``cockpit ls [--json]``                      sessions: id, state, model, branch, tokens, USD, task
+``cockpit send ID TEXT``                     a follow-up to a session
+``cockpit kill ID``                          kill a session
+``cockpit attach ID``                        follow one session's output until it waits or ends
+``cockpit approve ID [--session]``           allow its pending tool call (once, or for the session)
+``cockpit deny ID [--reason TEXT]``          deny it; the reason goes back to the model
+
+``ID``: a session id, or a unique prefix/suffix of at least 4 characters. None of these start a
+server (there would be no session to act on); they say so when none runs. Exit codes: 0, 1 when
+the session ended in error (attach), 2 for usage errors (unknown id, no server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from cockpit.errors import CockpitError
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("server", help="the background server that owns the sessions",
+                       description="The Cockpit server: one per user; clients start it when needed.")
+    p.add_argument("action", nargs="?", default="status", choices=["run", "start", "status", "stop"])
+    p.add_argument("--listen", metavar="HOST:PORT", default=None,
+                   help="also listen on TCP (loopback); a token is printed once and required")
+    p.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_server)
+
+    p = sub.add_parser("ls", help="list the server's sessions")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_ls)
+
+    p = sub.add_parser("send", help="send a follow-up message to a session")
+    p.add_argument("id")
+    p.add_argument("text")
+    p.set_defaults(func=cmd_send)
+
+    p = sub.add_parser("kill", help="kill a session")
+    p.add_argument("id")
+    p.set_defaults(func=cmd_kill)
+
+    p = sub.add_parser("attach", help="follow a session's output until it waits for you or ends")
+    p.add_argument("id")
+    p.set_defaults(func=cmd_attach)
+
+    p = sub.add_parser("approve", help="allow a session's pending tool call")
+    p.add_argument("id")
+    p.add_argument("--session", action="store_true", help="allow such calls for the rest of the session")
+    p.set_defaults(func=cmd_approve)
+
+    p = sub.add_parser("deny", help="deny a session's pending tool call")
+    p.add_argument("id")
+    p.add_argument("--reason", default="", help="why (goes back to the model)")
+    p.set_defaults(func=cmd_deny)
+
+
+def _client():
+    from cockpit.server.client import BlockingClient, ServerError, server_running
+
+    if not server_running():
+        raise CockpitError("no Cockpit server is running (start one with `cockpit server start`, or open `cockpit`)")
+    try:
+        return BlockingClient()
+    except ServerError as exc:
+        raise CockpitError(str(exc)) from None
+
+
+def _call(method: str, **params):
+    from cockpit.server.client import RemoteError, ServerError
+    from cockpit.server.rpc import NOT_FOUND
+
+    client = _client()
+    try:
+        return client.call(method, **params)
+    except RemoteError as exc:
+        raise CockpitError(exc.message, code=2 if exc.code in (NOT_FOUND,) or exc.code < 0 else 1) from None
+    except ServerError as exc:
+        raise CockpitError(str(exc)) from None
+    finally:
+        client.close()
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    from cockpit.server import client as cl
+
+    listen = None
+    if args.listen:
+        host, _, port = args.listen.rpartition(":")
+        if not host or not port.isdigit():
+            raise CockpitError("--listen takes HOST:PORT, e.g. 127.0.0.1:8765")
+        listen = (host, int(port))
+    if args.action == "run":
+        from cockpit.server.daemon import run_server
+
+        return run_server(listen, args.ready_fd)
+    if args.action == "start":
+        if cl.server_running():
+            print("a Cockpit server is already running")
+            return 0
+        try:
+            pid = cl.start_server(listen=args.listen)
+        except cl.ServerError as exc:
+            raise CockpitError(str(exc)) from None
+        print(f"Cockpit server started (pid {pid})" if pid > 0 else "a Cockpit server is already running")
+        return 0
+    if args.action == "status":
+        if not cl.server_running():
+            if args.json:
+                print(json.dumps({"running": False}))
+            else:
+                print("no Cockpit server is running")
+            return 0
+        st = _call("server.status")
+        if args.json:
+            print(json.dumps({"running": True, **st}, indent=2))
+            return 0
+        sessions = ", ".join(f"{n} {k}" for k, n in st["sessions"].items()) or "no sessions"
+        print(f"Cockpit server pid {st['pid']}, up {st['uptime_s']:.0f} s, {sessions}, {st['clients'] - 1} other clients")
+        print(f"socket {st['socket']} · log {st['log']}")
+        for e in st["engines"]:
+            print(f"memory: {e['notes']} ({'ready' if e['ready'] else 'warming'})")
+        return 0
+    # stop
+    if not cl.server_running():
+        print("no Cockpit server is running")
+        return 0
+    pid = _call("server.status")["pid"]
+    _call("server.stop")
+    if not cl.wait_for_stop(pid, 60):
+        raise CockpitError(f"the server (pid {pid}) did not stop within 60 s", code=1)
+    print(f"Cockpit server stopped (pid {pid})")
+    return 0
+
+
+def _fmt_row(r: dict) -> str:
+    from cockpit.tui import format as fmt
+
+    usage = r.get("usage") or {}
+    branch = (r.get("worktree") or {}).get("branch") or r.get("placement") or ""
+    task = " ".join(str(r.get("task", "")).split())
+    return (f"{r['id']:<13}{r['status']:<16}{str(r.get('model', ''))[:22]:<23}{branch[:34]:<35}"
+            f"{fmt.tokens(usage.get('total')):>7} {fmt.usd(r.get('cost_usd')):>9}  {task[:60]}")
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    rows = _call("list")["sessions"]
+    if args.json:
+        print(json.dumps({"sessions": rows}, indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("no sessions")
+        return 0
+    print(f"{'ID':<13}{'STATE':<16}{'MODEL':<23}{'BRANCH':<35}{'TOKENS':>7} {'COST':>9}  TASK")
+    for r in rows:
+        print(_fmt_row(r))
+    return 0
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    _call("send", id=args.id, text=args.text)
+    return 0
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    _call("kill", id=args.id)
+    return 0
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    _call("answer", id=args.id, request_id=None, allow=True, scope="session" if args.session else "once")
+    return 0
+
+
+def cmd_deny(args: argparse.Namespace) -> int:
+    _call("answer", id=args.id, request_id=None, allow=False, reason=args.reason)
+    return 0
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    from cockpit.server.client import server_running
+
+    if not server_running():
+        raise CockpitError("no Cockpit server is running")
+    return asyncio.run(_attach(args.id))
+
+
+async def _attach(query: str) -> int:
+    from cockpit import events as ev
+    from cockpit import wire
+    from cockpit.server.client import AsyncClient, RemoteError
+    from cockpit.tui import format as fmt
+
+    client = await AsyncClient.connect()
+    try:
+        try:
+            row = await client.call("get", id=query)
+        except RemoteError as exc:
+            raise CockpitError(exc.message) from None
+        sid = row["id"]
+        reply = await client.call("subscribe")
+        out = sys.stdout
+
+        def show(e: ev.Event) -> int | None:
+            if e.session_id != sid:
+                return None
+            if isinstance(e, ev.TextDelta):
+                out.write(e.text)
+            elif isinstance(e, ev.ToolCall):
+                out.write(f"\n⚙ {e.name}({fmt.tool_args(e.input, 100)})\n")
+            elif isinstance(e, ev.ToolResult):
+                out.write(f"  → {fmt.tool_result(e.content, e.is_error, 100)}\n")
+            elif isinstance(e, ev.ApprovalRequested):
+                out.write(f"\n! needs approval: {e.summary}\n{e.detail}\n"
+                          f"  cockpit approve {sid} [--session]  ·  cockpit deny {sid} --reason '…'\n")
+            elif isinstance(e, ev.UserMessage):
+                out.write(f"\n› {e.text}\n")
+            elif isinstance(e, ev.SessionErrorEvent):
+                out.write(f"\n✗ {e.kind}: {e.message}\n")
+            elif isinstance(e, ev.StatusChanged):
+                if e.status is ev.SessionStatus.WAITING:
+                    out.write(f"\n[{sid} is waiting for you: cockpit send {sid} '…']\n")
+                    out.flush()
+                    return 0
+                if e.status.is_final:
+                    out.write(f"\n[{sid} {e.status.value}{': ' + e.detail if e.detail else ''}]\n")
+                    out.flush()
+                    return 1 if e.status is ev.SessionStatus.ERROR else 0
+            out.flush()
+            return None
+
+        last: ev.StatusChanged | None = None
+        replay = [wire.event_from_json(p) for p in reply.get("events", [])]
+        for e in replay:  # the output so far, then where it stands now
+            if e.session_id == sid and not isinstance(e, ev.StatusChanged):
+                show(e)
+            elif e.session_id == sid:
+                last = e
+        if last is not None:
+            result = show(last)
+            if result is not None:
+                return result
+        while True:
+            payload = await client.events.get()
+            if payload is None:
+                out.write("\n[the server closed the connection]\n")
+                return 1
+            try:
+                e = wire.event_from_json(payload)
+            except wire.WireError:
+                continue
+            result = show(e)
+            if result is not None:
+                return result
+    finally:
+        await client.close()

@@ -1,0 +1,212 @@
+"""Our memory for agents outside the cockpit: the MCP server, the Claude Code hook, rule files."""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cockpit.cli import main
+from cockpit.memory_hook import handle
+from cockpit.notes_location import auto_memory_dir, project_key, resolve_notes
+from memory.instructions import discover, for_task, parse, paths_named
+
+SEED = {
+    "staging-stack.md": "---\nname: staging-stack\ndescription: Staging runs on port 6443 and we deploy to the host callisto.\npriority: high\n---\nThe staging stack listens on port 6443.\n",
+    "deploy-command.md": "---\nname: deploy-command\ndescription: Deploy with make ship-v2; the old make ship target is gone.\n---\nRun `make ship-v2` from the repository root.\n",
+}
+QUESTION = "what port does staging run on, which host do we deploy to, and with what command?"
+
+
+@pytest.fixture(scope="module")
+def notes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("agent-notes") / "notes"
+    d.mkdir()
+    for name, text in SEED.items():
+        (d / name).write_text(text)
+    return d
+
+
+# -- MCP ------------------------------------------------------------------------------------------
+async def _mcp_session(notes: Path, env: dict, calls):
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "cockpit", "memory", "mcp", "--notes", str(notes)],
+                                   env=env)
+    async with stdio_client(params) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            return await calls(session)
+
+
+def test_mcp_server_tools_and_resource(notes, tmp_path):
+    env = {**os.environ, "COCKPIT_NO_SERVER": "1", "HF_HUB_OFFLINE": "1"}
+
+    async def calls(session):
+        tools = sorted(t.name for t in (await session.list_tools()).tools)
+        found = await session.call_tool("memory_search", {"query": "which port does staging use?", "top_k": 2})
+        note = await session.call_tool("memory_get", {"name": "deploy-command"})
+        missing = await session.call_tool("memory_get", {"name": "no-such-note"})
+        bad = await session.call_tool("memory_search", {"query": "  "})
+        saved = await session.call_tool("memory_save", {"name": "db-port", "description": "The database listens on 5433.",
+                                                        "body": "Postgres runs on 5433 in every environment."})
+        again = await session.call_tool("memory_save", {"name": "db-port", "description": "x", "body": "y"})
+        index = await session.read_resource("notes://index")
+        return tools, found, note, missing, bad, saved, again, index
+
+    tools, found, note, missing, bad, saved, again, index = asyncio.run(_mcp_session(notes, env, calls))
+    assert tools == ["memory_get", "memory_save", "memory_search"]
+    hits = found.structured_content["result"]
+    assert hits[0]["name"] == "staging-stack" and hits[0]["priority"] is True and 0 < hits[0]["score"] <= 1
+    assert json.loads(note.content[0].text)["body"].startswith("Run `make ship-v2`")
+    assert missing.is_error and "no note named 'no-such-note'" in missing.content[0].text
+    assert bad.is_error and "empty" in bad.content[0].text
+    assert not saved.is_error and (notes / "db-port.md").exists()
+    assert again.is_error and "exists" in again.content[0].text  # never overwrites
+    text = index.contents[0].text
+    assert "★ staging-stack: Staging runs on port 6443" in text and "db-port" in text
+    (notes / "db-port.md").unlink()
+
+
+# -- the hook -------------------------------------------------------------------------------------
+def _payload(session="s-1", prompt=QUESTION, event="UserPromptSubmit", cwd="/"):
+    return {"session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": cwd, "permission_mode": "default",
+            "hook_event_name": event, "prompt": prompt}
+
+
+def test_hook_preseeds_the_first_prompt_only(notes):
+    out = handle(_payload(), str(notes), None, 5)
+    ctx = out["hookSpecificOutput"]
+    assert ctx["hookEventName"] == "UserPromptSubmit"
+    assert ctx["additionalContext"].startswith("<project-notes>")
+    assert "6443" in ctx["additionalContext"] and "make ship-v2" in ctx["additionalContext"]
+    assert handle(_payload(prompt="and the database?"), str(notes), None, 5) is None  # later prompt: nothing
+    start = handle(_payload("s-2", event="SessionStart"), str(notes), None, 5)
+    assert start["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert handle({**_payload("s-3", event="SessionStart"), "prompt": None}, str(notes), None, 5) is None
+    assert handle(_payload("s-4", prompt="bake a sourdough loaf"), str(notes), None, 5) is None
+
+
+@pytest.mark.parametrize("stdin", [b"", b"not json", b"[1,2]", b'{"hook_event_name": "UserPromptSubmit"}',
+                                   b"\xff\xfe\x00garbage"])
+def test_hook_with_broken_input_prints_nothing_and_exits_0(stdin, notes):
+    proc = subprocess.run([sys.executable, "-m", "cockpit", "memory", "hook", "--notes", str(notes)], input=stdin,
+                          capture_output=True, env={**os.environ, "COCKPIT_NO_SERVER": "1"}, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == b""
+
+
+def test_hook_process_output_is_claude_code_json(notes):
+    proc = subprocess.run([sys.executable, "-m", "cockpit", "memory", "hook", "--notes", str(notes)],
+                          input=json.dumps(_payload("proc-1")).encode(), capture_output=True, timeout=120,
+                          env={**os.environ, "COCKPIT_NO_SERVER": "1"})
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 0 and "callisto" in out["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize("existing", [None, '{\n    "model": "opus",\n    "hooks": {"PreToolUse": []}\n}\n', "{}"])
+def test_hook_install_uninstall_round_trip_is_byte_identical(tmp_path, monkeypatch, capsys, existing):
+    monkeypatch.chdir(tmp_path)
+    settings = tmp_path / ".claude" / "settings.json"
+    if existing is not None:
+        settings.parent.mkdir()
+        settings.write_text(existing)
+    before = settings.read_bytes() if existing is not None else None
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("y\n"))
+    assert main(["memory", "hook", "--install", "--project", "--notes", "notes"]) == 0
+    shown = capsys.readouterr().out
+    assert "+" in shown and "memory hook" in shown  # the diff was shown before asking
+    data = json.loads(settings.read_text())
+    hook = data["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    assert hook["type"] == "command" and "-m cockpit memory hook --notes" in hook["command"]
+    assert str(tmp_path / "notes") in hook["command"]
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("y\n"))
+    assert main(["memory", "hook", "--install", "--project", "--notes", "notes"]) == 0  # idempotent
+    assert capsys.readouterr().out.strip().endswith("nothing to change")
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("y\n"))
+    assert main(["memory", "hook", "--uninstall", "--project"]) == 0
+    if before is None:
+        assert not settings.exists()
+    else:
+        assert settings.read_bytes() == before
+
+
+def test_hook_install_refused_answer_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("n\n"))
+    assert main(["memory", "hook", "--install"]) == 1
+    assert not (tmp_path / ".claude" / "settings.json").exists()
+
+
+def test_uninstall_removes_only_ours_when_the_file_changed_since(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["memory", "hook", "--install", "--yes"]) == 0
+    settings = tmp_path / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    data["hooks"]["UserPromptSubmit"].append({"hooks": [{"type": "command", "command": "echo other"}]})
+    data["env"] = {"A": "1"}
+    settings.write_text(json.dumps(data))
+    assert main(["memory", "hook", "--uninstall", "--yes"]) == 0
+    left = json.loads(settings.read_text())
+    assert left == {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo other"}]}]},
+                    "env": {"A": "1"}}
+
+
+# -- where notes and rules are ------------------------------------------------------------------------
+def test_auto_memory_folder_is_named_as_claude_code_names_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    project = tmp_path / "my_app.v2"
+    project.mkdir()
+    key = project_key(project)
+    assert key == str(project.resolve()).replace("/", "-").replace("_", "-").replace(".", "-")
+    expected = tmp_path / "cc" / "projects" / key / "memory"
+    assert auto_memory_dir(project) == expected
+    assert resolve_notes("auto", project) == expected
+    assert resolve_notes("docs/notes", project) == project / "docs" / "notes"
+
+
+def test_rule_parsing_is_forgiving():
+    fields, body = parse(b"\xef\xbb\xbf---\r\nglobs: *.ts, src/**/*.tsx\r\nalwaysApply: false\r\n---\r\nUse strict mode.\r\n")
+    assert fields["globs"] == "*.ts, src/**/*.tsx" and body == "Use strict mode."
+    fields, _ = parse(b"---\npaths: {src,lib}/**\n---\nx\n")
+    assert fields["paths"] == "{src,lib}/**"
+    fields, _ = parse(b"---\npaths:\n  - a/**\n  - b/*.py\n---\nx\n")
+    assert fields["paths"] == ["a/**", "b/*.py"]
+    with pytest.raises(ValueError):
+        parse(b"\x00\x01binary")
+
+
+def test_discover_sorts_instruction_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    (tmp_path / "cc").mkdir()
+    (tmp_path / "cc" / "CLAUDE.md").write_text("user-wide rule")
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    (root / "CLAUDE.md").write_text("project rule")
+    (root / "CLAUDE.local.md").write_text("my local rule")
+    (root / "pkg" / "web").mkdir(parents=True)
+    (root / "pkg" / "web" / "AGENTS.md").write_text("web rule")
+    (root / ".claude" / "rules").mkdir(parents=True)
+    (root / ".claude" / "rules" / "py.md").write_text("---\npaths:\n  - '**/*.py'\n---\npython rule")
+    (root / ".claude" / "rules" / "broken.md").write_bytes(b"\xff\xfe bad")
+    (root / ".cursor" / "rules").mkdir(parents=True)
+    (root / ".cursor" / "rules" / "always.mdc").write_text("---\nalwaysApply: true\n---\ncursor always")
+    (root / ".cursor" / "rules" / "ts.mdc").write_text("---\nglobs: *.ts\n---\nts rule")
+    (root / ".cursor" / "rules" / "ask.mdc").write_text("---\ndescription: Release checklist\n---\nsteps")
+    (root / ".cursor" / "rules" / "manual.mdc").write_text("no frontmatter: manual only")
+    found, warnings = discover(root)
+    by = {i.rel if not i.rel.startswith("/") else "USER": i for i in found}
+    assert {k for k, v in by.items() if v.scope == "always"} == {"USER", "CLAUDE.md", "CLAUDE.local.md",
+                                                                  ".cursor/rules/always.mdc"}
+    assert {k for k, v in by.items() if v.scope == "paths"} == {".claude/rules/py.md", ".cursor/rules/ts.mdc",
+                                                                 "pkg/web/AGENTS.md"}
+    assert by[".cursor/rules/ask.mdc"].scope == "description" and "manual" not in " ".join(by)
+    assert len(warnings) == 1 and "broken.md" in warnings[0] and "not UTF-8" in warnings[0]
+    assert by[".claude/rules/py.md"].matches("deep/x/mod.py") and by["pkg/web/AGENTS.md"].matches("pkg/web/app.js")
+    assert not by["pkg/web/AGENTS.md"].matches("pkg/api/app.js")
+    assert [i.rel for i in for_task(found, "fix pkg/web/index.ts and app.py")] == [
+        ".claude/rules/py.md", ".cursor/rules/ts.mdc", "pkg/web/AGENTS.md"]
+    assert paths_named("edit src/app.py, then docs/") == ["src/app.py", "docs/"]

@@ -1,0 +1,354 @@
+"""The Cockpit server: protocol round trips, a real background process, durability, bad input."""
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from cockpit import events as ev
+from cockpit import wire
+from cockpit.cli import main
+from cockpit.runtime import RuntimeConfig, read_transcript
+from cockpit.server import paths, rpc
+from cockpit.server.client import (
+    AsyncClient, BlockingClient, RemoteError, ensure_server, server_running, start_server, wait_for_stop,
+)
+from cockpit.server.daemon import Server
+from standin import Reply, StandIn, ToolUse
+
+
+@pytest.fixture
+def api():
+    with StandIn() as s:
+        yield s
+
+
+@pytest.fixture
+def server_proc(monkeypatch, tmp_path):
+    """Clients may use (and start) a real server; it is stopped afterwards. The current folder
+    has no ./notes (no engine, no model load)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    yield
+    _stop_server()
+
+
+def _stop_server():
+    if not server_running():
+        return
+    with BlockingClient() as c:
+        pid = c.call("server.status")["pid"]
+        try:
+            c.call("server.stop")
+        except Exception:
+            pass
+    if not wait_for_stop(pid, 30):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _pid() -> int:
+    with BlockingClient() as c:
+        return c.call("server.status")["pid"]
+
+
+@pytest.fixture
+def ws(tmp_path):
+    w = tmp_path / "ws"
+    w.mkdir()
+    (w / "README.md").write_text("Staging runs on port 8080.\n")
+    return w
+
+
+async def _events_until(client, pred, timeout=30):
+    async def go():
+        while True:
+            payload = await client.events.get()
+            assert payload is not None, "connection closed"
+            e = wire.event_from_json(payload)
+            if pred(e):
+                return e
+    return await asyncio.wait_for(go(), timeout)
+
+
+# -- in-process server ---------------------------------------------------------------------------
+async def test_round_trip_in_process(api, ws, monkeypatch):
+    cfg = RuntimeConfig(api_key="test-key", base_url=api.base_url, max_retries=0, timeout=10)
+    srv = Server(cfg)
+    await srv.start()
+    try:
+        a = await AsyncClient.connect(srv.socket_path)
+        b = await AsyncClient.connect(srv.socket_path)
+        hello = await a.call("hello", client="test")
+        assert hello["protocol"] == rpc.PROTOCOL_VERSION and hello["pid"] == os.getpid()
+        await a.call("subscribe")
+        await b.call("subscribe")
+        api.script(Reply("", [ToolUse("bash", {"command": "echo hi"})]), Reply("all done"))
+        payload = {"api_key": "test-key", "base_url": api.base_url, "max_retries": 0}
+        row = await a.call("spawn", task="say hi", workspace=str(ws), config=payload, interactive=True)
+        ask = await _events_until(b, lambda e: isinstance(e, ev.ApprovalRequested))
+        assert ask.session_id == row["id"] and ask.detail == "echo hi"
+        await b.call("answer", id=row["id"], request_id=None, allow=True)  # the other client answers
+        for client in (a, b):  # both clients see the whole session
+            await _events_until(client, lambda e: isinstance(e, ev.StatusChanged) and e.status is ev.SessionStatus.WAITING)
+        listed = (await a.call("list"))["sessions"]
+        assert [r["id"] for r in listed] == [row["id"]] and listed[0]["answer"] == "all done"
+        # a late client gets everything so far in its snapshot
+        c = await AsyncClient.connect(srv.socket_path)
+        snap = [wire.event_from_json(e) for e in (await c.call("subscribe"))["events"]]
+        kinds = [type(e).__name__ for e in snap]
+        assert kinds[0] == "SessionSpawned" and "ApprovalResolved" in kinds and "ToolResult" in kinds
+        text = "".join(e.text for e in snap if isinstance(e, ev.TextDelta))
+        assert text == "all done"
+        # errors are replies; the server stays up
+        with pytest.raises(RemoteError) as err:
+            await a.call("frobnicate")
+        assert err.value.code == rpc.METHOD_NOT_FOUND
+        with pytest.raises(RemoteError, match="no session"):
+            await a.call("send", id="nope", text="x")
+        with pytest.raises(RemoteError):
+            await a.call("spawn", task="", workspace=str(ws))
+        with pytest.raises(RemoteError):
+            await a.call("answer", id=row["id"], request_id="none", allow=True)
+        assert (await a.call("hello"))["server"] == "cockpit"
+        for client in (a, b, c):
+            await client.close()
+    finally:
+        await srv.shutdown()
+    assert not srv.socket_path.exists()
+
+
+# -- a real background server ------------------------------------------------------------------
+def test_detached_run_ls_attach_then_stop(api, ws, server_proc, capsys):
+    api.responder = lambda body: Reply("answered: " + body["messages"][0]["content"][-1]["text"])
+    assert main(["run", "first task", "second task", "--base-url", api.base_url, "--workspace", str(ws),
+                 "--detach", "--json"]) == 0
+    ids = [s["id"] for s in json.loads(capsys.readouterr().out)["sessions"]]
+    assert len(ids) == 2
+    assert main(["attach", ids[0]]) == 0
+    out = capsys.readouterr().out
+    assert "answered: first task" in out and f"[{ids[0]} done]" in out
+    assert main(["attach", ids[1][-5:]]) == 0  # a unique suffix works
+    assert "answered: second task" in capsys.readouterr().out
+    assert main(["ls", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["sessions"]
+    assert sorted(r["id"] for r in rows) == sorted(ids) and {r["status"] for r in rows} == {"done"}
+    assert main(["ls"]) == 0
+    assert "first task" in capsys.readouterr().out
+    assert main(["attach", "zzzzzz"]) == 2
+    assert main(["server", "stop"]) == 0
+    assert not server_running()
+
+
+def test_run_waits_for_results_through_the_server(api, ws, server_proc, capsys):
+    api.script(Reply("the port is 8080"))
+    code = main(["run", "which port?", "--base-url", api.base_url, "--workspace", str(ws), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["sessions"][0]["answer"] == "the port is 8080"
+    assert report["totals"]["usage"]["total"] == report["sessions"][0]["usage"]["total"] > 0
+    assert server_running()  # it stays for the next client
+
+
+def test_sigkill_mid_stream_then_interrupted_and_resume(api, ws, server_proc):
+    api.script(Reply("one two three four five six", stall_after=5))
+    start_server()
+    pid = _pid()
+
+    async def spawn_and_wait_streaming():
+        c = await AsyncClient.connect()
+        await c.call("subscribe")
+        row = await c.call("spawn", task="long answer", workspace=str(ws),
+                           config={"api_key": "test-key", "base_url": api.base_url})
+        await _events_until(c, lambda e: isinstance(e, ev.TextDelta) and e.session_id == row["id"])
+        await c.close()
+        return row
+
+    row = asyncio.run(spawn_and_wait_streaming())
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for_stop(pid, 10)
+    records = read_transcript(Path(row["transcript"]))  # valid after SIGKILL
+    assert records[0]["type"] == "header" and records[0]["session_id"] == row["id"]
+    api.release()
+    start_server()  # the stale socket is replaced; the live session is found interrupted
+    with BlockingClient() as c:
+        rows = c.call("list")["sessions"]
+        assert [(r["id"], r["status"]) for r in rows] == [(row["id"], "interrupted")]
+        end = read_transcript(Path(row["transcript"]))[-1]
+        assert end["type"] == "end" and end["status"] == "interrupted"
+        api.script(Reply("resumed and finished"))
+        new = c.call("resume", id=row["id"], config={"api_key": "test-key", "base_url": api.base_url},
+                     interactive=False)
+        done = c.call("wait", ids=[new["id"]], until="final")["sessions"][0]
+        assert done["status"] == "done" and done["answer"] == "resumed and finished"
+        assert all(r["id"] != row["id"] for r in c.call("list")["sessions"])
+
+
+def test_sigterm_ends_sessions_cleanly(api, ws, server_proc):
+    api.script(Reply("finished answer"), Reply("a b c d e f g", stall_after=4))
+    start_server()
+    pid = _pid()
+    cfg = {"api_key": "test-key", "base_url": api.base_url}
+
+    async def go():
+        c = await AsyncClient.connect()
+        await c.call("subscribe")
+        done = await c.call("spawn", task="quick", workspace=str(ws), config=cfg, interactive=True)
+        await _events_until(c, lambda e: isinstance(e, ev.StatusChanged) and e.session_id == done["id"]
+                            and e.status is ev.SessionStatus.WAITING)
+        busy = await c.call("spawn", task="slow", workspace=str(ws), config=cfg, interactive=True)
+        await _events_until(c, lambda e: isinstance(e, ev.TextDelta) and e.session_id == busy["id"])
+        await c.close()
+        return done, busy
+
+    done, busy = asyncio.run(go())
+    os.kill(pid, signal.SIGTERM)
+    assert wait_for_stop(pid, 30)
+    api.release()
+    end_done = read_transcript(Path(done["transcript"]))[-1]
+    end_busy = read_transcript(Path(busy["transcript"]))[-1]
+    assert end_done["type"] == "end" and end_done["status"] == "done"  # finished: done, never killed
+    assert end_busy["status"] == "killed" and end_busy["reason"] == "server stopped"
+    assert not paths.socket_path().exists()
+
+
+def test_garbage_oversize_and_floods_leave_the_server_up(server_proc):
+    start_server()
+    sock_path = str(paths.socket_path())
+
+    def raw(data: bytes, half_close: bool = False) -> bytes:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(sock_path)
+        s.sendall(data)
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+        s.close()
+        return out
+
+    reply = json.loads(raw(b"this is not json\n"))
+    assert reply["error"]["code"] == rpc.PARSE_ERROR
+    reply = json.loads(raw(b'{"jsonrpc": "2.0", "id": 1, "method": "hello"', half_close=True))
+    assert "incomplete" in reply["error"]["message"]
+    reply = json.loads(raw(b'[1, 2, 3]\n'))
+    assert reply["error"]["code"] == rpc.INVALID_REQUEST
+
+    # a 100 MB line: an error reply, the connection closed, the server alive
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(sock_path)
+    got = bytearray()
+
+    def reader():
+        try:
+            while chunk := s.recv(65536):
+                got.extend(chunk)
+        except OSError:
+            pass
+
+    t = threading.Thread(target=reader)
+    t.start()
+    block = b"x" * (1 << 20)
+    try:
+        for _ in range(100):
+            s.sendall(block)
+    except OSError:
+        pass  # the server closed the connection: expected
+    t.join(30)
+    s.close()
+    assert b"over" in bytes(got)
+
+    # 200 connections at once, all answered
+    clients = [BlockingClient() for _ in range(200)]
+    try:
+        results = [c.call("hello")["server"] for c in clients]
+    finally:
+        for c in clients:
+            c.close()
+    assert results == ["cockpit"] * 200
+    with BlockingClient() as c:
+        assert c.call("server.status")["pid"] > 0
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not os.path.exists("/usr/bin/python3"),
+                    reason="creating a process of another uid needs root (and a system python it can run)")
+def test_another_user_cannot_connect(server_proc, monkeypatch):
+    import shutil
+    import tempfile
+
+    open_dir = Path(tempfile.mkdtemp(prefix="cockpit-uid-"))  # traversable by others: only our modes guard
+    open_dir.chmod(0o755)
+    monkeypatch.setenv("COCKPIT_DATA_DIR", str(open_dir))
+    start_server()
+    code = ("import socket,sys\n"
+            "s=socket.socket(socket.AF_UNIX)\n"
+            f"try:\n s.connect({str(paths.socket_path())!r})\nexcept PermissionError:\n sys.exit(7)\n"
+            "sys.exit(0)\n")
+    proc = subprocess.run(["/usr/bin/python3", "-c", code], user=65534, group=65534, cwd="/")
+    assert proc.returncode == 7
+    mode = paths.socket_path().stat().st_mode & 0o777
+    assert mode == 0o600 and paths.socket_path().parent.stat().st_mode & 0o777 == 0o700
+    _stop_server()
+    shutil.rmtree(open_dir, ignore_errors=True)
+
+
+def test_stale_socket_is_replaced(server_proc):
+    sock = paths.socket_path()
+    paths.ensure_private_dir(sock.parent)
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(sock))  # a socket file nobody listens on (a crashed server's)
+    dead.close()
+    assert sock.exists() and not server_running()
+    ensure_server()
+    assert server_running()
+
+
+def test_second_server_exits_at_once(server_proc):
+    start_server()
+    proc = subprocess.run([sys.executable, "-m", "cockpit", "server", "run"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3 and "already runs" in proc.stderr
+
+
+SEED_NOTE = ("---\nname: staging-stack\ndescription: Staging runs on port 6443 and we deploy to the host callisto.\n"
+             "priority: high\n---\nThe staging stack listens on port 6443.\n")
+
+
+def test_memory_clients_use_the_servers_warm_engine(server_proc, tmp_path, capsys):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "staging.md").write_text(SEED_NOTE)
+    start_server()
+    assert main(["memory", "search", "staging port", "--notes", str(notes), "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert hits[0]["name"] == "staging-stack"
+    with BlockingClient() as c:
+        engines = c.call("server.status")["engines"]
+    assert [e["notes"] for e in engines] == [str(notes.resolve())]  # the search ran in the server
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from cockpit.memory_mcp import open_engine\n"
+        f"engine, where = open_engine(Path({str(notes)!r}), None)\n"
+        "hits = engine.search('which port for staging?', 3)\n"
+        "print(where, hits[0].name, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "COCKPIT_NO_SERVER"})
+    assert proc.stdout.split() == ["server", "staging-stack", "False", "False"], proc.stderr
+    hook = subprocess.run([sys.executable, "-m", "cockpit", "memory", "hook", "--notes", str(notes)],
+                          input=json.dumps({"session_id": "h1", "cwd": str(tmp_path), "prompt": "staging port?",
+                                            "hook_event_name": "UserPromptSubmit"}).encode(),
+                          capture_output=True, timeout=120, env={k: v for k, v in os.environ.items() if k != "COCKPIT_NO_SERVER"})
+    assert "6443" in json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
