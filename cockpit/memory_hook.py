@@ -11,7 +11,9 @@ so the notes are in the model's context before its first turn. Later prompts of 
 a prompt no note qualifies for, and every failure print nothing and exit 0: a broken hook must
 never block the user's prompt. The block comes from the Cockpit server's warm engine (a server is
 started when none runs; ``COCKPIT_NO_SERVER=1`` loads the engine in this process instead).
-Sessions already preseeded are remembered in ``<data>/hooks/seen.json`` (the last 1000).
+Sessions already preseeded are remembered in ``<data>/hooks/seen.json`` (the last 1000). Inside
+a session Cockpit itself runs with the claude-code backend (``COCKPIT_SESSION_ID`` set in Claude
+Code's environment) the hook stays silent: that session got the block in its first prompt.
 
 ``--install [--project|--user]`` adds the hook to ``<cwd>/.claude/settings.json`` (default) or
 ``~/.claude/settings.json`` (``$CLAUDE_CONFIG_DIR`` respected) after showing the change and asking;
@@ -120,6 +122,8 @@ def block_for(prompt: str, notes: Path, index: str | None, top_k: int) -> str:
 def handle(payload: Any, notes_arg: str | None, index: str | None, top_k: int) -> dict | None:
     """The hook output for one input (None: print nothing)."""
     if not isinstance(payload, dict):
+        return None
+    if os.environ.get("COCKPIT_SESSION_ID"):  # a Cockpit claude-code session: already preseeded
         return None
     event = payload.get("hook_event_name")
     prompt = payload.get("prompt")

@@ -438,3 +438,40 @@ def test_allow_for_the_session_without_a_suggestion_adds_our_rule_to_the_session
         "type": "addRules", "destination": "session", "behavior": "allow",
         "rules": [{"toolName": "Bash", "ruleContent": "pytest *"}]}
     assert _rule_update("mcp__cockpit__memory_save").to_dict()["rules"] == [{"toolName": "mcp__cockpit__memory_save"}]
+
+
+def test_cockpit_run_through_the_background_server(tmp_path, monkeypatch, capsys):
+    """The default path of `cockpit run`: sessions run in the per-user server, which starts Claude Code."""
+    import os
+    import signal
+
+    from cockpit.server.client import BlockingClient, server_running, wait_for_stop
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    try:
+        with StandIn() as api:
+            api.script(Reply("Answered by Claude Code in the server."))
+            code = main(["run", "which port?", "--backend", "claude-code", "--claude-setting-sources", "none",
+                         "--base-url", api.base_url, "--workspace", str(ws), "--model", "standin-model", "--json"])
+            with BlockingClient() as c:
+                hello = c.call("hello", client="test")
+        out = json.loads(capsys.readouterr().out)
+        row = out["sessions"][0]
+        assert code == 0 and row["backend"] == "claude-code" and row["status"] == "done"
+        assert row["answer"] == "Answered by Claude Code in the server."
+        assert row["cost_source"] == "claude-code" and row["cost_usd"] > 0 and row["claude_session_id"]
+        assert "claude-code" in hello["backends"]
+    finally:
+        if server_running():
+            with BlockingClient() as c:
+                pid = c.call("server.status")["pid"]
+                try:
+                    c.call("server.stop")
+                except Exception:
+                    pass
+            if not wait_for_stop(pid, 30):
+                os.kill(pid, signal.SIGKILL)

@@ -91,6 +91,15 @@ def test_hook_preseeds_the_first_prompt_only(notes):
     assert handle(_payload("s-4", prompt="bake a sourdough loaf"), str(notes), None, 5) is None
 
 
+def test_hook_is_silent_inside_a_cockpit_claude_code_session(notes, monkeypatch):
+    """Cockpit's claude-code backend preseeds the first prompt itself; a hook from the user's
+    settings must not add the block a second time."""
+    monkeypatch.setenv("COCKPIT_SESSION_ID", "abc123")
+    assert handle(_payload("s-cockpit"), str(notes), None, 5) is None
+    monkeypatch.delenv("COCKPIT_SESSION_ID")
+    assert handle(_payload("s-cockpit"), str(notes), None, 5) is not None
+
+
 @pytest.mark.parametrize("stdin", [b"", b"not json", b"[1,2]", b'{"hook_event_name": "UserPromptSubmit"}',
                                    b"\xff\xfe\x00garbage"])
 def test_hook_with_broken_input_prints_nothing_and_exits_0(stdin, notes):
