@@ -54,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     app = _App(
         None, engine, workspace=workspace, model=config.model, top_k=config.top_k,
         preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
+        permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
+        notify_os=config.notify_os,
     )
     try:
         app.run()

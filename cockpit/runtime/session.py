@@ -130,6 +130,7 @@ class Session:
         self.resumed_from = resumed_from
         self.context_full = False
         self.continued_in: str | None = None
+        self.continued_from: str | None = None
         self.worktree_removed = False
         self.pending: ApprovalRequested | None = None
         self._resumed_header = resumed_header or {}

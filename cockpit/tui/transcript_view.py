@@ -61,7 +61,7 @@ def render_transcript(records: list[dict]) -> str:
             for note in injected:
                 star = "★" if note.get("priority") else " "
                 out.append(
-                    f"{star} {note.get('name', '')}  {float(note.get('score', 0)):.2f}  "
+                    f"{star} {note.get('name', '')}  {fmt.score(note.get('score', 0))}  "
                     f"{note.get('description', '')}"
                 )
             if not rec.get("preseed_enabled", True):
