@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         None, engine, workspace=workspace, model=config.model, top_k=config.top_k,
         preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
         permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
-        notify_os=config.notify_os,
+        notify_os=config.notify_os, api_key_missing=not config.api_key,
     )
     try:
         app.run()

@@ -37,7 +37,7 @@ class FakeManager:
     ``spawn`` publishes a SessionSpawned with ids ``a00001``, ``a00002``… and records calls;
     ``snapshot()`` returns ``initial`` (what a late-attaching client would get)."""
 
-    def __init__(self, sessions_dir: Path | None = None, initial: list[ev.Event] | None = None):
+    def __init__(self, initial: list[ev.Event] | None = None):
         self.subs: list[asyncio.Queue] = []
         self.initial = list(initial or [])
         self.spawned: list[str] = []
@@ -47,8 +47,6 @@ class FakeManager:
         self.answers: list[tuple] = []
         self.reviews: list[tuple[str, str]] = []
         self.diffs: dict = {}  # session id → cockpit.runtime.worktree.Diff for ``diff``
-        self.config = SimpleNamespace(resolved_sessions_dir=lambda: sessions_dir or Path("/nonexistent"),
-                                      api_key="test-key")
         self._n = 0
 
     def subscribe(self) -> FakeSubscription:

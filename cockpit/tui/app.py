@@ -71,6 +71,8 @@ class CockpitApp(SessionCommands, Attention, App):
     None: the runtime's own configuration decides).
     ``notify_os``: OS notifications when a session needs you and the app is not focused;
     ``os_notifier``: a :class:`~cockpit.tui.notify.Notifier` (default: desktop-notifier).
+    ``sessions_dir``: where transcripts are (the review screen; default: the per-user one).
+    ``api_key_missing``: the empty grid warns that sessions will fail to authenticate.
     """
 
     CSS_PATH = str(Path(__file__).with_name("cockpit.tcss"))
@@ -98,6 +100,7 @@ class CockpitApp(SessionCommands, Attention, App):
         backend: str | None = None,
         notify_os: bool = True,
         os_notifier: Notifier | None = None,
+        api_key_missing: bool = False,
     ) -> None:
         super().__init__()
         self.manager = manager
@@ -110,6 +113,7 @@ class CockpitApp(SessionCommands, Attention, App):
         self.worktree = worktree
         self.backend = backend
         self.notify_os = notify_os
+        self.api_key_missing = api_key_missing
         self.os_notifier: Notifier | None = os_notifier or (DesktopNotifications() if notify_os else None)
         self.watch_notes = watch_notes
         self.clock = clock
@@ -161,9 +165,6 @@ class CockpitApp(SessionCommands, Attention, App):
     def sessions_dir(self) -> Path:
         if self._sessions_dir is not None:
             return self._sessions_dir
-        config = getattr(self.manager, "config", None)
-        if config is not None and hasattr(config, "resolved_sessions_dir"):
-            return Path(config.resolved_sessions_dir())
         from cockpit.runtime.config import sessions_dir
 
         return sessions_dir()

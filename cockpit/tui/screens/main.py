@@ -144,7 +144,7 @@ class MainScreen(Screen):
             self._draw_at_once = pane
             self.refresh_bindings()
             if self.maximized is not None and self.maximized is not pane:
-                self.maximize(pane)  # zoomed: moving the selection moves the zoom
+                self.maximize(pane, container=False)  # zoomed: moving the selection moves the zoom
         if self.focused is not grid:
             grid.focus()
 

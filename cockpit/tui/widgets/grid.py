@@ -56,16 +56,16 @@ class PaneGrid(Container, can_focus=True):
         super().__init__(id="grid")
         self.page = 0
         self.panes: list[SessionPane] = []
+        self._area = (200, 50)  # the grid's last size on screen (it has none while a pane is zoomed)
 
     def compose(self) -> ComposeResult:
-        config = getattr(getattr(self.app, "manager", None), "config", None)
-        no_key = config is not None and not getattr(config, "api_key", None)
+        no_key = getattr(self.app, "api_key_missing", False)
         yield Static(EMPTY_HINT + (NO_KEY_HINT if no_key else ""), id="empty-hint")
 
     @property
     def page_size(self) -> int:
         """Panes per page for the grid's current size (1–9)."""
-        cols, rows = page_capacity(self.size.width or 200, self.size.height or 50)
+        cols, rows = page_capacity(*self._area)
         return min(MAX_PAGE, cols * rows)
 
     @property
@@ -77,7 +77,7 @@ class PaneGrid(Container, can_focus=True):
         return self._shape(len(self.page_panes()))[0]
 
     def _shape(self, n: int) -> tuple[int, int]:
-        return grid_shape(n, self.size.width or 200, self.size.height or 50)
+        return grid_shape(n, *self._area)
 
     def page_panes(self, page: int | None = None) -> list[SessionPane]:
         page = self.page if page is None else page
@@ -120,6 +120,8 @@ class PaneGrid(Container, can_focus=True):
         self.query_one("#empty-hint").display = not self.panes
 
     def on_resize(self) -> None:
+        if self.size.width and self.size.height:
+            self._area = (self.size.width, self.size.height)
         selected = getattr(self.screen, "selected", None)
         if selected in self.panes:  # keep the selected pane on screen when the page size changes
             self.page = self.page_of(selected)
