@@ -20,6 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--base-url", metavar="URL", default=None, help="Messages API base URL (e.g. a local server)")
     g.add_argument("--top-k", metavar="N", type=int, default=None, help="notes put in each session's first message")
     g.add_argument("--no-preseed", action="store_true", help="start sessions without the notes block")
+    g.add_argument("--permission-mode", default=None, choices=["default", "acceptEdits", "plan", "bypassPermissions"],
+                   help="what sessions may do without asking (the spawn dialog's default; default: config / default)")
+    g.add_argument("--no-worktree", action="store_true",
+                   help="sessions run in the workspace itself (the spawn dialog's default: a worktree each)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
         config = load_config({
             "model": args.model, "base_url": args.base_url, "top_k": args.top_k,
             "preseed": False if args.no_preseed else None, "interactive": True,
+            "permission_mode": getattr(args, "permission_mode", None),
+            "worktrees": False if getattr(args, "no_worktree", False) else None,
         })
     except ConfigError as exc:
         raise CockpitError(str(exc)) from None

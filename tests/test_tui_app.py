@@ -509,3 +509,24 @@ async def test_spawn_dialog_passes_the_backend_and_options_the_runtime_offers():
         options = mgr.spawn_options[0]
         assert options["backend"] == "claude-code" and options["model"] == "m2"
         assert options["permission_mode"] == "acceptEdits" and options["worktree"] is True
+
+
+async def test_an_approval_answered_elsewhere_closes_its_dialog_and_the_panel():
+    from cockpit.tui.screens.approval import ApprovalDialog
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr, notify_os=False)
+    ask = ev.ApprovalRequested("q00001", "tu_1", "bash", "bash", "make deploy", "make deploy", "Bash(make *)")
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(ev.SessionSpawned("q00001", "deploy", "m", "/ws", "/t", True), ev.ToolCall("q00001", "tu_1", "bash",
+                 {"command": "make deploy"}), ask, ev.StatusChanged("q00001", S.NEEDS_APPROVAL, "make deploy"))
+        await until(pilot, lambda: "q00001" in app.panes and app.views["q00001"].pending is ask, "the ask")
+        await pilot.pause(0.2)
+        assert app.panes["q00001"].query_one("#pane-approval").display
+        await pilot.press("enter")
+        assert isinstance(app.screen, ApprovalDialog)
+        mgr.emit(ev.ApprovalResolved("q00001", "tu_1", True, "once"))  # another client said yes
+        await until(pilot, lambda: not isinstance(app.screen, ApprovalDialog), "the dialog closes")
+        await pilot.pause(0.2)
+        assert not app.panes["q00001"].query_one("#pane-approval").display
+        assert mgr.answers == []  # this client answered nothing

@@ -285,3 +285,19 @@ def test_totals_count_closed_sessions_spend_and_make_approval_stand_out():
     markup = totals_markup([a], MemoryState(), 0, 1, closed=[b])
     assert "on $status-needs-approval" in markup and "1 needs approval" in markup
     assert "3.0k tok" in markup and "$0.7500" in markup and "done" not in markup
+
+
+def test_transcript_rendering_shows_approvals_context_and_reviews():
+    records = [
+        {"type": "header", "session_id": "s1", "task": "t", "permission_mode": "acceptEdits",
+         "worktree": {"path": "/wt/s1", "branch": "cockpit/s1-t"}},
+        {"type": "approval", "request_id": "tu1", "kind": "bash", "summary": "make test", "detail": "make test"},
+        {"type": "approval_result", "request_id": "tu1", "allowed": False, "scope": "once", "reason": "not now"},
+        {"type": "context", "level": "warn", "used": 820, "window": 1000},
+        {"type": "review", "action": "merge", "ok": True, "message": "merged cockpit/s1-t into main"},
+    ]
+    text = render_transcript(records)
+    for piece in ["permission mode acceptEdits · worktree /wt/s1 on cockpit/s1-t", "? approval asked [tu1] bash: make test",
+                  "✗ approval denied (once): not now", "· context warn: 820 of 1000 tokens",
+                  "✓ review merge: merged cockpit/s1-t into main"]:
+        assert piece in text, piece

@@ -135,7 +135,7 @@ def _render(lines: list[DiffLine], path: str | None, language: str | None, numbe
         elif line.kind == "note":
             style = "dim italic"
         else:
-            style = "bold $text-muted"
+            style = "dim"
         pad = " " * (2 * width + 3) if numbers else ""
         out.append(Content.styled(pad + line.text, style))
         i += 1

@@ -176,7 +176,7 @@ class DiffScreen(Screen):
         branch = w.branch if w is not None else "its branch"
         self.app.push_screen(ConfirmDialog(f"Discard {branch} and its worktree? The changes are deleted."), done)
 
-    @work(exclusive=True, group="diff-review")
+    @work(group="diff-review")  # never exclusive: a second key must not cancel a merge under way
     async def action_review(self, action: str) -> None:
         if self.busy:
             return

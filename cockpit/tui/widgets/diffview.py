@@ -55,8 +55,8 @@ class DiffView(ScrollView, can_focus=True):
         self._cache.clear()
         self.anchor = None
         self.cursor = next((i for i, ln in enumerate(lines) if ln.kind in ("add", "del")), 0)
-        self._width = max([c.cell_length for c in contents] or [1]) + 1
-        self.virtual_size = Size(self._width, len(contents))
+        self._width = max([c.cell_length for c in contents] or [1])
+        self.virtual_size = Size(self._width + 1, len(contents))
         self.scroll_to(0, max(0, self.cursor - 3), animate=False)
         self.refresh()
 
