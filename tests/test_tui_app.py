@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Markdown
-from tui_fakes import NOTES, FakeEngine, FakeHit, FakeManager, session_script, text_of, until
+from tui_fakes import FakeEngine, FakeHit, FakeManager, session_script, text_of, until
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S

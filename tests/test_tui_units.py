@@ -4,7 +4,6 @@ transcript rendering."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -29,7 +29,8 @@ import math
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand

@@ -11,26 +11,27 @@ toasts too, whoever is looking.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Literal
 
 from textual import work
+from textual.app import App
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus
 from cockpit.tui import format as fmt
 from cockpit.tui.model import SessionView
-
-if TYPE_CHECKING:  # pragma: no cover
-    from cockpit.tui.app import CockpitApp
-
-    _Base = CockpitApp
-else:
-    _Base = object
+from cockpit.tui.notify import Notifier
 
 S = SessionStatus
 
 
-class Attention(_Base):
+class Attention(App):
+    """Mixin of ``CockpitApp`` (which sets the attributes below)."""
+
+    panes: dict[str, Any]  # session id → SessionPane
+    notify_os: bool
+    os_notifier: Notifier | None
+
     def looking_at(self, session_id: str) -> bool:
         """The user sees this session's pane now: app focused, main screen on top, pane selected."""
         main = self.screen_stack[0]
@@ -52,13 +53,13 @@ class Attention(_Base):
         pane = self.panes.get(view.session_id)
         number = f"{pane.number} · " if pane is not None and pane.number else ""
         who = f"{number}{view.session_id} · {fmt.short(view.task, 48)}"
+        severity: Literal["information", "warning"] = "information"
         if view.status is S.NEEDS_APPROVAL:
             ask = view.pending
             what = f"needs approval: {fmt.short(ask.summary, 80)}" if ask else "needs approval"
             severity = "warning"
         else:
             what = view.detail if view.context_level == "full" else "waiting for you"
-            severity = "information"
         self.bell()
         self.notify(what, title=who, severity=severity, timeout=8)
         if not self.app_focus and self.notify_os and self.os_notifier is not None:
@@ -66,7 +67,8 @@ class Attention(_Base):
 
     @work(group="os-notify", name="OS notification")
     async def _os_notify(self, title: str, message: str) -> None:
-        await self.os_notifier.send(title, message)
+        if self.os_notifier is not None:
+            await self.os_notifier.send(title, message)
 
     def _context_notice(self, view: SessionView, event: ev.ContextNotice) -> None:
         who = f"{view.session_id} · {fmt.short(view.task, 48)}"

@@ -9,33 +9,55 @@ in an async worker, so the UI never waits on it; a refusal (``KeyError``, ``Valu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import work
+from textual.app import App
 from textual.content import Content
 
 from cockpit.events import SessionStatus
 from cockpit.tui import format as fmt
+from cockpit.tui.model import SessionView
 from cockpit.tui.screens.approval import Answer, ApprovalDialog
 from cockpit.tui.screens.dialogs import ChoiceDialog, ConfirmDialog, FollowUpDialog, QuitDialog
 from cockpit.tui.screens.diff import DiffScreen
 from cockpit.tui.screens.memory import MemoryScreen
 from cockpit.tui.screens.review import ReviewScreen
 from cockpit.tui.screens.spawn import SpawnDialog, SpawnRequest
-
-if TYPE_CHECKING:  # pragma: no cover
-    from cockpit.tui.app import CockpitApp
-
-    _Base = CockpitApp
-else:
-    _Base = object
+from cockpit.tui.widgets.totals import MemoryState
 
 S = SessionStatus
 WORKING = (S.QUEUED, S.STARTING, S.PRESEEDING, S.STREAMING, S.RUNNING_TOOL, S.NEEDS_APPROVAL)
 """States of a session still doing (or about to do) its task: quitting stops them, so it asks."""
 
 
-class SessionCommands(_Base):
+class SessionCommands(App):
+    """Mixin of ``CockpitApp`` (which sets the attributes below and defines ``remove_pane``,
+    ``shutdown`` and ``sessions_dir``)."""
+
+    manager: Any
+    engine: Any
+    views: dict[str, SessionView]
+    memory: MemoryState
+    model: str | None
+    top_k: int
+    preseed: bool
+    permission_mode: str | None
+    worktree: bool | None
+    backend: str | None
+    workspace: str | None
+    _focus_new: bool
+
+    @property
+    def sessions_dir(self) -> Path:
+        raise NotImplementedError
+
+    async def remove_pane(self, session_id: str) -> None:
+        raise NotImplementedError
+
+    async def shutdown(self) -> None:
+        raise NotImplementedError
+
     # -- spawn -----------------------------------------------------------------------
     def open_spawn(self) -> None:
         backends = tuple(getattr(self.manager, "backends", None) or ("cockpit",))
@@ -181,12 +203,16 @@ class SessionCommands(_Base):
             "Merge them, keep the branch, discard them, or look at the diff first?",
             sid=session_id, stat=stat, branch=branch)
 
+        def discard(yes: bool | None) -> None:
+            if yes:
+                self.review(session_id, "discard", close=True)
+
         def done(choice: str | None) -> None:
             if choice in ("merge", "keep"):
                 self.review(session_id, choice, close=True)
             elif choice == "discard":
                 self.push_screen(ConfirmDialog(f"Discard {branch} and its worktree? The changes are deleted."),
-                                 lambda yes: self.review(session_id, "discard", close=True) if yes else None)
+                                 discard)
             elif choice == "diff":
                 self.open_diff(session_id)
 

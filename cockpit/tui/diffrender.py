@@ -108,7 +108,7 @@ def render_diff(lines: list[DiffLine], path: str | None = None, *, language: str
     out = _render(lines, path, language, numbers)
     widest = max([c.cell_length for c in out] or [0])
     return [_tinted(c.extend_right(widest - c.cell_length), line.kind) if line.kind in _TINT else c
-            for line, c in zip(lines, out)]
+            for line, c in zip(lines, out, strict=True)]
 
 
 def _tinted(content: Content, kind: str) -> Content:
@@ -125,7 +125,7 @@ def _render(lines: list[DiffLine], path: str | None, language: str | None, numbe
             while j < len(lines) and lines[j].kind in ("add", "del", "ctx"):
                 j += 1
             codes = _code_lines([ln.text for ln in lines[i:j]], path, language)
-            for line, code in zip(lines[i:j], codes):
+            for line, code in zip(lines[i:j], codes, strict=True):
                 out.append(_body_line(line, code, width, numbers))
             i = j
             continue

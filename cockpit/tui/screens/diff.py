@@ -74,7 +74,7 @@ class DiffScreen(Screen):
         self.session_id = view.session_id
         self.diff: Any = None  # worktree.Diff: .files (path, status, added, removed, patch)
         self.error = ""
-        self.result = ""  # the last review action's one-line result
+        self.result: str | Content = ""  # the last review action's one-line result
         self.path: str | None = None  # the file shown
         self.busy = False
 

@@ -22,12 +22,17 @@ Ids: ``spawn``, ``kill``, ``approve``, ``approve.once``, ``approve.session``, ``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 
 from cockpit.tui.widgets import PaneGrid, SessionPane, TotalsBar
 from cockpit.tui.widgets.footer import KeyFooter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.tui.app import CockpitApp
 
 
 def _jump_bindings() -> list[Binding]:
@@ -97,6 +102,11 @@ class MainScreen(Screen):
         yield KeyFooter()
 
     @property
+    def cockpit(self) -> CockpitApp:
+        """The app, typed (its commands are what the keys of this screen call)."""
+        return cast("CockpitApp", self.app)
+
+    @property
     def grid(self) -> PaneGrid:
         return self.query_one(PaneGrid)
 
@@ -134,7 +144,7 @@ class MainScreen(Screen):
         page = grid.page_of(pane)
         if page != grid.page:
             grid.show_page(page)
-            self.app.refresh_totals()
+            self.cockpit.refresh_totals()
         previous = self.selected
         if previous is not pane or not pane.selected:
             if previous is not None and previous is not pane:
@@ -193,26 +203,26 @@ class MainScreen(Screen):
         panes = grid.page_panes()
         if panes:
             self.focus_pane(panes[0])
-        self.app.refresh_totals()
+        self.cockpit.refresh_totals()
 
     # -- commands delegated to the app -----------------------------------------------
     def action_spawn(self) -> None:
-        self.app.open_spawn()
+        self.cockpit.open_spawn()
 
     def action_kill(self) -> None:
         pane = self.focused_pane()
         if pane is not None and not pane.final:
-            self.app.confirm_kill(pane.view.session_id)
+            self.cockpit.confirm_kill(pane.view.session_id)
 
     def action_follow_up(self) -> None:
         pane = self.focused_pane()
         if pane is not None and pane.waiting:
-            self.app.open_follow_up(pane.view.session_id)
+            self.cockpit.open_follow_up(pane.view.session_id)
 
     def action_approve(self) -> None:
         pane = self.focused_pane()
         if pane is not None and pane.view.pending is not None:
-            self.app.open_approval(pane.view.session_id)
+            self.cockpit.open_approval(pane.view.session_id)
 
     def action_approve_once(self) -> None:
         self._answer("once")
@@ -223,22 +233,22 @@ class MainScreen(Screen):
     def _answer(self, scope: str) -> None:
         pane = self.focused_pane()
         if pane is not None and pane.view.pending is not None:
-            self.app.answer(pane.view.session_id, pane.view.pending.request_id, True, scope)
+            self.cockpit.answer(pane.view.session_id, pane.view.pending.request_id, True, scope)
 
     def action_diff(self) -> None:
         pane = self.focused_pane()
         if pane is not None:
-            self.app.open_diff(pane.view.session_id)
+            self.cockpit.open_diff(pane.view.session_id)
 
     def action_continue_fresh(self) -> None:
         pane = self.focused_pane()
         if pane is not None:
-            self.app.confirm_continue(pane.view.session_id)
+            self.cockpit.confirm_continue(pane.view.session_id)
 
     def action_close(self) -> None:
         pane = self.focused_pane()
         if pane is not None and pane.final:
-            self.app.close_pane(pane.view.session_id)
+            self.cockpit.close_pane(pane.view.session_id)
 
     def action_zoom(self) -> None:
         pane = self.focused_pane()
@@ -249,10 +259,10 @@ class MainScreen(Screen):
 
     def action_review(self) -> None:
         pane = self.focused_pane()
-        self.app.open_review(pane.view.session_id if pane else None)
+        self.cockpit.open_review(pane.view.session_id if pane else None)
 
     def action_memory(self) -> None:
-        self.app.open_memory()
+        self.cockpit.open_memory()
 
     def action_warnings(self) -> None:
-        self.app.open_memory(tab="warnings")
+        self.cockpit.open_memory(tab="warnings")

@@ -19,7 +19,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import (
-    Footer, Input, Label, ListItem, ListView, Markdown, Static, TabbedContent, TabPane,
+    Footer, Input, Label, ListItem, ListView, Markdown, TabbedContent, TabPane,
 )
 
 from cockpit.tui import format as fmt

@@ -125,7 +125,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
         model = self.query_one("#spawn-model", Input).value.strip() or None
         mode = self.query_one("#spawn-mode", Select).value
         backend = self.query_one("#spawn-backend", Select).value
-        worktree = self.query_one("#spawn-worktree", Checkbox).value
+        worktree: bool | None = self.query_one("#spawn-worktree", Checkbox).value
         default_mode, default_worktree = self._defaults
         if default_mode is None and mode == self.permission_mode:
             mode = None  # left as shown: the runtime's configured mode applies

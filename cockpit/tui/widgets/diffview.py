@@ -3,7 +3,7 @@ comments). One ``ScrollView`` drawing lines (no widget per line): a diff of thou
 scrolls and moves its cursor without re-rendering the others.
 
 Keys: ``up``/``down`` move the cursor, ``shift+up``/``shift+down`` extend the
-selection, ``v`` starts or clears a selection at the cursor, ``pageup``/``pagedown``,
+selection, ``v`` starts or clears a selection at the cursor (``selection_start``), ``pageup``/``pagedown``,
 ``home``/``end``; a click moves the cursor, shift+click extends. :attr:`selection` is the
 (first, last) line indexes the next review comment quotes.
 """
@@ -42,7 +42,7 @@ class DiffView(ScrollView, can_focus=True):
         self.lines: list[DiffLine] = []
         self._contents: list[Content] = []
         self.cursor = 0
-        self.anchor: int | None = None
+        self.selection_start: int | None = None
         self._cache: dict[tuple[int, str], Strip] = {}
         self._width = 1
         self._marking = False  # "v" was pressed: plain moves extend the selection until "v" again
@@ -53,7 +53,7 @@ class DiffView(ScrollView, can_focus=True):
         self.lines = list(lines)
         self._contents = list(contents)
         self._cache.clear()
-        self.anchor = None
+        self.selection_start = None
         self.cursor = next((i for i, ln in enumerate(lines) if ln.kind in ("add", "del")), 0)
         self._width = max([c.cell_length for c in contents] or [1])
         self.virtual_size = Size(self._width + 1, len(contents))
@@ -63,9 +63,9 @@ class DiffView(ScrollView, can_focus=True):
     @property
     def selection(self) -> tuple[int, int]:
         """(first, last) line index of the selection (the cursor line alone when none)."""
-        if self.anchor is None:
+        if self.selection_start is None:
             return self.cursor, self.cursor
-        return min(self.anchor, self.cursor), max(self.anchor, self.cursor)
+        return min(self.selection_start, self.cursor), max(self.selection_start, self.cursor)
 
     def selected_lines(self) -> list[DiffLine]:
         first, last = self.selection
@@ -78,19 +78,19 @@ class DiffView(ScrollView, can_focus=True):
 
     # -- actions ---------------------------------------------------------------------
     def action_move(self, step: int, extend: bool = False) -> None:
-        if extend and self.anchor is None:
-            self.anchor = self.cursor
-        elif not extend and self.anchor is not None and not self._marking:
-            self.anchor = None
+        if extend and self.selection_start is None:
+            self.selection_start = self.cursor
+        elif not extend and self.selection_start is not None and not self._marking:
+            self.selection_start = None
         self._go(self.cursor + step)
 
     def action_mark(self) -> None:
-        if self._marking or self.anchor is not None:
+        if self._marking or self.selection_start is not None:
             self._marking = False
-            self.anchor = None
+            self.selection_start = None
         else:
             self._marking = True
-            self.anchor = self.cursor
+            self.selection_start = self.cursor
         self.refresh()
 
     def action_page(self, step: int) -> None:
@@ -101,7 +101,7 @@ class DiffView(ScrollView, can_focus=True):
 
     def clear_selection(self) -> None:
         self._marking = False
-        self.anchor = None
+        self.selection_start = None
         self.refresh()
 
     def _go(self, index: int) -> None:
@@ -120,10 +120,10 @@ class DiffView(ScrollView, can_focus=True):
         index = event.y + self.scroll_offset.y
         if 0 <= index < len(self.lines):
             if event.shift:
-                if self.anchor is None:
-                    self.anchor = self.cursor
+                if self.selection_start is None:
+                    self.selection_start = self.cursor
             elif not self._marking:
-                self.anchor = None
+                self.selection_start = None
             self._go(index)
 
     # -- drawing ---------------------------------------------------------------------
@@ -131,7 +131,7 @@ class DiffView(ScrollView, can_focus=True):
         if index == self.cursor and self.has_focus:
             return "cursor"
         first, last = self.selection
-        if self.anchor is not None and first <= index <= last:
+        if self.selection_start is not None and first <= index <= last:
             return "selected"
         if index == self.cursor:
             return "cursor"

@@ -52,7 +52,7 @@ class SessionPane(Vertical):
         self.number = 0  # its place in the grid, 1-based, continuing across pages
         self._synced = -1
         self._meta_synced = -1
-        self._title = None
+        self._title: tuple[str, str, str] | None = None
         self._status_class = ""
         self._approval_key: tuple | None = None
         self.narrow = False
@@ -202,7 +202,7 @@ class SessionPane(Vertical):
         out: dict[str, str] = {}
         defaults = {"approve_once": "y", "approve_session": "a", "approve": "⏎"}
         try:
-            for key, active in self.screen.active_bindings.items():
+            for active in self.screen.active_bindings.values():
                 action = active.binding.action
                 if action not in out:
                     out[action] = self.app.get_key_display(active.binding)

@@ -6,6 +6,7 @@ to see them; a missing notes folder is said here), and the page.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from textual.content import Content
@@ -59,7 +60,7 @@ def memory_markup(m: MemoryState) -> str:
 
 
 def totals_markup(views: list[SessionView], memory: MemoryState, page: int, pages: int,
-                  closed: list[SessionView] = ()) -> str:
+                  closed: Sequence[SessionView] = ()) -> str:
     """``views``: the sessions with a pane (counted by state); ``closed``: sessions whose pane
     was closed (their tokens and USD stay in the totals)."""
     counts = count_by_status(views)
@@ -85,5 +86,5 @@ class TotalsBar(Static):
     """One line; the app calls ``show`` on its flush tick when something changed."""
 
     def show(self, views: list[SessionView], memory: MemoryState, page: int, pages: int,
-             closed: list[SessionView] = ()) -> None:
+             closed: Sequence[SessionView] = ()) -> None:
         self.update(Content.from_markup(totals_markup(views, memory, page, pages, closed)), layout=False)
