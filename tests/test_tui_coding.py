@@ -502,3 +502,24 @@ async def test_closing_a_finished_pane_with_changes_offers_merge_keep_discard(ap
         await until(pilot, lambda: not app.views, "closed")
         await app.shutdown()
     assert json.loads(Path(view.transcript_path).read_text().splitlines()[-1])["action"] == "keep"
+
+
+async def test_a_resumed_session_shows_its_history_notes_and_worktree_changes(api, tmp_path, repo):
+    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "a.txt", "file_text": "a"})]), Reply("made a"),
+               Reply("resumed and ready"))
+    mgr = manager(api, tmp_path, permission_mode="acceptEdits")
+    app = app_for(mgr, repo, sessions_dir=tmp_path / "sessions")
+    async with app.run_test(size=SIZE) as pilot:
+        app.spawn("make a.txt")
+        await until(pilot, lambda: app.views and only_view(app).status is S.WAITING, "waiting")
+        old = only_view(app)
+        await pilot.press("x", "y")
+        await until(pilot, lambda: old.status is S.KILLED, "killed")
+        app.resume(Path(old.transcript_path))
+        await until(pilot, lambda: len(app.views) == 2, "the resumed pane")
+        new = [v for v in app.views.values() if v is not old][0]
+        await until(pilot, lambda: any(b.kind == "tool" for b in new.blocks), "its history")
+        assert new.resumed_from == old.transcript_path and new.preseeded
+        await until(pilot, lambda: new.changes is not None, "the worktree's changes")
+        assert new.changes.files == 1 and new.worktree == old.worktree
+        await app.shutdown()

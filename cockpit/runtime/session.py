@@ -236,6 +236,8 @@ class Session:
         try:
             await self._acquire()
             self._set(S.STARTING)
+            if self.resumed_from is not None or self._first_content is not None:
+                await self._report_changes()  # an existing worktree may hold changes already
             if self.resumed_from is not None:
                 self._resume_setup()
             else:

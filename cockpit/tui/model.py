@@ -236,6 +236,16 @@ class SessionView:
         """Put the earlier part of the session, rebuilt from transcript ``records``
         (``cockpit.runtime.transcript`` format), before the blocks events have added."""
         history = blocks_from_records(records, self.task)
+        header = records[0] if records and records[0].get("type") == "header" else {}
+        if header and not self.preseeded:  # a resumed session: the notes its first message had
+            self.notes = tuple(
+                InjectedNote(str(n.get("name", "")), float(n.get("score") or 0), bool(n.get("priority")),
+                             str(n.get("description", "")), str(n.get("path", "")))
+                for n in header.get("injected") or [] if isinstance(n, dict))
+            self.preseed_tokens = int(header.get("preseed_tokens") or 0)
+            self.preseed_text = str(header.get("preseed_text") or "")
+            self.preseed_enabled = bool(header.get("preseed_enabled", True))
+            self.preseeded = True
         if note:
             history.append(Block("note", text=note))
         if history:
