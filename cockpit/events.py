@@ -102,7 +102,10 @@ class Event:
 class SessionSpawned(Event):
     """``workspace``: the folder the user chose; ``cwd``: where the session works (its worktree,
     or ``workspace`` itself); ``worktree`` None when it runs in place, ``placement`` says why
-    ("worktree", "in place: not a git repository", "in place: --no-worktree", …)."""
+    ("worktree", "in place: not a git repository", "in place: --no-worktree", …).
+    ``resumed_from``: the transcript a resumed session was reopened from ("" otherwise; its
+    earlier conversation is in that file); ``continued_from``: the session id a fresh session
+    continues (``SessionManager.continue_fresh``; "" otherwise)."""
 
     task: str
     model: str
@@ -115,6 +118,8 @@ class SessionSpawned(Event):
     worktree: WorktreeRef | None = None
     placement: str = ""
     tools: str = "anthropic"
+    resumed_from: str = ""
+    continued_from: str = ""
 
 
 @dataclass(frozen=True)

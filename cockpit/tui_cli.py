@@ -25,6 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--claude-setting-sources", metavar="LIST", default=None,
                    help="claude-code sessions read these of the user's Claude Code settings: comma-separated "
                         "user,project,local, or none (default: all)")
+    g.add_argument("--permission-mode", default=None, choices=["default", "acceptEdits", "plan", "bypassPermissions"],
+                   help="what sessions may do without asking (the spawn dialog's default; default: config / default)")
+    g.add_argument("--no-worktree", action="store_true",
+                   help="sessions run in the workspace itself (the spawn dialog's default: a worktree each)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
             "preseed": False if args.no_preseed else None, "interactive": True, "backend": args.backend,
             "claude_setting_sources": None if args.claude_setting_sources is None
             else parse_setting_sources(args.claude_setting_sources),
+            "permission_mode": getattr(args, "permission_mode", None),
+            "worktrees": False if getattr(args, "no_worktree", False) else None,
         })
     except ConfigError as exc:
         raise CockpitError(str(exc)) from None
@@ -66,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     app = _App(
         None, engine, workspace=workspace, model=config.model, top_k=config.top_k,
         preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
+        permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
+        notify_os=config.notify_os, api_key_missing=not config.api_key,
     )
     try:
         app.run()

@@ -61,3 +61,40 @@ def test_only_the_claude_code_backend_imports_the_sdk():
     code = ("import sys, cockpit.cli, cockpit.headless, cockpit.runtime.manager, cockpit.runtime.claude_code; "
             "assert 'claude_agent_sdk' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_the_tui_reaches_sessions_only_through_the_runtime_protocol():
+    # no Session objects, no SessionManager internals: what the TUI knows comes as events
+    files = _files("cockpit/tui")
+    assert files
+    for f in files:
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert node.module not in ("cockpit.runtime.session", "cockpit.runtime.manager"), \
+                    f"{f.relative_to(ROOT)} imports {node.module}"
+                if node.module == "cockpit.runtime":
+                    names = {a.name for a in node.names}
+                    assert not names & {"Session", "SessionManager"}, f"{f.relative_to(ROOT)} imports {names}"
+            if isinstance(node, ast.Attribute) and node.attr in ("sessions", "get") and \
+                    isinstance(node.value, ast.Attribute) and node.value.attr == "manager":
+                raise AssertionError(f"{f.relative_to(ROOT)} reads manager.{node.attr} (a Session)")
+
+
+def test_the_tui_test_fake_implements_the_runtime_protocol():
+    import inspect
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tui_fakes import FakeManager
+
+    from cockpit.runtime.protocols import Runtime
+
+    wanted = {name for name, _ in inspect.getmembers(Runtime, inspect.isfunction) if not name.startswith("_")}
+    assert wanted >= {"spawn", "send", "kill", "answer", "review", "diff", "resume", "continue_fresh",
+                      "subscribe", "snapshot", "aclose"}
+    missing = {name for name in wanted if not callable(getattr(FakeManager, name, None))}
+    assert not missing, f"FakeManager lacks {missing}"
+    for name in wanted:
+        real = inspect.iscoroutinefunction(getattr(Runtime, name))
+        assert inspect.iscoroutinefunction(getattr(FakeManager, name)) == real, name

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 from textual.widgets import Markdown
-from tui_fakes import NOTES, FakeEngine, FakeHit, FakeManager, session_script, text_of, until
+from tui_fakes import FakeEngine, FakeHit, FakeManager, session_script, text_of, until
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
@@ -68,8 +69,7 @@ async def test_more_than_nine_sessions_go_on_pages_and_stay_reachable():
 
 async def test_empty_grid_says_how_to_start_and_warns_without_a_key():
     mgr = FakeManager()
-    mgr.config.api_key = None
-    app = CockpitApp(mgr, FakeEngine())
+    app = CockpitApp(mgr, FakeEngine(), api_key_missing=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.1)
         hint = app.screen.query_one("#empty-hint")
@@ -298,3 +298,235 @@ async def test_every_available_theme_applies_including_textual_builtins():
             error = app.get_css_variables()["status-error"]
             assert not error.startswith("$"), (name, error)
         assert app.return_code in (None, 0)
+
+
+def _transcript(folder: Path, name: str, sid: str, task: str, started: str, answer: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    records = [
+        {"type": "header", "ts": started, "session_id": sid, "task": task, "model": "m", "workspace": "/ws",
+         "injected": [], "preseed_text": "", "preseed_tokens": 0, "started_at": started},
+        {"type": "message", "ts": started, "role": "user", "content": [{"type": "text", "text": task}]},
+        {"type": "message", "ts": started, "role": "assistant", "content": [{"type": "text", "text": answer}]},
+        {"type": "end", "ts": started, "status": "done", "cost_usd": 0.001, "final_text": answer},
+    ]
+    path = folder / name
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return path
+
+
+async def test_review_search_covers_every_transcript_lists_dates_and_survives_a_shared_id(tmp_path):
+    from cockpit.tui.screens.review import ReviewScreen
+
+    sessions = tmp_path / "sessions"
+    _transcript(sessions, "20260102-000000-dup.jsonl", "dup", "first task", "2026-01-02T10:30:00.000+00:00",
+                "the zebra is here")
+    _transcript(sessions, "20260103-000000-dup.jsonl", "dup", "second task", "2026-01-03T11:45:00.000+00:00",
+                "nothing to see")
+    _transcript(sessions, "20260104-000000-other.jsonl", "other", "third task", "2026-01-04T09:00:00.000+00:00",
+                "another zebra, and a zebra")
+    utc = lambda *a: time.gmtime(a[0] if a else 0)  # noqa: E731
+    app = CockpitApp(FakeManager(), None, sessions_dir=sessions, clock=utc)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("r")
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        await until(pilot, lambda: len(screen.infos) == 3 and screen.text, "three transcripts, two with one id")
+        labels = [text_of(item.query_one("Label")) for item in screen.query_one("#review-list").children]
+        assert "2026-01-04 09:00" in labels[0] and "2026-01-02 10:30" in labels[2]
+        assert all(item.id is None for item in screen.query_one("#review-list").children)
+        await pilot.press("slash", *"zebra", "enter")
+        await until(pilot, lambda: len(screen.infos) == 2, "only the transcripts that match")
+        assert {i.task for i in screen.infos} == {"first task", "third task"}
+        labels = [text_of(item.query_one("Label")) for item in screen.query_one("#review-list").children]
+        assert "2 matches" in labels[0] and "1 match" in labels[1]
+        await until(pilot, lambda: screen.query_one("#review-text").selected_text.lower() == "zebra", "first match")
+        first = screen.shown
+        await pilot.press("enter", "enter")  # the second match of "third task", then on to "first task"
+        await until(pilot, lambda: screen.shown is not first, "the next transcript")
+        await until(pilot, lambda: screen.query_one("#review-text").selected_text.lower() == "zebra", "its match")
+        await pilot.press("escape")  # leaves the search: every transcript again
+        await until(pilot, lambda: len(screen.infos) == 3, "all listed again")
+
+
+async def test_the_palette_lists_each_command_once_and_screenshots_say_where(tmp_path, monkeypatch):
+    import platformdirs
+
+    monkeypatch.setattr(platformdirs, "user_downloads_path", lambda: tmp_path / "no-such-Downloads")
+    app = CockpitApp(FakeManager(), FakeEngine())
+    async with app.run_test(size=SIZE) as pilot:
+        commands = list(app.get_system_commands(app.screen))
+        titles = [c.title for c in commands]
+        assert len(titles) == len(set(titles)), titles
+        assert "Pick theme" in titles and "Theme" not in titles
+        assert titles.count("Screenshot") == 1 and "Maximize" not in titles and "Zoom pane" in titles
+        for title in ["Approve…", "Allow once", "Allow for session", "Diff", "Continue fresh", "Close pane"]:
+            assert title in titles
+        said: list[str] = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (said.append(message), notify(message, **kw))[1]
+        next(c for c in commands if c.title == "Screenshot").callback()
+        await pilot.pause(0.1)
+        folder = Path(os.environ["COCKPIT_DATA_DIR"]) / "screenshots"
+        saved = list(folder.glob("*.svg"))
+        assert len(saved) == 1 and any(str(saved[0]) in m for m in said)
+
+
+async def test_a_small_terminal_shows_output_pages_fewer_panes_and_zooms():
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=(60, 20)) as pilot:
+        for n in range(4):
+            mgr.emit(*session_script(f"m{n:05d}", f"task {n}", S.WAITING,
+                                     text="\n\n".join(f"line {i} of answer {n}" for i in range(6))))
+        await until(pilot, lambda: len(app.panes) == 4, "4 panes")
+        await pilot.pause(0.3)
+        grid = app.screen.query_one("#grid")
+        assert grid.page_size == 2 and grid.pages == 2  # two panes a page at 60×20
+        pane = app.panes["m00000"]
+        assert pane.narrow and not pane.query_one("#pane-strip").display  # the answer keeps the width
+        assert "tok" in text_of(pane.query_one("#pane-status"))  # tokens and cost on the status line
+        body = pane.query_one("#pane-body")
+        assert body.scrollable_content_region.height >= 4 and "line 0 of answer 0" in body.plain_text()
+        await pilot.press("2")
+        assert app.screen.selected is app.panes["m00001"]
+        await pilot.press("z")
+        assert app.screen.maximized is app.panes["m00001"]
+        await pilot.pause(0.1)
+        assert app.panes["m00001"].size.height >= 16  # the whole screen but header and footer
+        await pilot.press("tab")  # the zoom follows the selection
+        assert app.screen.maximized is app.panes["m00002"] and grid.page == 1
+        assert app.panes["m00002"].number == 3  # numbers continue across pages
+        await pilot.press("z")
+        assert app.screen.maximized is None
+
+
+async def test_pane_numbers_continue_across_pages():
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        for n in range(11):
+            mgr.emit(*session_script(f"p{n:05d}", f"task {n}", S.WAITING, text="ok"))
+        await until(pilot, lambda: len(app.panes) == 11, "11 panes")
+        await pilot.pause(0.2)
+        grid = app.screen.query_one("#grid")
+        assert [p.number for p in grid.panes] == list(range(1, 12))
+        await pilot.press("right_square_bracket", "2")
+        assert app.screen.selected is grid.panes[10]
+        assert str(grid.panes[10].border_title).startswith("[b]11 ")
+
+
+async def test_pane_borders_are_visible_in_every_cockpit_theme():
+    from textual.color import Color
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(*session_script("b00001", "t", S.DONE, text="x"), *session_script("b00002", "u", S.DONE, text="y"))
+        await until(pilot, lambda: len(app.panes) == 2, "panes")
+        for theme in ("cockpit-dark", "cockpit-light", "cockpit-amber"):
+            app.theme = theme
+            await pilot.pause(0.1)
+            pane = app.panes["b00002"]  # not selected, not a coloured state
+            border = pane.styles.border_top[1]
+            background = Color.parse(app.get_css_variables()["background"])
+            # WCAG contrast of the frame against the screen: at least 1.8:1 (the old light frame was 1.05:1)
+            l1, l2 = _luminance(border), _luminance(background)
+            ratio = (max(l1, l2) + 0.05) / (min(l1, l2) + 0.05)
+            assert ratio >= 1.8, (theme, border.hex, background.hex, ratio)
+
+
+def _luminance(c) -> float:
+    def ch(v: int) -> float:
+        v = v / 255
+        return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * ch(c.r) + 0.7152 * ch(c.g) + 0.0722 * ch(c.b)
+
+
+async def test_negative_scores_are_never_shown():
+    from cockpit.events import InjectedNote
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        notes = (InjectedNote("far-away", -0.12, False), InjectedNote("close", 0.7, False))
+        mgr.emit(*session_script("n00001", "t", S.WAITING, text="x", notes=notes))
+        await until(pilot, lambda: len(app.panes) == 1, "pane")
+        await pilot.pause(0.2)
+        strip = text_of(app.panes["n00001"].query_one("#pane-strip"))
+        assert "-0.12" not in strip and "0.00" in strip and "0.70" in strip
+
+
+async def test_a_missing_notes_folder_is_said_in_the_header_and_the_spawn_dialog(tmp_path):
+    from types import SimpleNamespace
+
+    missing = tmp_path / "no-notes"
+
+    class NoFolderEngine(FakeEngine):
+        def status(self):
+            return SimpleNamespace(model_state="ready", notes=0, last_sync=None, warnings=[], notes_dir=missing)
+
+        def watch(self, stop, on_sync=None):  # like the real watcher: waits for the folder
+            stop.wait()
+
+    app = CockpitApp(FakeManager(), NoFolderEngine())
+    async with app.run_test(size=(200, 40)) as pilot:
+        totals = app.screen.query_one("#totals")
+        await until(pilot, lambda: f"no notes folder at {missing}" in text_of(totals), "the header says it")
+        assert "indexing" not in text_of(totals)
+        await pilot.press("n")
+        assert f"No notes folder at {missing}" in text_of(app.screen.query_one("#spawn-notes-missing"))
+
+
+async def test_session_ids_are_never_widget_ids():
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        odd = "1 odd/id.with#chars"  # not a valid CSS identifier
+        mgr.emit(*session_script(odd, "t", S.WAITING, text="still shown"))
+        mgr.emit(*session_script("123", "u", S.WAITING, text="digits first"))
+        await until(pilot, lambda: len(app.panes) == 2, "both panes")
+        await pilot.pause(0.2)
+        assert app.panes[odd].id is None
+        assert "still shown" in app.panes[odd].query_one("#pane-body").plain_text()
+
+
+async def test_spawn_dialog_passes_the_backend_and_options_the_runtime_offers():
+    from cockpit.tui.screens.spawn import SpawnDialog
+
+    mgr = FakeManager()
+    mgr.backends = ("cockpit", "claude-code")
+    app = CockpitApp(mgr, None, model="m1", permission_mode="acceptEdits", worktree=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("n")
+        dialog = app.screen
+        assert isinstance(dialog, SpawnDialog)
+        assert dialog.query_one("#spawn-mode").value == "acceptEdits"
+        dialog.query_one("#spawn-backend").value = "claude-code"
+        dialog.query_one("#spawn-model").value = "m2"
+        await pilot.press(*"task one", "enter")
+        await until(pilot, lambda: mgr.spawned, "spawn called")
+        options = mgr.spawn_options[0]
+        assert options["backend"] == "claude-code" and options["model"] == "m2"
+        assert options["permission_mode"] == "acceptEdits" and options["worktree"] is True
+
+
+async def test_an_approval_answered_elsewhere_closes_its_dialog_and_the_panel():
+    from cockpit.tui.screens.approval import ApprovalDialog
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr, notify_os=False)
+    ask = ev.ApprovalRequested("q00001", "tu_1", "bash", "bash", "make deploy", "make deploy", "Bash(make *)")
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(ev.SessionSpawned("q00001", "deploy", "m", "/ws", "/t", True), ev.ToolCall("q00001", "tu_1", "bash",
+                 {"command": "make deploy"}), ask, ev.StatusChanged("q00001", S.NEEDS_APPROVAL, "make deploy"))
+        await until(pilot, lambda: "q00001" in app.panes and app.views["q00001"].pending is ask, "the ask")
+        await pilot.pause(0.2)
+        assert app.panes["q00001"].query_one("#pane-approval").display
+        await pilot.press("enter")
+        assert isinstance(app.screen, ApprovalDialog)
+        mgr.emit(ev.ApprovalResolved("q00001", "tu_1", True, "once"))  # another client said yes
+        await until(pilot, lambda: not isinstance(app.screen, ApprovalDialog), "the dialog closes")
+        await pilot.pause(0.2)
+        assert not app.panes["q00001"].query_one("#pane-approval").display
+        assert mgr.answers == []  # this client answered nothing

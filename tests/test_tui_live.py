@@ -239,7 +239,7 @@ async def test_focus_keys_move_between_panes(api, tmp_path, workspace):
 async def test_review_opens_the_focused_session_searches_and_resumes(api, tmp_path, workspace):
     api.script(Reply("Alpha answer."), Reply("Bravo answer with the word zebra."), Reply("Resumed reply."))
     mgr = manager(api, tmp_path)
-    app = CockpitApp(mgr, None, workspace=workspace)
+    app = CockpitApp(mgr, None, workspace=workspace, sessions_dir=tmp_path / "sessions")
     async with app.run_test(size=SIZE) as pilot:
         app.spawn("alpha task")
         await until(pilot, lambda: len(app.views) == 1 and next(iter(app.views.values())).status is S.WAITING, "alpha")

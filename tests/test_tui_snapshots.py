@@ -1,5 +1,5 @@
-"""Snapshots (pytest-textual-snapshot) of the main screen with several sessions, the review
-screen and the spawn dialog. Deterministic: a fake manager plays a fixed event script, fixed
+"""Snapshots (pytest-textual-snapshot) of the main screen with several sessions, a pane asking
+for approval, the diff screen, the review screen and the spawn dialog. Deterministic: a fake manager plays a fixed event script, fixed
 ids, a fixed clock, fixed transcript files; no spinners or clocks on screen.
 
 Update after an intended UI change: ``pytest tests/test_tui_snapshots.py --snapshot-update``.
@@ -13,11 +13,13 @@ from pathlib import Path
 
 from tui_fakes import NOTES, FakeEngine, FakeHit, FakeManager, session_script
 
-from cockpit.events import SessionStatus as S, Usage
+from cockpit import events as ev
+from cockpit.events import SessionStatus as S, Usage, WorktreeRef
+from cockpit.runtime.worktree import Diff, FileChange
 from cockpit.tui import CockpitApp
 
 SIZE = (180, 50)
-FIXED_CLOCK = lambda *a: time.gmtime(0)  # noqa: E731
+FIXED_CLOCK = lambda *a: time.gmtime(a[0] if a else 0)  # noqa: E731
 
 
 def _script(mgr: FakeManager) -> None:
@@ -114,3 +116,78 @@ def test_spawn_dialog_with_notes_preview(snap_compare):
         await _settle(pilot, lambda: dialog.preview_for == "deploy to staging")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+EDIT_DIFF = """--- a/calc.py
++++ b/calc.py
+@@ -1,5 +1,6 @@
+ def add(a, b):
+-    return a - b
++    \"\"\"The sum of a and b.\"\"\"
++    return a + b
+
+
+ def sub(a, b):
+"""
+WT = WorktreeRef("/wt/c0ffee", "cockpit/c0ffee-fix-add", "3f2a9c1d0e4b5a6f7e8d9c0b1a2f3e4d5c6b7a89", "main")
+
+
+def _coding_session(mgr: FakeManager) -> None:
+    sid = "c0ffee"
+    mgr.emit(
+        ev.SessionSpawned(sid, "fix add() in calc.py and run the tests", "claude-sonnet-4-5", "/ws",
+                          f"/t/{sid}.jsonl", True, permission_mode="default", cwd="/wt/c0ffee", worktree=WT,
+                          placement="worktree"),
+        ev.Preseeded(sid, NOTES[1:], 60, "<notes/>"),
+        ev.StatusChanged(sid, S.STREAMING),
+        ev.TextDelta(sid, "`add` subtracts. Let me look first."),
+        ev.ToolCall(sid, "tu_1", "str_replace_based_edit_tool", {"command": "view", "path": "calc.py"}),
+        ev.ToolResult(sid, "tu_1", "str_replace_based_edit_tool", "1\tdef add(a, b):\n2\t    return a - b", False),
+        ev.StatusChanged(sid, S.STREAMING),
+        ev.TextDelta(sid, "Fixing it and documenting it."),
+        ev.ToolCall(sid, "tu_2", "str_replace_based_edit_tool",
+                    {"command": "str_replace", "path": "calc.py", "old_str": "    return a - b",
+                     "new_str": "    \"\"\"The sum of a and b.\"\"\"\n    return a + b"}),
+        ev.ApprovalRequested(sid, "tu_2", "str_replace_based_edit_tool", "edit", "str_replace calc.py (+2 -1)",
+                             EDIT_DIFF, "Edit"),
+        ev.UsageUpdate(sid, Usage(900, 80, 1500, 0), Usage(900, 80, 1500, 0), 0.0072, 0.0072, 2400, 200_000),
+        ev.StatusChanged(sid, S.NEEDS_APPROVAL, "str_replace calc.py (+2 -1)"),
+    )
+
+
+def test_a_pane_asking_for_approval(snap_compare):
+    mgr = FakeManager()
+    app = CockpitApp(mgr, FakeEngine(), clock=FIXED_CLOCK, watch_notes=False, notify_os=False)
+
+    async def run_before(pilot):
+        _coding_session(mgr)
+        mgr.emit(*session_script("a1b2c3", "what port does staging run on?", S.WAITING,
+                                 text="Staging runs on **port 6443**.", notes=NOTES))
+        await _settle(pilot, lambda: len(app.panes) == 2 and app.memory.last_sync)
+        await pilot.press("1")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(140, 36), run_before=run_before)
+
+
+def test_the_diff_screen(snap_compare):
+    mgr = FakeManager()
+    test_patch = ("diff --git a/test_calc.py b/test_calc.py\nnew file mode 100644\n--- /dev/null\n"
+                  "+++ b/test_calc.py\n@@ -0,0 +1,5 @@\n+from calc import add\n+\n+\n+def test_add():\n"
+                  "+    assert add(2, 3) == 5\n")
+    mgr.diffs["c0ffee"] = Diff((
+        FileChange("calc.py", "M", 2, 1, "diff --git a/calc.py b/calc.py\n" + EDIT_DIFF),
+        FileChange("test_calc.py", "A", 5, 0, test_patch),
+    ))
+    app = CockpitApp(mgr, FakeEngine(), clock=FIXED_CLOCK, watch_notes=False, notify_os=False)
+
+    async def run_before(pilot):
+        _coding_session(mgr)
+        await _settle(pilot, lambda: len(app.panes) == 1)
+        await pilot.press("d")
+        screen = app.screen
+        await _settle(pilot, lambda: getattr(screen, "diff", None) is not None)
+        await pilot.press("shift+down")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(140, 30), run_before=run_before)

@@ -4,7 +4,6 @@ transcript rendering."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -159,3 +158,145 @@ def test_answers_are_cut_only_between_paragraphs_outside_code_fences():
     inside = "intro\n\n```\na\n\nb\n"  # the blank line inside the open fence is not a cut
     assert inside[: split_point(inside)] == "intro\n\n"
     assert split_point("no blank line at all") is None
+
+
+def test_fold_approvals_follow_ups_partial_usage_changes_and_reviews():
+    ask = ev.ApprovalRequested("s1", "tu1", "bash", "bash", "pytest -q", "pytest -q", "Bash(pytest *)")
+    u = Usage(100, 5, 0, 0)
+    view = _fold(
+        ev.SessionSpawned("s1", "task", "m", "/ws", "/t.jsonl", True, permission_mode="acceptEdits",
+                          worktree=ev.WorktreeRef("/wt", "cockpit/s1-task", "abc", "main"), placement="worktree"),
+        ev.StatusChanged("s1", S.STREAMING),
+        ev.UsageUpdate("s1", u, u, 0.1, 0.1, 100, 1000, partial=True),
+        ev.ToolCall("s1", "tu1", "bash", {"command": "pytest -q"}),
+        ask,
+        ev.StatusChanged("s1", S.NEEDS_APPROVAL, "pytest -q"),
+    )
+    assert view.pending is ask and view.requests == 0 and view.usage == u  # live figures, no request yet
+    assert view.permission_mode == "acceptEdits" and view.worktree.branch == "cockpit/s1-task"
+    view.apply(ev.ApprovalResolved("s1", "tu1", False, "once", "not now"))
+    assert view.pending is None and view.blocks[-1].approval == "denied: not now"
+    view.apply(ev.UsageUpdate("s1", u, u, 0.1, 0.1, 100, 1000))
+    assert view.requests == 1
+    view.apply(ev.WorktreeChanged("s1", 2, 10, 3))
+    assert view.has_changes
+    view.apply(ev.UserMessage("s1", "and the docs"))
+    assert view.blocks[-1].kind == "user" and view.blocks[-1].text == "and the docs"
+    view.apply(ev.Reviewed("s1", "keep", True, "kept branch cockpit/s1-task"))
+    assert not view.worktree_open and not view.has_changes
+    assert view.blocks[-1].kind == "note" and "kept branch" in view.blocks[-1].text
+    view.apply(ev.ApprovalRequested("s1", "tu9", "bash", "bash", "x", "x"))
+    view.apply(ev.StatusChanged("s1", S.KILLED))
+    assert view.pending is None  # a final session waits for nothing
+
+
+def test_context_notices_fold_and_a_follow_up_clears_full():
+    view = _fold(ev.ContextNotice("s1", "warn", 820, 1000, "context 82% full"))
+    assert view.context_high and view.context_level == "warn"
+    view.apply(ev.ContextNotice("s1", "full", 1000, 1000, "prompt is too long"))
+    assert view.context_level == "full"
+    view.apply(ev.UserMessage("s1", "go on"))
+    assert view.context_level == ""
+
+
+def test_blocks_from_a_transcript_with_tools_approvals_and_errors():
+    from cockpit.tui.model import blocks_from_records
+
+    records = [
+        {"type": "header", "task": "fix it"},
+        {"type": "message", "role": "user", "content": [{"type": "text", "text": "<env>…</env>"},
+                                                        {"type": "text", "text": "fix it"}]},
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "text", "text": "Running."}, {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "ls"}}]},
+        {"type": "approval_result", "request_id": "t1", "allowed": True, "scope": "session", "reason": ""},
+        {"type": "message", "role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+        {"type": "message", "role": "user", "content": [{"type": "text", "text": "thanks"}]},
+        {"type": "error", "kind": "overloaded", "message": "busy"},
+        {"type": "review", "action": "merge", "ok": True, "message": "merged"},
+    ]
+    blocks = blocks_from_records(records)
+    assert [b.kind for b in blocks] == ["user", "text", "tool", "text", "user", "error", "note"]
+    assert blocks[0].text == "fix it"  # the first message shows as the task, not the env/preseed blocks
+    assert blocks[2].result == "a.py" and blocks[2].approval == "allowed for this session"
+    view = SessionView("s1", task="fix it")
+    view.apply(ev.TextDelta("s1", "live"))
+    view.add_history(records, "(note)")
+    assert [b.kind for b in view.blocks][-3:] == ["note", "note", "text"] and view.blocks[-1].text == "live"
+
+
+def test_unified_diffs_parse_with_line_numbers_and_render_highlighted():
+    from cockpit.tui.diffrender import parse_patch, patch_path, render_diff
+
+    patch = ("--- a/calc.py\n+++ b/calc.py\n@@ -10,3 +10,4 @@ def f():\n ctx\n-old\n+new\n+more\n tail\n"
+             "\\ No newline at end of file\n")
+    lines = parse_patch(patch)
+    assert [(ln.kind, ln.old, ln.new) for ln in lines] == [
+        ("meta", None, None), ("meta", None, None), ("hunk", None, None), ("ctx", 10, 10), ("del", 11, None),
+        ("add", None, 11), ("add", None, 12), ("ctx", 12, 13), ("note", None, None)]
+    rendered = render_diff(lines, "calc.py")
+    assert rendered[4].plain.startswith(" 11     - old") and rendered[5].plain.startswith("     11 + new")
+    assert any(s.style == "on $error 15%" for s in rendered[4].spans)
+    assert any(s.style == "on $success 15%" for s in rendered[5].spans)
+    assert len({c.cell_length for c in rendered[4:7]}) == 1  # tinted lines padded to one width
+    assert patch_path(patch) == "calc.py"
+
+
+def test_a_review_comment_quotes_file_lines_and_text():
+    from cockpit.tui.diffrender import parse_patch
+    from cockpit.tui.screens.diff import comment_message
+
+    lines = parse_patch("--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n keep\n-gone\n+added\n")
+    text = comment_message("x.py", lines[3:6], "why?")
+    assert text.startswith("Review comment on x.py, lines 1-2:")
+    assert "```diff\n keep\n-gone\n+added\n```" in text and text.endswith("why?")
+    assert "removed line 2 (old file)" in comment_message("x.py", [lines[4]], "no")
+
+
+def test_tool_labels_scores_and_places():
+    assert fmt.tool_label("bash", {"command": "pytest -q"}) == ("$", "pytest -q")
+    assert fmt.tool_label("str_replace_based_edit_tool", {"command": "create", "path": "a.py"}) == ("✎ create", "a.py")
+    assert fmt.tool_label("memory_search", {"query": "x"}) == ("⚙ memory_search", "(query=x)")
+    assert fmt.score(-0.3) == "0.00" and fmt.score(0.456) == "0.46"
+    assert fmt.where("worktree", "cockpit/x") == "⎇ cockpit/x" and fmt.where("in place: --no-worktree", None) == "in place: --no-worktree"
+    assert fmt.tool_result("\n\nfirst\nsecond", False) == "first (+1 line)"
+
+
+def test_the_approval_panel_shows_the_ask_the_diff_and_the_keys():
+    from cockpit.tui.widgets.approval import panel_content
+
+    diff = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    ask = ev.ApprovalRequested("s1", "t1", "str_replace_based_edit_tool", "edit", "str_replace a.py (+1 -1)", diff, "Edit")
+    text = panel_content(ask, 10, {"approve_once": "y", "approve_session": "a", "approve": "⏎"}).plain
+    assert "edit a file: str_replace a.py" in text and "- x = 1" in text and "+ x = 2" in text
+    assert "+++ b/a.py" not in text  # the title names the file
+    assert "y allow once · a allow for this session (Edit)" in text
+    short = panel_content(ask, 1, {}).plain
+    assert "more line" in short
+
+
+def test_totals_count_closed_sessions_spend_and_make_approval_stand_out():
+    from cockpit.tui.widgets.totals import MemoryState, totals_markup
+
+    a, b = SessionView("a"), SessionView("b")
+    a.status, a.usage, a.cost_usd = S.NEEDS_APPROVAL, Usage(1000, 0), 0.5
+    b.status, b.usage, b.cost_usd = S.DONE, Usage(2000, 0), 0.25
+    markup = totals_markup([a], MemoryState(), 0, 1, closed=[b])
+    assert "on $status-needs-approval" in markup and "1 needs approval" in markup
+    assert "3.0k tok" in markup and "$0.7500" in markup and "done" not in markup
+
+
+def test_transcript_rendering_shows_approvals_context_and_reviews():
+    records = [
+        {"type": "header", "session_id": "s1", "task": "t", "permission_mode": "acceptEdits",
+         "worktree": {"path": "/wt/s1", "branch": "cockpit/s1-t"}},
+        {"type": "approval", "request_id": "tu1", "kind": "bash", "summary": "make test", "detail": "make test"},
+        {"type": "approval_result", "request_id": "tu1", "allowed": False, "scope": "once", "reason": "not now"},
+        {"type": "context", "level": "warn", "used": 820, "window": 1000},
+        {"type": "review", "action": "merge", "ok": True, "message": "merged cockpit/s1-t into main"},
+    ]
+    text = render_transcript(records)
+    for piece in ["permission mode acceptEdits · worktree /wt/s1 on cockpit/s1-t", "? approval asked [tu1] bash: make test",
+                  "✗ approval denied (once): not now", "· context warn: 820 of 1000 tokens",
+                  "✓ review merge: merged cockpit/s1-t into main"]:
+        assert piece in text, piece

@@ -28,19 +28,25 @@ class FakeSubscription:
             raise StopAsyncIteration
         return item
 
+    def close(self) -> None:
+        self.q.put_nowait(None)
+
 
 class FakeManager:
-    """Publishes whatever ``emit`` is given; ``spawn`` publishes a SessionSpawned with ids
-    ``a00001``, ``a00002``… and records calls."""
+    """A ``cockpit.runtime.protocols.Runtime`` that publishes whatever ``emit`` is given;
+    ``spawn`` publishes a SessionSpawned with ids ``a00001``, ``a00002``… and records calls;
+    ``snapshot()`` returns ``initial`` (what a late-attaching client would get)."""
 
-    def __init__(self, sessions_dir: Path | None = None):
+    def __init__(self, initial: list[ev.Event] | None = None):
         self.subs: list[asyncio.Queue] = []
-        self.sessions: list = []
+        self.initial = list(initial or [])
         self.spawned: list[str] = []
+        self.spawn_options: list[dict] = []
         self.sent: list[tuple[str, str]] = []
         self.killed: list[str] = []
-        self.config = SimpleNamespace(resolved_sessions_dir=lambda: sessions_dir or Path("/nonexistent"),
-                                      api_key="test-key")
+        self.answers: list[tuple] = []
+        self.reviews: list[tuple[str, str]] = []
+        self.diffs: dict = {}  # session id → cockpit.runtime.worktree.Diff for ``diff``
         self._n = 0
 
     def subscribe(self) -> FakeSubscription:
@@ -48,16 +54,21 @@ class FakeManager:
         self.subs.append(q)
         return FakeSubscription(q)
 
+    def snapshot(self) -> list[ev.Event]:
+        return list(self.initial)
+
     def emit(self, *events: ev.Event) -> None:
         for e in events:
             for q in self.subs:
                 q.put_nowait(e)
 
-    async def spawn(self, task, workspace=None, model=None, preseed=True, top_k=5):
+    async def spawn(self, task, **options):
         self._n += 1
         sid = f"a{self._n:05d}"
         self.spawned.append(task)
-        self.emit(ev.SessionSpawned(sid, task, model or "claude-sonnet-4-5", "/ws", f"/t/{sid}.jsonl", preseed))
+        self.spawn_options.append(options)
+        self.emit(ev.SessionSpawned(sid, task, options.get("model") or "claude-sonnet-4-5", "/ws",
+                                    f"/t/{sid}.jsonl", options.get("preseed", True)))
         return SimpleNamespace(id=sid, task=task)
 
     async def send(self, session_id, text):
@@ -66,6 +77,27 @@ class FakeManager:
     async def kill(self, session_id):
         self.killed.append(session_id)
         self.emit(ev.StatusChanged(session_id, S.KILLED), ev.SessionDone(session_id, S.KILLED))
+
+    async def answer(self, session_id, request_id, allow, scope="once", reason=""):
+        self.answers.append((session_id, request_id, allow, scope, reason))
+        self.emit(ev.ApprovalResolved(session_id, request_id or "", allow, scope, reason))
+
+    async def review(self, session_id, action):
+        self.reviews.append((session_id, action))
+        result = ev.Reviewed(session_id, action, True, f"{action} done")
+        self.emit(result)
+        return result
+
+    async def diff(self, session_id):
+        if session_id in self.diffs:
+            return self.diffs[session_id]
+        raise ValueError(f"session {session_id} runs in place: there is no diff to review")
+
+    async def resume(self, transcript_path, **options):
+        raise ValueError("the fake manager cannot resume")
+
+    async def continue_fresh(self, session_id):
+        raise KeyError(session_id)
 
     async def aclose(self):
         for q in self.subs:

@@ -360,6 +360,7 @@ class SessionManager:
                       transcript_path=new_transcript_path(old._cfg.resolved_sessions_dir(), sid),
                       first_content=first, config=old._cfg, engine=old.engine)
         s.injected, s.preseed_text, s.preseed_tokens = old.injected, old.preseed_text, old.preseed_tokens
+        s.continued_from = old.id
         old.continued_in = sid
         if not old.status.is_final:
             old.post(None)
@@ -377,7 +378,8 @@ class SessionManager:
         ref = None if w is None else WorktreeRef(w.path, w.branch, w.base_commit, w.base_branch)
         return SessionSpawned(s.id, s.task, s.spec.model, str(s.workspace), str(s.transcript_path),
                               s.preseed_enabled, s.spec.backend, s.spec.permission_mode.value, str(s.cwd), ref,
-                              s.spec.placement, s.spec.tools_style)
+                              s.spec.placement, s.spec.tools_style, s.resumed_from or "",
+                              s.continued_from or "")
 
     def _start(self, s: SessionBase) -> SessionBase:
         self._sessions[s.id] = s

@@ -125,6 +125,7 @@ class SessionBase:
         self.resumed_from = resumed_from
         self.context_full = False
         self.continued_in: str | None = None
+        self.continued_from: str | None = None
         self.worktree_removed = False
         self.pending: ApprovalRequested | None = None
         self.kill_reason = ""
@@ -245,6 +246,8 @@ class SessionBase:
         try:
             await self._acquire()
             self._set(S.STARTING)
+            if self.resumed_from is not None or self._first_content is not None:
+                await self._report_changes()  # an existing worktree may hold changes already
             await self._main()
         except asyncio.CancelledError:
             final = S.KILLED

@@ -1,10 +1,18 @@
 """The Cockpit Textual app: session panes fed by the runtime's typed events, and the screens.
 
 ``CockpitApp(manager, engine)`` takes both by injection (tests pass fakes or the real ones;
-``cockpit`` builds the real ones in ``cockpit.tui_cli``). The manager follows the runtime API
-of docs/ARCHITECTURE.md (``spawn``/``send``/``kill``/``resume``/``subscribe``/``sessions``/
-``aclose``); the engine the memory API (``start_warmup``, ``sync``, ``status``, ``watch``,
-``build_preseed``, ``search``, ``lint``) and may be ``None`` (no memory).
+``cockpit`` builds the real ones in ``cockpit.tui_cli``). The manager is used only through the
+``Runtime`` protocol (``cockpit.runtime.protocols``): every fact on screen arrives as an event,
+and its methods are the app's only way to act — so a client of a session server can stand in
+for it. On start the app subscribes, then folds ``Runtime.snapshot()`` (every session's events so
+far, its output included); a session whose output the snapshot lacks (one a previous server left
+interrupted) is rebuilt from its transcript file in a thread. A resumed session's earlier
+conversation is read the same way from the transcript it was resumed from. The engine follows the memory API
+(``start_warmup``, ``sync``, ``status``, ``watch``, ``build_preseed``, ``search``, ``lint``) and
+may be ``None`` (no memory).
+
+User commands live in ``cockpit.tui.commands`` and "which session needs you" (bell, toast, OS
+notification) in ``cockpit.tui.attention``; both are mixins of the app.
 
 Never blocking the event loop: events are folded into per-session ``SessionView``s as they
 arrive (cheap), and panes plus the totals bar redraw on one 20 Hz timer (``FLUSH_HZ``; streaming
@@ -21,7 +29,8 @@ import math
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -29,13 +38,14 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from cockpit import events as ev
+from cockpit.runtime.transcript import now_iso, read_transcript
 from cockpit.tui import state as ui_state
+from cockpit.tui.attention import Attention
+from cockpit.tui.commands import SessionCommands
 from cockpit.tui.model import SessionView
-from cockpit.tui.screens.dialogs import ConfirmDialog, FollowUpDialog
+from cockpit.tui.notify import DesktopNotifications, Notifier
+from cockpit.tui.screens.approval import ApprovalDialog
 from cockpit.tui.screens.main import MainScreen
-from cockpit.tui.screens.memory import MemoryScreen
-from cockpit.tui.screens.review import ReviewScreen
-from cockpit.tui.screens.spawn import SpawnDialog
 from cockpit.tui.themes import DEFAULT_THEME, PROJECT_THEMES, STATUS_DEFAULTS, load_themes
 from cockpit.tui.widgets import PaneGrid, SessionPane, TotalsBar
 from cockpit.tui.widgets.totals import MemoryState
@@ -55,8 +65,16 @@ PANE_BUDGET_HZ = 36
 ENGINE_POLL_S = 1.0
 
 
-class CockpitApp(App):
-    """Sessions side by side. Units on screen: tokens and USD (see the widgets' docstrings)."""
+class CockpitApp(SessionCommands, Attention, App):
+    """Sessions side by side. Units on screen: tokens and USD (see the widgets' docstrings).
+
+    ``permission_mode``, ``worktree``, ``backend``: the spawn dialog's defaults (from config;
+    None: the runtime's own configuration decides).
+    ``notify_os``: OS notifications when a session needs you and the app is not focused;
+    ``os_notifier``: a :class:`~cockpit.tui.notify.Notifier` (default: desktop-notifier).
+    ``sessions_dir``: where transcripts are (the review screen; default: the per-user one).
+    ``api_key_missing``: the empty grid warns that sessions will fail to authenticate.
+    """
 
     CSS_PATH = str(Path(__file__).with_name("cockpit.tcss"))
     TITLE = "cockpit"
@@ -78,6 +96,12 @@ class CockpitApp(App):
         watch_notes: bool = True,
         extra_theme_dirs: Iterable[Path] = (),
         clock: Any = time.localtime,
+        permission_mode: str | None = None,
+        worktree: bool | None = None,
+        backend: str | None = None,
+        notify_os: bool = True,
+        os_notifier: Notifier | None = None,
+        api_key_missing: bool = False,
     ) -> None:
         super().__init__()
         self.manager = manager
@@ -86,11 +110,19 @@ class CockpitApp(App):
         self.model = model
         self.top_k = top_k
         self.preseed = preseed
+        self.permission_mode = permission_mode
+        self.worktree = worktree
+        self.backend = backend
+        self.notify_os = notify_os
+        self.api_key_missing = api_key_missing
+        self.os_notifier: Notifier | None = os_notifier or (DesktopNotifications() if notify_os else None)
         self.watch_notes = watch_notes
         self.clock = clock
         self._sessions_dir = Path(sessions_dir) if sessions_dir else None
         self.views: dict[str, SessionView] = {}
         self.panes: dict[str, SessionPane] = {}
+        self.closed: list[SessionView] = []  # panes the user closed (their spend stays in the totals)
+        self._closed_ids: set[str] = set()
         self.memory = MemoryState(model_state="warming" if engine is not None else "off")
         self._dirty: set[str] = set()
         self._shown_status: dict[str, Any] = {}
@@ -117,12 +149,12 @@ class CockpitApp(App):
         return dict(STATUS_DEFAULTS)
 
     def get_css_variables(self) -> dict[str, str]:
-        """Textual's variables plus ours; a ``status-*`` default such as ``$warning`` is
-        resolved to the current theme's value (Textual does not expand a variable inside a
-        variable), so themes without our variables (Textual's built-ins) still parse."""
+        """Textual's variables plus ours; a default of ours such as ``$warning`` (``status-*``,
+        ``pane-border``) is resolved to the current theme's value (Textual does not expand a
+        variable inside a variable), so themes without our variables (Textual's built-ins) parse."""
         variables = super().get_css_variables()
         for name, value in list(variables.items()):
-            if name.startswith("status-") and value.startswith("$"):
+            if name in STATUS_DEFAULTS and value.startswith("$"):
                 variables[name] = variables.get(value[1:], "ansi_default")
         self.theme_variables = variables
         return variables
@@ -134,9 +166,6 @@ class CockpitApp(App):
     def sessions_dir(self) -> Path:
         if self._sessions_dir is not None:
             return self._sessions_dir
-        config = getattr(self.manager, "config", None)
-        if config is not None and hasattr(config, "resolved_sessions_dir"):
-            return Path(config.resolved_sessions_dir())
         from cockpit.runtime.config import sessions_dir
 
         return sessions_dir()
@@ -153,8 +182,6 @@ class CockpitApp(App):
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         for warning in self.theme_warnings:
             self.notify(warning, severity="warning")
-        for session in list(getattr(self.manager, "sessions", []) or []):
-            self._adopt(session)
         self.run_worker(self._pump(), group="events", name="event pump")
         self.set_interval(1 / FLUSH_HZ, self.flush)
         if self.engine is not None:
@@ -166,19 +193,40 @@ class CockpitApp(App):
 
     # -- events from the runtime ---------------------------------------------------
     async def _pump(self) -> None:
+        """Subscribe, fold the snapshot of the sessions that exist already, then every event."""
         try:
-            async for event in self.manager.subscribe():
+            subscription = self.manager.subscribe()
+            snapshot = list(self.manager.snapshot())  # no await in between: nothing is missed
+            cutoff = now_iso()
+            for event in snapshot:
+                await self.handle_event(event, live=False)
+            # the snapshot replays each session's events so far (its output included); a session
+            # whose output is not in it (one a previous server left interrupted) is read from its
+            # transcript, and a resumed one's earlier conversation from the transcript it came from
+            replayed = {e.session_id for e in snapshot if isinstance(e, (ev.TextDelta, ev.ToolCall, ev.UserMessage))}
+            for event in snapshot:
+                if isinstance(event, ev.SessionSpawned):
+                    if event.resumed_from:
+                        self.load_history(event.session_id, event.resumed_from, None,
+                                          f"(resumed from {Path(event.resumed_from).name})")
+                    if event.session_id not in replayed:
+                        self.load_history(event.session_id, event.transcript_path, cutoff, "")
+            async for event in subscription:
                 await self.handle_event(event)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the UI stays up; say what broke
             self.notify(f"event stream stopped: {exc}", severity="error", timeout=30)
 
-    async def handle_event(self, event: ev.Event) -> None:
-        """Fold one runtime event into its session's view; new sessions get a pane."""
+    async def handle_event(self, event: ev.Event, live: bool = True) -> None:
+        """Fold one runtime event into its session's view; new sessions get a pane. ``live``:
+        it just happened (not the attach snapshot): the app may announce it."""
         self.events_seen += 1
         sid = event.session_id
+        if sid in self._closed_ids:
+            return
         view = self.views.get(sid)
+        before = view.status if view is not None else None
         if view is None:
             view = SessionView(sid)
             self.views[sid] = view
@@ -190,18 +238,40 @@ class CockpitApp(App):
         if not isinstance(event, ev.TextDelta):
             self._urgent.add(sid)
             self._totals_dirty = True
+            if live:
+                self._after_event(view, before, event)
 
-    def _adopt(self, session: Any) -> None:
-        """A session the manager had before the app mounted (no events replayed for it)."""
-        view = SessionView(
-            session.id, task=getattr(session, "task", ""),
-            transcript_path=str(getattr(session, "transcript_path", "") or ""),
-        )
-        view.status = getattr(session, "status", view.status)
-        view.notes = tuple(getattr(session, "injected", ()) or ())
-        view.preseeded = bool(view.notes)
-        self.views[session.id] = view
-        self.call_later(self._add_pane, view)
+    def _after_event(self, view: SessionView, before: ev.SessionStatus | None, event: ev.Event) -> None:
+        if isinstance(event, ev.SessionSpawned) and event.resumed_from:
+            self.load_history(event.session_id, event.resumed_from, None,
+                              f"(resumed from {Path(event.resumed_from).name})")
+        elif isinstance(event, ev.ApprovalResolved):
+            top = self.screen
+            if isinstance(top, ApprovalDialog) and top.session_id == view.session_id \
+                    and top.request_id == event.request_id:
+                top.dismiss(None)
+                self.notify("that approval was answered elsewhere", timeout=5)
+        self.react(view, before, event)
+
+    @work(thread=True, group="history", name="earlier output from a transcript")
+    def load_history(self, session_id: str, path: str, cutoff: str | None, note: str = "") -> None:
+        """Read a transcript (records up to ``cutoff``, an ISO time; all when None) and put the
+        session's earlier output before what events have shown."""
+        try:
+            records = read_transcript(Path(path))
+        except (OSError, ValueError) as exc:
+            records, note = [], f"(earlier output not shown: {exc})"
+        if cutoff is not None:
+            records = [r for r in records if r.get("type") == "header" or str(r.get("ts", "")) <= cutoff]
+        self._from_thread(self._history_loaded, session_id, records, note)
+
+    def _history_loaded(self, session_id: str, records: list[dict], note: str) -> None:
+        view = self.views.get(session_id)
+        if view is None:
+            return
+        view.add_history(records, note)
+        self._dirty.add(session_id)
+        self._urgent.add(session_id)
 
     async def _add_pane(self, view: SessionView) -> None:
         pane = SessionPane(view)
@@ -212,6 +282,32 @@ class CockpitApp(App):
         if isinstance(main, MainScreen) and (self._focus_new or main.focused_pane() is None):
             self._focus_new = False
             main.focus_pane(pane)
+
+    async def remove_pane(self, session_id: str) -> None:
+        """Close a session's pane (its events are ignored from now on; its spend stays in the
+        totals). The next pane is selected."""
+        pane = self.panes.pop(session_id, None)
+        view = self.views.pop(session_id, None)
+        if view is not None:
+            self.closed.append(view)
+            self._closed_ids.add(session_id)
+        self._dirty.discard(session_id)
+        self._urgent.discard(session_id)
+        main = self.screen_stack[0]
+        if pane is None or not isinstance(main, MainScreen):
+            return
+        grid = main.query_one(PaneGrid)
+        index = grid.panes.index(pane) if pane in grid.panes else 0
+        if main.maximized is pane:
+            main.minimize()
+        if main.selected is pane:
+            main.selected = None
+        await grid.remove_pane(pane)
+        if grid.panes:
+            main.focus_pane(grid.panes[min(index, len(grid.panes) - 1)])
+        else:
+            main.refresh_bindings()
+        self._totals_dirty = True
 
     def flush(self) -> None:
         """Redraw the changed panes and the totals bar (the ``FLUSH_HZ`` tick). A pane whose only
@@ -253,7 +349,7 @@ class CockpitApp(App):
             grid = main.query_one(PaneGrid)
         except Exception:
             return
-        bar.show(list(self.views.values()), self.memory, grid.page, grid.pages)
+        bar.show(list(self.views.values()), self.memory, grid.page, grid.pages, closed=self.closed)
 
     # -- memory engine (thread workers only) ---------------------------------------
     @work(thread=True, group="engine-boot", name="memory warm-up, sync and watch")
@@ -307,117 +403,27 @@ class CockpitApp(App):
             status = self.engine.status()
         except Exception:
             return
-        self._from_thread(self._engine_status, status)
+        notes_dir = getattr(status, "notes_dir", None)
+        missing = "" if notes_dir is None or Path(notes_dir).is_dir() else str(notes_dir)
+        self._from_thread(self._engine_status, status, missing)
 
-    def _engine_status(self, status: Any) -> None:
+    def _engine_status(self, status: Any, notes_missing: str = "") -> None:
         m = self.memory
-        before = (m.model_state, m.notes, m.warnings, m.last_sync)
+        before = (m.model_state, m.notes, m.warnings, m.last_sync, m.notes_missing, m.syncing)
+        m.notes_missing = notes_missing
+        if notes_missing:
+            m.syncing = False  # the watcher waits for the folder: nothing is being indexed
         m.model_state = status.model_state
         m.notes = status.notes
         warnings = status.warnings
         m.warnings = len(warnings) if isinstance(warnings, (list, tuple)) else int(warnings or 0)
         if status.last_sync and not m.last_sync:
             m.last_sync = time.strftime("%H:%M:%S", self.clock(status.last_sync))
-        if before != (m.model_state, m.notes, m.warnings, m.last_sync):
+        if before != (m.model_state, m.notes, m.warnings, m.last_sync, m.notes_missing, m.syncing):
             self._totals_dirty = True
-
-    # -- commands ------------------------------------------------------------------
-    def open_spawn(self) -> None:
-        self.push_screen(SpawnDialog(self.engine, self.top_k, self.preseed), self._spawn_chosen)
-
-    def _spawn_chosen(self, task: str | None) -> None:
-        if task:
-            self._focus_new = True
-            self.spawn(task)
-
-    @work(group="manager", name="spawn")
-    async def spawn(self, task: str) -> None:
-        try:
-            await self.manager.spawn(
-                task, workspace=self.workspace, model=self.model,
-                preseed=self.preseed, top_k=self.top_k,
-            )
-        except Exception as exc:
-            self._focus_new = False
-            self.notify(f"spawn failed: {exc}", severity="error")
-
-    def confirm_kill(self, session_id: str) -> None:
-        view = self.views[session_id]
-
-        def done(yes: bool | None) -> None:
-            if yes:
-                self.kill(session_id)
-
-        self.push_screen(ConfirmDialog(f"Kill session {session_id} · {view.task[:50]}?"), done)
-
-    @work(group="manager", name="kill")
-    async def kill(self, session_id: str) -> None:
-        try:
-            await self.manager.kill(session_id)
-        except Exception as exc:
-            self.notify(f"kill failed: {exc}", severity="error")
-
-    def open_follow_up(self, session_id: str) -> None:
-        view = self.views[session_id]
-
-        def done(text: str | None) -> None:
-            if text:
-                self.send(session_id, text)
-
-        self.push_screen(FollowUpDialog(session_id, view.task), done)
-
-    @work(group="manager", name="send")
-    async def send(self, session_id: str, text: str) -> None:
-        view = self.views[session_id]
-        view.add_user(text)
-        self._dirty.add(session_id)
-        self._urgent.add(session_id)
-        try:
-            await self.manager.send(session_id, text)
-        except Exception as exc:
-            self.notify(f"send failed: {exc}", severity="error")
-
-    def open_review(self, session_id: str | None = None) -> None:
-        live = {sid: v.status.value for sid, v in self.views.items() if not v.status.is_final}
-        self.push_screen(ReviewScreen(self.sessions_dir, live, select=session_id), self._resume_chosen)
-
-    def _resume_chosen(self, path: Any) -> None:
-        if path:
-            self._focus_new = True
-            self.resume(Path(path))
-
-    @work(group="manager", name="resume")
-    async def resume(self, path: Path) -> None:
-        try:
-            session = await self.manager.resume(path)
-        except Exception as exc:
-            self._focus_new = False
-            self.notify(f"resume failed: {exc}", severity="error")
-            return
-        view = self.views.get(session.id)
-        if view is None:  # SessionSpawned not handled yet
-            view = self.views[session.id] = SessionView(session.id, task=session.task)
-            await self._add_pane(view)
-        view.add_history(list(getattr(session, "messages", []) or []))
-        view.notes = tuple(getattr(session, "injected", ()) or ())
-        view.preseed_tokens = int(getattr(session, "preseed_tokens", 0) or 0)
-        view.preseed_text = getattr(session, "preseed_text", "") or ""
-        view.preseeded = True
-        self._dirty.add(session.id)
-        self._urgent.add(session.id)
-
-    def open_memory(self, tab: str = "search") -> None:
-        if self.engine is None:
-            self.notify("no memory engine", severity="warning")
-            return
-        self.push_screen(MemoryScreen(self.engine, tab=tab))
 
     def action_pick_theme(self) -> None:
         self.search_themes()
-
-    async def action_quit(self) -> None:
-        await self.shutdown()
-        self.exit()
 
     async def shutdown(self) -> None:
         """Stop watching notes and close the manager (kills live sessions; transcripts stay valid)."""
@@ -438,19 +444,66 @@ class CockpitApp(App):
             gc.unfreeze()
             self._gc_threshold = None
 
+    def action_save_screenshot(self) -> None:
+        """Save an SVG of the screen into the Downloads folder, or the data folder when there is
+        none, and say where."""
+        folder = screenshot_folder()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = self.save_screenshot(path=str(folder))
+        except OSError as exc:
+            self.notify(f"screenshot not saved: {exc}", severity="error")
+            return
+        self.notify(f"screenshot saved: {path}", timeout=10)
+
+    _TEXTUAL_COMMANDS_REPLACED = {"Theme", "Screenshot", "Maximize", "Minimize"}
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Every key's action is also a command in the palette (ctrl+p)."""
-        yield from super().get_system_commands(screen)
+        """Every key's action is also a command in the palette (ctrl+p). Textual's own Theme,
+        Screenshot and Maximize commands are replaced by Cockpit's (theme picker that persists,
+        a screenshot saved where we say, zoom of the selected pane)."""
+        for command in super().get_system_commands(screen):
+            if command.title not in self._TEXTUAL_COMMANDS_REPLACED:
+                yield command
         main = self.screen_stack[0]
         if isinstance(main, MainScreen) and screen is main:
-            yield SystemCommand("Spawn session", "New session: task + notes preview (n)", main.action_spawn)
-            yield SystemCommand("Kill session", "Kill the focused session (x)", main.action_kill)
-            yield SystemCommand("Follow up", "Reply to the focused session waiting for you (enter)", main.action_follow_up)
+            yield SystemCommand("Spawn session", "New session: task, options, notes preview (n)", main.action_spawn)
+            yield SystemCommand("Kill session", "Kill the selected session (x)", main.action_kill)
+            yield SystemCommand("Approve…", "The selected session's pending approval in full (enter)",
+                                main.action_approve)
+            yield SystemCommand("Allow once", "Allow the selected session's pending tool use once (y)",
+                                main.action_approve_once)
+            yield SystemCommand("Allow for session", "Allow it, and the like, for the rest of the session (a)",
+                                main.action_approve_session)
+            yield SystemCommand("Follow up", "Reply to the selected session waiting for you (enter)", main.action_follow_up)
+            yield SystemCommand("Diff", "The selected session's changes: merge, keep, discard, comment (d)",
+                                main.action_diff)
+            yield SystemCommand("Continue fresh", "Continue the selected session in a fresh one with a summary (c)",
+                                main.action_continue_fresh)
+            yield SystemCommand("Close pane", "Close the selected finished session's pane (backspace)",
+                                main.action_close)
+            yield SystemCommand("Zoom pane", "The selected pane fills the screen, or back (z)", main.action_zoom)
             yield SystemCommand("Review transcripts", "Live and past sessions, whole (r)", main.action_review)
             yield SystemCommand("Memory search", "Search the notes, open one (m)", main.action_memory)
             yield SystemCommand("Memory warnings", "Lint and index warnings (w)", main.action_warnings)
-            yield SystemCommand("Next pane", "Focus the next session pane (tab)", lambda: main.action_cycle(1))
-            yield SystemCommand("Previous pane", "Focus the previous pane (shift+tab)", lambda: main.action_cycle(-1))
-            yield SystemCommand("Next page", "Panes 10+ (])", lambda: main.action_page(1))
+            yield SystemCommand("Next pane", "Select the next session pane (tab)", lambda: main.action_cycle(1))
+            yield SystemCommand("Previous pane", "Select the previous pane (shift+tab)", lambda: main.action_cycle(-1))
+            yield SystemCommand("Next page", "The next page of panes (])", lambda: main.action_page(1))
             yield SystemCommand("Previous page", "Back a page of panes ([)", lambda: main.action_page(-1))
         yield SystemCommand("Pick theme", "Choose a theme; the choice persists (ctrl+t)", self.action_pick_theme)
+        yield SystemCommand("Screenshot", "Save an SVG of the screen (Downloads, else the data folder)",
+                            self.action_save_screenshot)
+
+
+def screenshot_folder() -> Path:
+    """``~/Downloads`` (platformdirs' downloads folder) when it exists, else ``screenshots/`` in
+    Cockpit's data folder (``$COCKPIT_DATA_DIR`` or the platform's user data folder)."""
+    from platformdirs import user_data_path, user_downloads_path
+
+    downloads = Path(user_downloads_path())
+    if downloads.is_dir():
+        return downloads
+    from cockpit.runtime.config import data_dir
+
+    root = data_dir()
+    return (root if root is not None else user_data_path("cockpit")) / "screenshots"

@@ -51,6 +51,22 @@ def usd(x: float | None) -> str:
     return f"${x:,.2f}"
 
 
+def score(x: float | None) -> str:
+    """A relevance score (cosine, 0–1) with two decimals; below 0 shows as 0.00 (a negative
+    cosine means "unrelated", not a figure to read)."""
+    if x is None:
+        return "–"
+    return f"{max(0.0, float(x)):.2f}"
+
+
+def where(placement: str, branch: str | None) -> str:
+    """Where a session works, one line: ``⎇ cockpit/…`` (its worktree's branch) or the
+    runtime's ``in place: …`` reason ("" when not known yet)."""
+    if branch:
+        return f"⎇ {branch}"
+    return placement
+
+
 def percent(part: int, whole: int | None) -> str:
     """``part`` as a percentage of ``whole`` (e.g. context-window use); ``–`` when unknown."""
     if not whole:
@@ -83,10 +99,29 @@ def tool_args(value: Any, limit: int = 60) -> str:
     return short(json.dumps(value, ensure_ascii=False, default=str), limit)
 
 
+EDITOR_TOOL = "str_replace_based_edit_tool"
+
+
+def tool_label(name: str, value: Any, limit: int = 60) -> tuple[str, str]:
+    """(label, arguments) for a tool call: Anthropic's tools read as what they do —
+    ``("$", "pytest -q")`` for bash, ``("✎ str_replace", "calc.py")`` for the text editor —
+    other tools as ``("⚙ name", "(key=value, …)")``."""
+    if isinstance(value, dict):
+        if name == "bash":
+            if value.get("restart"):
+                return "$", "(restart the shell)"
+            return "$", short(str(value.get("command", "")), limit)
+        if name == EDITOR_TOOL and "command" in value:
+            return f"✎ {value.get('command')}", short(str(value.get("path", "")), limit)
+    return f"⚙ {name}", f"({tool_args(value, limit)})"
+
+
 def tool_result(content: str, is_error: bool, limit: int = 60) -> str:
-    """A tool result as one compact line: its line count and first line."""
+    """A tool result as one compact line: its first non-blank line and how many more lines."""
     lines = content.splitlines() or [""]
-    head = short(lines[0], limit)
+    first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    head = short(lines[first], limit)
+    lines = lines[first:]
     prefix = "error: " if is_error else ""
-    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    more = f" (+{len(lines) - 1} line{'s' if len(lines) > 2 else ''})" if len(lines) > 1 else ""
     return f"{prefix}{head}{more}"

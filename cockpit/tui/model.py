@@ -16,8 +16,9 @@ from cockpit.events import InjectedNote, SessionStatus, Usage
 
 @dataclass
 class Block:
-    """One item of a pane's body, in order: ``text`` (assistant Markdown), ``tool``
-    (a call and, once known, its result), ``user`` (a follow-up) or ``error``."""
+    """One item of a pane's body, in order: ``text`` (assistant Markdown), ``tool`` (a call and,
+    once known, its result and the user's answer when it asked), ``user`` (a follow-up),
+    ``error`` or ``note`` (what the app says: a review's result, "continued in …")."""
 
     kind: str
     text: str = ""
@@ -26,7 +27,18 @@ class Block:
     input: Any = None
     result: str | None = None
     is_error: bool = False
+    approval: str = ""  # "allowed once" | "allowed for this session" | "denied: <reason>" | …
     version: int = 0  # bumped on every change, so the widget knows what to redraw
+
+
+def approval_text(allowed: bool, scope: str, reason: str) -> str:
+    """One line for an answered ask: ``allowed once`` / ``allowed for this session`` /
+    ``allowed by a rule`` / ``denied: <reason>``."""
+    if allowed:
+        return {"once": "allowed once", "session": "allowed for this session"}.get(scope, f"allowed ({scope})")
+    if scope == "auto":
+        return f"denied (nobody could answer): {reason}" if reason else "denied (nobody could answer)"
+    return f"denied: {reason}" if reason else "denied"
 
 
 @dataclass
@@ -37,19 +49,32 @@ class SessionView:
     workspace: str = ""
     transcript_path: str = ""
     preseed_enabled: bool = True
+    backend: str = "cockpit"
+    permission_mode: str = ""
+    placement: str = ""  # "worktree" or "in place: …"
+    cwd: str = ""
+    worktree: ev.WorktreeRef | None = None
+    resumed_from: str = ""
+    continued_from: str = ""
     status: SessionStatus = SessionStatus.STARTING
     detail: str = ""
     notes: tuple[InjectedNote, ...] = ()
     preseeded: bool = False
     preseed_tokens: int = 0
     preseed_text: str = ""
-    usage: Usage = field(default_factory=Usage)  # running totals, tokens
-    cost_usd: float | None = 0.0  # running total, USD
+    preseed_error: str = ""
+    usage: Usage = field(default_factory=Usage)  # running totals, tokens (live while streaming)
+    cost_usd: float | None = 0.0  # running total, USD (live while streaming)
     priced: bool = True
     context_tokens: int = 0
     context_window: int | None = None
-    requests: int = 0
+    context_level: str = ""  # "" | "warn" | "managed" | "full" (the last ContextNotice)
+    context_message: str = ""
+    requests: int = 0  # finished model responses (live partial figures are not requests)
     error: str = ""
+    pending: ev.ApprovalRequested | None = None  # the ask waiting for the user
+    changes: ev.WorktreeChanged | None = None  # the last diff stat of its worktree
+    reviewed: ev.Reviewed | None = None  # the last review action (merge / keep / discard)
     blocks: list[Block] = field(default_factory=list)
     version: int = 0  # bumped on every change
     meta_version: int = 0  # bumped on every change but answer text (status, usage, notes, …)
@@ -73,9 +98,11 @@ class SessionView:
             self.usage = event.totals
             self.cost_usd = event.total_cost_usd
             self.priced = event.total_cost_usd is not None
-            self.context_tokens = event.context_tokens
+            if event.context_tokens or not event.partial:
+                self.context_tokens = event.context_tokens
             self.context_window = event.context_window
-            self.requests += 1
+            if not event.partial and event.usage.total:
+                self.requests += 1
         elif isinstance(event, ev.StatusChanged):
             if event.detail.startswith("retry"):
                 # the runtime re-sends an interrupted request: drop its partial text
@@ -86,21 +113,32 @@ class SessionView:
                 self.turn_start = len(self.blocks)
             self.status = event.status
             self.detail = event.detail
+            if event.status.is_final:
+                self.pending = None
         elif isinstance(event, ev.ToolCall):
             self.blocks.append(
                 Block("tool", name=event.name, tool_use_id=event.tool_use_id, input=event.input)
             )
         elif isinstance(event, ev.ToolResult):
-            for block in reversed(self.blocks):
-                if block.kind == "tool" and block.tool_use_id == event.tool_use_id:
-                    block.result = event.content
-                    block.is_error = event.is_error
-                    block.version += 1
-                    break
+            block = self._tool_block(event.tool_use_id)
+            if block is not None:
+                block.result = event.content
+                block.is_error = event.is_error
+                block.version += 1
+        elif isinstance(event, ev.ApprovalRequested):
+            self.pending = event
+        elif isinstance(event, ev.ApprovalResolved):
+            if self.pending is not None and self.pending.request_id == event.request_id:
+                self.pending = None
+            self._set_approval(event.request_id, approval_text(event.allowed, event.scope, event.reason))
+        elif isinstance(event, ev.UserMessage):
+            self.blocks.append(Block("user", text=event.text))
+            self.context_level = "" if self.context_level == "full" else self.context_level
         elif isinstance(event, ev.Preseeded):
             self.notes = event.notes
             self.preseed_tokens = event.tokens
             self.preseed_text = event.text
+            self.preseed_error = event.error
             self.preseeded = True
         elif isinstance(event, ev.SessionSpawned):
             self.task = event.task
@@ -108,43 +146,82 @@ class SessionView:
             self.workspace = event.workspace
             self.transcript_path = event.transcript_path
             self.preseed_enabled = event.preseed_enabled
+            self.backend = event.backend
+            self.permission_mode = event.permission_mode
+            self.placement = event.placement
+            self.cwd = event.cwd
+            self.worktree = event.worktree
+            self.resumed_from = event.resumed_from
+            self.continued_from = event.continued_from
+            if event.continued_from:
+                self.blocks.append(Block("note", text=f"continues session {event.continued_from} "
+                                                      "(its conversation summarised in the first message)"))
+        elif isinstance(event, ev.WorktreeChanged):
+            self.changes = event
+        elif isinstance(event, ev.Reviewed):
+            self.reviewed = event
+            mark = "✓" if event.ok else "✗"
+            self.blocks.append(Block("note" if event.ok else "error", text=f"{mark} {event.action}: {event.message}"))
+        elif isinstance(event, ev.ContextNotice):
+            self.context_level = event.level
+            self.context_message = event.message
+            if event.used:
+                self.context_tokens = event.used
         elif isinstance(event, ev.SessionErrorEvent):
             self.error = event.message
             self.blocks.append(Block("error", text=f"{event.kind}: {event.message}"))
         elif isinstance(event, ev.SessionDone):
             self.status = event.status
+            self.pending = None
             if event.status is SessionStatus.DONE:
-                self.detail = event.stop_reason or ""
+                self.detail = self.detail if self.detail.startswith("continued") else (event.stop_reason or "")
 
-    def add_user(self, text: str) -> None:
-        """A follow-up the user sent (the runtime has no event for it)."""
+    def _tool_block(self, tool_use_id: str) -> Block | None:
+        for block in reversed(self.blocks):
+            if block.kind == "tool" and block.tool_use_id == tool_use_id:
+                return block
+        return None
+
+    def _set_approval(self, request_id: str, text: str) -> None:
+        block = self._tool_block(request_id)
+        if block is None:
+            self.blocks.append(Block("note", text=f"approval {text}"))
+        else:
+            block.approval = text
+            block.version += 1
+
+    def add_note(self, text: str) -> None:
+        """A line from the app itself (not from the runtime)."""
         self.version += 1
-        self.blocks.append(Block("user", text=text))
+        self.meta_version += 1
+        self.blocks.append(Block("note", text=text))
 
-    def add_history(self, messages: list[dict]) -> None:
-        """Put a resumed session's earlier conversation (API messages) before its blocks."""
-        history: list[Block] = []
-        for i, msg in enumerate(messages):
-            content = msg.get("content")
-            blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
-            for b in blocks:
-                if not isinstance(b, dict):
-                    continue
-                if b.get("type") == "text" and b.get("text"):
-                    if msg.get("role") == "user":
-                        # the first user message holds the preseed block: show just the task
-                        text = self.task if i == 0 and self.task else b["text"]
-                        history.append(Block("user", text=text))
-                    else:
-                        history.append(Block("text", text=b["text"]))
-                elif b.get("type") == "tool_use":
-                    history.append(Block("tool", name=b.get("name", ""), tool_use_id=b.get("id", ""),
-                                         input=b.get("input"), result=""))
-        if history:
-            self.blocks[:0] = history
-            self.turn_start += len(history)
-            self.epoch += 1
-            self.version += 1
+    # -- derived facts -----------------------------------------------------------------
+    @property
+    def in_place(self) -> bool:
+        return self.worktree is None
+
+    @property
+    def worktree_open(self) -> bool:
+        """It has a worktree that no merge / keep / discard has closed yet."""
+        return self.worktree is not None and not (self.reviewed is not None and self.reviewed.ok)
+
+    @property
+    def has_changes(self) -> bool:
+        """Its open worktree holds changes (files changed against the base commit)."""
+        return self.worktree_open and self.changes is not None and self.changes.files > 0
+
+    @property
+    def context_fraction(self) -> float | None:
+        if not self.context_window:
+            return None
+        return self.context_tokens / self.context_window
+
+    @property
+    def context_high(self) -> bool:
+        """Context use at or past the 80 % warning (or the context is full)."""
+        frac = self.context_fraction
+        return self.context_level in ("warn", "full") or (frac is not None and frac >= 0.8)
 
     @property
     def preseed_share(self) -> float | None:
@@ -153,6 +230,93 @@ class SessionView:
         if not sent or not self.preseed_tokens:
             return None
         return min(1.0, self.preseed_tokens / sent)
+
+    # -- earlier output (a resumed session, or one that ran before this client attached) --
+    def add_history(self, records: list[dict], note: str = "") -> None:
+        """Put the earlier part of the session, rebuilt from transcript ``records``
+        (``cockpit.runtime.transcript`` format), before the blocks events have added."""
+        history = blocks_from_records(records, self.task)
+        header = records[0] if records and records[0].get("type") == "header" else {}
+        if header and not self.preseeded:  # a resumed session: the notes its first message had
+            self.notes = tuple(
+                InjectedNote(str(n.get("name", "")), float(n.get("score") or 0), bool(n.get("priority")),
+                             str(n.get("description", "")), str(n.get("path", "")))
+                for n in header.get("injected") or [] if isinstance(n, dict))
+            self.preseed_tokens = int(header.get("preseed_tokens") or 0)
+            self.preseed_text = str(header.get("preseed_text") or "")
+            self.preseed_enabled = bool(header.get("preseed_enabled", True))
+            self.preseeded = True
+        if note:
+            history.append(Block("note", text=note))
+        if history:
+            self.blocks[:0] = history
+            self.turn_start += len(history)
+            self.epoch += 1
+            self.version += 1
+            self.meta_version += 1
+
+
+def blocks_from_records(records: list[dict], task: str = "") -> list[Block]:
+    """Pane blocks for a transcript's records: messages (text, tool calls with their results),
+    approval answers, errors and review results, in order. The first user message carries the
+    env and preseed blocks: it shows as the task alone."""
+    out: list[Block] = []
+    tools: dict[str, Block] = {}
+    first_user = True
+    for rec in records:
+        kind = rec.get("type")
+        if kind == "header":
+            task = task or str(rec.get("task", ""))
+        elif kind == "message":
+            content = rec.get("content")
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
+            role = rec.get("role")
+            if role == "user":
+                shown_task = False
+                for b in blocks:
+                    if not isinstance(b, dict):
+                        continue
+                    if b.get("type") == "tool_result":
+                        block = tools.get(str(b.get("tool_use_id", "")))
+                        if block is not None:
+                            block.result = _result_text(b.get("content"))
+                            block.is_error = bool(b.get("is_error"))
+                    elif b.get("type") == "text" and b.get("text"):
+                        if first_user:
+                            if not shown_task:
+                                out.append(Block("user", text=task or b["text"]))
+                                shown_task = True
+                        else:
+                            out.append(Block("user", text=b["text"]))
+                first_user = False
+            else:
+                for b in blocks:
+                    if not isinstance(b, dict):
+                        continue
+                    if b.get("type") == "text" and b.get("text"):
+                        out.append(Block("text", text=b["text"]))
+                    elif b.get("type") == "tool_use":
+                        block = Block("tool", name=str(b.get("name", "")), tool_use_id=str(b.get("id", "")),
+                                      input=b.get("input"))
+                        tools[block.tool_use_id] = block
+                        out.append(block)
+        elif kind == "approval_result":
+            text = approval_text(bool(rec.get("allowed")), str(rec.get("scope", "once")), str(rec.get("reason", "")))
+            block = tools.get(str(rec.get("request_id", "")))
+            if block is not None:
+                block.approval = text
+        elif kind == "error":
+            out.append(Block("error", text=f"{rec.get('kind', 'error')}: {rec.get('message', '')}"))
+        elif kind == "review":
+            mark = "✓" if rec.get("ok") else "✗"
+            out.append(Block("note", text=f"{mark} {rec.get('action', '')}: {rec.get('message', '')}"))
+    return out
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(c.get("text", "")) if isinstance(c, dict) else str(c) for c in content)
+    return "" if content is None else str(content)
 
 
 def count_by_status(views: list[SessionView]) -> dict[SessionStatus, int]:

@@ -37,6 +37,7 @@ STATUS_DEFAULTS: dict[str, str] = {
     "status-error": "$error",
     "status-killed": "$foreground-muted",
     "status-interrupted": "$warning",
+    "pane-border": "$panel-lighten-2",  # a pane's frame; light themes set a darker one
 }
 
 _COLOUR_KEYS = (

@@ -1,7 +1,9 @@
 """A transcript (``cockpit.runtime.transcript`` records) as plain text for the review screen.
 
-Shows everything: the header, the injected block exactly as sent, every message, tool call and
-result, usage per request (tokens, USD), status changes, errors and the end record.
+Shows everything: the header (with the permission mode and where the session worked), the
+injected block exactly as sent, every message, tool call, approval asked and answered, result,
+usage per request (tokens, USD), status changes, context notices, errors, the end record and
+review actions (merge / keep / discard).
 """
 
 from __future__ import annotations
@@ -56,12 +58,16 @@ def render_transcript(records: list[dict]) -> str:
             )
             if rec.get("resumed_from"):
                 out.append(f"resumed from {rec['resumed_from']}")
+            wt = rec.get("worktree") or {}
+            if rec.get("permission_mode") or wt or rec.get("placement"):
+                where = f"worktree {wt.get('path', '')} on {wt.get('branch', '')}" if wt else rec.get("placement", "")
+                out.append(f"permission mode {rec.get('permission_mode', 'default')} · {where}")
             injected = rec.get("injected") or []
             out.append(_rule(f"notes injected ({len(injected)})"))
             for note in injected:
                 star = "★" if note.get("priority") else " "
                 out.append(
-                    f"{star} {note.get('name', '')}  {float(note.get('score', 0)):.2f}  "
+                    f"{star} {note.get('name', '')}  {fmt.score(note.get('score', 0))}  "
                     f"{note.get('description', '')}"
                 )
             if not rec.get("preseed_enabled", True):
@@ -92,6 +98,22 @@ def render_transcript(records: list[dict]) -> str:
             out.append(f"· status: {rec.get('status', '')}{detail}")
         elif kind == "error":
             out.append(f"✗ error [{rec.get('kind', '')}]: {rec.get('message', '')}")
+        elif kind == "approval":
+            out.append(f"? approval asked [{rec.get('request_id', '')}] {rec.get('kind', '')}: {rec.get('summary', '')}")
+            if rec.get("detail") and rec.get("detail") != rec.get("summary"):
+                out.append(str(rec["detail"]))
+        elif kind == "approval_result":
+            scope = rec.get("scope", "once")
+            verdict = f"allowed ({scope})" if rec.get("allowed") else f"denied ({scope})"
+            reason = f": {rec['reason']}" if rec.get("reason") else ""
+            out.append(f"{'✓' if rec.get('allowed') else '✗'} approval {verdict}{reason}")
+        elif kind == "context":
+            detail = rec.get("message") or (f"{rec.get('used')} of {rec.get('window')} tokens" if rec.get("used") else "")
+            out.append(f"· context {rec.get('level', '')}: {detail}".rstrip(": "))
+        elif kind == "worktree":
+            out.append(f"· worktree removed ({rec.get('reason', '')})" if rec.get("removed") else f"· worktree {rec}")
+        elif kind == "review":
+            out.append(f"{'✓' if rec.get('ok') else '✗'} review {rec.get('action', '')}: {rec.get('message', '')}")
         elif kind == "end":
             out.append(_rule(f"end: {rec.get('status', '')}"))
             out.append(

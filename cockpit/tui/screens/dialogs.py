@@ -1,4 +1,5 @@
-"""Small modal dialogs: a yes/no confirmation and the follow-up input."""
+"""Small modal dialogs: a yes/no confirmation, the follow-up input, a choice among a few
+answers (closing a pane with changes), a review comment on diff lines."""
 
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ class ConfirmDialog(ModalScreen[bool]):
         self.dismiss(event.button.id == "yes")
 
 
+class QuitDialog(ConfirmDialog):
+    """"Quit and stop the sessions still working?" (a second ``q`` while it shows does nothing)."""
+
+
 class FollowUpDialog(ModalScreen[str | None]):
     """The follow-up message for a session waiting for you; Enter sends, Esc cancels."""
 
@@ -55,6 +60,61 @@ class FollowUpDialog(ModalScreen[str | None]):
             yield Input(placeholder="your reply (Enter sends)", id="followup-text")
 
     @on(Input.Submitted, "#followup-text")
+    def _submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if text:
+            self.dismiss(text)
+
+
+class ChoiceDialog(ModalScreen[str | None]):
+    """A question with a few answers: ``choices`` = (value, label, key) triples; a key or a
+    button dismisses with the value, Esc with None."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="choice.cancel")]
+
+    def __init__(self, question: str | Content, choices: list[tuple[str, str, str]]) -> None:
+        super().__init__(classes="dialog")
+        self.question = question
+        self.choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box"):
+            yield Label(self.question if isinstance(self.question, Content) else Content(self.question))
+            with Horizontal(classes="dialog-buttons"):
+                for value, label, key in self.choices:
+                    yield Button(f"{label} ({key})", id=f"choice-{value}",
+                                 variant="error" if value == "discard" else "default")
+
+    def on_key(self, event) -> None:
+        for value, _label, key in self.choices:
+            if event.key == key:
+                event.stop()
+                self.dismiss(value)
+                return
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss((event.button.id or "").removeprefix("choice-"))
+
+
+class CommentDialog(ModalScreen[str | None]):
+    """A review comment on lines of a diff: shows the quoted lines, Enter sends, Esc cancels."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="comment.cancel")]
+
+    def __init__(self, where: str, quoted: Content) -> None:
+        super().__init__(classes="dialog")
+        self.where = where
+        self.quoted = quoted
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box", id="comment-box"):
+            yield Label(Content.from_markup("[b]Review comment[/b] on $where (sent to the session as a follow-up)",
+                                            where=self.where))
+            yield Label(self.quoted, id="comment-quote")
+            yield Input(placeholder="your comment (Enter sends)", id="comment-text")
+
+    @on(Input.Submitted, "#comment-text")
     def _submitted(self, event: Input.Submitted) -> None:
         text = event.value.strip()
         if text:

@@ -6,13 +6,23 @@ focus change, which with nine streaming panes costs far more than redrawing the 
 involved. Keyboard focus stays on the grid; a click on a pane selects it. A selection's frame
 is drawn at once, not on Textual's next update tick (``_on_idle``).
 
+Keys act on the selected pane: ``y`` allows its pending approval once, ``a`` for the rest of
+the session (both greyed out while nothing waits), ``enter`` opens the approval dialog when it
+waits for one (else the follow-up input when it waits for you), ``d`` its diff, ``c`` continues
+it in a fresh session when its context is full (or past 80 %), ``backspace`` closes a finished
+pane (asking what to do with a worktree that still holds changes), ``z`` zooms it to the whole
+screen (Textual's maximize; ``z`` or ``escape`` again restores).
+
 Every binding has an id, so users remap it with ``App.set_keymap`` (see ``cockpit.tui.state``).
-Ids: ``spawn``, ``kill``, ``follow_up``, ``review``, ``memory``, ``warnings``, ``pane.left``/
+Ids: ``spawn``, ``kill``, ``approve``, ``approve.once``, ``approve.session``, ``follow_up``,
+``diff``, ``continue``, ``close``, ``zoom``, ``review``, ``memory``, ``warnings``, ``pane.left``/
 ``right``/``up``/``down``, ``pane.next``/``prev``, ``pane.1``…``pane.9``, ``page.next``/``prev``
 (plus the app's ``theme`` and ``quit``).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,7 +30,9 @@ from textual.screen import Screen
 
 from cockpit.tui.widgets import PaneGrid, SessionPane, TotalsBar
 from cockpit.tui.widgets.footer import KeyFooter
-from cockpit.tui.widgets.grid import PAGE_SIZE
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.tui.app import CockpitApp
 
 
 def _jump_bindings() -> list[Binding]:
@@ -30,10 +42,20 @@ def _jump_bindings() -> list[Binding]:
 
 
 class MainScreen(Screen):
+    ALLOW_IN_MAXIMIZED_VIEW = "TotalsBar, KeyFooter"  # a zoomed pane keeps the header and the keys
+
     BINDINGS = [
         Binding("n", "spawn", "Spawn", id="spawn"),
         Binding("x", "kill", "Kill", id="kill"),
+        # enter: the approval dialog when the pane waits for an approval, else the follow-up
+        Binding("enter", "approve", "Approve…", id="approve"),
         Binding("enter", "follow_up", "Follow up", id="follow_up"),
+        Binding("y", "approve_once", "Allow once", id="approve.once"),
+        Binding("a", "approve_session", "Allow session", id="approve.session"),
+        Binding("d", "diff", "Diff", id="diff"),
+        Binding("c", "continue_fresh", "Continue fresh", id="continue"),
+        Binding("backspace", "close", "Close", id="close"),
+        Binding("z", "zoom", "Zoom", id="zoom"),
         Binding("r", "review", "Review", id="review"),
         Binding("m", "memory", "Memory", id="memory"),
         Binding("w", "warnings", "Warnings", show=False, id="warnings"),
@@ -80,6 +102,11 @@ class MainScreen(Screen):
         yield KeyFooter()
 
     @property
+    def cockpit(self) -> CockpitApp:
+        """The app, typed (its commands are what the keys of this screen call)."""
+        return cast("CockpitApp", self.app)
+
+    @property
     def grid(self) -> PaneGrid:
         return self.query_one(PaneGrid)
 
@@ -91,10 +118,21 @@ class MainScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Greys out keys that do nothing now (footer shows them dimmed)."""
         pane = self.focused_pane()
+        view = pane.view if pane is not None else None
         if action == "kill":
             return None if pane is None or pane.final else True
+        if action == "approve":
+            return view is not None and view.pending is not None
+        if action in ("approve_once", "approve_session"):
+            return None if view is None or view.pending is None else True
         if action == "follow_up":
             return None if pane is None or not pane.waiting else True
+        if action in ("diff", "zoom"):
+            return None if pane is None else True
+        if action == "continue_fresh":
+            return view is not None and not view.status.is_final and view.context_high
+        if action == "close":
+            return pane is not None and pane.final
         if action == "page":
             return self.grid.pages > 1
         return True
@@ -106,7 +144,7 @@ class MainScreen(Screen):
         page = grid.page_of(pane)
         if page != grid.page:
             grid.show_page(page)
-            self.app.refresh_totals()
+            self.cockpit.refresh_totals()
         previous = self.selected
         if previous is not pane or not pane.selected:
             if previous is not None and previous is not pane:
@@ -115,6 +153,8 @@ class MainScreen(Screen):
             self.selected = pane
             self._draw_at_once = pane
             self.refresh_bindings()
+            if self.maximized is not None and self.maximized is not pane:
+                self.maximize(pane, container=False)  # zoomed: moving the selection moves the zoom
         if self.focused is not grid:
             grid.focus()
 
@@ -146,13 +186,14 @@ class MainScreen(Screen):
             self.focus_pane(grid.page_panes()[0])
             return
         index = panes.index(pane)
-        page, slot = divmod(index, PAGE_SIZE)
+        size = grid.page_size
+        page, slot = divmod(index, size)
         cols = grid.columns
         target = index + dx + dy * cols
         page_count = len(grid.page_panes(page))
         if dy and not 0 <= slot + dy * cols < page_count:
             # off the top/bottom of a page: next/previous page, same column where possible
-            target = (page + dy) * PAGE_SIZE + (slot % cols if dy > 0 else slot % cols)
+            target = (page + dy) * size + slot % cols
         if 0 <= target < len(panes):
             self.focus_pane(panes[target])
 
@@ -162,28 +203,66 @@ class MainScreen(Screen):
         panes = grid.page_panes()
         if panes:
             self.focus_pane(panes[0])
-        self.app.refresh_totals()
+        self.cockpit.refresh_totals()
 
     # -- commands delegated to the app -----------------------------------------------
     def action_spawn(self) -> None:
-        self.app.open_spawn()
+        self.cockpit.open_spawn()
 
     def action_kill(self) -> None:
         pane = self.focused_pane()
         if pane is not None and not pane.final:
-            self.app.confirm_kill(pane.view.session_id)
+            self.cockpit.confirm_kill(pane.view.session_id)
 
     def action_follow_up(self) -> None:
         pane = self.focused_pane()
         if pane is not None and pane.waiting:
-            self.app.open_follow_up(pane.view.session_id)
+            self.cockpit.open_follow_up(pane.view.session_id)
+
+    def action_approve(self) -> None:
+        pane = self.focused_pane()
+        if pane is not None and pane.view.pending is not None:
+            self.cockpit.open_approval(pane.view.session_id)
+
+    def action_approve_once(self) -> None:
+        self._answer("once")
+
+    def action_approve_session(self) -> None:
+        self._answer("session")
+
+    def _answer(self, scope: str) -> None:
+        pane = self.focused_pane()
+        if pane is not None and pane.view.pending is not None:
+            self.cockpit.answer(pane.view.session_id, pane.view.pending.request_id, True, scope)
+
+    def action_diff(self) -> None:
+        pane = self.focused_pane()
+        if pane is not None:
+            self.cockpit.open_diff(pane.view.session_id)
+
+    def action_continue_fresh(self) -> None:
+        pane = self.focused_pane()
+        if pane is not None:
+            self.cockpit.confirm_continue(pane.view.session_id)
+
+    def action_close(self) -> None:
+        pane = self.focused_pane()
+        if pane is not None and pane.final:
+            self.cockpit.close_pane(pane.view.session_id)
+
+    def action_zoom(self) -> None:
+        pane = self.focused_pane()
+        if self.maximized is not None:
+            self.minimize()
+        elif pane is not None:
+            self.maximize(pane, container=False)
 
     def action_review(self) -> None:
         pane = self.focused_pane()
-        self.app.open_review(pane.view.session_id if pane else None)
+        self.cockpit.open_review(pane.view.session_id if pane else None)
 
     def action_memory(self) -> None:
-        self.app.open_memory()
+        self.cockpit.open_memory()
 
     def action_warnings(self) -> None:
-        self.app.open_memory(tab="warnings")
+        self.cockpit.open_memory(tab="warnings")

@@ -19,7 +19,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import (
-    Footer, Input, Label, ListItem, ListView, Markdown, Static, TabbedContent, TabPane,
+    Footer, Input, Label, ListItem, ListView, Markdown, TabbedContent, TabPane,
 )
 
 from cockpit.tui import format as fmt
@@ -107,7 +107,7 @@ class MemoryScreen(Screen):
             star = "[$accent]★[/]" if hit.priority else " "
             items.append(ListItem(Label(Content.from_markup(
                 f"{star} [b]$name[/b] [dim]$score[/]  $desc",
-                name=hit.name, score=f"{hit.score:.2f}", desc=fmt.short(hit.description, 70),
+                name=hit.name, score=fmt.score(hit.score), desc=fmt.short(hit.description, 70),
             ))))
         if not items:
             items.append(ListItem(Label("[dim]no notes match[/]")))

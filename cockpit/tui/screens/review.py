@@ -1,14 +1,20 @@
 """Transcript review: every session with a transcript file (live and past), one shown whole.
 
-Left: the sessions, newest first (live ones marked with their state). Right: the selected
-transcript rendered by ``transcript_view`` in a read-only text area (scrollable, selectable).
-``/`` searches (Enter → next match, highlighted and scrolled to), ``o`` resumes a past session
-into a pane, ``f5`` reloads (a live session's file grows), Esc goes back. Files are read in a
-thread worker.
+Left: the sessions, newest first, each with its start date and time (local), state (live ones
+marked with their state) and cost. Right: the selected transcript rendered by
+``transcript_view`` in a read-only text area (scrollable, selectable). ``/`` searches **all**
+transcripts: Enter lists only those that contain the text (with their number of matches) and
+selects the first match; Enter again goes to the next match, then on to the next transcript;
+Esc in the search box shows every transcript again. ``o`` resumes a past session into a pane,
+``f5`` reloads (a live session's file grows), Esc goes back. Files are read in thread workers.
+List items carry no widget ids (a session id is data: two transcripts may share one).
 """
 
 from __future__ import annotations
 
+import os
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +45,14 @@ class ReviewScreen(Screen):
         self.sessions_dir = Path(sessions_dir)
         self.live = live
         self.select = select
-        self.infos: list[Any] = []
+        self.all_infos: list[Any] = []  # every transcript, newest first
+        self.infos: list[Any] = []  # those listed (all, or the ones matching the search)
+        self.matches: dict[Path, int] = {}  # path → matches of ``query`` (when searching)
+        self.query_text = ""  # the search the list is filtered by ("" = none)
         self.shown: Any = None  # the TranscriptInfo on the right
         self.text = ""
+        self._texts: dict[Path, tuple[float, str]] = {}  # path → (mtime, rendered text), for search
+        self._pending_find = ""  # a search to run once the transcript being read is shown
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -49,7 +60,8 @@ class ReviewScreen(Screen):
                 yield Label("[b]Sessions[/b] (live and past)")
                 yield ListView(id="review-list")
             with Vertical(id="review-right"):
-                yield Input(placeholder="search this transcript (Enter: next match)", id="review-search")
+                yield Input(placeholder="search every transcript (Enter: next match; Esc: show all)",
+                            id="review-search")
                 yield TextArea("", read_only=True, soft_wrap=True, id="review-text")
         yield Footer()
 
@@ -66,6 +78,27 @@ class ReviewScreen(Screen):
         self.app.call_from_thread(self._fill, infos)
 
     async def _fill(self, infos: list[Any]) -> None:
+        self.all_infos = infos
+        await self._list(infos)
+        index = 0
+        if self.select:
+            index = next((i for i, x in enumerate(infos) if x.session_id == self.select), 0)
+        if infos:
+            view = self.query_one("#review-list", ListView)
+            view.index = index
+            self.show(infos[index])
+            view.focus()
+
+    def started(self, info: Any) -> str:
+        """The transcript's start as local date and time (the app's clock), or "" when unknown."""
+        try:
+            stamp = datetime.fromisoformat(str(info.started_at)).timestamp()
+        except ValueError:
+            return ""
+        clock = getattr(self.app, "clock", time.localtime)
+        return time.strftime("%Y-%m-%d %H:%M", clock(stamp))
+
+    async def _list(self, infos: list[Any]) -> None:
         self.infos = infos
         view = self.query_one("#review-list", ListView)
         await view.clear()
@@ -76,20 +109,15 @@ class ReviewScreen(Screen):
                 tag = f"[$primary]live · {state}[/]"
             else:
                 tag = f"[dim]{info.status or 'unfinished'}[/]"
+            hits = self.matches.get(info.path)
+            found = f" [b $accent]{hits} match{'es' if hits != 1 else ''}[/]" if hits else ""
             label = Content.from_markup(
-                f"[b]$sid[/b] {tag} [dim]$cost[/]\n$task",
-                sid=info.session_id, cost=fmt.usd(info.cost_usd) if info.status else "",
-                task=fmt.short(info.task, 38),
+                f"[b]$sid[/b] [dim]$date[/]\n{tag} [dim]$cost[/]{found}\n$task",
+                sid=info.session_id, date=self.started(info),
+                cost=fmt.usd(info.cost_usd) if info.status else "", task=fmt.short(info.task, 38),
             )
-            items.append(ListItem(Label(label), id=f"review-{info.session_id}"))
+            items.append(ListItem(Label(label)))
         await view.extend(items)
-        index = 0
-        if self.select:
-            index = next((i for i, x in enumerate(infos) if x.session_id == self.select), 0)
-        if infos:
-            view.index = index
-            self.show(infos[index])
-            view.focus()
 
     @on(ListView.Highlighted, "#review-list")
     def _highlighted(self, event: ListView.Highlighted) -> None:
@@ -117,6 +145,9 @@ class ReviewScreen(Screen):
         if info is self.shown:
             self.text = text
             self.query_one("#review-text", TextArea).load_text(text)
+            if self._pending_find:
+                query, self._pending_find = self._pending_find, ""
+                self.find_next(query)
 
     # -- actions -------------------------------------------------------------------
     def action_back(self) -> None:
@@ -124,8 +155,18 @@ class ReviewScreen(Screen):
         if search.has_focus:
             search.display = False
             self.query_one("#review-text", TextArea).focus()
+            if self.query_text:
+                self.query_text = ""
+                self.matches = {}
+                self.call_later(self._unfilter)
             return
         self.dismiss()
+
+    async def _unfilter(self) -> None:
+        shown = self.shown
+        await self._list(self.all_infos)
+        if shown in self.infos:
+            self.query_one("#review-list", ListView).index = self.infos.index(shown)
 
     def action_search(self) -> None:
         search = self.query_one("#review-search", Input)
@@ -147,10 +188,79 @@ class ReviewScreen(Screen):
 
     @on(Input.Submitted, "#review-search")
     def _find(self, event: Input.Submitted) -> None:
-        self.find_next(event.value)
+        query = event.value.strip()
+        if not query:
+            return
+        if query != self.query_text:
+            self.search_all(query)
+        elif not self.find_next(query, wrap=False):
+            self._next_transcript(query)
 
-    def find_next(self, query: str) -> bool:
-        """Select the next match of ``query`` (case-insensitive) after the cursor; wraps."""
+    @work(thread=True, exclusive=True, group="review-search")
+    def search_all(self, query: str) -> None:
+        """Count ``query`` (case-insensitive) in every transcript (rendered as shown)."""
+        needle = query.lower()
+        matches: dict[Path, int] = {}
+        for info in self.all_infos:
+            n = self._text_of(info.path).lower().count(needle)
+            if n:
+                matches[info.path] = n
+        self.app.call_from_thread(self._searched, query, matches)
+
+    def _text_of(self, path: Path) -> str:
+        """A transcript rendered as text, cached until the file changes (thread workers only)."""
+        from cockpit.runtime.transcript import read_transcript
+
+        try:
+            mtime = os.stat(path).st_mtime
+        except OSError:
+            return ""
+        cached = self._texts.get(path)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+        try:
+            text = render_transcript(read_transcript(path))
+        except (OSError, ValueError):
+            text = ""
+        self._texts[path] = (mtime, text)
+        return text
+
+    async def _searched(self, query: str, matches: dict[Path, int]) -> None:
+        self.query_text = query
+        self.matches = matches
+        hits = [info for info in self.all_infos if info.path in matches]
+        if not hits:
+            self.notify(f"not found in any transcript: {query}", severity="warning")
+            return
+        await self._list(hits)
+        first = self.shown if self.shown in hits else hits[0]
+        self.query_one("#review-list", ListView).index = hits.index(first)
+        self._pending_find = query
+        if first is self.shown:
+            self.find_next(query)
+        else:
+            self.show(first)
+        total = sum(matches.values())
+        self.notify(f"{total} match{'es' if total != 1 else ''} in {len(hits)} transcript"
+                    f"{'s' if len(hits) != 1 else ''}", timeout=4)
+
+    def _next_transcript(self, query: str) -> None:
+        if not self.infos:
+            return
+        index = self.infos.index(self.shown) + 1 if self.shown in self.infos else 0
+        nxt = self.infos[index % len(self.infos)]
+        self.query_one("#review-list", ListView).index = self.infos.index(nxt)
+        self._pending_find = query
+        if nxt is self.shown:
+            area = self.query_one("#review-text", TextArea)
+            area.selection = Selection((0, 0), (0, 0))
+            self.find_next(query)
+        else:
+            self.show(nxt)
+
+    def find_next(self, query: str, wrap: bool = True) -> bool:
+        """Select the next match of ``query`` (case-insensitive) after the cursor in the shown
+        transcript; ``wrap``: from the top when there is none after it. False when none."""
         area = self.query_one("#review-text", TextArea)
         if not query:
             return False
@@ -164,6 +274,8 @@ class ReviewScreen(Screen):
             sel = area.selection
             cur = tuple(sel.start)
             after = [m for m in matches if (m > cur if sel.start != sel.end else m >= cur)]
+            if not after and not wrap:
+                return False
             r, c = (after or matches)[0]
             area.selection = Selection((r, c), (r, c + len(query)))
             area.scroll_cursor_visible(center=True)

@@ -1,27 +1,49 @@
-"""The spawn dialog: type a task, see the notes it would be given (live, debounced), Enter spawns.
+"""The spawn dialog: type a task, see the notes it would be given (live, debounced), choose the
+model, permission mode, worktree and backend; Enter spawns.
 
 The preview calls ``engine.build_preseed(task, top_k)`` in a thread worker 0.3 s after the last
 keystroke; a stale result (the text changed meanwhile) is dropped. Before the model is warm the
-preview says so and waits in its thread; the dialog itself stays responsive. Dismisses with
-the task text, or ``None`` on Escape.
+preview says so and waits in its thread; the dialog itself stays responsive. A missing notes
+folder is said here (sessions then start without notes). Options: model (free text, default
+from config), permission mode (Claude Code's names; default from config), "own git worktree"
+(off = run in the workspace itself), backend (what the runtime offers). Dismisses with a
+:class:`SpawnRequest`, or ``None`` on Escape.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Input, Label, Static
+from textual.widgets import Checkbox, Input, Label, Select, Static
 
 from cockpit.tui import format as fmt
 
 DEBOUNCE_S = 0.3
+PERMISSION_MODES = (  # (label, value): Claude Code's names
+    ("default · edits and commands ask", "default"),
+    ("acceptEdits · commands ask", "acceptEdits"),
+    ("plan · read-only", "plan"),
+    ("bypassPermissions · no asks", "bypassPermissions"),
+)
+
+
+@dataclass(frozen=True)
+class SpawnRequest:
+    """What the dialog asks ``Runtime.spawn`` for: the task and its options."""
+
+    task: str
+    model: str | None = None
+    permission_mode: str | None = None  # None: the runtime's configured mode
+    worktree: bool | None = None  # None: the runtime's configured choice
+    backend: str | None = None
 
 
 def preview_markup(preseed: Any) -> str:
@@ -35,36 +57,86 @@ def preview_markup(preseed: Any) -> str:
     for hit in hits:
         star = "[$accent]★[/]" if hit.priority else " "
         desc = escape(fmt.short(hit.description, 60))
-        lines.append(f"{star} {escape(hit.name)} [dim]{hit.score:.2f}[/]  [dim]{desc}[/]")
+        lines.append(f"{star} {escape(hit.name)} [dim]{fmt.score(hit.score)}[/]  [dim]{desc}[/]")
     return "\n".join(lines)
 
 
-class SpawnDialog(ModalScreen[str | None]):
-    """Modal: the task input and the notes preview."""
+class SpawnDialog(ModalScreen[SpawnRequest | None]):
+    """Modal: the task input, the notes preview, the session's options."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="spawn.cancel")]
 
-    def __init__(self, engine: Any = None, top_k: int = 5, preseed: bool = True) -> None:
+    def __init__(self, engine: Any = None, top_k: int = 5, preseed: bool = True, *,
+                 model: str = "", permission_mode: str | None = None, worktree: bool | None = None,
+                 backends: tuple[str, ...] = ("cockpit",), backend: str | None = None,
+                 notes_missing: str = "") -> None:
         super().__init__(id="spawn-dialog")
         self.engine = engine
         self.top_k = top_k
         self.preseed = preseed
+        self.model = model
+        self.permission_mode = permission_mode or "default"  # shown; None = the runtime decides
+        self.worktree = True if worktree is None else worktree
+        self._defaults = (permission_mode, worktree)
+        self.backends = tuple(backends) or ("cockpit",)
+        self.backend = backend if backend in self.backends else self.backends[0]
+        self.notes_missing = notes_missing
         self._debounce: Timer | None = None
         self.preview_for: str | None = None  # the task text the preview shows
 
     def compose(self) -> ComposeResult:
         with Vertical(id="spawn-box"):
-            yield Label("[b]New session[/b] — the task (Enter spawns, Esc cancels)")
+            yield Label("[b]New session[/b] — the task (Enter spawns, Esc cancels, Tab: options)")
             yield Input(placeholder="e.g. what port does staging run on?", id="spawn-task")
+            if self.notes_missing:
+                yield Label(Content.from_markup(
+                    "[b $warning]No notes folder at $path[/]: the session starts without project notes.",
+                    path=self.notes_missing), id="spawn-notes-missing")
             yield Label("Notes it would be given:", id="spawn-preview-label")
             yield Static(self._idle_text(), id="spawn-preview")
+            with Horizontal(id="spawn-options"):
+                with Vertical(classes="spawn-option"):
+                    yield Label("model", classes="spawn-option-label")
+                    yield Input(self.model, placeholder="model id", id="spawn-model", compact=True)
+                with Vertical(classes="spawn-option spawn-option-mode"):
+                    yield Label("permission mode", classes="spawn-option-label")
+                    modes = [m for m in PERMISSION_MODES]
+                    if self.permission_mode not in {v for _, v in modes}:
+                        modes.append((self.permission_mode, self.permission_mode))
+                    yield Select(modes, value=self.permission_mode, allow_blank=False, id="spawn-mode", compact=True)
+                with Vertical(classes="spawn-option spawn-option-narrow"):
+                    yield Label("backend", classes="spawn-option-label")
+                    yield Select([(b, b) for b in self.backends], value=self.backend, allow_blank=False,
+                                 id="spawn-backend", compact=True)
+            yield Checkbox("own git worktree (off: work in the workspace itself)", self.worktree, id="spawn-worktree",
+                           compact=True)
 
     def _idle_text(self) -> str:
         if not self.preseed:
             return "[dim]preseed is off (--no-preseed)[/]"
         if self.engine is None:
             return "[dim]no memory engine[/]"
+        if self.notes_missing:
+            return "[dim]no notes to preview[/]"
         return "[dim]type a task to see the notes it would get[/]"
+
+    def request(self, task: str) -> SpawnRequest:
+        """The request the form describes for ``task``."""
+        model = self.query_one("#spawn-model", Input).value.strip() or None
+        mode = self.query_one("#spawn-mode", Select).value
+        backend = self.query_one("#spawn-backend", Select).value
+        worktree: bool | None = self.query_one("#spawn-worktree", Checkbox).value
+        default_mode, default_worktree = self._defaults
+        if default_mode is None and mode == self.permission_mode:
+            mode = None  # left as shown: the runtime's configured mode applies
+        if default_worktree is None and worktree == self.worktree:
+            worktree = None
+        return SpawnRequest(
+            task=task, model=model,
+            permission_mode=mode if isinstance(mode, str) else None,
+            worktree=worktree,
+            backend=backend if isinstance(backend, str) else None,
+        )
 
     @on(Input.Changed, "#spawn-task")
     def _changed(self, event: Input.Changed) -> None:
@@ -77,11 +149,13 @@ class SpawnDialog(ModalScreen[str | None]):
             return
         self._debounce = self.set_timer(DEBOUNCE_S, lambda: self._preview(event.value))
 
-    @on(Input.Submitted, "#spawn-task")
+    @on(Input.Submitted, "#spawn-task, #spawn-model")
     def _submitted(self, event: Input.Submitted) -> None:
-        task = event.value.strip()
+        task = self.query_one("#spawn-task", Input).value.strip()
         if task:
-            self.dismiss(task)
+            self.dismiss(self.request(task))
+        else:
+            self.query_one("#spawn-task", Input).focus()
 
     def _preview(self, task: str) -> None:
         ready = getattr(self.engine, "ready", True)

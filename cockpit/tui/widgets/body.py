@@ -141,8 +141,13 @@ class PaneBody(ScrollView, can_focus=False):
             cached.tail = self._lines_of(_markdown(tail), width) if tail.strip() else []
             return
         if block.kind == "tool":
-            text = Text.assemble(("⚙ " + block.name, self._colour("accent")),
-                                 ("(" + fmt.tool_args(block.input) + ")", "dim"))
+            label, args = fmt.tool_label(block.name, block.input)
+            text = Text.assemble((label, self._colour("accent")), (" " if args[:1] != "(" else "", ""),
+                                 (args, "dim" if args[:1] == "(" else ""))
+            if block.approval:
+                allowed = block.approval.startswith("allowed")
+                text.append(f" [{'✓' if allowed else '✗'} {block.approval}]",
+                            self._colour("success") if allowed else self._colour("error"))
             if block.result is None:
                 text.append(" …", "dim")
             else:
@@ -150,6 +155,8 @@ class PaneBody(ScrollView, can_focus=False):
                 text.append(" → " + fmt.tool_result(block.result, block.is_error), style)
         elif block.kind == "user":
             text = Text.assemble(("› ", self._colour("secondary") + Style(bold=True)), block.text)
+        elif block.kind == "note":
+            text = Text("· " + block.text, Style(dim=True, italic=True))
         else:
             text = Text("✗ " + block.text, self._colour("error"))
         cached.tail = self._lines_of(text, width) + [Strip.blank(width)]
@@ -203,7 +210,7 @@ class PaneBody(ScrollView, can_focus=False):
             theme = self.app.current_theme
         except Exception:
             return None
-        return (theme.name, theme.primary, theme.accent, theme.secondary, theme.error)
+        return (theme.name, theme.primary, theme.accent, theme.secondary, theme.error, theme.success)
 
 
 def _markdown(text: str) -> RichMarkdown:

@@ -12,14 +12,14 @@ from textual.widgets import Footer
 
 
 class KeyFooter(Footer):
-    _signature: tuple = ()
+    _signature: tuple | None = None  # the keys last shown (None: not drawn yet)
 
     def bindings_changed(self, screen: Screen) -> None:
         signature = tuple(
             (key, b.binding.action, b.binding.description, b.binding.show, b.enabled)
             for key, b in screen.active_bindings.items()
         )
-        if signature == self._signature and self._bindings_ready:
+        if signature == self._signature:
             return
         self._signature = signature
         super().bindings_changed(screen)

@@ -1,8 +1,12 @@
 """The grid of session panes, sized to the terminal.
 
 Up to nine panes show at once (1 → full screen, 2–3 side by side, 4 → 2×2, 5–6 → 3×2,
-7–9 → 3×3); narrow terminals get fewer columns. More than nine: panes go on pages of nine
-(no cap, nothing hidden: the totals bar says "page 2/3", focus keys cross pages).
+7–9 → 3×3). A small terminal gets fewer at once: a pane needs ``MIN_PANE_WIDTH`` columns and
+``MIN_PANE_HEIGHT`` rows to show any output, so at 80×24 a page holds 2×2 and at 60×20 two
+panes above each other. More sessions than a page holds: panes go on pages (no cap, nothing
+hidden: the totals bar says "page 2/3", focus keys cross pages). Pane numbers continue across
+pages (the first pane of page 2 at 3×3 is 10); the keys 1–9 pick the n-th pane of the page shown.
+Any pane can be zoomed to the whole screen (``z``: Textual's maximize).
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from textual.widgets import Static
 
 from cockpit.tui.widgets.pane import SessionPane
 
-PAGE_SIZE = 9
+MAX_PAGE = 9  # panes per page at most (3×3)
+MIN_PANE_WIDTH = 40  # columns a pane needs (body + side strip)
+MIN_PANE_HEIGHT = 8  # rows a pane needs to show a few lines of output (borders + status + 5)
 
 EMPTY_HINT = (
     "[b]No sessions yet.[/]\n\n"
@@ -25,44 +31,69 @@ EMPTY_HINT = (
 NO_KEY_HINT = "\n\n[b $warning]ANTHROPIC_API_KEY is not set:[/] sessions will stop with an auth error."
 
 
-def grid_shape(n: int, width: int = 200) -> tuple[int, int]:
-    """(columns, rows) for ``n`` panes on a page of a terminal ``width`` cells wide."""
+def page_capacity(width: int = 200, height: int = 50) -> tuple[int, int]:
+    """(columns, rows) of panes a grid ``width``×``height`` cells can show with output visible."""
+    cols = max(1, min(3, width // MIN_PANE_WIDTH))
+    rows = max(1, min(3, height // MIN_PANE_HEIGHT))
+    return cols, rows
+
+
+def grid_shape(n: int, width: int = 200, height: int = 50) -> tuple[int, int]:
+    """(columns, rows) for ``n`` panes on a page of a grid ``width``×``height`` cells."""
     if n <= 0:
         return 1, 1
+    max_cols, _ = page_capacity(width, height)
     cols = 1 if n == 1 else 2 if n in (2, 4) else 3
-    cols = max(1, min(cols, width // 40 or 1))
+    cols = min(cols, max_cols)
     return cols, math.ceil(n / cols)
 
 
 class PaneGrid(Container, can_focus=True):
-    """Holds every ``SessionPane``; shows one page of up to nine. Holds the keyboard focus of
-    the main screen (panes are selected, not focused)."""
+    """Holds every ``SessionPane``; shows one page of them. Holds the keyboard focus of the main
+    screen (panes are selected, not focused)."""
 
     def __init__(self) -> None:
         super().__init__(id="grid")
         self.page = 0
         self.panes: list[SessionPane] = []
+        self._area = (200, 50)  # the grid's last size on screen (it has none while a pane is zoomed)
 
     def compose(self) -> ComposeResult:
-        config = getattr(getattr(self.app, "manager", None), "config", None)
-        no_key = config is not None and not getattr(config, "api_key", None)
+        no_key = getattr(self.app, "api_key_missing", False)
         yield Static(EMPTY_HINT + (NO_KEY_HINT if no_key else ""), id="empty-hint")
 
     @property
+    def page_size(self) -> int:
+        """Panes per page for the grid's current size (1–9)."""
+        cols, rows = page_capacity(*self._area)
+        return min(MAX_PAGE, cols * rows)
+
+    @property
     def pages(self) -> int:
-        return max(1, math.ceil(len(self.panes) / PAGE_SIZE))
+        return max(1, math.ceil(len(self.panes) / self.page_size))
 
     @property
     def columns(self) -> int:
-        return grid_shape(len(self.page_panes()), self.size.width or 200)[0]
+        return self._shape(len(self.page_panes()))[0]
+
+    def _shape(self, n: int) -> tuple[int, int]:
+        return grid_shape(n, *self._area)
 
     def page_panes(self, page: int | None = None) -> list[SessionPane]:
         page = self.page if page is None else page
-        return self.panes[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
+        size = self.page_size
+        return self.panes[page * size : (page + 1) * size]
 
     async def add_pane(self, pane: SessionPane) -> None:
         self.panes.append(pane)
         await self.mount(pane)
+        self.relayout()
+
+    async def remove_pane(self, pane: SessionPane) -> None:
+        """Take ``pane`` off the grid (its session's pane is closed)."""
+        if pane in self.panes:
+            self.panes.remove(pane)
+        await pane.remove()
         self.relayout()
 
     def show_page(self, page: int) -> None:
@@ -70,19 +101,18 @@ class PaneGrid(Container, can_focus=True):
         self.relayout()
 
     def page_of(self, pane: SessionPane) -> int:
-        return self.panes.index(pane) // PAGE_SIZE
+        return self.panes.index(pane) // self.page_size
 
     def relayout(self) -> None:
         self.page = min(self.page, self.pages - 1)
         visible = self.page_panes()
-        cols, rows = grid_shape(len(visible), self.size.width or 200)
+        cols, rows = self._shape(len(visible))
         self.styles.grid_size_columns = cols
         self.styles.grid_size_rows = rows
         shown = set(map(id, visible))
-        for pane in self.panes:
-            on_page = id(pane) in shown
-            pane.display = on_page
-            number = visible.index(pane) + 1 if on_page else 0
+        for index, pane in enumerate(self.panes):
+            pane.display = id(pane) in shown
+            number = index + 1
             if number != pane.number:
                 pane.number = number
                 pane.sync(force=True)
@@ -90,4 +120,9 @@ class PaneGrid(Container, can_focus=True):
         self.query_one("#empty-hint").display = not self.panes
 
     def on_resize(self) -> None:
+        if self.size.width and self.size.height:
+            self._area = (self.size.width, self.size.height)
+        selected = getattr(self.screen, "selected", None)
+        if selected in self.panes:  # keep the selected pane on screen when the page size changes
+            self.page = self.page_of(selected)
         self.relayout()

@@ -1,11 +1,16 @@
-"""One session pane: title (short id + task), coloured status, the streamed answer as Markdown
-with tool calls shown compactly, and the side strip (notes given, tokens, USD).
+"""One session pane: title (number, id, task), coloured status line (state, detail, model,
+permission mode, where it runs), the streamed answer as Markdown with tool calls shown compactly,
+the side strip (notes given, changes, tokens, USD, context), and — while the session needs
+approval — the ask with its keys at the bottom of the pane.
 
 The pane never reacts to events directly: the app folds events into the pane's
 ``SessionView`` and calls ``sync()`` on its flush tick (answer text at most 10 Hz), which
 redraws only what changed: title, status line and strip only when the session's state/usage
 changed, the body (``PaneBody``) only the blocks that grew. The body follows the end while text
 streams in, until the user scrolls up (scrollback: pageup/pagedown/home/end or the mouse).
+
+A pane narrower than ``NARROW`` columns hides its strip and puts tokens and cost on the status
+line, so the answer keeps the width (a 60-column terminal). Panes may be maximized (``z``).
 """
 
 from __future__ import annotations
@@ -20,8 +25,11 @@ from textual.widgets import Static
 from cockpit.events import SessionStatus
 from cockpit.tui import format as fmt
 from cockpit.tui.model import SessionView
+from cockpit.tui.widgets.approval import panel_content
 from cockpit.tui.widgets.body import PaneBody
 from cockpit.tui.widgets.strip import strip_content
+
+NARROW = 64  # columns: below this the side strip is hidden
 
 
 class SessionPane(Vertical):
@@ -35,15 +43,19 @@ class SessionPane(Vertical):
     An inline style change repaints the pane's frame only."""
 
     _SELECTED_RULES = ("border_title_color", "border_title_background", "border_subtitle_color")
+    ALLOW_MAXIMIZE = True
 
     def __init__(self, view: SessionView) -> None:
-        super().__init__(id=f"pane-{view.session_id}", classes="session-pane")
+        # no widget id from the session id: ids are for CSS, and a session id is data
+        super().__init__(classes="session-pane")
         self.view = view
-        self.number = 0  # 1–9 on its grid page, 0 when off-page
+        self.number = 0  # its place in the grid, 1-based, continuing across pages
         self._synced = -1
         self._meta_synced = -1
-        self._title = None
+        self._title: tuple[str, str, str] | None = None
         self._status_class = ""
+        self._approval_key: tuple | None = None
+        self.narrow = False
         self.selected = False
 
     def compose(self) -> ComposeResult:
@@ -51,9 +63,20 @@ class SessionPane(Vertical):
         with Horizontal(id="pane-main"):
             yield PaneBody(id="pane-body")
             yield Static(id="pane-strip")
+        yield Static(id="pane-approval")
 
     def on_mount(self) -> None:
+        self.query_one("#pane-approval").display = False
         self.sync(force=True)
+
+    def on_resize(self) -> None:
+        narrow = 0 < self.size.width < NARROW
+        if narrow != self.narrow:
+            self.narrow = narrow
+            self.query_one("#pane-strip").display = not narrow
+            self.sync(force=True)
+        elif self.view.pending is not None:
+            self._sync_approval(self.view)
 
     def on_click(self) -> None:
         select = getattr(self.screen, "focus_pane", None)
@@ -134,16 +157,58 @@ class SessionPane(Vertical):
             self.add_class(cls)
             self._status_class = cls
         detail = f" · {view.detail}" if view.detail else ""
-        model = f"   {view.model}" if view.model else ""
+        facts = [view.model]
+        if view.backend and view.backend != "cockpit":
+            facts.append(view.backend)
+        facts += [view.permission_mode, fmt.where(view.placement, view.worktree.branch if view.worktree else None)]
+        about = "   " + " · ".join(f for f in facts if f)
+        usage = ""
+        if self.narrow:
+            usage = f" · {fmt.tokens(view.usage.total)} tok {fmt.usd(view.cost_usd)}"
+            if view.context_window:
+                usage += f" · ctx {fmt.percent(view.context_tokens, view.context_window)}"
         status.update(
             Content.from_markup(
-                "[b]$glyph $status[/b]$detail[dim]$model[/]",
+                "[b]$glyph $status[/b]$detail$usage[dim]$about[/]",
                 glyph=fmt.STATUS_GLYPH[view.status], status=view.status.value,
-                detail=detail, model=model,
+                detail=detail, usage=usage, about=about,
             ),
             layout=False,  # fixed size: no layout pass
         )
-        self.query_one("#pane-strip", Static).update(strip_content(view), layout=False)
+        if not self.narrow:
+            self.query_one("#pane-strip", Static).update(strip_content(view), layout=False)
+        self._sync_approval(view)
+
+    def _sync_approval(self, view: SessionView) -> None:
+        """Show the pending ask at the bottom of the pane (or hide the panel)."""
+        panel = self.query_one("#pane-approval", Static)
+        ask = view.pending
+        if ask is None:
+            if self._approval_key is not None:
+                self._approval_key = None
+                panel.display = False
+            return
+        max_lines = max(1, (self.size.height or 20) // 2 - 4)
+        key = (ask.request_id, max_lines)
+        if key == self._approval_key:
+            return
+        self._approval_key = key
+        panel.update(panel_content(ask, max_lines, self._keys()))
+        panel.display = True
+
+    def _keys(self) -> dict[str, str]:
+        """Action → key shown, from the screen's active bindings (so a remapped key shows as
+        mapped); Cockpit's default keys for those not active right now."""
+        out: dict[str, str] = {}
+        defaults = {"approve_once": "y", "approve_session": "a", "approve": "⏎"}
+        try:
+            for active in self.screen.active_bindings.values():
+                action = active.binding.action
+                if action not in out:
+                    out[action] = self.app.get_key_display(active.binding)
+        except Exception:
+            pass
+        return {**defaults, **out}
 
     # -- scrolling -------------------------------------------------------------------
     def _body(self) -> PaneBody:

@@ -1,6 +1,9 @@
-"""The side strip of a pane: the notes this session was given, and its tokens and cost.
+"""The side strip of a pane: the notes this session was given, its changes (files, lines +/-
+against the worktree's base commit), its tokens and cost (moving live while a response streams),
+and its context use.
 
-Units: tokens (compact, e.g. ``1.2k``), USD, context-window use in % of the model's window.
+Units: tokens (compact, e.g. ``1.2k``), USD, context-window use in % of the model's window
+(warning colour from 80 %, error colour when full).
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ def strip_markup(view: SessionView, width: int = 22) -> str:
     for note in view.notes:
         star = "[$accent]★[/]" if note.priority else " "
         name = escape(fmt.short(note.name, name_w - 1))
-        lines.append(f"{star}{name:<{name_w - 1}} [dim]{note.score:.2f}[/]")
+        lines.append(f"{star}{name:<{name_w - 1}} [dim]{fmt.score(note.score)}[/]")
+    if view.preseed_error:
+        lines.append("[$error]preseed failed[/]")
+    lines += ["", "[b]changes[/b]", changes_markup(view)]
     u = view.usage
     lines += [
         "",
@@ -41,8 +47,30 @@ def strip_markup(view: SessionView, width: int = 22) -> str:
         pct = f" {share * 100:.0f}%" if share is not None else ""
         lines.append(f"preseed {fmt.tokens(view.preseed_tokens):>5}{pct}")
     ctx = fmt.percent(view.context_tokens, view.context_window)
-    lines.append(f"ctx {fmt.bar(view.context_tokens, view.context_window, 8)} {ctx}")
+    line = f"ctx {fmt.bar(view.context_tokens, view.context_window, 8)} {ctx}"
+    if view.context_level == "full":
+        lines += [f"[b $error]{line}[/]", "[$error]full:[/] [b]c[/] continues"]
+    elif view.context_high:
+        lines.append(f"[b $warning]{line}[/]")
+    else:
+        lines.append(line)
     return "\n".join(lines)
+
+
+def changes_markup(view: SessionView) -> str:
+    """One line: ``3 files +12 -4`` (its worktree against the base commit), or the review's
+    result, or why there is no diff."""
+    r = view.reviewed
+    if r is not None and r.ok:
+        return {"merge": "[$success]merged[/]", "keep": "[$secondary]branch kept[/]",
+                "discard": "[dim]discarded[/]"}.get(r.action, r.action)
+    if view.worktree is None:
+        return "[dim]in place[/]" if view.placement else "[dim]…[/]"
+    c = view.changes
+    if c is None or not c.files:
+        return "[dim]none yet[/]"
+    files = f"{c.files} file{'s' if c.files != 1 else ''}"
+    return f"{files} [$success]+{c.added}[/] [$error]-{c.removed}[/]"
 
 
 def strip_content(view: SessionView, width: int = 22) -> Content:

@@ -1,14 +1,19 @@
-"""The totals bar at the top: sessions by state, total tokens and USD, the memory engine's
-state (warming / N notes / last sync / warnings count — press ``w`` to see them), and the page.
+"""The totals bar at the top: sessions by state ("needs approval" in reverse colours, so a
+session waiting for a yes/no stands out), total tokens and USD (moving live while responses
+stream), the memory engine's state (warming / N notes / last sync / warnings count — press ``w``
+to see them; a missing notes folder is said here), and the page.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from textual.content import Content
+from textual.markup import escape
 from textual.widgets import Static
 
+from cockpit.events import SessionStatus
 from cockpit.tui import format as fmt
 from cockpit.tui.model import SessionView, count_by_status, totals
 
@@ -24,11 +29,15 @@ class MemoryState:
     watching: bool = False
     syncing: bool = False
     last_change: str = ""  # e.g. "+1 ~2 -0"
+    notes_missing: str = ""  # the notes folder's path when it does not exist, else ""
 
 
 def memory_markup(m: MemoryState) -> str:
     if m.model_state == "off":
         return "[dim]memory off[/]"
+    missing = ""
+    if m.notes_missing:
+        missing = f"[b $warning]no notes folder at {escape(m.notes_missing)}[/] [dim](sessions start without notes)[/]"
     if m.model_state == "warming":
         state = "[$warning]warming model…[/]"
     elif m.model_state == "error":
@@ -41,23 +50,30 @@ def memory_markup(m: MemoryState) -> str:
     elif m.last_sync:
         change = f" ({m.last_change})" if m.last_change else ""
         parts.append(f"synced {m.last_sync}{change}")
-    if m.watching:
+    if missing:
+        parts.append(missing)
+    elif m.watching:
         parts.append("watching notes")
     if m.warnings:
         parts.append(f"[$warning]⚠ {m.warnings} warning{'' if m.warnings == 1 else 's'}[/] [dim](w)[/]")
     return " · ".join(parts)
 
 
-def totals_markup(views: list[SessionView], memory: MemoryState, page: int, pages: int) -> str:
+def totals_markup(views: list[SessionView], memory: MemoryState, page: int, pages: int,
+                  closed: Sequence[SessionView] = ()) -> str:
+    """``views``: the sessions with a pane (counted by state); ``closed``: sessions whose pane
+    was closed (their tokens and USD stay in the totals)."""
     counts = count_by_status(views)
     if counts:
         states = "  ".join(
-            f"[{'$' + fmt.status_class(s)}]{fmt.STATUS_GLYPH[s]} {n} {s.value}[/]"
+            f"[b $background on $status-needs-approval] {fmt.STATUS_GLYPH[s]} {n} {s.value} [/]"
+            if s is SessionStatus.NEEDS_APPROVAL
+            else f"[{'$' + fmt.status_class(s)}]{fmt.STATUS_GLYPH[s]} {n} {s.value}[/]"
             for s, n in counts.items()
         )
     else:
         states = "[dim]no sessions — press n[/]"
-    usage, cost, unpriced = totals(views)
+    usage, cost, unpriced = totals([*views, *closed])
     money = fmt.usd(cost) + (" + n/a" if unpriced and cost is not None else "")
     if cost is None and not unpriced:
         money = fmt.usd(0.0)
@@ -69,5 +85,6 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
 class TotalsBar(Static):
     """One line; the app calls ``show`` on its flush tick when something changed."""
 
-    def show(self, views: list[SessionView], memory: MemoryState, page: int, pages: int) -> None:
-        self.update(Content.from_markup(totals_markup(views, memory, page, pages)), layout=False)
+    def show(self, views: list[SessionView], memory: MemoryState, page: int, pages: int,
+             closed: Sequence[SessionView] = ()) -> None:
+        self.update(Content.from_markup(totals_markup(views, memory, page, pages, closed)), layout=False)

@@ -1,0 +1,276 @@
+"""What the user asks of sessions, as ``CockpitApp`` methods (a mixin): spawn, kill, follow up,
+answer approvals, diff and review, continue in a fresh session, close a pane, resume, quit.
+
+Every call to the runtime goes through the ``Runtime`` protocol (``cockpit.runtime.protocols``)
+in an async worker, so the UI never waits on it; a refusal (``KeyError``, ``ValueError``,
+``SessionClosed``…) becomes a toast, never a crash. What a call changes comes back as events.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App
+from textual.content import Content
+
+from cockpit.events import SessionStatus
+from cockpit.tui import format as fmt
+from cockpit.tui.model import SessionView
+from cockpit.tui.screens.approval import Answer, ApprovalDialog
+from cockpit.tui.screens.dialogs import ChoiceDialog, ConfirmDialog, FollowUpDialog, QuitDialog
+from cockpit.tui.screens.diff import DiffScreen
+from cockpit.tui.screens.memory import MemoryScreen
+from cockpit.tui.screens.review import ReviewScreen
+from cockpit.tui.screens.spawn import SpawnDialog, SpawnRequest
+from cockpit.tui.widgets.totals import MemoryState
+
+S = SessionStatus
+WORKING = (S.QUEUED, S.STARTING, S.PRESEEDING, S.STREAMING, S.RUNNING_TOOL, S.NEEDS_APPROVAL)
+"""States of a session still doing (or about to do) its task: quitting stops them, so it asks."""
+
+
+class SessionCommands(App):
+    """Mixin of ``CockpitApp`` (which sets the attributes below and defines ``remove_pane``,
+    ``shutdown`` and ``sessions_dir``)."""
+
+    manager: Any
+    engine: Any
+    views: dict[str, SessionView]
+    memory: MemoryState
+    model: str | None
+    top_k: int
+    preseed: bool
+    permission_mode: str | None
+    worktree: bool | None
+    backend: str | None
+    workspace: str | None
+    _focus_new: bool
+
+    @property
+    def sessions_dir(self) -> Path:
+        raise NotImplementedError
+
+    async def remove_pane(self, session_id: str) -> None:
+        raise NotImplementedError
+
+    async def shutdown(self) -> None:
+        raise NotImplementedError
+
+    # -- spawn -----------------------------------------------------------------------
+    def open_spawn(self) -> None:
+        backends = tuple(getattr(self.manager, "backends", None) or ("cockpit",))
+        self.push_screen(
+            SpawnDialog(self.engine, self.top_k, self.preseed, model=self.model or "",
+                        permission_mode=self.permission_mode, worktree=self.worktree,
+                        backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing),
+            self._spawn_chosen,
+        )
+
+    def _spawn_chosen(self, request: SpawnRequest | None) -> None:
+        if request:
+            self._focus_new = True
+            self.spawn(request)
+
+    @work(group="manager", name="spawn")
+    async def spawn(self, request: SpawnRequest | str) -> None:
+        """Spawn a session: ``request`` from the spawn dialog, or a task alone (the app's defaults)."""
+        if isinstance(request, str):
+            request = SpawnRequest(request, permission_mode=self.permission_mode, worktree=self.worktree,
+                                   backend=self.backend)
+        try:
+            await self.manager.spawn(
+                request.task, workspace=self.workspace, model=request.model or self.model,
+                preseed=self.preseed, top_k=self.top_k, permission_mode=request.permission_mode,
+                worktree=request.worktree, backend=request.backend,
+            )
+        except Exception as exc:
+            self._focus_new = False
+            self.notify(f"spawn failed: {exc}", severity="error")
+
+    # -- kill, follow up -------------------------------------------------------------
+    def confirm_kill(self, session_id: str) -> None:
+        view = self.views[session_id]
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.kill(session_id)
+
+        self.push_screen(ConfirmDialog(f"Kill session {session_id} · {fmt.short(view.task, 50)}?"), done)
+
+    @work(group="manager", name="kill")
+    async def kill(self, session_id: str) -> None:
+        try:
+            await self.manager.kill(session_id)
+        except Exception as exc:
+            self.notify(f"kill failed: {exc}", severity="error")
+
+    def open_follow_up(self, session_id: str) -> None:
+        view = self.views[session_id]
+
+        def done(text: str | None) -> None:
+            if text:
+                self.send(session_id, text)
+
+        self.push_screen(FollowUpDialog(session_id, view.task), done)
+
+    @work(group="manager", name="send")
+    async def send(self, session_id: str, text: str) -> None:
+        """A follow-up; it shows in the pane when the session takes it (``UserMessage``)."""
+        try:
+            await self.manager.send(session_id, text)
+        except Exception as exc:
+            self.notify(f"send failed: {exc}", severity="error")
+
+    # -- approvals -------------------------------------------------------------------
+    def open_approval(self, session_id: str) -> None:
+        view = self.views[session_id]
+        ask = view.pending
+        if ask is None:
+            return
+
+        def done(answer: Answer | None) -> None:
+            if answer is not None:
+                self.answer(session_id, ask.request_id, answer.allow, answer.scope, answer.reason)
+
+        self.push_screen(ApprovalDialog(session_id, view.task, ask), done)
+
+    @work(group="manager", name="answer")
+    async def answer(self, session_id: str, request_id: str, allow: bool, scope: str = "once",
+                     reason: str = "") -> None:
+        try:
+            await self.manager.answer(session_id, request_id, allow, scope, reason)
+        except KeyError:
+            self.notify("that approval was already answered (or the session ended)", severity="warning")
+        except Exception as exc:
+            self.notify(f"answer failed: {exc}", severity="error")
+
+    # -- diff, review actions, continue ----------------------------------------------
+    def open_diff(self, session_id: str) -> None:
+        self.push_screen(DiffScreen(self.manager, self.views[session_id]))
+
+    def confirm_continue(self, session_id: str) -> None:
+        view = self.views[session_id]
+        if view.context_level == "full":
+            self.continue_fresh(session_id)
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.continue_fresh(session_id)
+
+        used = fmt.percent(view.context_tokens, view.context_window)
+        self.push_screen(ConfirmDialog(f"Context {used} used. Continue {session_id} in a fresh session "
+                                       "with a summary? This one ends."), done)
+
+    @work(group="manager", name="continue")
+    async def continue_fresh(self, session_id: str) -> None:
+        self._focus_new = True
+        try:
+            await self.manager.continue_fresh(session_id)
+        except Exception as exc:
+            self._focus_new = False
+            self.notify(f"continue failed: {exc}", severity="error")
+
+    @work(group="manager", name="review")
+    async def review(self, session_id: str, action: str, close: bool = False) -> None:
+        """``merge`` | ``keep`` | ``discard`` the session's worktree; ``close``: then close its pane."""
+        try:
+            result = await self.manager.review(session_id, action)
+        except Exception as exc:
+            self.notify(f"{action} refused: {exc}", severity="warning")
+            return
+        self.notify(f"{action}: {result.message}", severity="information" if result.ok else "error", timeout=8)
+        if result.ok and close:
+            await self.remove_pane(session_id)
+
+    # -- closing a pane --------------------------------------------------------------
+    def close_pane(self, session_id: str) -> None:
+        """Close a finished session's pane; a worktree still holding changes is dealt with first
+        (merge / keep / discard, or open the diff)."""
+        view = self.views.get(session_id)
+        if view is None or not view.status.is_final:
+            return
+        if not view.has_changes:
+            self.call_later(self.remove_pane, session_id)
+            return
+        c = view.changes
+        stat = f"{c.files} file{'s' if c.files != 1 else ''} +{c.added} -{c.removed}" if c else "changes"
+        branch = view.worktree.branch if view.worktree else ""
+        question = Content.from_markup(
+            "[b]$sid[/b] left changes in its worktree ($stat on [b]$branch[/b]).\n"
+            "Merge them, keep the branch, discard them, or look at the diff first?",
+            sid=session_id, stat=stat, branch=branch)
+
+        def discard(yes: bool | None) -> None:
+            if yes:
+                self.review(session_id, "discard", close=True)
+
+        def done(choice: str | None) -> None:
+            if choice in ("merge", "keep"):
+                self.review(session_id, choice, close=True)
+            elif choice == "discard":
+                self.push_screen(ConfirmDialog(f"Discard {branch} and its worktree? The changes are deleted."),
+                                 discard)
+            elif choice == "diff":
+                self.open_diff(session_id)
+
+        self.push_screen(ChoiceDialog(question, [("merge", "Merge", "m"), ("keep", "Keep branch", "k"),
+                                                 ("discard", "Discard", "x"), ("diff", "Diff", "d")]), done)
+
+    # -- review of transcripts, resume, memory ---------------------------------------
+    def open_review(self, session_id: str | None = None) -> None:
+        live = {sid: v.status.value for sid, v in self.views.items() if not v.status.is_final}
+        self.push_screen(ReviewScreen(self.sessions_dir, live, select=session_id), self._resume_chosen)
+
+    def _resume_chosen(self, path: Any) -> None:
+        if path:
+            self._focus_new = True
+            self.resume(Path(path))
+
+    @work(group="manager", name="resume")
+    async def resume(self, path: Path) -> None:
+        """Reopen a past session in a new pane; its earlier conversation is read from ``path``
+        when its ``SessionSpawned`` (``resumed_from``) arrives."""
+        try:
+            await self.manager.resume(path)
+        except Exception as exc:
+            self._focus_new = False
+            self.notify(f"resume failed: {exc}", severity="error")
+
+    def open_memory(self, tab: str = "search") -> None:
+        if self.engine is None:
+            self.notify("no memory engine", severity="warning")
+            return
+        self.push_screen(MemoryScreen(self.engine, tab=tab))
+
+    # -- quitting --------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        """Quit; when sessions are still working, ask first (quitting stops them)."""
+        if isinstance(self.screen, QuitDialog):
+            return
+        working = [v for v in self.views.values() if v.status in WORKING]
+        if not working:
+            await self._quit()
+            return
+        states = ", ".join(f"{n} {s.value}" for s, n in _count(working))
+        dialog = QuitDialog(f"{len(working)} session{'s are' if len(working) != 1 else ' is'} still working "
+                               f"({states}). Quit and stop {'them' if len(working) != 1 else 'it'}?")
+
+        async def done(yes: bool | None) -> None:
+            if yes:
+                await self._quit()
+
+        self.push_screen(dialog, done)
+
+    async def _quit(self) -> None:
+        await self.shutdown()
+        self.exit()
+
+
+def _count(views: list) -> list[tuple[SessionStatus, int]]:
+    out: dict[SessionStatus, int] = {}
+    for v in views:
+        out[v.status] = out.get(v.status, 0) + 1
+    return [(s, out[s]) for s in SessionStatus if s in out]

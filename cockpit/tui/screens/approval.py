@@ -1,0 +1,92 @@
+"""The approval dialog: one pending ask in full (the command, or the edit's whole diff, scrollable)
+and the three answers: allow once, allow for this session (the rule it adds is named), deny —
+with a reason that goes back to the model as the tool result.
+
+Keys while the detail has the focus: ``y`` allow once, ``a`` allow for the session, ``d`` puts
+the cursor in the reason box; ``enter`` there denies with what was typed. Esc closes without
+answering (the session keeps waiting). Dismisses with an :class:`Answer` or ``None``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from cockpit.events import ApprovalRequested
+from cockpit.tui import format as fmt
+from cockpit.tui.widgets.approval import ask_title, detail_lines
+
+
+@dataclass(frozen=True)
+class Answer:
+    """``allow``; ``scope`` once | session; ``reason`` (a denial's, for the model)."""
+
+    allow: bool
+    scope: str = "once"
+    reason: str = ""
+
+
+class ApprovalDialog(ModalScreen[Answer | None]):
+    BINDINGS = [
+        Binding("y", "allow('once')", "Allow once", id="approval.once"),
+        Binding("a", "allow('session')", "Allow for session", id="approval.session"),
+        Binding("d", "reason", "Deny…", id="approval.deny"),
+        Binding("escape", "dismiss(None)", "Close", id="approval.close"),
+    ]
+
+    def __init__(self, session_id: str, task: str, ask: ApprovalRequested) -> None:
+        super().__init__(classes="dialog")
+        self.session_id = session_id
+        self.session_task = task
+        self.ask = ask
+
+    @property
+    def request_id(self) -> str:
+        return self.ask.request_id
+
+    def compose(self) -> ComposeResult:
+        ask = self.ask
+        with Vertical(classes="dialog-box", id="approval-box"):
+            yield Label(Content.from_markup("[b]Approval[/b] · session $sid · $task", sid=self.session_id,
+                                            task=fmt.short(self.session_task, 60)))
+            yield Label(ask_title(ask), id="approval-title")
+            with VerticalScroll(id="approval-detail"):
+                yield Static(Content("\n").join(detail_lines(ask)), id="approval-text")
+            yield Label(Content.from_markup("[dim]Reason for a denial (the model reads it):[/]"))
+            yield Input(placeholder="e.g. run the tests first; Enter denies with this reason", id="approval-reason")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Allow once (y)", variant="success", id="once")
+                rule = f" · {ask.suggestion}" if ask.suggestion else ""
+                yield Button(f"Allow for session (a){rule}", variant="primary", id="session")
+                yield Button("Deny (d)", variant="error", id="deny")
+
+    def on_mount(self) -> None:
+        self.query_one("#approval-detail").focus()
+
+    def action_allow(self, scope: str) -> None:
+        self.dismiss(Answer(True, scope))
+
+    def action_reason(self) -> None:
+        self.query_one("#approval-reason", Input).focus()
+
+    def deny(self) -> None:
+        reason = self.query_one("#approval-reason", Input).value.strip()
+        self.dismiss(Answer(False, "once", reason))
+
+    @on(Input.Submitted, "#approval-reason")
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.deny()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "deny":
+            self.deny()
+        elif event.button.id in ("once", "session"):
+            self.dismiss(Answer(True, event.button.id))

@@ -1,0 +1,226 @@
+"""The diff screen (``d``): a session's change against its base commit, file by file, then
+merge / keep / discard, and review comments that go back to the session.
+
+Left: the files (status A/M/D/R, path, lines +/-). Right: the selected file's diff, numbered and
+highlighted in the file's language with Textual's highlighter (``cockpit.tui.diffrender``), with
+a line cursor. From the runtime only (``Runtime.diff`` / ``review`` / ``send``):
+
+- ``m`` merge into the branch the session started from (fast-forward or a merge commit; a
+  conflict is reported, nothing forced), ``k`` keep the branch (worktree removed), ``x`` discard
+  worktree and branch (asks first). The result shows on the screen's status line and in a toast;
+  the pane says it too (``Reviewed`` event).
+- Review comments: move the cursor (``up``/``down``), select a range (``shift+up``/``down`` or
+  ``v``), press ``c``, type: the session gets a follow-up quoting the file, the line numbers
+  (new file; old file for removed lines) and the lines themselves.
+- ``r`` reloads (the session may still be changing files), Esc goes back.
+
+A session that runs in place (no worktree: not a git repository, or ``--no-worktree``) has no
+diff: the screen says so and why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from cockpit.tui import format as fmt
+from cockpit.tui.diffrender import DiffLine, parse_patch, render_diff
+from cockpit.tui.model import SessionView
+from cockpit.tui.screens.dialogs import CommentDialog, ConfirmDialog
+from cockpit.tui.widgets.diffview import DiffView
+
+STATUS_STYLE = {"A": "$text-success", "D": "$text-error", "M": "$text-warning", "R": "$text-primary",
+                "T": "$text-primary"}
+
+
+def comment_message(path: str, lines: list[DiffLine], comment: str) -> str:
+    """The follow-up a review comment becomes: file, line numbers, the quoted lines, the comment."""
+    body = [ln for ln in lines if ln.kind in ("add", "del", "ctx")]
+    new = [ln.new for ln in body if ln.new is not None]
+    old = [ln.old for ln in body if ln.old is not None]
+    if new:
+        where = f"line {new[0]}" if len(set(new)) == 1 else f"lines {min(new)}-{max(new)}"
+    elif old:
+        where = f"removed line {old[0]}" if len(set(old)) == 1 else f"removed lines {min(old)}-{max(old)}"
+        where += " (old file)"
+    else:
+        where = "the diff header"
+    quoted = "\n".join(ln.sign + ln.text for ln in body) or "\n".join(ln.text for ln in lines)
+    return (f"Review comment on {path}, {where}:\n\n```diff\n{quoted}\n```\n\n{comment}")
+
+
+class DiffScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="diff.back"),
+        Binding("m", "review('merge')", "Merge", id="diff.merge"),
+        Binding("k", "review('keep')", "Keep branch", id="diff.keep"),
+        Binding("x", "discard", "Discard", id="diff.discard"),
+        Binding("c", "comment", "Comment", id="diff.comment"),
+        Binding("r", "reload", "Reload", id="diff.reload"),
+    ]
+
+    def __init__(self, runtime: Any, view: SessionView) -> None:
+        super().__init__(id="diff")
+        self.runtime = runtime
+        self.view = view
+        self.session_id = view.session_id
+        self.diff: Any = None  # worktree.Diff: .files (path, status, added, removed, patch)
+        self.error = ""
+        self.result: str | Content = ""  # the last review action's one-line result
+        self.path: str | None = None  # the file shown
+        self.busy = False
+
+    def compose(self) -> ComposeResult:
+        yield Label(self._title(), id="diff-title")
+        with Horizontal(id="diff-main"):
+            with Vertical(id="diff-left"):
+                yield Label("[b]Files[/b]", id="diff-files-label")
+                yield OptionList(id="diff-files")
+            yield DiffView(id="diff-view")
+        yield Static("", id="diff-status")
+        yield Footer()
+
+    def _title(self) -> Content:
+        v = self.view
+        w = v.worktree
+        base = ""
+        if w is not None:
+            onto = w.base_branch or "detached HEAD"
+            base = f" · ⎇ {w.branch} from {onto} @ {w.base_commit[:10]}"
+        return Content.from_markup("[b]Diff[/b] · $sid · $task$base", sid=v.session_id,
+                                   task=fmt.short(v.task, 60), base=base)
+
+    def on_mount(self) -> None:
+        self.load()
+
+    # -- loading ---------------------------------------------------------------------
+    @work(exclusive=True, group="diff-load")
+    async def load(self) -> None:
+        self._status("[dim]reading the diff…[/]")
+        try:
+            diff = await self.runtime.diff(self.session_id)
+        except (ValueError, KeyError) as exc:
+            self.diff, self.error = None, str(exc)
+            self._show_nothing(str(exc))
+            return
+        except Exception as exc:  # git failed: say it, stay up
+            self.diff, self.error = None, f"{type(exc).__name__}: {exc}"
+            self._show_nothing(self.error)
+            return
+        self.diff, self.error = diff, ""
+        files = self.query_one("#diff-files", OptionList)
+        files.clear_options()
+        if not diff.files:
+            self._show_nothing("no changes against the base commit yet")
+            return
+        files.add_options([Option(self._file_label(f)) for f in diff.files])
+        stat = diff.stat
+        self.query_one("#diff-files-label", Label).update(Content.from_markup(
+            "[b]Files[/b] $n  [$text-success]+$a[/] [$text-error]-$r[/]", n=stat.files, a=stat.added, r=stat.removed))
+        keep = next((i for i, f in enumerate(diff.files) if f.path == self.path), 0)
+        files.highlighted = keep
+        self._show_file(keep)
+        self.query_one(DiffView).focus()
+        self._status(self.result or "[dim]m merge · k keep branch · x discard · c comment on the selected lines[/]")
+
+    def _file_label(self, f: Any) -> Content:
+        added = "bin" if f.added is None else f"+{f.added}"
+        removed = "" if f.removed is None else f"-{f.removed}"
+        return Content.from_markup(f"[b {STATUS_STYLE.get(f.status, '')}]$st[/] $path [$text-success]$a[/] "
+                                   "[$text-error]$r[/]", st=f.status, path=f.path, a=added, r=removed)
+
+    def _show_nothing(self, why: str) -> None:
+        self.query_one("#diff-files", OptionList).clear_options()
+        self.query_one(DiffView).set_lines([DiffLine("meta", why)], [Content.styled(why, "$text-muted")])
+        self._status(Content.from_markup("[b]No diff[/b]: $why", why=why) if not self.result else self.result)
+
+    def _show_file(self, index: int) -> None:
+        if self.diff is None or not 0 <= index < len(self.diff.files):
+            return
+        f = self.diff.files[index]
+        self.path = f.path
+        lines = parse_patch(f.patch)
+        if not lines:
+            lines = [DiffLine("meta", "(binary or empty file: no text diff)")]
+        self.query_one(DiffView).set_lines(lines, render_diff(lines, f.path))
+
+    @on(OptionList.OptionHighlighted, "#diff-files")
+    def _file_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._show_file(event.option_index)
+
+    def _status(self, text: str | Content) -> None:
+        content = text if isinstance(text, Content) else Content.from_markup(text)
+        self.query_one("#diff-status", Static).update(content)
+
+    # -- actions ---------------------------------------------------------------------
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def action_reload(self) -> None:
+        self.load()
+
+    def action_discard(self) -> None:
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.action_review("discard")
+
+        w = self.view.worktree
+        branch = w.branch if w is not None else "its branch"
+        self.app.push_screen(ConfirmDialog(f"Discard {branch} and its worktree? The changes are deleted."), done)
+
+    @work(group="diff-review")  # never exclusive: a second key must not cancel a merge under way
+    async def action_review(self, action: str) -> None:
+        if self.busy:
+            return
+        self.busy = True
+        self._status(f"[dim]{action}…[/]")
+        try:
+            result = await self.runtime.review(self.session_id, action)
+        except (ValueError, KeyError) as exc:
+            self.result = ""
+            self._status(Content.from_markup("[b $text-error]$action refused[/]: $why", action=action, why=str(exc)))
+            self.notify(f"{action} refused: {exc}", severity="warning")
+            return
+        finally:
+            self.busy = False
+        mark = "[b $text-success]✓[/]" if result.ok else "[b $text-error]✗[/]"
+        self.result = Content.from_markup(f"{mark} $action: $msg", action=action, msg=result.message)
+        self.notify(f"{action}: {result.message}", severity="information" if result.ok else "error",
+                    timeout=8)
+        self._status(self.result)
+        if result.ok:
+            self.load()
+
+    def action_comment(self) -> None:
+        view = self.query_one(DiffView)
+        if self.diff is None or self.path is None or not view.lines:
+            self.notify("no diff lines to comment on", severity="warning")
+            return
+        lines = view.selected_lines()
+        quoted = Content("\n").join(view.selected_contents()[:12])
+        path = self.path
+
+        def done(text: str | None) -> None:
+            if text:
+                self.send_comment(comment_message(path, lines, text))
+                view.clear_selection()
+
+        where = comment_message(path, lines, "").split(":\n", 1)[0].removeprefix("Review comment on ")
+        self.app.push_screen(CommentDialog(where, quoted), done)
+
+    @work(group="diff-comment")
+    async def send_comment(self, text: str) -> None:
+        try:
+            await self.runtime.send(self.session_id, text)
+        except Exception as exc:  # the session ended, or it is unknown: say so
+            self.notify(f"comment not sent: {exc}", severity="error")
+            return
+        self.notify("comment sent to the session as a follow-up")
