@@ -187,7 +187,7 @@ class SessionManager:
             model=h.get("model") or self.config.model,
             workspace=ws.resolve(),
             preseed_enabled=bool(h.get("preseed_enabled", True)),
-            top_k=int(h.get("top_k") or self.config.top_k),
+            top_k=h.get("top_k") or self.config.top_k,
             interactive=self.config.interactive if interactive is None else interactive,
             transcript_path=new_transcript_path(self.config.resolved_sessions_dir(), sid),
             messages=messages,

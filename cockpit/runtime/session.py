@@ -46,6 +46,7 @@ import httpx2
 from cockpit.events import (
     InjectedNote,
     Preseeded,
+    SelectorInfo,
     SessionDone,
     SessionErrorEvent,
     SessionStatus,
@@ -57,6 +58,7 @@ from cockpit.events import (
     UsageUpdate,
 )
 from cockpit.runtime import prompts
+from cockpit.runtime.selector import selector_for
 from cockpit.runtime.tools import TOOL_DEFINITIONS, ToolRunner
 from cockpit.runtime.transcript import TranscriptWriter, now_iso
 
@@ -339,6 +341,7 @@ class Session:
         engine = self._mgr.engine
         if not self.preseed_enabled:
             return
+        info = None
         self._set(S.PRESEEDING)
         if engine is not None:
             try:
@@ -346,7 +349,9 @@ class Session:
                     self._set(S.PRESEEDING, "waiting for model warm-up and the first index sync")
                     await asyncio.to_thread(engine.wait_ready)
                     self._set(S.PRESEEDING)
-                pre = await asyncio.to_thread(engine.build_preseed, self.task, self.top_k)
+                sel = selector_for(self._cfg)  # the model selector, when configured (issue 11)
+                pre = await asyncio.to_thread(engine.build_preseed, self.task, self.top_k,
+                                              **({"selector": sel} if sel is not None else {}))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # fail open, visibly
@@ -358,7 +363,26 @@ class Session:
                     InjectedNote(h.name, float(h.score), bool(h.priority), h.description or "", str(h.path))
                     for h in pre.hits
                 )
-        self._emit(Preseeded(self.id, self.injected, self.preseed_tokens, self.preseed_text))
+                info = self._account_selector(getattr(pre, "selector", None))
+        self._emit(Preseeded(self.id, self.injected, self.preseed_tokens, self.preseed_text, info))
+
+    def _account_selector(self, res) -> SelectorInfo | None:
+        """Add a selector call's usage to the session's totals (transcript ``usage`` record with
+        ``source: "selector"``, UsageUpdate) and describe it for the Preseeded event."""
+        if res is None:
+            return None
+        u = Usage(res.usage.input, res.usage.output, res.usage.cache_write, res.usage.cache_read)
+        cost = self._mgr.pricing.cost(res.model, u) if u.total else None
+        if u.total:
+            self.usage = self.usage + u
+            if cost is not None and self.cost_usd is not None:
+                self.cost_usd += cost
+            self._open_transcript()  # the header (injected notes) is final by now
+            self._record("usage", usage=u.__dict__, cost_usd=cost, model=res.model, source="selector")
+            self._mgr._on_usage(u, cost)
+            self._emit(UsageUpdate(self.id, u, self.usage, cost, self.cost_usd, context_window=self.context_window))
+        return SelectorInfo(res.model, u, cost, res.latency_ms, None if res.names is None else len(res.names),
+                            res.error)
 
     async def _turns(self) -> tuple[str, str]:
         """Model turns for one user message. Returns (kind, detail) with kind end|max_tokens|turn_cap."""

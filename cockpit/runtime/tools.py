@@ -181,10 +181,10 @@ def format_hits(hits) -> str:
 class ToolRunner:
     """Runs one session's tool calls. ``engine`` may be None (memory tools then return an error)."""
 
-    def __init__(self, workspace: Path | str, engine=None, default_top_k: int = 5):
+    def __init__(self, workspace: Path | str, engine=None, default_top_k: int | None = 5):
         self.workspace = Workspace(workspace)
         self.engine = engine
-        self.default_top_k = default_top_k
+        self.default_top_k = default_top_k or 5  # None: the preseed's own default; search shows 5
 
     async def run(self, name: str, data: Any) -> ToolOutcome:
         if name not in TOOL_NAMES:

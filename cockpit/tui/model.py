@@ -43,6 +43,7 @@ class SessionView:
     preseeded: bool = False
     preseed_tokens: int = 0
     preseed_text: str = ""
+    selector: ev.SelectorInfo | None = None  # the model selector's call, when one was made
     usage: Usage = field(default_factory=Usage)  # running totals, tokens
     cost_usd: float | None = 0.0  # running total, USD
     priced: bool = True
@@ -101,6 +102,7 @@ class SessionView:
             self.notes = event.notes
             self.preseed_tokens = event.tokens
             self.preseed_text = event.text
+            self.selector = event.selector
             self.preseeded = True
         elif isinstance(event, ev.SessionSpawned):
             self.task = event.task

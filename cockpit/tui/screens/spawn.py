@@ -44,7 +44,7 @@ class SpawnDialog(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="spawn.cancel")]
 
-    def __init__(self, engine: Any = None, top_k: int = 5, preseed: bool = True) -> None:
+    def __init__(self, engine: Any = None, top_k: int | None = None, preseed: bool = True) -> None:
         super().__init__(id="spawn-dialog")
         self.engine = engine
         self.top_k = top_k

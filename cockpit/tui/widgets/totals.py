@@ -22,6 +22,8 @@ class MemoryState:
     last_sync: str = ""  # "HH:MM:SS", already formatted
     warnings: int = 0
     watching: bool = False
+    watch_status: str = ""  # the watcher's own line (engine.status().watch / on_status)
+    watch_problem: bool = False  # e.g. the notes folder is missing
     syncing: bool = False
     last_change: str = ""  # e.g. "+1 ~2 -0"
 
@@ -42,7 +44,10 @@ def memory_markup(m: MemoryState) -> str:
         change = f" ({m.last_change})" if m.last_change else ""
         parts.append(f"synced {m.last_sync}{change}")
     if m.watching:
-        parts.append("watching notes")
+        from textual.markup import escape
+
+        line = escape(m.watch_status or "watching notes")
+        parts.append(f"[$warning]{line}[/]" if m.watch_problem else line)
     if m.warnings:
         parts.append(f"[$warning]⚠ {m.warnings} warning{'' if m.warnings == 1 else 's'}[/] [dim](w)[/]")
     return " · ".join(parts)
