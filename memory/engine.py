@@ -32,6 +32,7 @@ from .types import EngineStatus, Hit, LintIssue, NoteExistsError, Preseed, SyncR
 
 Progress = Callable[[int, int], None]
 QUERY_CACHE_SIZE = 64  # query vectors kept by embed_query (exact text → vector)
+PATH_CACHE_SIZE = 20_000  # note paths kept as Path objects for hits
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
 
 
@@ -65,6 +66,7 @@ class MemoryEngine:
         self._sync_started = False  # a sync has begun in this process
         self._first_sync = threading.Event()  # … and one has ended (ok or not)
         self.watch_status: str | None = None  # set by watch(): one line for a header
+        self._paths: dict[str, Path] = {}  # note path (relative) → absolute Path, for hits
 
     # ------------------------------------------------------------------ model
     def start_warmup(self) -> None:
@@ -414,8 +416,13 @@ class MemoryEngine:
         return cands, fetch
 
     def _hit(self, c, row, query: str, with_snippet: bool = True) -> Hit:
+        path = self._paths.get(row[5])
+        if path is None:  # a Path costs microseconds to build; the same notes come up again
+            if len(self._paths) >= PATH_CACHE_SIZE:
+                self._paths.clear()
+            path = self._paths[row[5]] = self.notes_dir / row[5]
         return Hit(name=row[1], description=row[2], snippet=snippet(row[3], query) if with_snippet else "",
-                   priority=bool(row[4]), score=max(0.0, c.cosine), path=self.notes_dir / row[5],
+                   priority=bool(row[4]), score=max(0.0, c.cosine), path=path,
                    rank_score=c.fused, keyword=c.ident)
 
     def search(self, query: str, top_k: int = 5, query_vector: np.ndarray | None = None) -> list[Hit]:
@@ -443,9 +450,10 @@ class MemoryEngine:
         """The preseed block for a task, with what went into it (see :mod:`memory.preseed`).
 
         Ranking as in :meth:`search`; one candidate per note name. Without a ``selector`` the
-        calibrated gate (:mod:`memory.gate`, ``gate_threshold`` overrides its threshold for
-        sweeps) decides block or no block from the best cosine of the first candidates, and the
-        block holds the ranking's top lines: at most ``top_k`` (None: ``preseed.MAX_LINES``)
+        calibrated gate (:mod:`memory.gate`; ``gate_threshold`` overrides its threshold, for
+        sweeps) decides block or no block from its score — best cosine plus weighted best term
+        coverage of the first candidates — and the block holds the ranking's top lines: at most
+        ``top_k`` (None: ``preseed.MAX_LINES``)
         within ``budget_tokens`` (estimated tokens, :mod:`memory.tokens`). With a ``selector``
         (:mod:`memory.selector`) the first ``SHORTLIST`` candidates and the task go to it; its
         answer picks the lines (``[]``: no block) and when it has none (``names`` None, or it
@@ -460,23 +468,31 @@ class MemoryEngine:
         max_lines = top_k or _preseed.MAX_LINES
         gate = load_gate()
         cands, fetch = self._rank(query, query_vector)
-        n = max(max_lines, gate.pool, SHORTLIST if selector is not None else 0)
-        rows = fetch(cands[: n + 8])  # a few spare rows: same-name notes are dropped below
+        want = max(max_lines, SHORTLIST if selector is not None else 0)
+        n = max(want, gate.pool)
+        rows = fetch(cands[:n])
         terms = query_terms(query)
         judged = [c for c in cands[: gate.pool] if c.note_id in rows]
         cosines = [c.cosine for c in judged]
         coverages = [coverage(terms, *rows[c.note_id][1:4]) for c in judged]
         gate_score = gate.score(cosines, coverages)
         signals = (max(cosines, default=0.0), max(coverages, default=0.0))
-        # snippets are made only for the lines that get one (render's ``fill``)
+        # one hit per note name, as many as the lines (or the shortlist) need; snippets are
+        # made only for the lines that get one (render's ``fill``)
         body_of: dict[str, str] = {}
-        hits = []
-        for c in cands[: n + 8]:
-            if c.note_id in rows:
-                h = self._hit(c, rows[c.note_id], query, with_snippet=False)
-                body_of.setdefault(h.name, rows[c.note_id][3])
-                hits.append(h)
-        ranked = _preseed.unique_names(hits)
+        ranked: list[Hit] = []
+        i = 0
+        while len(ranked) < want and i < len(cands):
+            if i >= n:  # same-name notes were dropped: fetch a few more rows
+                rows.update(fetch(cands[n: n + 8]))
+                n += 8
+            c = cands[i]
+            i += 1
+            row = rows.get(c.note_id)
+            if row is None or row[1].casefold() in body_of:
+                continue
+            body_of[row[1].casefold()] = row[3]
+            ranked.append(self._hit(c, row, query, with_snippet=False))
         considered = ranked[:max_lines]
         result: SelectorResult | None = None
         if selector is not None:
@@ -490,7 +506,7 @@ class MemoryEngine:
             selected_by = "embedded"
         text, included = _preseed.render(
             kept, budget_tokens, max_lines,
-            fill=lambda h: dataclasses.replace(h, snippet=snippet(body_of.get(h.name, ""), query)))
+            fill=lambda h: dataclasses.replace(h, snippet=snippet(body_of.get(h.name.casefold(), ""), query)))
         return Preseed(text, included, estimate_tokens(text), considered, gate_score=gate_score,
                        gate_signals=signals, selected_by=selected_by, selector=result)
 

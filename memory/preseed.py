@@ -56,11 +56,17 @@ _TAG = re.compile(_LT + r"\s*/?\s*project[\W_]{0,3}notes(?![a-z0-9])(?:[^<>\n]{0
 _INVISIBLE = {"Cf", "Cc", "Co", "Cn"}  # format (zero-width, bidi marks, tags), controls, unassigned
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")  # ASCII controls that are not whitespace
+
+
 def _visible(s: str) -> str:
     """``s`` without invisible characters, NFKC-folded (fullwidth → ASCII, ligatures split),
     whitespace (tabs, newlines, odd spaces) collapsed to single spaces."""
-    s = unicodedata.normalize("NFKC", s)
-    if not s.isascii() or any(ord(c) < 32 or ord(c) == 127 for c in s):
+    if s.isascii():
+        if _CONTROL.search(s):
+            s = _CONTROL.sub("", s)
+    else:
+        s = unicodedata.normalize("NFKC", s)
         s = "".join(c for c in s if c in "\t\n\r" or unicodedata.category(c) not in _INVISIBLE)
     return " ".join(s.split())
 
@@ -68,7 +74,10 @@ def _visible(s: str) -> str:
 def neutralise(s: str) -> str:
     """Note text made safe to put between the fence tags: visible characters only, NFKC,
     one line, and every tag-like ``project-notes`` form replaced by ``(project-notes)``."""
-    return _TAG.sub("(project-notes)", _visible(s))
+    s = _visible(s)
+    if "<" in s or "&" in s or not s.isascii():  # no bracket, no escape: no tag
+        s = _TAG.sub("(project-notes)", s)
+    return s
 
 
 def unique_names(hits: list[Hit]) -> list[Hit]:

@@ -21,8 +21,10 @@ when no client is at hand (it never is inside ``memory/``).
 
 from __future__ import annotations
 
-# weights in quarter tokens
-_ASCII, _HALF, _ONE, _TWO = 1, 2, 4, 8
+import re
+
+# characters from U+0800 on (3 or 4 UTF-8 bytes)
+_WIDE = re.compile("[\u0800-\uffff\U00010000-\U0010ffff]")
 
 
 def estimate_tokens(text: str) -> int:
@@ -30,15 +32,9 @@ def estimate_tokens(text: str) -> int:
     this is ⌈characters / 4⌉."""
     if text.isascii():
         return (len(text) + 3) // 4
-    quarters = 0
-    for ch in text:
-        cp = ord(ch)
-        if cp < 0x80:
-            quarters += _ASCII
-        elif cp < 0x800:
-            quarters += _HALF
-        elif cp < 0x10000:
-            quarters += _ONE
-        else:
-            quarters += _TWO
+    # in quarter tokens: ASCII 1, U+0080–U+07FF 2, other BMP 4, beyond the BMP 8 — which is the
+    # UTF-8 length (1, 2, 3, 4 bytes) + 1 per character from U+0800 + 3 more beyond the BMP
+    utf8 = len(text.encode("utf-8", "surrogatepass"))
+    astral = len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
+    quarters = utf8 + len(_WIDE.findall(text)) + 3 * astral
     return (quarters + 3) // 4
