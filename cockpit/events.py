@@ -129,15 +129,33 @@ class StatusChanged(Event):
 
 
 @dataclass(frozen=True)
+class SelectorInfo:
+    """The model selector's part in a preseed (``preseed.selector = "model"``).
+
+    ``usage``: tokens of its call (also in the session's totals); ``cost_usd``: USD, None when
+    ``model`` has no price; ``latency_ms``: wall time of the call; ``chosen``: notes it chose
+    (0 = "none apply": no block), None when it fell back to the embedded selection, ``error``
+    saying why (one line)."""
+
+    model: str
+    usage: Usage
+    cost_usd: float | None
+    latency_ms: float
+    chosen: int | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Preseeded(Event):
     """The block put into the first user message (``text`` exactly as sent; "" when none).
     ``error``: why preseeding failed ("" when it did not) — a failure is never shown as
-    "no note qualified"."""
+    "no note qualified"; ``selector``: the model selector's call, when one was configured."""
 
     notes: tuple[InjectedNote, ...]
-    tokens: int  # approximate tokens of ``text``
+    tokens: int  # estimated tokens of ``text``
     text: str
     error: str = ""
+    selector: SelectorInfo | None = None
 
 
 @dataclass(frozen=True)

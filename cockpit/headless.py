@@ -79,7 +79,12 @@ def add_parser(sub) -> None:
     p.add_argument("--no-worktree", action="store_true",
                    help="run in the workspace itself instead of a git worktree per session")
     p.add_argument("--base-url", default=None, help="Messages API base URL (default ANTHROPIC_BASE_URL / Anthropic)")
-    p.add_argument("--top-k", type=int, default=None, help="notes in the preseed block (default 5)")
+    p.add_argument("--top-k", type=int, default=None,
+                   help="at most N notes in the preseed block (default: as many as its 600-token "
+                        "budget holds, up to 12)")
+    p.add_argument("--selector", choices=("embedded", "model"), default=None,
+                   help="who picks the notes: the engine's ranking and gate (default) or a small "
+                        "model over its shortlist (config: [preseed] selector)")
     p.add_argument("--no-preseed", action="store_true",
                    help="no preseed; the system prompt tells the model to call memory_search first")
     p.add_argument("--max-turns", type=int, default=None, help="model turns per session (default 25)")
@@ -182,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
                 "tools": args.tools,
                 "worktrees": False if args.no_worktree else None,
                 "top_k": args.top_k,
+                "selector": args.selector,
                 "max_turns": args.max_turns,
                 "max_tokens": args.max_tokens,
                 "concurrency": args.concurrency,

@@ -36,13 +36,20 @@ def add_parser(sub) -> None:
     sp.add_argument("--json", action="store_true", help="print the sync report as JSON")
     sp.set_defaults(func=cmd_index)
 
-    for name, helptext, func in (("search", "hybrid search, no relevance floor (order: fused vector + keyword ranks, ★ lifted; cos: cosine)", cmd_search),
-                                 ("preseed", "print exactly the block a session would get", cmd_preseed)):
-        sp = common(msub.add_parser(name, help=helptext))
-        sp.add_argument("query")
-        sp.add_argument("--top-k", type=int, default=5, metavar="N")
-        sp.add_argument("--json", action="store_true")
-        sp.set_defaults(func=func)
+    sp = common(msub.add_parser("search", help="hybrid search, no relevance gate (order: fused vector + "
+                                                "keyword ranks, ★ lifted; cos: cosine, 0…1)"))
+    sp.add_argument("query")
+    sp.add_argument("--top-k", type=int, default=5, metavar="N")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_search)
+
+    sp = common(msub.add_parser("preseed", help="print exactly the block a session would get"))
+    sp.add_argument("query")
+    sp.add_argument("--top-k", type=int, default=None, metavar="N",
+                    help="at most N notes (default: as many as the token budget holds, up to 12)")
+    _selector_arg(sp)
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_preseed)
 
     sp = common(msub.add_parser("lint", help="advice on notes to fix (never edits)"))
     sp.add_argument("--json", action="store_true")
@@ -63,11 +70,25 @@ def add_parser(sub) -> None:
     hook_arguments(sp)
     sp.set_defaults(func=lambda args: __import__("cockpit.memory_hook", fromlist=["main"]).main(args))
 
-    sp = common(msub.add_parser("eval", help="recall@k / false-inject rate against gold queries"))
-    sp.add_argument("queries", metavar="QUERIES.jsonl")
-    sp.add_argument("--top-k", type=int, default=5, metavar="N")
+    sp = common(msub.add_parser(
+        "eval", help="recall of the block, recall@k of the ranking, false-inject rate against gold queries",
+        description="Evaluate the preseed against labelled queries (JSON lines: id, query, gold, kind). "
+                    "Several files: figures per file and pooled."))
+    sp.add_argument("queries", metavar="QUERIES.jsonl", nargs="+")
+    sp.add_argument("--top-k", type=int, default=None, metavar="N",
+                    help="at most N notes in the block (default: as many as the token budget holds, up to 12)")
+    sp.add_argument("--at", default="5,10,30", metavar="K,K,…", help="recall@k of the ranking for these k")
+    sp.add_argument("--sweep", action="store_true",
+                    help="also print recall and false-inject rate over gate thresholds (the gate's curve)")
+    _selector_arg(sp)
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_eval)
+
+
+def _selector_arg(sp) -> None:
+    sp.add_argument("--selector", choices=("embedded", "model"), default=None,
+                    help="embedded ranking + gate (default), or a small model choosing from the "
+                         "shortlist (needs ANTHROPIC_API_KEY; config [preseed] selector)")
 
 
 def _usage(p) -> int:
@@ -184,17 +205,39 @@ def cmd_search(args) -> int:
     return 0
 
 
+def _selector(args):
+    """``(selector or None, runtime config)`` from ``--selector`` / environment / config.toml."""
+    from cockpit.runtime import ConfigError, load_config
+    from cockpit.runtime.selector import selector_for
+
+    try:
+        cfg = load_config({"selector": args.selector})
+    except ConfigError as exc:
+        raise CockpitError(str(exc)) from None
+    if cfg.selector == "model" and not cfg.api_key:
+        raise CockpitError("the model selector needs ANTHROPIC_API_KEY (any value for a local server)")
+    return selector_for(cfg), cfg
+
+
 def cmd_preseed(args) -> int:
-    engine = _engine(args, remote=True)
+    from memory.gate import load_gate
+
+    selector, _cfg = _selector(args)
+    engine = _engine(args, remote=selector is None)
     _sync(engine)
-    pre = engine.build_preseed(args.query, top_k=args.top_k)
+    pre = engine.build_preseed(args.query, top_k=args.top_k, selector=selector)
     if args.json:
         _print_json(pre.to_dict())
     else:
         sys.stdout.write(pre.text)  # exactly the block; an empty block prints nothing
+        sel = pre.selector
+        if sel is not None and sel.error:
+            print(f"cockpit: selector fell back to the embedded selection: {sel.error}", file=sys.stderr)
         if not pre.text:
-            print("cockpit: no note passes the relevance floor: the session would get no block",
-                  file=sys.stderr)
+            why = ("the selector found no note that applies" if pre.selected_by == "selector" else
+                   f"no note passes the relevance gate (score {pre.gate_score:.2f} < "
+                   f"{load_gate().threshold:.2f})")
+            print(f"cockpit: {why}: the session would get no block", file=sys.stderr)
     return 0
 
 
@@ -227,30 +270,125 @@ def cmd_save(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from memory.eval import EvalError, load_queries, run_eval
+    from memory.eval import EvalError, load_queries, run_eval, sweep
+    from memory.gate import load_gate
 
     try:
-        queries = load_queries(args.queries)
+        at = tuple(sorted({int(k) for k in args.at.split(",") if k.strip()}))
+    except ValueError:
+        raise CockpitError(f"--at must be whole numbers separated by commas, got {args.at!r}") from None
+    if not at or min(at) < 1:
+        raise CockpitError("--at needs at least one k ≥ 1")
+    queries = []
+    try:
+        for path in args.queries:
+            queries += load_queries(path)
     except EvalError as exc:
         raise CockpitError(str(exc)) from None
+    selector, cfg = _selector(args)
     engine = _engine(args)
     _sync(engine, _Bar())
-    res = run_eval(engine, queries, top_k=args.top_k)
+    res = run_eval(engine, queries, top_k=args.top_k, selector=selector, at=at, with_sweep=args.sweep)
+    gate = load_gate()
+    if args.sweep:
+        around = round(gate.threshold, 2)
+        thresholds = sorted({round(around + 0.01 * i, 2) for i in range(-20, 21)} | {gate.threshold})
+        res["sweep"] = {name: sweep([r for r in res["queries"] if name in ("all", r["file"])], thresholds)
+                        for name in [*res["files"], *(["all"] if len(res["files"]) > 1 else [])]}
+    if selector is not None:
+        _price_selector(res, cfg)
+    res["gate"] = {"threshold": gate.threshold, "pool": gate.pool, "model": gate.model}
     if args.json:
         _print_json(res)
         return 0
-    k = args.top_k
-    e, b = res["engine"], res["baseline"]
-
-    def f(v):
-        return "n/a" if v is None else f"{v:.3f}"
-
-    print(f"{len(queries)} queries ({e['queries_with_gold']} with gold, {e['no_match_queries']} no-match), "
-          f"notes {engine.notes_dir}, SQLite binding {engine.store.binding}")
-    print(f"{'':22}{'engine':>10}{'keyword':>10}")
-    print(f"{'recall@' + str(k):22}{f(e[f'recall@{k}']):>10}{f(b[f'recall@{k}']):>10}")
-    for kind in sorted(set(e["per_kind"]) | set(b["per_kind"])):
-        print(f"{'  ' + kind:22}{f(e['per_kind'].get(kind)):>10}{f(b['per_kind'].get(kind)):>10}")
-    print(f"{'false-inject rate':22}{f(e['false_inject_rate']):>10}{f(b['false_inject_rate']):>10}")
-    print(f"{'p50 latency (ms)':22}{e['p50_ms']:>10.2f}{b['p50_ms']:>10.2f}")
+    _print_eval(res, engine, gate, at)
     return 0
+
+
+
+
+def _price_selector(res: dict, cfg) -> None:
+    """Add USD per selector call (pricing table × mean usage) where the model has a price."""
+    from cockpit.events import Usage
+    from cockpit.runtime import PricingError, load_pricing
+
+    try:
+        pricing = load_pricing(cfg.pricing_path)
+    except PricingError as exc:
+        raise CockpitError(str(exc)) from None
+    groups = [(fig, [r for r in res["queries"] if r["file"] == name]) for name, fig in res["files"].items()]
+    groups.append((res["all"], res["queries"]))
+    for fig, rows in groups:
+        calls = [r["selector"] for r in rows if r.get("selector")]
+        if not fig.get("selector") or not calls:
+            continue
+        costs = [pricing.cost(c["model"] or cfg.selector_model, Usage(**c["usage"])) for c in calls]
+        fig["selector"]["mean_cost_usd"] = (round(sum(costs) / len(costs), 6)
+                                            if all(c is not None for c in costs) else None)
+
+
+def _print_eval(res: dict, engine, gate, at) -> None:
+    cols = list(res["files"]) + (["all"] if len(res["files"]) > 1 else [])
+    figs = [res["files"][c] if c in res["files"] else res["all"] for c in cols]
+    base = res["baseline"]
+    allf = res["all"]
+    model = engine.embedder.model_id
+    print(f"{allf['queries']} queries ({allf['queries_with_gold']} with gold, {allf['no_match_queries']} "
+          f"no-match), notes {engine.notes_dir}, model {model}, SQLite binding {engine.store.binding}")
+    lines = res["top_k"] or "up to 12"
+    print(f"block: {lines} lines within 600 tokens; gate (memory/gate.json): best cosine + "
+          f"{gate.coverage_weight:g} × best term coverage of the first {gate.pool} candidates "
+          f"≥ {gate.threshold:.3f}")
+    if gate.model != model:
+        print(f"warning: the gate was calibrated for {gate.model}, not {model}: refit it "
+              "(bench/fit_gate.py)", file=sys.stderr)
+    for name in res["unknown_gold"]:
+        print(f"warning: gold note {name!r} is not in the index (a typo reads as a miss)", file=sys.stderr)
+
+    def f(v, fmt="{:.3f}"):
+        return "n/a" if v is None else fmt.format(v)
+
+    w = max(12, *(len(c) + 2 for c in cols))
+    print(f"{'':26}" + "".join(f"{c:>{w}}" for c in cols) + f"{'keyword (all)':>{w + 2}}")
+
+    def row(label, key, fmt="{:.3f}", basekey=None):
+        cells = "".join(f"{f(fg.get(key), fmt):>{w}}" for fg in figs)
+        b = f(base.get(basekey), fmt) if basekey else ""
+        print(f"{label:26}{cells}{b:>{w + 2}}")
+
+    row("recall of the block", "block_recall", basekey="block_recall")
+    kinds = sorted({k for fg in figs for k in fg["per_kind"]} | set(base["per_kind"]))
+    for kind in kinds:
+        cells = "".join(f"{f(fg['per_kind'].get(kind)):>{w}}" for fg in figs)
+        print(f"{'  ' + kind:26}{cells}{f(base['per_kind'].get(kind)):>{w + 2}}")
+    for k in at:
+        row(f"recall@{k} of the ranking", f"recall@{k}")
+    row("false-inject rate", "false_inject_rate", basekey="false_inject_rate")
+    row("block tokens (mean)", "mean_block_tokens", "{:.0f}")
+    row("block lines (mean)", "mean_block_lines", "{:.1f}")
+    row("p50 preseed (ms)", "p50_ms", "{:.1f}", basekey="p50_ms")
+    row("p95 preseed (ms)", "p95_ms", "{:.1f}")
+    if any(fg.get("selector") for fg in figs):
+        print("selector (model)")
+        for label, get, fmt in (
+                ("  calls", lambda s: s["calls"], "{:.0f}"),
+                ("  fell back", lambda s: s["fell_back"], "{:.0f}"),
+                ("  'none applies'", lambda s: s["none_applies"], "{:.0f}"),
+                ("  input tokens / call", lambda s: s["mean_usage"]["input"], "{:.0f}"),
+                ("  output tokens / call", lambda s: s["mean_usage"]["output"], "{:.0f}"),
+                ("  cache read / call", lambda s: s["mean_usage"]["cache_read"], "{:.0f}"),
+                ("  USD / call", lambda s: s.get("mean_cost_usd"), "{:.5f}"),
+                ("  p50 call (ms)", lambda s: s["p50_ms"], "{:.0f}")):
+            cells = "".join(f"{f(get(fg['selector']) if fg.get('selector') else None, fmt):>{w}}" for fg in figs)
+            print(f"{label:26}{cells}")
+        reasons: dict[str, int] = {}
+        for r, n in allf["selector"]["fall_back_reasons"].items():
+            reasons[r] = reasons.get(r, 0) + n
+        if reasons:
+            print("  fall-back reasons: " + ", ".join(f"{r} ×{n}" for r, n in sorted(reasons.items())))
+    for name, curve in res.get("sweep", {}).items():
+        print(f"\ngate sweep ({name}): threshold → recall of the block, false-inject rate"
+              f" (* = the calibrated threshold)")
+        for p in curve:
+            mark = "*" if abs(p["threshold"] - gate.threshold) < 1e-9 else " "
+            print(f"  {mark}{p['threshold']:.3f}  {f(p['recall'])}  {f(p['false_inject'])}")

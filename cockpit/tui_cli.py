@@ -18,7 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--workspace", metavar="DIR", default=".", help="sessions' workspace folder (default .)")
     g.add_argument("--model", metavar="ID", default=None, help="model id (free text; default from config)")
     g.add_argument("--base-url", metavar="URL", default=None, help="Messages API base URL (e.g. a local server)")
-    g.add_argument("--top-k", metavar="N", type=int, default=None, help="notes put in each session's first message")
+    g.add_argument("--top-k", metavar="N", type=int, default=None,
+                   help="at most N notes in each session's first message (default: as many as the "
+                        "600-token budget holds, up to 12)")
+    g.add_argument("--selector", choices=("embedded", "model"), default=None,
+                   help="who picks the notes: the engine's ranking and gate (default) or a small "
+                        "model over its shortlist (config: [preseed] selector)")
     g.add_argument("--no-preseed", action="store_true", help="start sessions without the notes block")
     g.add_argument("--backend", choices=["cockpit", "claude-code"], default=None,
                    help="default agent of new sessions: Cockpit's own loop or Claude Code (the claude-code extra)")
@@ -42,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_config({
             "model": args.model, "base_url": args.base_url, "top_k": args.top_k,
+            "selector": args.selector,
             "preseed": False if args.no_preseed else None, "interactive": True, "backend": args.backend,
             "claude_setting_sources": None if args.claude_setting_sources is None
             else parse_setting_sources(args.claude_setting_sources),

@@ -6,6 +6,7 @@ may be shared by many threads (SQLite calls serialise on a lock; embedding on th
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import threading
@@ -21,13 +22,17 @@ from . import preseed as _preseed
 from .embedder import Embedder, get_embedder
 from .notes import INDEX_FILE_NAMES, FileEntry, Note, NoteError, read_note, scan_paths, walk
 from .paths import default_index_path
-from .search import CANDIDATES, MMR_POOL, KeywordStats, VectorMirror, bm25_notes, fuse, lanes_agree, mmr
+from .gate import load_gate
+from .search import CANDIDATES, KeywordStats, VectorMirror, bm25_notes, fuse
+from .selector import SHORTLIST, Selector, SelectorCandidate, SelectorResult
 from .store import Store
-from .text import approx_tokens, note_texts, snippet
+from .text import coverage, note_texts, query_terms, snippet
+from .tokens import estimate_tokens
 from .types import EngineStatus, Hit, LintIssue, NoteExistsError, Preseed, SyncReport
 
 Progress = Callable[[int, int], None]
 QUERY_CACHE_SIZE = 64  # query vectors kept by embed_query (exact text → vector)
+PATH_CACHE_SIZE = 20_000  # note paths kept as Path objects for hits
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
 
 
@@ -60,6 +65,8 @@ class MemoryEngine:
         self.query_cache_hits = 0
         self._sync_started = False  # a sync has begun in this process
         self._first_sync = threading.Event()  # … and one has ended (ok or not)
+        self.watch_status: str | None = None  # set by watch(): one line for a header
+        self._paths: dict[str, Path] = {}  # note path (relative) → absolute Path, for hits
 
     # ------------------------------------------------------------------ model
     def start_warmup(self) -> None:
@@ -408,9 +415,14 @@ class MemoryEngine:
 
         return cands, fetch
 
-    def _hit(self, c, row, query: str) -> Hit:
-        return Hit(name=row[1], description=row[2], snippet=snippet(row[3], query),
-                   priority=bool(row[4]), score=c.cosine, path=self.notes_dir / row[5],
+    def _hit(self, c, row, query: str, with_snippet: bool = True) -> Hit:
+        path = self._paths.get(row[5])
+        if path is None:  # a Path costs microseconds to build; the same notes come up again
+            if len(self._paths) >= PATH_CACHE_SIZE:
+                self._paths.clear()
+            path = self._paths[row[5]] = self.notes_dir / row[5]
+        return Hit(name=row[1], description=row[2], snippet=snippet(row[3], query) if with_snippet else "",
+                   priority=bool(row[4]), score=max(0.0, c.cosine), path=path,
                    rank_score=c.fused, keyword=c.ident)
 
     def search(self, query: str, top_k: int = 5, query_vector: np.ndarray | None = None) -> list[Hit]:
@@ -420,9 +432,9 @@ class MemoryEngine:
         over a note's title and body-chunk vectors) and the FTS5 BM25 lane, plus a vote for notes
         holding an exact identifier of the query (``ship-v2``, ``6443``). Priority notes get a
         lift (``search.PRIORITY_LIFT``: the gain of moving from rank 3 to rank 1 in both lanes) —
-        they win close calls, never bury a clearly better note. ``Hit.score`` is the cosine (0…1).
-        ``query_vector`` (float32 ``(dim,)``, normalised) skips embedding the query.
-        Does not sync; the index must be current (``sync``/``watch``).
+        they win close calls, never bury a clearly better note. ``Hit.score`` is the cosine,
+        clamped to 0…1. ``query_vector`` (float32 ``(dim,)``, normalised) skips embedding the
+        query. Does not sync; the index must be current (``sync``/``watch``).
         """
         if not query.strip() and query_vector is None:
             return []
@@ -430,32 +442,89 @@ class MemoryEngine:
         rows = fetch(cands[:top_k])
         return [self._hit(c, rows[c.note_id], query) for c in cands[:top_k] if c.note_id in rows]
 
-    def build_preseed(self, query: str, top_k: int = 5, query_vector: np.ndarray | None = None,
-                      budget_tokens: int = _preseed.DEFAULT_BUDGET_TOKENS) -> Preseed:
-        """The preseed block with its hits and approximate token count (see :mod:`memory.preseed`).
+    def build_preseed(self, query: str, top_k: int | None = None,
+                      query_vector: np.ndarray | None = None,
+                      budget_tokens: int = _preseed.DEFAULT_BUDGET_TOKENS,
+                      selector: Selector | None = None,
+                      gate_threshold: float | None = None) -> Preseed:
+        """The preseed block for a task, with what went into it (see :mod:`memory.preseed`).
 
-        Picks ``top_k`` of the best ``MMR_POOL`` fused candidates (ranking as in :meth:`search`)
-        by maximal marginal relevance (``search.MMR_LAMBDA``: mostly rank order, but a note
-        that repeats an already chosen one yields to one covering another facet), applies the
-        relevance floor of :mod:`memory.preseed` (a gate on the best cosine or an exact
-        identifier match, then a per-line minimum), then fits the lines into
-        ``budget_tokens`` (approximate tokens, lines dropped from the end).
-        ``Preseed.text`` is "" when nothing qualifies; ``Preseed.considered`` holds the top-k
-        before the floor, for the UI.
+        Ranking as in :meth:`search`; one candidate per note name. Without a ``selector`` the
+        calibrated gate (:mod:`memory.gate`; ``gate_threshold`` overrides its threshold, for
+        sweeps) decides block or no block from its score — best cosine plus weighted best term
+        coverage of the first candidates — and the block holds the ranking's top lines: at most
+        ``top_k`` (None: ``preseed.MAX_LINES``)
+        within ``budget_tokens`` (estimated tokens, :mod:`memory.tokens`). With a ``selector``
+        (:mod:`memory.selector`) the first ``SHORTLIST`` candidates and the task go to it; its
+        answer picks the lines (``[]``: no block) and when it has none (``names`` None, or it
+        raised) the embedded selection above is used. ``Preseed.text`` is "" when nothing
+        qualifies; ``Preseed.considered`` holds the lines the gate judged, for the UI;
+        ``Preseed.gate_score`` the score it judged; ``Preseed.selector`` the selector's answer.
         """
+        if top_k is not None and top_k < 1:
+            raise ValueError("top_k must be at least 1")
         if not query.strip():
             return Preseed("", [], 0, [])
+        max_lines = top_k or _preseed.MAX_LINES
+        gate = load_gate()
         cands, fetch = self._rank(query, query_vector)
-        pool = cands[:max(MMR_POOL, top_k)]
-        picked = mmr(pool, self.mirror.title_vectors([c.note_id for c in pool]), top_k)
-        rows = fetch(picked)
-        top = [c for c in picked if c.note_id in rows]
-        considered = [self._hit(c, rows[c.note_id], query) for c in top]
-        kept = _preseed.select(considered, [c.bm25_rank for c in top], lanes_agree(cands))
-        text, included = _preseed.render(kept, budget_tokens)
-        return Preseed(text, included, approx_tokens(text), considered)
+        want = max(max_lines, SHORTLIST if selector is not None else 0)
+        n = max(want, gate.pool)
+        rows = fetch(cands[:n])
+        terms = query_terms(query)
+        judged = [c for c in cands[: gate.pool] if c.note_id in rows]
+        cosines = [c.cosine for c in judged]
+        coverages = [coverage(terms, *rows[c.note_id][1:4]) for c in judged]
+        gate_score = gate.score(cosines, coverages)
+        signals = (max(cosines, default=0.0), max(coverages, default=0.0))
+        # one hit per note name, as many as the lines (or the shortlist) need; snippets are
+        # made only for the lines that get one (render's ``fill``)
+        body_of: dict[str, str] = {}
+        ranked: list[Hit] = []
+        i = 0
+        while len(ranked) < want and i < len(cands):
+            if i >= n:  # same-name notes were dropped: fetch a few more rows
+                rows.update(fetch(cands[n: n + 8]))
+                n += 8
+            c = cands[i]
+            i += 1
+            row = rows.get(c.note_id)
+            if row is None or row[1].casefold() in body_of:
+                continue
+            body_of[row[1].casefold()] = row[3]
+            ranked.append(self._hit(c, row, query, with_snippet=False))
+        considered = ranked[:max_lines]
+        result: SelectorResult | None = None
+        if selector is not None:
+            result = self._ask_selector(selector, query, ranked[:SHORTLIST])
+        if result is not None and result.names is not None:
+            chosen = {name.casefold() for name in result.names}
+            kept = [h for h in ranked[:SHORTLIST] if h.name.casefold() in chosen]
+            selected_by = "selector"
+        else:
+            kept = considered if gate.opens(gate_score, gate_threshold) else []
+            selected_by = "embedded"
+        text, included = _preseed.render(
+            kept, budget_tokens, max_lines,
+            fill=lambda h: dataclasses.replace(h, snippet=snippet(body_of.get(h.name.casefold(), ""), query)))
+        return Preseed(text, included, estimate_tokens(text), considered, gate_score=gate_score,
+                       gate_signals=signals, selected_by=selected_by, selector=result)
 
-    def preseed(self, query: str, top_k: int = 5) -> str:
+    @staticmethod
+    def _ask_selector(selector: Selector, task: str, shortlist: list[Hit]) -> SelectorResult:
+        """The selector's answer; an exception becomes a fall-back answer naming it."""
+        t0 = time.perf_counter()
+        try:
+            res = selector.select(task, [SelectorCandidate(h.name, h.description) for h in shortlist])
+        except Exception as exc:  # noqa: BLE001 - any selector failure falls back
+            return SelectorResult(None, latency_ms=(time.perf_counter() - t0) * 1000,
+                                  error=f"selector raised {type(exc).__name__}: {exc}")
+        if not isinstance(res, SelectorResult):
+            return SelectorResult(None, latency_ms=(time.perf_counter() - t0) * 1000,
+                                  error=f"selector returned {type(res).__name__}, not a SelectorResult")
+        return res
+
+    def preseed(self, query: str, top_k: int | None = None) -> str:
         """Just the block of :meth:`build_preseed` ("" when nothing qualifies)."""
         return self.build_preseed(query, top_k).text
 
@@ -542,12 +611,18 @@ class MemoryEngine:
         return _lint.lint(self)
 
     def watch(self, stop: threading.Event, on_sync: Callable[[SyncReport], None] | None = None,
-              debounce_ms: int = 300) -> None:
+              debounce_ms: int = 300, on_status: Callable[[str, str], None] | None = None) -> None:
         """Sync now, then re-sync whenever a note file changes, until ``stop`` is set. Blocking:
-        run it in a thread. ``on_sync(report)`` is called after every sync (from this thread)."""
+        run it in a thread. ``on_sync(report)`` is called after every sync, ``on_status(state,
+        detail)`` when the watcher's state changes — ``"watching"``, ``"missing"`` (the notes
+        folder is gone: waiting for it), ``"recovered"`` (re-watching after it came back, full
+        resync done); both from this thread. See :mod:`memory.watch`."""
         from .watch import watch_notes
 
-        watch_notes(self, stop, on_sync, debounce_ms)
+        try:
+            watch_notes(self, stop, on_sync, debounce_ms, on_status)
+        finally:
+            self.watch_status = None
 
     def status(self) -> EngineStatus:
         """A snapshot: model state, note count, last sync time, warnings, SQLite binding."""
@@ -560,7 +635,7 @@ class MemoryEngine:
             model_state=self.embedder.state, model=self.embedder.model_id,
             model_error=getattr(self.embedder, "error", None), notes=n,
             last_sync=self._last_sync, warnings=warnings, binding=self.store.binding,
-            index_path=self.index_path, notes_dir=self.notes_dir)
+            index_path=self.index_path, notes_dir=self.notes_dir, watch=self.watch_status)
 
     def close(self) -> None:
         """Close the index connection (the shared model stays loaded)."""

@@ -6,7 +6,9 @@ Checks:
 * ``description-gap`` — a body sentence is about something the description does not cover
   (two facts in one note: the second is only found through the first). A sentence counts when
   its cosine to the description vector is below ``GAP_COS`` and it carries at least
-  ``GAP_MIN_TERMS`` content words the description does not use.
+  ``GAP_MIN_TERMS`` content words the description does not use. Claude Code's body structure
+  is one fact: the rule, then ``**Why:**`` (its reason) and ``**How to apply:**`` (when it
+  applies) — only the rule part is checked, never the reason or the guidance.
 * ``near-duplicate`` — two notes whose title vectors (name + description) have cosine ≥
   ``DUP_COS``.
 * ``name-collision`` — two files declare the same ``name`` (case-insensitive).
@@ -15,10 +17,24 @@ Checks:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .text import _sentences, content_terms
 from .types import LintIssue
+
+# Claude Code memory bodies: "<rule>\n\n**Why:** <reason>\n\n**How to apply:** <when>"
+_SUPPORT = re.compile(r"^[ \t>*_-]*(?:\*\*|__)?\s*(?:why|how to apply)\s*(?:\*\*|__)?\s*:",
+                      re.IGNORECASE | re.MULTILINE)
+
+
+def fact_part(body: str) -> str:
+    """The part of a note body that states its fact: everything before Claude Code's
+    ``**Why:**`` / ``**How to apply:**`` lines (the whole body when it has none)."""
+    m = _SUPPORT.search(body)
+    return body[: m.start()] if m else body
+
 
 GAP_COS = 0.20
 GAP_MIN_TERMS = 3
@@ -73,7 +89,7 @@ def lint(engine) -> list[LintIssue]:
         sents, owners = [], []
         for r in rows:
             if r[5] and r[4].strip() and r[0] in title_of:
-                for s in _sentences(r[4]):
+                for s in _sentences(fact_part(r[4])):
                     sents.append(s)
                     owners.append(r[0])
         if sents:

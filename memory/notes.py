@@ -194,6 +194,25 @@ def read_note(entry: FileEntry) -> Note:
 # --------------------------------------------------------------------------- folder walk
 
 _MD = (".md", ".MD", ".Md", ".mD")
+BAD_NAME = "file name is not valid UTF-8 (rename it to index it)"
+BAD_FOLDER = "folder name is not valid UTF-8: its notes are not indexed (rename it)"
+
+
+def _utf8(name: str) -> bool:
+    """False for a name the OS gave with undecodable bytes (surrogate escapes): such a name
+    cannot be stored, shown or matched as text."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(path: str) -> str:
+    """A path safe to store and print: undecodable bytes as ``\\xNN`` escapes."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _is_md(name: str) -> bool:
@@ -222,6 +241,14 @@ def walk(root: str, prefix: str = "", real_root: str | None = None,
         for de in it:
             name = de.name
             if name[0] == ".":
+                continue
+            if not _utf8(name):
+                try:
+                    folder_entry = de.is_dir(follow_symlinks=False)
+                except OSError:
+                    folder_entry = False
+                if folder_entry or name.endswith(_MD):
+                    skipped.append((shown(prefix + name), BAD_FOLDER if folder_entry else BAD_NAME))
                 continue
             try:
                 if not name.endswith(_MD):
@@ -295,6 +322,10 @@ def scan_paths(root: Path, rels) -> tuple[list, list[tuple[str, str]], set[str],
     for rel in dict.fromkeys(rels):
         parts = rel.split("/")
         if not rel or any(not p or p[0] == "." for p in parts):
+            continue
+        if not _utf8(rel):  # reported by the watcher under an undecodable name
+            if rel.endswith(_MD) and os.path.lexists(os.path.join(root_s, *parts)):
+                skipped.append((shown(rel), BAD_NAME))
             continue
         exact.add(rel)
         name = parts[-1]

@@ -324,31 +324,6 @@ def bm25_notes(store, query: str, limit: int = CANDIDATES,
     return ranked, ident_ids
 
 
-MMR_LAMBDA = 0.8   # preseed lines: relevance vs. novelty (1.0 = plain rank order)
-MMR_POOL = 20      # candidates the preseed picks from
-
-
-def mmr(cands: list[Candidate], titles: np.ndarray, k: int, lam: float = MMR_LAMBDA) -> list[Candidate]:
-    """Maximal marginal relevance: pick ``k`` of ``cands`` (fused order), each maximising
-    ``lam · fused/fused_max − (1 − lam) · max cosine(title, titles already picked)``, so a block
-    covers several facets of a task instead of five notes on one. ``titles``: ``(len(cands), dim)``."""
-    if not cands:
-        return []
-    top = cands[0].fused or 1.0
-    rel = np.array([c.fused / top for c in cands], np.float32)
-    sims = titles @ titles.T
-    chosen: list[int] = []
-    penalty = np.zeros(len(cands), np.float32)
-    free = np.ones(len(cands), bool)
-    while free.any() and len(chosen) < k:
-        score = np.where(free, lam * rel - (1 - lam) * penalty, -np.inf)
-        i = int(np.argmax(score))
-        chosen.append(i)
-        free[i] = False
-        penalty = np.maximum(penalty, sims[i])
-    return [cands[i] for i in chosen]
-
-
 def fuse(vec: list[tuple[int, float]], bm25: list[int], ident: set[int],
          priority_ids: set[int], cos_of) -> list[Candidate]:
     """Reciprocal-rank fusion (see module docstring). ``cos_of(note_id)`` supplies the cosine of
@@ -378,15 +353,3 @@ def fuse(vec: list[tuple[int, float]], bm25: list[int], ident: set[int],
             s += PRIORITY_LIFT
         c.fused = s
     return sorted(cands.values(), key=lambda c: (-c.fused, -c.cosine, c.note_id))
-
-
-def lanes_agree(cands: list[Candidate]) -> float | None:
-    """The cosine of the note that is first in both the vector and the keyword lane, or None
-    when the two lanes' top notes differ (or a lane found nothing)."""
-    vec = [c for c in cands if c.vec_rank is not None]
-    kw = [c for c in cands if c.bm25_rank is not None]
-    if not vec or not kw:
-        return None
-    top_vec = min(vec, key=lambda c: c.vec_rank)
-    top_kw = min(kw, key=lambda c: c.bm25_rank)
-    return top_vec.cosine if top_vec.note_id == top_kw.note_id else None

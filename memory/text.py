@@ -124,6 +124,26 @@ def _query_prefixes(query: str) -> frozenset[str]:
     return frozenset(t[:5] for t in content_terms(query))
 
 
+def query_terms(query: str) -> frozenset[str]:
+    """The task's content words as 5-letter prefixes (a cheap stemmer: ``deploys`` and
+    ``deployment`` meet at ``deplo``), stopwords and 1-letter words left out."""
+    return _query_prefixes(query)
+
+
+@functools.lru_cache(maxsize=8192)
+def _note_prefixes(name: str, description: str, body: str) -> frozenset[str]:
+    return frozenset(t[:5] for t in content_terms(f"{name.replace('-', ' ').replace('_', ' ')} "
+                                                  f"{description} {body}"))
+
+
+def coverage(terms: frozenset[str], name: str, description: str, body: str) -> float:
+    """Term coverage: the share of ``terms`` (from :func:`query_terms`) found in a note's name,
+    description or body (0…1; 0.0 when ``terms`` is empty)."""
+    if not terms:
+        return 0.0
+    return len(terms & _note_prefixes(name, description, body)) / len(terms)
+
+
 def snippet(body: str, query: str, max_chars: int = 160) -> str:
     """The body sentence sharing most content terms with ``query`` (first sentence on a tie),
     cut to ``max_chars`` at a word boundary with "…". "" for an empty body."""
@@ -140,8 +160,3 @@ def snippet(body: str, query: str, max_chars: int = 160) -> str:
         return best
     cut = best[: max_chars - 1].rsplit(" ", 1)[0]
     return cut + "…"
-
-
-def approx_tokens(text: str) -> int:
-    """Approximate LLM token count: ⌈characters / 4⌉ (0 for "")."""
-    return (len(text) + 3) // 4

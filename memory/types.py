@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .selector import SelectorResult
 
 
 class MemoryEngineError(Exception):
@@ -22,8 +26,8 @@ class IndexOpenError(MemoryEngineError):
 class Hit:
     """One ranked search result.
 
-    ``score`` is the cosine similarity (−1…1, in practice 0…1) between the query vector and the
-    note's best-matching vector (title or a body chunk); ``rank_score`` is the fused score that
+    ``score`` is the cosine similarity between the query vector and the note's best-matching
+    vector (title or a body chunk), clamped to 0…1 (a negative cosine, unrelated, shows as 0); ``rank_score`` is the fused score that
     decided the order (reciprocal-rank fusion of vector and BM25 ranks, plus the priority lift).
     ``snippet`` is a short piece of the body (≤ ~160 chars) chosen for the query.
     ``path`` is the note's file path (absolute).
@@ -56,23 +60,43 @@ class Preseed:
     """The preseed block and what went into it.
 
     ``text``: the exact block a session's first message starts with ("" when nothing qualifies).
-    ``hits``: the hits in the block, in rank order. ``tokens``: approximate token count of
-    ``text`` (≈ characters / 4; 0 when empty). ``considered``: hits before the relevance floor
-    and the token budget.
+    ``hits``: the hits in the block, in rank order. ``tokens``: estimated tokens of ``text``
+    (:func:`memory.tokens.estimate_tokens`; 0 when empty). ``considered``: the lines the gate
+    judged (the ranking's top lines, one per note name), before the gate and the token budget.
+    ``gate_score``: the score the gate judged and ``gate_signals`` its parts (best cosine,
+    best term coverage) — see :mod:`memory.gate`. ``selected_by``:
+    ``"embedded"`` (ranking + gate) or ``"selector"`` (a model chose; see
+    :mod:`memory.selector`). ``selector``: the selector's answer when one was asked
+    (``selector.error`` set when it fell back to the embedded selection), else None.
     """
 
     text: str
     hits: list[Hit]
     tokens: int
     considered: list[Hit] = field(default_factory=list)
+    gate_score: float = 0.0
+    gate_signals: tuple[float, float] = (0.0, 0.0)
+    selected_by: str = "embedded"
+    selector: "SelectorResult | None" = None
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "text": self.text,
             "tokens": self.tokens,
             "hits": [h.to_dict() for h in self.hits],
             "considered": [h.to_dict() for h in self.considered],
+            "gate_score": round(self.gate_score, 4),
+            "gate_signals": [round(x, 4) for x in self.gate_signals],
+            "selected_by": self.selected_by,
         }
+        if self.selector is not None:
+            s = self.selector
+            out["selector"] = {"names": s.names, "model": s.model, "error": s.error,
+                               "latency_ms": round(s.latency_ms, 1),
+                               "usage": {"input": s.usage.input, "output": s.usage.output,
+                                         "cache_write": s.usage.cache_write,
+                                         "cache_read": s.usage.cache_read}}
+        return out
 
 
 @dataclass
@@ -133,7 +157,10 @@ class LintIssue:
 class EngineStatus:
     """A snapshot for the UI. ``model_state``: "warming" | "ready" | "error".
     ``binding``: the SQLite module in use ("sqlite3", "sqlean" or "pysqlite3").
-    ``last_sync``: epoch seconds of the last completed sync in this process, or None."""
+    ``last_sync``: epoch seconds of the last completed sync in this process, or None.
+    ``watch``: the watcher's state as one line ("watching notes", "notes folder … missing:
+    waiting for it", "watching notes (re-watched … after the folder was re-created …)"), None
+    when no watcher runs."""
 
     model_state: str
     model: str
@@ -144,3 +171,4 @@ class EngineStatus:
     binding: str
     index_path: Path
     notes_dir: Path
+    watch: str | None = None

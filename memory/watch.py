@@ -1,10 +1,24 @@
-"""Re-sync the index when note files change (watchfiles; blocking, run in a thread)."""
+"""Re-sync the index when note files change (watchfiles; blocking, run in a thread).
+
+The watcher survives the notes folder being deleted, replaced or re-created (a ``git checkout``,
+an editor's atomic folder swap, ``rm -rf notes && cp -r …``): every half second it checks that
+the folder it watches is still the same folder (device and inode); when not, it stops watching
+the old one, waits for the folder to exist again, runs a full sync (deleted notes leave the
+index, new ones enter it) and watches the new folder. While the folder is missing the index
+keeps what it had (a checkout that removes the folder for a moment does not wipe it).
+
+Each state change is reported through ``on_status(state, detail)`` and kept in
+``engine.watch_status`` (shown by ``engine.status().watch``): ``state`` is ``"watching"``,
+``"missing"`` or ``"recovered"`` (watching again after the folder came back), ``detail`` one line
+for a header.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
 import threading
+import time
 
 import watchfiles
 
@@ -12,6 +26,7 @@ log = logging.getLogger(__name__)
 
 
 FULL_SYNC_OVER = 1000  # a batch with more changed paths than this gets a full sync
+POLL_S = 0.5           # how often the folder's identity is checked (watchfiles' timeout)
 
 
 def _is_note_change(change, path: str) -> bool:
@@ -23,15 +38,31 @@ def _is_note_change(change, path: str) -> bool:
     return name.lower().endswith(".md") or not os.path.isfile(path)
 
 
-def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 300) -> None:
+def _identity(folder) -> tuple[int, int] | None:
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if os.path.isdir(folder) else None
+
+
+def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 300,
+                on_status=None) -> None:
     """Sync once (whole folder), then after each batch of note changes a targeted sync of
     just the changed paths (``engine.sync(paths=...)``), until ``stop`` is set.
 
-    ``on_sync(report)`` runs after every sync. A failing sync (e.g. the folder vanished) is
-    logged and watching goes on; a notes folder that does not exist yet is waited for; an
-    exception raised by ``on_sync`` propagates.
+    ``on_sync(report)`` runs after every sync, ``on_status(state, detail)`` after every change
+    of the watcher's state (see module docstring). A failing sync is logged and watching goes
+    on (the next sync is a full one); a notes folder that does not exist (yet, or any more) is
+    waited for; an exception raised by a callback propagates.
     """
     full = True  # the next sync walks the whole folder (first one, or after a failure)
+    folder = engine.notes_dir
+
+    def status(state: str, detail: str) -> None:
+        engine.watch_status = detail
+        if on_status is not None:
+            on_status(state, detail)
 
     def run_sync(paths=None):
         nonlocal full
@@ -46,19 +77,39 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
             on_sync(report)
 
     run_sync()
-    while not engine.notes_dir.is_dir():  # not there yet: wait for it rather than fail
-        if stop.wait(1.0):
-            return
-        full = True
-    if full:
-        run_sync()
-    for changes in watchfiles.watch(engine.notes_dir, watch_filter=_is_note_change,
-                                    stop_event=stop, debounce=debounce_ms, step=50,
-                                    rust_timeout=500, yield_on_timeout=False,
-                                    raise_interrupt=False):
-        if stop.is_set():
-            break
-        paths = {p for _change, p in changes}
-        # a targeted sync examines only what changed; a flood of events (a checkout, a
-        # folder copied in) is cheaper as one walk
-        run_sync(None if len(paths) > FULL_SYNC_OVER else sorted(paths))
+    lost = False  # the folder went away while being watched
+    while not stop.is_set():
+        if _identity(folder) is None:
+            status("missing", f"notes folder {folder} missing: waiting for it")
+            while _identity(folder) is None:  # not there (yet, or any more): wait for it
+                if stop.wait(1.0):
+                    return
+            full = True
+        ident = _identity(folder)
+        if full:
+            run_sync()
+        if lost:
+            status("recovered", f"watching notes (re-watched {time.strftime('%H:%M:%S')} after the "
+                                "folder was re-created; full resync done)")
+        else:
+            status("watching", "watching notes")
+        lost = False
+        for changes in watchfiles.watch(folder, watch_filter=_is_note_change, stop_event=stop,
+                                        debounce=debounce_ms, step=50,
+                                        rust_timeout=int(POLL_S * 1000), yield_on_timeout=True,
+                                        raise_interrupt=False):
+            if stop.is_set():
+                return
+            root_event = any(os.path.normpath(p) == str(folder) for _change, p in changes)
+            if root_event or _identity(folder) != ident:  # deleted, replaced or re-created
+                lost = full = True
+                log.warning("notes folder %s was removed or replaced: re-watching", folder)
+                break
+            if not changes:
+                continue
+            paths = {p for _change, p in changes}
+            # a targeted sync examines only what changed; a flood of events (a checkout, a
+            # folder copied in) is cheaper as one walk
+            run_sync(None if len(paths) > FULL_SYNC_OVER else sorted(paths))
+        else:
+            return  # watchfiles ended: stop was set

@@ -133,16 +133,55 @@ def test_eval_figures_and_per_query_names(notes, capsys, tmp_path):
         {"id": "c", "query": "bake sourdough bread with a rye starter", "gold": [], "kind": "no-match"},
     ]
     q.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    code, out, _ = run(["eval", str(q), "--notes", str(notes), "--json"], capsys)
+    q2 = tmp_path / "q2.jsonl"
+    q2.write_text(json.dumps({"query": "how are database migrations written?", "gold": ["db-migrations", "no-such-note"]}))
+    code, out, _ = run(["eval", str(q), str(q2), "--notes", str(notes), "--json", "--sweep"], capsys)
     res = json.loads(out)
     assert code == 0
-    assert res["engine"]["recall@5"] == 1.0 and res["engine"]["false_inject_rate"] == 0.0
-    assert res["engine"]["per_kind"] == {"identifier": 1.0, "task": 1.0}
-    assert res["baseline"]["false_inject_rate"] is not None and res["engine"]["p50_ms"] > 0
+    one = res["files"]["q.jsonl"]
+    assert one["block_recall"] == 1.0 and one["false_inject_rate"] == 0.0
+    assert one["recall@5"] == 1.0 and one["per_kind"] == {"identifier": 1.0, "task": 1.0}
+    assert one["p50_ms"] > 0 and 0 < one["mean_block_tokens"] <= 600 and one["mean_block_lines"] >= 2
+    assert res["files"]["q2.jsonl"]["block_recall"] == 0.5  # the unknown gold name counts as a miss…
+    assert res["unknown_gold"] == ["no-such-note"]  # … and is reported
+    assert res["all"]["queries"] == 4 and res["baseline"]["false_inject_rate"] is not None
     per = {r["id"]: r for r in res["queries"]}
     assert per["c"]["engine"]["names"] == [] and "deploy-command" in per["a"]["engine"]["names"]
-    code, out, _ = run(["eval", str(q), "--notes", str(notes)], capsys)
-    assert "recall@5" in out and "false-inject rate" in out and "keyword" in out
+    # the sweep: at the calibrated threshold it reproduces the block as sent
+    gate = res["gate"]["threshold"]
+    at = next(p for p in res["sweep"]["all"] if p["threshold"] == gate)
+    assert at["recall"] == res["all"]["block_recall"] and at["false_inject"] == res["all"]["false_inject_rate"]
+    low = res["sweep"]["all"][0]
+    assert low["threshold"] < gate and low["false_inject"] >= at["false_inject"]
+    code, out, err = run(["eval", str(q), str(q2), "--notes", str(notes), "--sweep"], capsys)
+    for needle in ("recall of the block", "recall@10 of the ranking", "false-inject rate",
+                   "block tokens (mean)", "p50 preseed (ms)", "keyword", "gate sweep (all)", "q2.jsonl"):
+        assert needle in out
+    assert "no-such-note" in err
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("", "no queries (the file is empty)"),
+    ("\n\n", "no queries (the file is empty)"),
+    ('{"query": "deploy staging"}\n', ":1: no 'gold' list"),
+    ('{"query": "a", "gold": []}\n{"query": "b", "kind": "task"}\n', ":2: no 'gold' list"),
+    ('{"query": "a", "gold": "deploy-command"}\n', "'gold' must be a list"),
+    ('{"gold": []}\n', "needs a non-empty string 'query'"),
+    ('not json\n', ":1: not a JSON object"),
+    ('[1, 2]\n', ":1: not a JSON object"),
+])
+def test_eval_bad_queries_file_is_a_clear_error(notes, capsys, tmp_path, content, needle):
+    q = tmp_path / "q.jsonl"
+    q.write_text(content)
+    code, out, err = run(["eval", str(q), "--notes", str(notes)], capsys)
+    assert code == 2 and needle in err and "q.jsonl" in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_selector_flag_needs_an_api_key(notes, capsys, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    code, _, err = run(["preseed", "deploy", "--notes", str(notes), "--selector", "model"], capsys)
+    assert code == 2 and "ANTHROPIC_API_KEY" in err
 
 
 @pytest.mark.parametrize("argv,needle", [

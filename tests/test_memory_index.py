@@ -305,17 +305,6 @@ def test_mirror_title_vectors_follow_sync(tmp_path):
     assert np.allclose(fresh.mirror.title_vectors(ids), eng.mirror.title_vectors(ids))
 
 
-def test_mmr_prefers_a_new_facet_over_a_near_repeat():
-    from memory.search import Candidate, mmr
-
-    cands = [Candidate(1, fused=1.0), Candidate(2, fused=0.97), Candidate(3, fused=0.9)]
-    titles = np.array([[1, 0], [1, 0.01], [0, 1]], np.float32)
-    titles /= np.linalg.norm(titles, axis=1, keepdims=True)
-    assert [c.note_id for c in mmr(cands, titles, 3, lam=0.8)] == [1, 3, 2]
-    assert [c.note_id for c in mmr(cands, titles, 3, lam=1.0)] == [1, 2, 3]
-    assert mmr([], titles[:0], 3) == []
-
-
 @pytest.mark.parametrize("query", ['"; DROP TABLE notes; --', "NEAR(a b) AND OR NOT *", "^", "   ",
                                    'name:"x" OR body:y', "a-b-c.d:e/f_g"])
 def test_queries_cannot_break_fts(tmp_path, query):

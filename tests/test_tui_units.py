@@ -61,6 +61,19 @@ def test_fold_text_tools_usage_and_preseed():
     assert view.preseed_share == pytest.approx(60 / 400)
 
 
+def test_the_strip_shows_the_selector_call():
+    from cockpit.tui.widgets.strip import strip_markup
+
+    notes = (InjectedNote("deploy-command", 0.61, False),)
+    sel = ev.SelectorInfo("claude-haiku-5-5", Usage(1300, 12, 0, 0), 0.0014, 420.0, 1)
+    view = _fold(ev.Preseeded("s1", notes, 60, "<notes/>", selector=sel))
+    assert view.selector == sel
+    assert "selector 1.3k" in strip_markup(view) and "1 chosen" in strip_markup(view)
+    fell = ev.SelectorInfo("claude-haiku-5-5", Usage(), None, 5000.0, None, "timeout: no answer within 5 s")
+    assert "fell back" in strip_markup(_fold(ev.Preseeded("s1", notes, 60, "<notes/>", selector=fell)))
+    assert "selector" not in strip_markup(_fold(ev.Preseeded("s1", notes, 60, "<notes/>")))
+
+
 def test_a_retry_drops_the_partial_text_of_that_turn_only():
     view = _fold(
         ev.StatusChanged("s1", S.STREAMING), ev.TextDelta("s1", "first turn"),

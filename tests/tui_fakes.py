@@ -190,7 +190,7 @@ class FakeEngine:
     def lint(self):
         return list(self.lint_issues)
 
-    def watch(self, stop: threading.Event, on_sync=None):
+    def watch(self, stop: threading.Event, on_sync=None, on_status=None):
         stop.wait()
 
     def close(self):

@@ -8,13 +8,22 @@ Precedence (highest first):
    ``COCKPIT_MAX_RETRIES``, ``COCKPIT_TIMEOUT``, ``COCKPIT_PRICING`` (path of a pricing override file),
    ``COCKPIT_PERMISSION_MODE``, ``COCKPIT_TOOLS``, ``COCKPIT_BASH_TIMEOUT``, ``COCKPIT_BACKEND``,
    ``COCKPIT_CLAUDE_SETTING_SOURCES`` (comma-separated ``user,project,local``; ``none`` = none),
+   ``COCKPIT_SELECTOR`` (``embedded`` | ``model``), ``COCKPIT_SELECTOR_MODEL``, ``COCKPIT_SELECTOR_TIMEOUT``,
 3. the config file ``config.toml`` (``$COCKPIT_DATA_DIR/config.toml`` when that variable is set,
    else ``platformdirs.user_config_path("cockpit")/config.toml``), read with ``tomllib``. Keys
    at top level or under ``[runtime]``: ``model``, ``base_url``, ``max_tokens``, ``max_turns``,
    ``concurrency``, ``top_k``, ``preseed``, ``max_retries``, ``timeout``, ``pricing``,
    ``permission_mode``, ``tools``, ``worktrees``, ``bash_timeout``, ``context_management``,
-   ``notify_os``, ``backend``, ``claude_setting_sources`` (a list, e.g. ``["project"]``). A ``[permissions]`` table takes Claude Code's ``allow`` / ``deny`` rule lists and
-   ``defaultMode``. The API key is never read from the config file (environment or flag only),
+   ``notify_os``, ``backend``, ``claude_setting_sources`` (a list, e.g. ``["project"]``),
+   ``selector``, ``selector_model``, ``selector_timeout``. A ``[permissions]`` table takes Claude
+   Code's ``allow`` / ``deny`` rule lists and ``defaultMode``; a ``[preseed]`` table takes
+   ``selector``, ``model`` and ``timeout`` (the selector's), e.g.::
+
+       [preseed]
+       selector = "model"        # a small model picks the notes (default "embedded")
+       model = "claude-haiku-5-5"
+
+   The API key is never read from the config file (environment or flag only),
 4. the defaults of :class:`RuntimeConfig`.
 
 Nothing here prints or logs the API key; ``repr(RuntimeConfig)`` masks it.
@@ -94,6 +103,11 @@ class RuntimeConfig:
     ``claude-agent-sdk`` extra). ``claude_setting_sources``: which of the user's Claude Code
     settings a ``claude-code`` session reads (None: all, as Claude Code does by default;
     ``()``: none; else any of ``user``, ``project``, ``local`` — ``project`` brings CLAUDE.md).
+    ``top_k``: at most this many notes in the preseed block (None: as many as its token budget
+    holds, up to ``memory.preseed.MAX_LINES``); also the default hit count of ``memory_search``
+    (5 when None). ``selector``: ``"embedded"`` (ranking + calibrated gate) or ``"model"``
+    (:mod:`cockpit.runtime.selector`: ``selector_model`` picks from the shortlist, falling back
+    to the embedded selection after ``selector_timeout`` seconds or on any failure).
     """
 
     api_key: str | None = field(default=None, repr=False)
@@ -102,8 +116,11 @@ class RuntimeConfig:
     max_tokens: int = 4096
     max_turns: int = 25
     concurrency: int = 9
-    top_k: int = 5
+    top_k: int | None = None
     preseed: bool = True
+    selector: str = "embedded"
+    selector_model: str = "claude-haiku-5-5"
+    selector_timeout: float = 5.0
     interactive: bool = True
     max_retries: int = 2
     timeout: float = 600.0
@@ -150,13 +167,19 @@ _ENV: dict[str, tuple[str, Any]] = {
     "COCKPIT_BASH_TIMEOUT": ("bash_timeout", float),
     "COCKPIT_BACKEND": ("backend", str),
     "COCKPIT_CLAUDE_SETTING_SOURCES": ("claude_setting_sources", "sources"),
+    "COCKPIT_SELECTOR": ("selector", str),
+    "COCKPIT_SELECTOR_MODEL": ("selector_model", str),
+    "COCKPIT_SELECTOR_TIMEOUT": ("selector_timeout", float),
 }
 _FILE_KEYS: dict[str, Any] = {
     "model": str, "base_url": str, "max_tokens": int, "max_turns": int, "concurrency": int,
     "top_k": int, "preseed": bool, "max_retries": int, "timeout": float, "pricing": Path,
     "permission_mode": str, "tools": str, "worktrees": bool, "bash_timeout": float,
     "context_management": str, "notify_os": bool, "backend": str, "claude_setting_sources": "sources",
+    "selector": str, "selector_model": str, "selector_timeout": float,
 }
+_PRESEED_TABLE = {"selector": "selector", "model": "selector_model", "timeout": "selector_timeout"}
+SELECTORS = ("embedded", "model")
 
 
 def parse_setting_sources(value: Any) -> tuple[str, ...]:
@@ -195,6 +218,10 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
     for key in _FILE_KEYS:
         if key in data and not isinstance(data[key], dict):
             table.setdefault(key, data[key])
+    if isinstance(data.get("preseed"), dict):  # [preseed] selector = "model", model, timeout
+        for key, name in _PRESEED_TABLE.items():
+            if key in data["preseed"]:
+                table[name] = data["preseed"][key]
     out: dict[str, Any] = {}
     for key, typ in _FILE_KEYS.items():
         if key not in table:
@@ -270,6 +297,7 @@ def load_config(
 
 _POSITIVE = ("max_tokens", "max_turns", "concurrency", "top_k")
 _NON_NEGATIVE = ("max_retries", "interrupted_retries")
+_OPTIONAL = ("top_k",)
 
 
 def _validate(config: RuntimeConfig) -> None:
@@ -277,10 +305,12 @@ def _validate(config: RuntimeConfig) -> None:
     (flag, environment or config file)."""
     for name in _POSITIVE + _NON_NEGATIVE:
         value = getattr(config, name)
+        if value is None and name in _OPTIONAL:
+            continue
         low = 1 if name in _POSITIVE else 0
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"{name} must be a whole number ≥ {low}, got {value!r}")
-    for name in ("timeout", "bash_timeout"):
+    for name in ("timeout", "bash_timeout", "selector_timeout"):
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ConfigError(f"{name} must be a number of seconds > 0, got {value!r}")
@@ -300,6 +330,10 @@ def _validate(config: RuntimeConfig) -> None:
         config.claude_setting_sources = parse_setting_sources(list(config.claude_setting_sources))
     if config.context_management not in ("auto", "off"):
         raise ConfigError(f"context_management must be 'auto' or 'off', got {config.context_management!r}")
+    if config.selector not in SELECTORS:
+        raise ConfigError(f"selector must be one of {', '.join(SELECTORS)}, got {config.selector!r}")
+    if not isinstance(config.selector_model, str) or not config.selector_model.strip():
+        raise ConfigError("selector_model must be a model id")
     if config.base_url is not None:
         from urllib.parse import urlsplit
 

@@ -335,7 +335,7 @@ class SessionManager:
             task=h.get("task", ""), model=h.get("model") or self.config.model, workspace=ws.resolve(),
             cwd=Path(info.cwd) if info else cwd.resolve(),
             preseed_enabled=bool(h.get("preseed_enabled", True)),
-            top_k=int(h.get("top_k") or self.config.top_k),
+            top_k=h.get("top_k") or self.config.top_k,
             interactive=self.config.interactive if interactive is None else interactive,
             permission_mode=PermissionMode.parse(h.get("permission_mode") or self.config.permission_mode),
             tools_style=h.get("tools") or self.config.tools, worktree=info,

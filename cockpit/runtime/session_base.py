@@ -28,11 +28,13 @@ from cockpit.events import (
     ApprovalResolved,
     InjectedNote,
     Preseeded,
+    SelectorInfo,
     SessionDone,
     SessionErrorEvent,
     SessionStatus,
     StatusChanged,
     Usage,
+    UsageUpdate,
     UserMessage,
     WorktreeChanged,
 )
@@ -351,6 +353,7 @@ class SessionBase:
         engine = self.engine
         if not self.preseed_enabled:
             return
+        info = None
         self._set(S.PRESEEDING)
         if engine is not None:
             try:
@@ -358,7 +361,11 @@ class SessionBase:
                     self._set(S.PRESEEDING, "waiting for model warm-up and the first index sync")
                     await asyncio.to_thread(engine.wait_ready)
                     self._set(S.PRESEEDING)
-                pre = await asyncio.to_thread(engine.build_preseed, preseed_query(self.task), self.top_k)
+                from cockpit.runtime.selector import selector_for
+
+                sel = selector_for(self._cfg)  # the model selector, when configured (issue 11)
+                pre = await asyncio.to_thread(engine.build_preseed, preseed_query(self.task), self.top_k,
+                                              **({"selector": sel} if sel is not None else {}))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # fail open, visibly: recorded and shown, never "no note qualified"
@@ -371,7 +378,28 @@ class SessionBase:
                     InjectedNote(h.name, float(h.score), bool(h.priority), h.description or "", str(h.path))
                     for h in pre.hits
                 )
-        self.rec.emit(Preseeded(self.id, self.injected, self.preseed_tokens, self.preseed_text, self.preseed_error))
+                info = self._account_selector(getattr(pre, "selector", None))
+        self.rec.emit(Preseeded(self.id, self.injected, self.preseed_tokens, self.preseed_text, self.preseed_error,
+                                info))
+
+    def _account_selector(self, res: Any) -> SelectorInfo | None:
+        """Add a selector call's usage to the session's totals (transcript ``usage`` record with
+        ``source: "selector"``, UsageUpdate) and describe it for the Preseeded event."""
+        if res is None:
+            return None
+        u = Usage(res.usage.input, res.usage.output, res.usage.cache_write, res.usage.cache_read)
+        cost = self._host.pricing.cost(res.model, u) if u.total else None
+        acct = self.acct
+        if u.total:
+            acct.usage = acct.usage + u
+            if cost is not None and acct.cost_usd is not None:
+                acct.cost_usd += cost
+            self._open_transcript()  # the header (injected notes) is final by now
+            self.rec.record("usage", usage=u.__dict__, cost_usd=cost, model=res.model, source="selector")
+            self._host.add_usage(u, cost)
+            self.rec.emit(UsageUpdate(self.id, u, acct.usage, cost, acct.cost_usd, context_window=acct.context_window))
+        return SelectorInfo(res.model, u, cost, res.latency_ms, None if res.names is None else len(res.names),
+                            res.error)
 
     # -- approvals --------------------------------------------------------------------------
     async def _await_answer(self, ask: ApprovalRequested) -> tuple[bool, str, str]:

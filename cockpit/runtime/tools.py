@@ -178,12 +178,12 @@ class ToolRunner:
     environment of the session's shell (already stripped of secrets). ``bash_timeout``: seconds
     per command."""
 
-    def __init__(self, cwd: Path | str, engine: MemoryBackend | None = None, default_top_k: int = 5,
+    def __init__(self, cwd: Path | str, engine: MemoryBackend | None = None, default_top_k: int | None = 5,
                  env: dict[str, str] | None = None, bash_timeout: float = bash_tool.DEFAULT_TIMEOUT_S):
         self.workspace = Workspace(cwd)
         self.editor = Editor(self.workspace)
         self.engine = engine
-        self.default_top_k = default_top_k
+        self.default_top_k = default_top_k or 5  # None: the preseed's own default; search shows 5
         self.bash = bash_tool.BashSession(self.workspace.root, env if env is not None else {"PATH": "/usr/bin:/bin"},
                                           timeout=bash_timeout)
 
@@ -266,12 +266,12 @@ class ToolRunner:
         return await memory_save(self.engine, d)
 
 
-async def memory_search(engine: MemoryBackend | None, d: dict, default_top_k: int = 5) -> ToolOutcome:
+async def memory_search(engine: MemoryBackend | None, d: dict, default_top_k: int | None = 5) -> ToolOutcome:
     """The ``memory_search`` tool on ``engine`` (input already checked by :func:`check_memory_input`):
     ranked hits as text (:func:`format_hits`). The engine runs in a worker thread."""
     if engine is None:
         return ToolOutcome("memory_search unavailable: no notes folder configured", True)
-    top_k = max(1, min(20, d.get("top_k") or default_top_k))
+    top_k = max(1, min(20, d.get("top_k") or default_top_k or 5))
     hits = await asyncio.to_thread(engine.search, d["query"], top_k)
     return ToolOutcome(format_hits(hits))
 

@@ -11,7 +11,9 @@ the record in flight). Record types, in order of appearance:
 - ``message``: ``role`` (user|assistant), ``content`` (API content blocks) — every message the
   conversation holds, in order; :func:`load_messages` rebuilds the conversation from these.
 - ``usage``: one per model response: ``usage`` ``{input, output, cache_write, cache_read}``
-  (tokens), ``cost_usd`` (USD or null), ``stop_reason``, ``model``.
+  (tokens), ``cost_usd`` (USD or null), ``stop_reason``, ``model``. The preseed's model
+  selector call, when one was made, is a ``usage`` record with ``source: "selector"`` (and its
+  own ``model``) right after the header.
 - ``tool_call`` (``id``, ``name``, ``input``), ``tool_result`` (``id``, ``name``, ``content``, ``is_error``).
 - ``status`` (``status``, ``detail``), ``error`` (``kind``, ``message``).
 - ``approval`` (``request_id``, ``tool``, ``kind``, ``summary``, ``detail``), ``approval_result``

@@ -491,7 +491,8 @@ class Server:
 
     async def h_mem_preseed(self, conn: Connection, p: dict) -> dict:
         engine = await self._ready_engine(p)
-        pre = await asyncio.to_thread(engine.build_preseed, self._str(p, "query"), int(p.get("top_k") or 5))
+        top_k = p.get("top_k")
+        pre = await asyncio.to_thread(engine.build_preseed, self._str(p, "query"), int(top_k) if top_k else None)
         return pre.to_dict()
 
     async def h_mem_save(self, conn: Connection, p: dict) -> dict:

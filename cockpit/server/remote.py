@@ -203,11 +203,16 @@ class RemoteEngine:
     def search(self, query: str, top_k: int = 5) -> list[Any]:
         return [_hit(h) for h in self._call("memory.search", query=query, top_k=top_k)["hits"]]
 
-    def build_preseed(self, query: str, top_k: int = 5) -> Any:
+    def build_preseed(self, query: str, top_k: int | None = None, selector: Any = None) -> Any:
+        """The block the server's engine builds. A model ``selector`` runs where the client is
+        (it holds the API key): pass None here (the memory CLI uses the local engine for it)."""
+        if selector is not None:
+            raise ValueError("a model selector runs in-process; the remote engine takes none")
         d = self._call("memory.preseed", query=query, top_k=top_k)
-        return _obj(d, hits=[_hit(h) for h in d["hits"]], considered=[_hit(h) for h in d.get("considered", [])])
+        return _obj(d, hits=[_hit(h) for h in d["hits"]], considered=[_hit(h) for h in d.get("considered", [])],
+                    selector=None)
 
-    def preseed(self, query: str, top_k: int = 5) -> str:
+    def preseed(self, query: str, top_k: int | None = None) -> str:
         return self.build_preseed(query, top_k).text
 
     def save(self, name: str, description: str, body: str, priority: bool = False) -> Path:

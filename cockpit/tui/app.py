@@ -90,7 +90,7 @@ class CockpitApp(SessionCommands, Attention, App):
         *,
         workspace: str | Path | None = None,
         model: str | None = None,
-        top_k: int = 5,
+        top_k: int | None = None,
         preseed: bool = True,
         sessions_dir: str | Path | None = None,
         watch_notes: bool = True,
@@ -363,7 +363,8 @@ class CockpitApp(SessionCommands, Attention, App):
         try:
             if self.watch_notes:
                 self._from_thread(self._set_watching, True)
-                engine.watch(self._stop, on_sync=on_sync)
+                engine.watch(self._stop, on_sync=on_sync,
+                             on_status=lambda state, detail: self._from_thread(self._watch_state, state, detail))
             else:
                 on_sync(engine.sync())
         except Exception as exc:
@@ -385,6 +386,12 @@ class CockpitApp(SessionCommands, Attention, App):
 
     def _set_watching(self, on: bool) -> None:
         self.memory.watching = on
+        self._totals_dirty = True
+
+    def _watch_state(self, state: str, detail: str) -> None:
+        """The watcher's state (``memory.watch``): e.g. the notes folder went missing."""
+        self.memory.watch_status = detail
+        self.memory.watch_problem = state == "missing"
         self._totals_dirty = True
 
     def _synced(self, report: Any) -> None:

@@ -27,7 +27,7 @@ def _result(out: ToolOutcome) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": out.content}], "is_error": out.is_error}
 
 
-def memory_server(engine: MemoryBackend | None, default_top_k: int = 5) -> Any:
+def memory_server(engine: MemoryBackend | None, default_top_k: int | None = 5) -> Any:
     """The ``McpSdkServerConfig`` to put in ``ClaudeAgentOptions.mcp_servers[SERVER_NAME]``."""
     search_def, save_def = MEMORY_TOOLS
 

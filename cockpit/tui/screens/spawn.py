@@ -66,7 +66,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="spawn.cancel")]
 
-    def __init__(self, engine: Any = None, top_k: int = 5, preseed: bool = True, *,
+    def __init__(self, engine: Any = None, top_k: int | None = None, preseed: bool = True, *,
                  model: str = "", permission_mode: str | None = None, worktree: bool | None = None,
                  backends: tuple[str, ...] = ("cockpit",), backend: str | None = None,
                  notes_missing: str = "") -> None:

@@ -46,6 +46,10 @@ def strip_markup(view: SessionView, width: int = 22) -> str:
         share = view.preseed_share
         pct = f" {share * 100:.0f}%" if share is not None else ""
         lines.append(f"preseed {fmt.tokens(view.preseed_tokens):>5}{pct}")
+    sel = view.selector
+    if sel is not None:  # the model selector's call: tokens (also in the totals above), outcome
+        what = "fell back" if sel.chosen is None else f"{sel.chosen} chosen"
+        lines.append(f"selector {fmt.tokens(sel.usage.total):>4} [dim]{what}[/]")
     ctx = fmt.percent(view.context_tokens, view.context_window)
     line = f"ctx {fmt.bar(view.context_tokens, view.context_window, 8)} {ctx}"
     if view.context_level == "full":

@@ -27,6 +27,8 @@ class MemoryState:
     last_sync: str = ""  # "HH:MM:SS", already formatted
     warnings: int = 0
     watching: bool = False
+    watch_status: str = ""  # the watcher's own line (engine.status().watch / on_status)
+    watch_problem: bool = False  # e.g. the notes folder is missing
     syncing: bool = False
     last_change: str = ""  # e.g. "+1 ~2 -0"
     notes_missing: str = ""  # the notes folder's path when it does not exist, else ""
@@ -53,7 +55,8 @@ def memory_markup(m: MemoryState) -> str:
     if missing:
         parts.append(missing)
     elif m.watching:
-        parts.append("watching notes")
+        line = escape(m.watch_status or "watching notes")
+        parts.append(f"[$warning]{line}[/]" if m.watch_problem else line)
     if m.warnings:
         parts.append(f"[$warning]⚠ {m.warnings} warning{'' if m.warnings == 1 else 's'}[/] [dim](w)[/]")
     return " · ".join(parts)
