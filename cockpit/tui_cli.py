@@ -1,9 +1,13 @@
 """Bare ``cockpit``: the top-level flags, and launching the Textual app.
 
+By default the app is a client of the Cockpit server (started in the background when none runs,
+as tmux does): the sessions and the warm memory engine live there, so quitting the app (``q``)
+detaches and the sessions go on; ``Q`` stops them first. ``--no-server`` (or
+``COCKPIT_NO_SERVER=1``) runs everything in this process instead, as one-off: the runtime's
+``SessionManager`` is then built inside the app's event loop and quitting stops the sessions.
+
 Textual is imported lazily inside :func:`run`, so ``cockpit memory …`` and ``cockpit run …``
-stay fast. The runtime's ``SessionManager`` is built inside the app's event loop (it must be
-created and used in one running loop); the memory engine is built before and starts warming
-in the background once the app is up — the app is interactive at once.
+stay fast; the app is interactive at once (the engine warms in the background).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="what sessions may do without asking (the spawn dialog's default; default: config / default)")
     g.add_argument("--no-worktree", action="store_true",
                    help="sessions run in the workspace itself (the spawn dialog's default: a worktree each)")
+    g.add_argument("--no-server", action="store_true",
+                   help="run the sessions in this process (they end with the app) instead of the background server")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
 
     if config.backend == "claude-code" and not claude_code.available():
         raise CockpitError(claude_code.INSTALL_HINT)
+    import os
+
+    if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
+        return _run_attached(args, config, workspace)
 
     from memory import MemoryEngine, MemoryEngineError
 
@@ -85,4 +95,47 @@ def run(args: argparse.Namespace) -> int:
         app.run()
     finally:
         engine.close()
+    return int(app.return_code or 0)
+
+
+def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
+    """The app as a client of the server (started when none runs)."""
+    import sys
+
+    from cockpit.errors import CockpitError
+    from cockpit.notes_location import resolve_notes
+    from cockpit.server.client import BlockingClient, ServerError, ensure_server
+    from cockpit.server.remote import RemoteEngine, RemoteRuntime
+
+    notes = resolve_notes(args.notes, Path.cwd())
+    try:
+        ensure_server()
+        engine = RemoteEngine(BlockingClient(), notes) if notes.is_dir() else None
+    except ServerError as exc:
+        raise CockpitError(f"{exc} (or run without it: cockpit --no-server)") from None
+
+    from cockpit.tui.app import CockpitApp
+
+    class _App(CockpitApp):
+        async def on_load(self) -> None:  # attach inside the app's loop
+            try:
+                self.manager = await RemoteRuntime.attach(config, notes=str(notes) if notes.is_dir() else None)
+            except Exception as exc:  # the server went away between the check and now
+                self.exit(return_code=2, message=f"cockpit: error: cannot attach to the server: {exc}")
+
+    app = _App(
+        None, engine, workspace=workspace, model=config.model, top_k=config.top_k,
+        preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
+        permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
+        notify_os=config.notify_os, api_key_missing=not config.api_key,
+    )
+    try:
+        app.run()
+    finally:
+        if engine is not None:
+            engine.close()
+    live = [v for v in app.views.values() if not v.status.is_final]
+    if live:
+        print(f"cockpit: {len(live)} session{'s' if len(live) != 1 else ''} go on in the server "
+              "(cockpit ls · cockpit attach ID · cockpit to come back)", file=sys.stderr)
     return int(app.return_code or 0)

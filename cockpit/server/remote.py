@@ -67,6 +67,7 @@ class RemoteRuntime:
     ``notes``/``index``: the notes folder (and index file) sessions spawned here use."""
 
     backends: tuple[str, ...] = ("cockpit",)
+    outlives_app = True  # quitting the app detaches: the sessions go on in the server
 
     def __init__(self, client: AsyncClient, config: RuntimeConfig, notes: str | None = None, index: str | None = None):
         self.client = client
@@ -137,11 +138,10 @@ class RemoteRuntime:
         return (await self.client.call("list"))["sessions"]
 
     async def stop_all(self) -> None:
-        """End every session of the server (finished ones done, working ones killed)."""
+        """Kill every session of the server that is still working (queued, streaming, running a
+        tool, needing approval); finished and waiting ones are left for review."""
         for row in await self.list():
-            if row["status"] not in ("done", "error", "killed", "interrupted"):
-                if row["status"] == "waiting for you":
-                    continue
+            if row["status"] not in ("done", "error", "killed", "interrupted", "waiting for you"):
                 await self.kill(row["id"], reason="stopped from the app")
 
     async def aclose(self) -> None:

@@ -80,6 +80,7 @@ class CockpitApp(SessionCommands, Attention, App):
     TITLE = "cockpit"
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
+        Binding("Q", "stop_and_quit", "Stop all & quit", show=False, id="quit.stop"),
         Binding("ctrl+t", "pick_theme", "Theme", id="theme"),
     ]
 
@@ -498,6 +499,10 @@ class CockpitApp(SessionCommands, Attention, App):
             yield SystemCommand("Next page", "The next page of panes (])", lambda: main.action_page(1))
             yield SystemCommand("Previous page", "Back a page of panes ([)", lambda: main.action_page(-1))
         yield SystemCommand("Pick theme", "Choose a theme; the choice persists (ctrl+t)", self.action_pick_theme)
+        if getattr(self.manager, "outlives_app", False):
+            yield SystemCommand("Detach", "Quit the app; the sessions go on in the server (q)", self.action_quit)
+        yield SystemCommand("Stop sessions and quit", "Stop every session still working (asks first), then quit (Q)",
+                            self.action_stop_and_quit)
         yield SystemCommand("Screenshot", "Save an SVG of the screen (Downloads, else the data folder)",
                             self.action_save_screenshot)
 

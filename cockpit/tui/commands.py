@@ -247,7 +247,17 @@ class SessionCommands(App):
 
     # -- quitting --------------------------------------------------------------------
     async def action_quit(self) -> None:
-        """Quit; when sessions are still working, ask first (quitting stops them)."""
+        """Quit. Attached to a server (``manager.outlives_app``), this detaches at once: the
+        sessions go on there. In-process, sessions still working are stopped, so it asks first."""
+        if isinstance(self.screen, QuitDialog):
+            return
+        if getattr(self.manager, "outlives_app", False):
+            await self._quit()
+            return
+        await self.action_stop_and_quit()
+
+    async def action_stop_and_quit(self) -> None:
+        """Stop every session still working (after asking) and quit."""
         if isinstance(self.screen, QuitDialog):
             return
         working = [v for v in self.views.values() if v.status in WORKING]
@@ -260,6 +270,12 @@ class SessionCommands(App):
 
         async def done(yes: bool | None) -> None:
             if yes:
+                stop_all = getattr(self.manager, "stop_all", None)
+                if stop_all is not None:  # a server: stop them there before detaching
+                    try:
+                        await stop_all()
+                    except Exception as exc:
+                        self.notify(f"stopping sessions failed: {exc}", severity="error")
                 await self._quit()
 
         self.push_screen(dialog, done)

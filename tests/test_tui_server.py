@@ -1,0 +1,95 @@
+"""The TUI as a client of a real background server: sessions outlive the app."""
+
+import json
+import os
+import signal
+
+import pytest
+
+from cockpit.cli import main
+from cockpit.events import SessionStatus as S
+from cockpit.runtime import RuntimeConfig
+from cockpit.server.client import BlockingClient, server_running, start_server, wait_for_stop
+from cockpit.server.remote import RemoteRuntime
+from cockpit.tui.app import CockpitApp
+from standin import Reply, StandIn
+
+SIZE = (160, 48)
+
+
+@pytest.fixture
+def server(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    start_server()
+    yield
+    if server_running():
+        with BlockingClient() as c:
+            pid = c.call("server.status")["pid"]
+            c.call("server.stop")
+        if not wait_for_stop(pid, 30):
+            os.kill(pid, signal.SIGKILL)
+
+
+class Notifier:
+    def __init__(self):
+        self.sent = []
+
+    def send(self, title, message):
+        self.sent.append((title, message))
+
+
+def attached_app(config: RuntimeConfig, workspace) -> CockpitApp:
+    class _App(CockpitApp):
+        async def on_load(self) -> None:
+            self.manager = await RemoteRuntime.attach(config)
+
+    return _App(None, None, workspace=workspace, model=config.model, sessions_dir=config.resolved_sessions_dir(),
+                api_key_missing=False, os_notifier=Notifier())
+
+
+async def until(pilot, cond, what, tries=400):
+    for _ in range(tries):
+        if cond():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_sessions_outlive_the_app_and_a_new_app_shows_them(server, tmp_path, capsys):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with StandIn() as api:
+        api.responder = lambda body: Reply("answer to " + body["messages"][0]["content"][-1]["text"])
+        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0)
+        app = attached_app(config, ws)
+        async with app.run_test(size=SIZE) as pilot:
+            for task in ("task one", "task two", "task three"):
+                app.spawn(task)
+            await until(pilot, lambda: len(app.views) == 3 and all(v.status is S.WAITING for v in app.views.values()),
+                        "three sessions waiting")
+            ids = sorted(app.views)
+            await pilot.press("q")  # detach: no question, the sessions stay in the server
+        assert app.return_code in (0, None)
+        with BlockingClient() as c:
+            rows = c.call("list")["sessions"]
+        assert sorted(r["id"] for r in rows) == ids and {r["status"] for r in rows} == {"waiting for you"}
+
+        again = attached_app(config, ws)
+        async with again.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: len(again.views) == 3, "the three sessions in the new app")
+            for sid in ids:
+                view = again.views[sid]
+                assert view.status is S.WAITING
+                text = "".join(b.text for b in view.blocks if b.kind == "text")
+                assert text == f"answer to {view.task}"
+            # a follow-up from this app reaches the server's session
+            again.screen.focus_pane(again.panes[ids[0]])
+            await pilot.press("enter", *"more", "enter")
+            await until(pilot, lambda: sum(b.kind == "user" for b in again.views[ids[0]].blocks) == 1, "follow-up shown")
+            await until(pilot, lambda: again.views[ids[0]].status is S.WAITING
+                        and len([b for b in again.views[ids[0]].blocks if b.kind == "text"]) == 2, "answered")
+            await pilot.press("Q")  # stop and quit: nothing is working, so no question
+        assert main(["ls", "--json"]) == 0
+        listed = json.loads(capsys.readouterr().out)["sessions"]
+        assert sorted(r["id"] for r in listed) == ids
