@@ -27,6 +27,11 @@ Design
   time over the streaming window, in cores (1.0 = one core busy). **Peak RSS** = ``VmHWM``.
 * No memory engine by default (``--engine`` adds a real ``MemoryEngine`` on a tiny notes
   folder, which loads torch + MiniLM: a much larger RSS, same UI work).
+* ``--server``: the sessions run in a Cockpit server (its own process, started by the bench with
+  a temporary data folder) and the app is its client (``RemoteRuntime``: events over the Unix
+  socket), as bare ``cockpit`` runs by default. CPU is then reported for the app and, apart, for
+  the server process.
+* The sessions work in a temporary folder (not a git repository: no worktrees are made).
 """
 
 from __future__ import annotations
@@ -93,7 +98,13 @@ def pct(values: list[float], q: float) -> float:
     return values[k]
 
 
-async def bench(base_url: str, seconds: float, sessions: int, key_interval: float, engine_on: bool) -> dict:
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def bench(base_url: str, seconds: float, sessions: int, key_interval: float, engine_on: bool,
+                through_server: bool = False) -> dict:
     from textual import events
 
     from cockpit.events import SessionStatus as S
@@ -102,6 +113,8 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
 
     tmp = Path(tempfile.mkdtemp(prefix="tui-bench-"))
     os.environ["COCKPIT_DATA_DIR"] = str(tmp / "data")
+    workspace = tmp / "workspace"
+    workspace.mkdir()
     engine = None
     if engine_on:
         from memory import MemoryEngine
@@ -112,8 +125,24 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
         engine = MemoryEngine(notes, index_path=tmp / "index.sqlite")
     config = RuntimeConfig(api_key="bench", base_url=base_url, model="claude-sonnet-4-5",
                            max_tokens=64000, sessions_dir=tmp / "sessions", interactive=True)
-    mgr = SessionManager(engine, config)
-    app = CockpitApp(mgr, engine, workspace=ROOT)
+    server_pid = None
+    if through_server:
+        from cockpit.server.client import BlockingClient, start_server
+        from cockpit.server.remote import RemoteRuntime
+
+        os.environ.pop("COCKPIT_NO_SERVER", None)
+        start_server()
+        with BlockingClient() as c:
+            server_pid = c.call("server.status")["pid"]
+
+        class _Attached(CockpitApp):
+            async def on_load(self) -> None:
+                self.manager = await RemoteRuntime.attach(config)
+
+        app = _Attached(None, engine, workspace=workspace, api_key_missing=False)
+    else:
+        mgr = SessionManager(engine, config)
+        app = CockpitApp(mgr, engine, workspace=workspace)
 
     pending: list[tuple[float, object]] = []  # (t0, pane the key selects), oldest first
     latencies: list[float] = []
@@ -153,6 +182,7 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
 
             profile = cProfile.Profile()
             profile.enable()
+        server_cpu0 = _cpu_s(server_pid) if server_pid else 0.0
         cpu0, wall0 = time.process_time(), time.perf_counter()
         presses = 0
         panes = list(grid.panes)
@@ -176,6 +206,7 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
             await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
         cpu = time.process_time() - cpu0
         wall = time.perf_counter() - wall0
+        server_cpu = (_cpu_s(server_pid) - server_cpu0) if server_pid else None
         await asyncio.sleep(0.5)  # the last keys' frames
         unmeasured = len(pending)
         pending.clear()
@@ -186,9 +217,17 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
         statuses = [v.status.value for v in app.views.values()]
         end_text = sum(len(b.text) for v in app.views.values() for b in v.blocks)
         events_seen = app.events_seen - start_events
+        if through_server:
+            await app.manager.stop_all()
         await app.shutdown()
     if engine is not None:
         engine.close()
+    if through_server:
+        from cockpit.server.client import BlockingClient, wait_for_stop
+
+        with BlockingClient() as c:
+            c.call("server.stop")
+        wait_for_stop(server_pid, 30)
     return {
         "sessions": sessions,
         "seconds": round(wall, 1),
@@ -201,6 +240,8 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
             "unmeasured": unmeasured,
         },
         "cpu_cores": round(cpu / wall, 3),
+        "server_cpu_cores": None if server_cpu is None else round(server_cpu / wall, 3),
+        "through_server": through_server,
         "peak_rss_mb": round(vm_hwm_mb(), 1),
         "events_per_s": round(events_seen / wall),
         "tokens_per_s_per_session": round(events_seen / wall / sessions, 1),
@@ -217,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tps", type=float, default=50.0, help="tokens per second per session")
     ap.add_argument("--key-interval", type=float, default=0.15, help="mean seconds between key presses (±50%% jitter)")
     ap.add_argument("--engine", action="store_true", help="also run a real MemoryEngine (loads torch)")
+    ap.add_argument("--server", action="store_true", help="the sessions run in a Cockpit server; the app attaches")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     ap.add_argument("--words", type=int, default=4000, help=argparse.SUPPRESS)
@@ -231,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         base_url = server.stdout.readline().strip()
-        result = asyncio.run(bench(base_url, args.seconds, args.sessions, args.key_interval, args.engine))
+        result = asyncio.run(bench(base_url, args.seconds, args.sessions, args.key_interval, args.engine,
+                                   args.server))
     finally:
         server.terminate()
         server.wait(10)
@@ -244,8 +287,10 @@ def main(argv: list[str] | None = None) -> int:
               f"(measured {result['tokens_per_s_per_session']} deltas/s/session)")
         print(f"key-to-screen: p50 {k['p50']} ms  p95 {k['p95']} ms  max {k['max']} ms  "
               f"(n={k['n']} of {result['key_presses']} keys, unmeasured {k['unmeasured']})")
-        print(f"CPU {result['cpu_cores']} cores   peak RSS {result['peak_rss_mb']} MB   "
-              f"events {result['events_per_s']}/s   engine={'on' if args.engine else 'off'}")
+        server_cpu = f" (+ server {result['server_cpu_cores']} cores)" if args.server else ""
+        print(f"CPU {result['cpu_cores']} cores{server_cpu}   peak RSS {result['peak_rss_mb']} MB   "
+              f"events {result['events_per_s']}/s   engine={'on' if args.engine else 'off'}   "
+              f"{'through the server' if args.server else 'in-process'}")
     return 0
 
 
