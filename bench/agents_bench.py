@@ -54,7 +54,8 @@ async def mcp_once(notes: Path, env: dict) -> dict:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "cockpit", "memory", "mcp", "--notes", str(notes)],
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "cockpit", "memory", "mcp", "--notes", str(notes)],
                                    env=env)
     t0 = time.perf_counter()
     async with stdio_client(params) as (r, w):
@@ -130,7 +131,8 @@ def main() -> None:
         print(f"{name:22} initialize {r['initialize_ms']:7.0f} ms · first search {r['first_search_ms']:7.0f} ms · "
               f"peak RSS {r['peak_rss_mib']:6.0f} MiB")
     h = results["hook_with_server_ms"]
-    print(f"hook (warm server)     p50 {h['p50']:.0f} ms · p95 {h['p95']:.0f} ms · max {h['max']:.0f} ms over {h['runs']} runs")
+    print(f"hook (warm server)     p50 {h['p50']:.0f} ms · p95 {h['p95']:.0f} ms · max {h['max']:.0f} ms "
+          f"over {h['runs']} runs")
 
 
 if __name__ == "__main__":

@@ -79,9 +79,8 @@ def claude_peak_rss_mib() -> float | None:
 
 
 async def main(runs: int) -> dict:
-    from memory import MemoryEngine
-
     from cockpit.runtime import RuntimeConfig, SessionManager
+    from memory import MemoryEngine
 
     root = Path(tempfile.mkdtemp(prefix="backend-bench-"))
     os.environ.update(COCKPIT_DATA_DIR=str(root / "data"), CLAUDE_CONFIG_DIR=str(root / "claude-config"),
@@ -112,8 +111,9 @@ async def main(runs: int) -> dict:
         xs = [r[key] for r in rows]
         return {"median": round(statistics.median(xs), 1), "min": round(min(xs), 1), "max": round(max(xs), 1)}
 
-    return {"runs": runs, "claude_process_peak_rss_mib": rss, **{b: {"first_request_ms": stats(rows, "first_ms"), "done_ms": stats(rows, "done_ms"),
-                                 "answers_ok": sum(r["ok"] for r in rows)} for b, rows in out.items()}}
+    per_backend = {b: {"first_request_ms": stats(rows, "first_ms"), "done_ms": stats(rows, "done_ms"),
+                       "answers_ok": sum(r["ok"] for r in rows)} for b, rows in out.items()}
+    return {"runs": runs, "claude_process_peak_rss_mib": rss, **per_backend}
 
 
 if __name__ == "__main__":

@@ -167,7 +167,7 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
 
     app._display = display  # type: ignore[method-assign]
 
-    async with app.run_test(size=(200, 50)) as pilot:
+    async with app.run_test(size=(200, 50)):
         for n in range(sessions):
             app.spawn(f"benchmark session {n + 1}: stream a long answer")
         while not (len(app.views) == sessions and all(v.status is S.STREAMING for v in app.views.values())):

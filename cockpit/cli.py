@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-
 from cockpit.errors import CockpitError
 
 __all__ = ["CockpitError", "build_parser", "main"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-class SessionStatus(str, enum.Enum):
+class SessionStatus(enum.StrEnum):
     """A session's state, known from the loop itself (never guessed).
 
     queued → starting → preseeding → streaming ⇄ running tool (⇄ needs approval) → waiting for
@@ -58,7 +58,7 @@ class Usage:
     cache_write: int = 0
     cache_read: int = 0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input + other.input,
             self.output + other.output,

@@ -167,8 +167,7 @@ def _check_writable(folder: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cockpit.runtime import ConfigError, PricingError, load_config, load_pricing
-    from cockpit.runtime import claude_code
+    from cockpit.runtime import ConfigError, PricingError, claude_code, load_config, load_pricing
     from cockpit.runtime.config import parse_setting_sources
 
     if args.workspace is not None and not args.workspace.is_dir():
@@ -207,13 +206,13 @@ def run(args: argparse.Namespace) -> int:
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
     _check_writable(cfg.resolved_sessions_dir())
     if not (args.no_server or os.environ.get("COCKPIT_NO_SERVER")):
-        report = _run_remote(args, list(zip(tasks, models)), cfg, pricing)
+        report = _run_remote(args, list(zip(tasks, models, strict=True)), cfg, pricing)
         return _print_report(args, report)
     if args.detach:
         raise CockpitError("--detach needs the server (drop --no-server)")
     engine = _open_engine(args)
     try:
-        report = asyncio.run(_run(list(zip(tasks, models)), cfg, pricing, engine, args.workspace))
+        report = asyncio.run(_run(list(zip(tasks, models, strict=True)), cfg, pricing, engine, args.workspace))
     finally:
         if engine is not None:
             try:

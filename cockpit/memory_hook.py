@@ -230,6 +230,7 @@ def install(args: Any) -> int:
     if not isinstance(settings, dict):
         raise CockpitError(f"{path} does not hold a JSON object")
     backup = _backup(path)
+    new_text: str | None
     if args.install:
         new = with_hook(json.loads(json.dumps(settings)), hook_command(args.notes, cwd))
         new_text = json.dumps(new, indent=2, ensure_ascii=False) + "\n"

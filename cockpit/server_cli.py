@@ -125,7 +125,8 @@ def cmd_server(args: argparse.Namespace) -> int:
             print(json.dumps({"running": True, **st}, indent=2))
             return 0
         sessions = ", ".join(f"{n} {k}" for k, n in st["sessions"].items()) or "no sessions"
-        print(f"Cockpit server pid {st['pid']}, up {st['uptime_s']:.0f} s, {sessions}, {st['clients'] - 1} other clients")
+        print(f"Cockpit server pid {st['pid']}, up {st['uptime_s']:.0f} s, {sessions}, "
+              f"{st['clients'] - 1} other clients")
         print(f"socket {st['socket']} · log {st['log']}")
         for e in st["engines"]:
             print(f"memory: {e['notes']} ({'ready' if e['ready'] else 'warming'})")
@@ -238,7 +239,7 @@ async def _attach(query: str) -> int:
             out.flush()
             return None
 
-        last: ev.StatusChanged | None = None
+        last: ev.Event | None = None
         replay = [wire.event_from_json(p) for p in reply.get("events", [])]
         for e in replay:  # the output so far, then where it stands now
             if e.session_id == sid and not isinstance(e, ev.StatusChanged):

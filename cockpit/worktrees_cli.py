@@ -123,9 +123,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.session:
         raise CockpitError(f"worktrees {args.action} needs a session id")
-    info = wt.find(root, args.session)
-    if info is None:
+    found = wt.find(root, args.session)
+    if found is None:
         raise CockpitError(f"no single session worktree matches {args.session!r} (see `cockpit worktrees`)")
+    info = found
     if args.action == "discard" and not args.yes:
         if not sys.stdin.isatty():
             raise CockpitError("discard deletes the branch and its changes: add --yes to confirm")

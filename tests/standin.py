@@ -45,9 +45,10 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["StandIn", "Reply", "ToolUse", "HTTPError", "FactResponder", "Turn"]
 
@@ -221,7 +222,7 @@ class FactResponder:
         keys = self.keywords(question)
         lines = self.relevant(memory, keys)
         if lines:
-            return Reply("Based on the project notes:\n" + "\n".join(f"- {l}" for l in lines))
+            return Reply("Based on the project notes:\n" + "\n".join(f"- {line}" for line in lines))
         if (self.obey_search_instruction and _SEARCH_FIRST.search(system.lower())
                 and not any(n.endswith("memory_search") for n in called)):
             return Reply("Searching the notes first.", [ToolUse(search_tool, {"query": question})])
@@ -230,7 +231,7 @@ class FactResponder:
             return Reply("Let me read the README.", [ToolUse(file_tool, view)])
         lines = self.relevant(files, keys)
         if lines:
-            return Reply(f"Based on {self.readme}:\n" + "\n".join(f"- {l}" for l in lines))
+            return Reply(f"Based on {self.readme}:\n" + "\n".join(f"- {line}" for line in lines))
         return Reply("I could not find that in the notes or the workspace.")
 
 
@@ -286,7 +287,7 @@ class StandIn:
         self.log_path = log_path
 
     # -- control ----------------------------------------------------------------------------
-    def script(self, *turns: Turn) -> "StandIn":
+    def script(self, *turns: Turn) -> StandIn:
         """Append turns to the FIFO script (used before the responder)."""
         with self._lock:
             self._script.extend(turns)
@@ -312,7 +313,7 @@ class StandIn:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "StandIn":
+    def start(self) -> StandIn:
         standin = self
 
         class Handler(_Handler):
@@ -332,7 +333,7 @@ class StandIn:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "StandIn":
+    def __enter__(self) -> StandIn:
         return self.start()
 
     def __exit__(self, *exc) -> None:

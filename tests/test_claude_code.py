@@ -15,13 +15,21 @@ import pytest
 
 pytest.importorskip("claude_agent_sdk", reason="the claude-code extra is not installed (pip install -e '.[claude-code]')")
 
-from cockpit.cli import main  # noqa: E402
-from cockpit.events import (  # noqa: E402
-    ApprovalRequested, ApprovalResolved, Preseeded, SessionStatus, ToolCall, ToolResult, UsageUpdate, WorktreeChanged,
-)
-from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript  # noqa: E402
 from seed_data import FACTS, QUESTION, WRONG, write_seed  # noqa: E402
 from standin import FactResponder, Reply, StandIn, ToolUse  # noqa: E402
+
+from cockpit.cli import main  # noqa: E402
+from cockpit.events import (  # noqa: E402
+    ApprovalRequested,
+    ApprovalResolved,
+    Preseeded,
+    SessionStatus,
+    ToolCall,
+    ToolResult,
+    UsageUpdate,
+    WorktreeChanged,
+)
+from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript  # noqa: E402
 
 S = SessionStatus
 KEY = "sk-test-cockpit-key-0123456789"

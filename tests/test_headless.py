@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from standin import HTTPError, Reply, StandIn
 
 from cockpit.cli import main
-from standin import HTTPError, Reply, StandIn
 
 
 @pytest.fixture

@@ -5,14 +5,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from standin import HTTPError, Reply, StandIn, ToolUse
 
 from cockpit.events import (
-    ApprovalRequested, ApprovalResolved, ContextNotice, SessionStatus, ToolResult, WorktreeChanged,
+    ApprovalRequested,
+    ApprovalResolved,
+    ContextNotice,
+    SessionStatus,
+    WorktreeChanged,
 )
 from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
 from cockpit.runtime import worktree as wt
 from cockpit.runtime.pricing import ModelPrice, PricingTable
-from standin import HTTPError, Reply, StandIn, ToolUse
 
 S = SessionStatus
 EDIT = "str_replace_based_edit_tool"

@@ -3,7 +3,13 @@
 import pytest
 
 from cockpit.runtime.permissions import (
-    Action, PermissionMode, PermissionPolicy, Rule, RuleError, session_rule_for, split_command,
+    Action,
+    PermissionMode,
+    PermissionPolicy,
+    Rule,
+    RuleError,
+    session_rule_for,
+    split_command,
 )
 
 EDIT, CREATE, BASH = Action("edit", "src/app.py"), Action("create", "new.py"), Action("bash", "pytest -q")

@@ -1,6 +1,5 @@
 """Pricing table and config precedence."""
 
-import json
 import os
 from pathlib import Path
 

@@ -10,11 +10,11 @@ import json
 import os
 
 import pytest
+from seed_data import FACTS, QUESTION, write_seed
+from standin import FactResponder, StandIn
 
 from cockpit.events import SessionStatus, ToolCall
 from cockpit.runtime import RuntimeConfig, SessionManager
-from seed_data import FACTS, QUESTION, write_seed
-from standin import FactResponder, StandIn
 
 
 @pytest.fixture(scope="module")

@@ -1,17 +1,23 @@
 """Session loop against the stand-in: tool loop, faults, kill, concurrency, usage, transcripts."""
 
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
+from standin import HTTPError, Reply, StandIn, ToolUse
 
 from cockpit.events import (
-    SessionDone, SessionErrorEvent, SessionStatus, StatusChanged, TextDelta, ToolResult, Usage, UsageUpdate,
+    SessionDone,
+    SessionErrorEvent,
+    SessionStatus,
+    StatusChanged,
+    TextDelta,
+    ToolResult,
+    Usage,
+    UsageUpdate,
 )
 from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
 from cockpit.runtime.pricing import ModelPrice, PricingTable
-from standin import HTTPError, Reply, StandIn, ToolUse
 
 S = SessionStatus
 EDIT = "str_replace_based_edit_tool"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from standin import HTTPError, Reply, StandIn
+from test_memory_support import HashEmbedder, copy_fixture
 
 from cockpit.events import Preseeded, UsageUpdate
 from cockpit.runtime import RuntimeConfig, SessionManager, load_config, read_transcript
@@ -13,8 +15,6 @@ from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.runtime.selector import INSTRUCTIONS, ModelSelector, parse_answer, selector_for
 from memory import MemoryEngine
 from memory.selector import SHORTLIST, SelectorCandidate, SelectorResult
-from standin import HTTPError, Reply, StandIn
-from test_memory_support import HashEmbedder, copy_fixture
 
 TASK = "what port does staging run on and how do we deploy?"
 

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from standin import Reply, StandIn, ToolUse
 
 from cockpit import events as ev
 from cockpit import wire
@@ -18,10 +19,15 @@ from cockpit.cli import main
 from cockpit.runtime import RuntimeConfig, read_transcript
 from cockpit.server import paths, rpc
 from cockpit.server.client import (
-    AsyncClient, BlockingClient, RemoteError, ensure_server, server_running, start_server, wait_for_stop,
+    AsyncClient,
+    BlockingClient,
+    RemoteError,
+    ensure_server,
+    server_running,
+    start_server,
+    wait_for_stop,
 )
 from cockpit.server.daemon import Server
-from standin import Reply, StandIn, ToolUse
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ import json
 
 import anthropic
 import pytest
-
 from standin import FactResponder, HTTPError, Reply, StandIn, ToolUse
 
 

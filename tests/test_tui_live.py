@@ -211,7 +211,7 @@ async def test_focus_keys_move_between_panes(api, tmp_path, workspace):
     async with app.run_test(size=SIZE) as pilot:
         for n in range(4):
             app.spawn(f"task {n}")
-            await until(pilot, lambda: len(app.views) == n + 1, f"pane {n}")
+            await until(pilot, lambda n=n: len(app.views) == n + 1, f"pane {n}")
         await until(pilot, lambda: all(v.status is S.WAITING for v in app.views.values()), "all waiting")
         panes = app.screen.query_one("#grid").panes  # 2×2
         focused = lambda: app.screen.selected  # noqa: E731

@@ -5,6 +5,7 @@ import os
 import signal
 
 import pytest
+from standin import Reply, StandIn
 
 from cockpit.cli import main
 from cockpit.events import SessionStatus as S
@@ -12,7 +13,6 @@ from cockpit.runtime import RuntimeConfig
 from cockpit.server.client import BlockingClient, server_running, start_server, wait_for_stop
 from cockpit.server.remote import RemoteRuntime
 from cockpit.tui.app import CockpitApp
-from standin import Reply, StandIn
 
 SIZE = (160, 48)
 

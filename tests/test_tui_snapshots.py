@@ -14,7 +14,8 @@ from pathlib import Path
 from tui_fakes import NOTES, FakeEngine, FakeHit, FakeManager, session_script
 
 from cockpit import events as ev
-from cockpit.events import SessionStatus as S, Usage, WorktreeRef
+from cockpit.events import SessionStatus as S
+from cockpit.events import Usage, WorktreeRef
 from cockpit.runtime.worktree import Diff, FileChange
 from cockpit.tui import CockpitApp
 

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from cockpit import events as ev
-from cockpit.events import InjectedNote, SessionStatus as S, Usage
+from cockpit.events import InjectedNote, Usage
+from cockpit.events import SessionStatus as S
 from cockpit.tui import format as fmt
 from cockpit.tui import state
 from cockpit.tui.model import SessionView, count_by_status, totals

@@ -12,7 +12,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from cockpit import events as ev
-from cockpit.events import InjectedNote, SessionStatus as S, Usage
+from cockpit.events import InjectedNote, Usage
+from cockpit.events import SessionStatus as S
 
 
 class FakeSubscription:
@@ -104,7 +105,10 @@ class FakeManager:
             q.put_nowait(None)
 
 
-def session_script(sid: str, task: str, final: S, *, text: str, notes=(), usage=Usage(1200, 340, 0, 1100),
+DEFAULT_USAGE = Usage(1200, 340, 0, 1100)
+
+
+def session_script(sid: str, task: str, final: S, *, text: str, notes=(), usage=DEFAULT_USAGE,
                    cost=0.0123, tool: tuple[str, dict, str] | None = None) -> list[ev.Event]:
     """The events of one session from spawn to ``final`` (WAITING / DONE / ERROR / STREAMING…)."""
     out: list[ev.Event] = [

@@ -172,17 +172,17 @@ class BashSession:
             while True:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    raise asyncio.TimeoutError
+                    raise TimeoutError
                 chunk = await asyncio.wait_for(proc.stdout.read(_READ), remaining)
                 if not chunk:  # the shell exited (e.g. the command ran `exit`)
                     code = await proc.wait()
                     self._proc = None
                     return BashResult(cap.text(), code, elided=cap.dropped, shell_exited=True)
                 cap.feed(chunk)
-                code = cap.find_end()
-                if code is not None:
-                    return BashResult(cap.text().replace(f"{script}: ", "bash: "), code, elided=cap.dropped)
-        except asyncio.TimeoutError:
+                end = cap.find_end()
+                if end is not None:
+                    return BashResult(cap.text().replace(f"{script}: ", "bash: "), end, elided=cap.dropped)
+        except TimeoutError:
             self._kill()
             return BashResult(cap.text(), None, timed_out=True, elided=cap.dropped)
         except asyncio.CancelledError:
@@ -214,7 +214,7 @@ class BashSession:
         if proc is not None:
             try:
                 await asyncio.wait_for(proc.wait(), 5)
-            except (asyncio.TimeoutError, ProcessLookupError):
+            except (TimeoutError, ProcessLookupError):
                 pass
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
@@ -228,7 +228,8 @@ def _quote(s: str) -> str:
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "COCKPIT_SERVER_TOKEN")
 
 
-def session_env(base: dict[str, str], secrets_to_strip: tuple[str, ...] = (), extra: dict[str, str] | None = None) -> dict[str, str]:
+def session_env(base: dict[str, str], secrets_to_strip: tuple[str, ...] = (),
+                extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment a session's shell sees: ``base`` without the API key variables
     (:data:`SECRET_ENV`) and without any variable whose value contains one of
     ``secrets_to_strip``; plus non-interactive defaults (no pager, no git prompts) and ``extra``."""

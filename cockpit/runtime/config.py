@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 BACKENDS = ("cockpit", "claude-code")
@@ -190,7 +191,8 @@ def parse_setting_sources(value: Any) -> tuple[str, ...]:
     elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         items = [v.strip() for v in value]
     else:
-        raise ConfigError(f"claude setting sources must be a list of {', '.join(CLAUDE_SETTING_SOURCES)}, got {value!r}")
+        raise ConfigError(f"claude setting sources must be a list of {', '.join(CLAUDE_SETTING_SOURCES)}, "
+                          f"got {value!r}")
     bad = [v for v in items if v not in CLAUDE_SETTING_SOURCES]
     if bad:
         raise ConfigError(f"unknown Claude Code setting source {bad[0]!r}; use any of "
@@ -249,7 +251,8 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
         for key in ("allow", "deny"):
             rules = perms.get(key, [])
             if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
-                raise ConfigError(f"{path}: permissions.{key} must be a list of rule strings, e.g. [\"Bash(pytest *)\"]")
+                raise ConfigError(f"{path}: permissions.{key} must be a list of rule strings, "
+                                  'e.g. ["Bash(pytest *)"]')
             if rules:
                 out[key] = tuple(rules)
         mode = perms.get("defaultMode")

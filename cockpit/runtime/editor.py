@@ -110,7 +110,8 @@ class Editor:
         rng = data.get("view_range")
         start = 1
         if rng is not None:
-            if (not isinstance(rng, list) or len(rng) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in rng)):
+            ints = isinstance(rng, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in rng)
+            if not ints or len(rng) != 2:
                 raise EditorError("view_range must be a list of two integers [start, end] (end -1 = to the end)")
             lines = text.split("\n")
             start, end = rng
@@ -201,7 +202,8 @@ class Editor:
         if add and add[-1] == "" and len(add) > 1:
             add = add[:-1]
         new = "\n".join(lines[:line] + add + lines[line:])
-        return self._plan(path, old, new, newline, f"The file {data['path']} has been edited (inserted after line {line}).")
+        message = f"The file {data['path']} has been edited (inserted after line {line})."
+        return self._plan(path, old, new, newline, message)
 
     def _plan(self, path: Path, old: str | None, new: str, newline: str, message: str) -> EditPlan:
         rel = self.ws.rel(path)

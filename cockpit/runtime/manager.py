@@ -22,8 +22,9 @@ registers at once (no event published after the call is missed) and ends when th
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from cockpit.events import (
     Event,
@@ -58,12 +59,12 @@ class SessionClosed(RuntimeError):
 class Subscription:
     """Async iterator of events; ``close()`` to stop receiving. Unbounded buffer."""
 
-    def __init__(self, mgr: "SessionManager"):
+    def __init__(self, mgr: SessionManager):
         self._q: asyncio.Queue = asyncio.Queue()
         self._mgr = mgr
         mgr._subs.append(self)
 
-    def __aiter__(self) -> "Subscription":
+    def __aiter__(self) -> Subscription:
         return self
 
     async def __anext__(self) -> Event:
@@ -96,7 +97,7 @@ class SessionManager:
         self.config = config or RuntimeConfig()
         self.pricing = pricing or load_pricing(self.config.pricing_path)
         self._client = client
-        self._clients: dict[tuple[str | None, str | None], Any] = {}
+        self._clients: dict[tuple[str | None, str | None, int, float], Any] = {}
         self._own_client = client is None
         self._sessions: dict[str, SessionBase] = {}
         self._subs: list[Subscription] = []
@@ -511,7 +512,7 @@ class SessionManager:
         try:
             await asyncio.wait_for(_wait(), timeout)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
     async def events_for(self, session_id: str) -> AsyncIterator[Event]:
@@ -545,7 +546,7 @@ class SessionManager:
             except Exception:
                 pass
 
-    async def __aenter__(self) -> "SessionManager":
+    async def __aenter__(self) -> SessionManager:
         return self
 
     async def __aexit__(self, *exc) -> None:

@@ -22,10 +22,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cockpit.events import TextDelta, Usage, UsageUpdate
 from cockpit.runtime.protocols import SessionHost
@@ -103,7 +102,7 @@ class ModelCaller:
 
     def __init__(self, host: SessionHost, session_id: str, model: str, acct: Accounting,
                  emit: Callable[[Any], None], record: Callable[..., None], redact: Callable[[str], str],
-                 config: "RuntimeConfig | None" = None):
+                 config: RuntimeConfig | None = None):
         self.host = host
         self.cfg = config or host.config
         self.sid = session_id

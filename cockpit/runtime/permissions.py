@@ -29,14 +29,14 @@ import shlex
 from dataclasses import dataclass
 
 
-class PermissionMode(str, enum.Enum):
+class PermissionMode(enum.StrEnum):
     DEFAULT = "default"
     ACCEPT_EDITS = "acceptEdits"
     PLAN = "plan"
     BYPASS = "bypassPermissions"
 
     @classmethod
-    def parse(cls, value: str) -> "PermissionMode":
+    def parse(cls, value: str) -> PermissionMode:
         """Raises ValueError naming the valid modes."""
         for mode in cls:
             if value == mode.value:
@@ -72,7 +72,7 @@ class Rule:
     spec: str | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "Rule":
+    def parse(cls, text: str) -> Rule:
         m = re.fullmatch(r"\s*([A-Za-z_][\w]*)\s*(?:\((.*)\))?\s*", text or "")
         if not m:
             raise RuleError(f"bad permission rule {text!r}; e.g. 'Bash(pytest *)' or 'Edit'")

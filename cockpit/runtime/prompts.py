@@ -74,7 +74,7 @@ def rule_text(ins) -> str:
     return f'<rule file="{ins.rel}" applies-to="{where}">\n{ins.text}\n</rule>'
 
 
-def env_block(spec: "SessionSpec") -> str:
+def env_block(spec: SessionSpec) -> str:
     """The ``<env>`` block of a session's first message."""
     lines = [f"Working directory: {spec.cwd}"]
     w = spec.worktree

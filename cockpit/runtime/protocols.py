@@ -17,8 +17,9 @@ Test fakes implement the same protocols (``tests/tui_fakes.py``), so they cannot
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from cockpit.events import ApprovalRequested, Event, InjectedNote, SessionErrorEvent, SessionStatus, Usage
 
@@ -52,14 +53,14 @@ class MemoryBackend(Protocol):
 class SessionHost(Protocol):
     """What a session needs of the manager that runs it."""
 
-    config: "RuntimeConfig"
-    pricing: "PricingTable"
+    config: RuntimeConfig
+    pricing: PricingTable
     engine: MemoryBackend | None
     slots: asyncio.Semaphore
 
     def publish(self, event: Event) -> None: ...
 
-    def client(self, config: "RuntimeConfig | None" = None) -> Any:
+    def client(self, config: RuntimeConfig | None = None) -> Any:
         """The shared ``anthropic.AsyncAnthropic`` for ``config``'s key and base URL (one per
         pair, connection pools shared); None = the host's own config."""
         ...

@@ -6,8 +6,9 @@ One home for "what happened": the session calls :meth:`Recorder.emit` for events
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from cockpit.events import Event
 from cockpit.runtime.transcript import TranscriptWriter

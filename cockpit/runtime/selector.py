@@ -26,7 +26,8 @@ import json
 import re
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from memory.selector import SelectorCandidate, SelectorResult, SelectorUsage
 

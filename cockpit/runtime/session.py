@@ -61,7 +61,7 @@ class Session(SessionBase):
     def __init__(self, host: SessionHost, spec: SessionSpec, *, session_id: str, transcript_path: Path,
                  messages: list[dict] | None = None, resumed_from: str | None = None,
                  resumed_header: dict | None = None, first_content: list[dict] | None = None,
-                 config: "RuntimeConfig | None" = None, engine: MemoryBackend | None | object = HOST_ENGINE):
+                 config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = HOST_ENGINE):
         super().__init__(host, spec, session_id=session_id, transcript_path=transcript_path, messages=messages,
                          resumed_from=resumed_from, resumed_header=resumed_header, first_content=first_content,
                          config=config, engine=engine)

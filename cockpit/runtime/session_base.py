@@ -64,7 +64,7 @@ class SessionSpec:
     workspace: Path
     cwd: Path
     preseed_enabled: bool = True
-    top_k: int = 5
+    top_k: int | None = None
     interactive: bool = True
     permission_mode: PermissionMode = PermissionMode.DEFAULT
     tools_style: str = "anthropic"
@@ -106,7 +106,7 @@ class SessionBase:
     def __init__(self, host: SessionHost, spec: SessionSpec, *, session_id: str, transcript_path: Path,
                  messages: list[dict] | None = None, resumed_from: str | None = None,
                  resumed_header: dict | None = None, first_content: list[dict] | None = None,
-                 config: "RuntimeConfig | None" = None, engine: MemoryBackend | None | object = HOST_ENGINE):
+                 config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = HOST_ENGINE):
         self.id = session_id
         self.spec = spec
         self.transcript_path = Path(transcript_path)

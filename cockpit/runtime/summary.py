@@ -22,7 +22,8 @@ MAX_CALLS = 40
 
 def _call_line(block: dict[str, Any]) -> str:
     name = block.get("name", "?")
-    data = block.get("input") if isinstance(block.get("input"), dict) else {}
+    given = block.get("input")
+    data: dict[str, Any] = given if isinstance(given, dict) else {}
     if name == "bash":
         what = str(data.get("command", "restart"))
     elif name == "str_replace_based_edit_tool":
@@ -33,7 +34,7 @@ def _call_line(block: dict[str, Any]) -> str:
     return f"- {name}: {what[:160]}"
 
 
-def continuation_message(old: "SessionBase", spec: "SessionSpec") -> list[dict]:
+def continuation_message(old: SessionBase, spec: SessionSpec) -> list[dict]:
     """Content blocks for the new session's first user message."""
     calls: list[str] = []
     said: list[str] = []

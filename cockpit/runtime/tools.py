@@ -36,12 +36,14 @@ TOOL_STYLES = ("anthropic", "portable")
 MEMORY_TOOLS: list[dict] = [
     {
         "name": "memory_search",
-        "description": "Search the project's notes (hybrid keyword + semantic). Returns ranked notes with name, description, snippet, priority (★) and score.",
+        "description": ("Search the project's notes (hybrid keyword + semantic). Returns ranked notes with name, "
+                        "description, snippet, priority (★) and score."),
         "input_schema": {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "What to look for."},
-                "top_k": {"type": "integer", "description": "How many notes (1-20, default 5).", "minimum": 1, "maximum": 20},
+                "top_k": {"type": "integer", "description": "How many notes (1-20, default 5).",
+                          "minimum": 1, "maximum": 20},
             },
             "required": ["query"],
         },
@@ -101,6 +103,7 @@ PORTABLE_EDITOR = {
 def tool_definitions(style: str = "anthropic", cache: bool = True) -> list[dict]:
     """The ``tools`` array of a request (a fresh copy). ``cache``: ``cache_control`` on the last one.
     Raises ValueError for an unknown style."""
+    tools: list[dict[str, Any]]
     if style == "anthropic":
         tools = [
             {"type": bash_tool.TOOL_TYPE, "name": bash_tool.TOOL_NAME},

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ VERSION = 1
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class TranscriptWriter:
@@ -129,7 +129,7 @@ class TranscriptInfo:
 
 def list_transcripts(sessions_dir: Path) -> list[TranscriptInfo]:
     """Transcripts in ``sessions_dir``, newest first; unreadable files are skipped."""
-    out = []
+    out: list[TranscriptInfo] = []
     d = Path(sessions_dir)
     if not d.is_dir():
         return out

@@ -162,7 +162,8 @@ def create(workspace: Path | str, session_id: str, task: str, root_dir: Path, tr
     cwd = path / sub
     cwd.mkdir(parents=True, exist_ok=True)
     included = tuple(copy_included(repo, path))
-    info = WorktreeInfo(session_id, str(path), str(cwd), branch, head, base_branch, str(repo), task, transcript, included)
+    info = WorktreeInfo(session_id, str(path), str(cwd), branch, head, base_branch, str(repo), task, transcript,
+                        included)
     write_meta(info)
     return info
 
@@ -324,7 +325,8 @@ def merge(info: WorktreeInfo, message: str) -> MergeResult:
         target = temp
     try:
         proc = subprocess.run(
-            ["git", *_identity(target), "merge", "--no-edit", "-m", f"Merge {info.branch}: {info.task[:60]}", info.branch],
+            ["git", *_identity(target), "merge", "--no-edit", "-m", f"Merge {info.branch}: {info.task[:60]}",
+             info.branch],
             cwd=target, env={**os.environ, **_GIT_ENV}, capture_output=True, text=True, errors="replace",
         )
         if proc.returncode != 0:

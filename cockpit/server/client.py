@@ -154,7 +154,7 @@ class BlockingClient:
         except OSError:
             pass
 
-    def __enter__(self) -> "BlockingClient":
+    def __enter__(self) -> BlockingClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -166,7 +166,7 @@ class AsyncClient:
     ``await call(method, **params)``; ``events`` is an asyncio.Queue of event payloads
     (``{"type", "data"}``) once ``subscribe`` was called; None is put when the connection ends."""
 
-    def __init__(self, reader: "asyncio.StreamReader", writer: "asyncio.StreamWriter"):
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         import asyncio
 
         self.reader = reader
@@ -178,7 +178,7 @@ class AsyncClient:
         self._task = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def connect(cls, path: Path | None = None) -> "AsyncClient":
+    async def connect(cls, path: Path | None = None) -> AsyncClient:
         import asyncio
 
         try:

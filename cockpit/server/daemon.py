@@ -30,9 +30,10 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from cockpit import wire
 from cockpit.events import Event, SessionDone, SessionSpawned, SessionStatus, StatusChanged
@@ -283,7 +284,8 @@ class Server:
             try:
                 line = await conn.reader.readline()
             except ValueError:  # over the line limit
-                await conn.send(rpc.error(None, rpc.RpcError(rpc.PARSE_ERROR, f"request line over {rpc.MAX_LINE} bytes")))
+                too_long = rpc.RpcError(rpc.PARSE_ERROR, f"request line over {rpc.MAX_LINE} bytes")
+                await conn.send(rpc.error(None, too_long))
                 return
             except (ConnectionError, asyncio.IncompleteReadError):
                 return
@@ -300,10 +302,12 @@ class Server:
                 await conn.send(rpc.error(None, err))
                 return
             if not conn.authed:
-                if method == "hello" and self.token and secrets.compare_digest(str(params.get("token", "")), self.token):
+                token = str(params.get("token", ""))
+                if method == "hello" and self.token and secrets.compare_digest(token, self.token):
                     conn.authed = True
                 else:
-                    await conn.send(rpc.error(msg_id, rpc.RpcError(rpc.UNAUTHORIZED, "TCP clients must say hello with the server's token")))
+                    refused = rpc.RpcError(rpc.UNAUTHORIZED, "TCP clients must say hello with the server's token")
+                    await conn.send(rpc.error(msg_id, refused))
                     return
             task = asyncio.get_running_loop().create_task(self._dispatch(conn, msg_id, method, params))
             conn.tasks.add(task)
@@ -322,7 +326,8 @@ class Server:
         except asyncio.CancelledError:
             raise
         except KeyError as exc:
-            await conn.send(rpc.error(msg_id, rpc.RpcError(rpc.NOT_FOUND, str(exc.args[0]) if exc.args else "not found")))
+            missing = rpc.RpcError(rpc.NOT_FOUND, str(exc.args[0]) if exc.args else "not found")
+            await conn.send(rpc.error(msg_id, missing))
         except (ValueError, TypeError, SessionClosed, WorktreeError, ConfigError, FileNotFoundError) as exc:
             await conn.send(rpc.error(msg_id, rpc.RpcError(rpc.REFUSED, str(exc))))
         except Exception as exc:  # a bug: answer, log, stay up
@@ -371,7 +376,7 @@ class Server:
                 "started_at": self.started_at, "python": sys.version.split()[0],
                 "backends": list(self.mgr.backends)}
 
-    async def h_subscribe(self, conn: Connection, p: dict) -> dict:
+    async def h_subscribe(self, conn: Connection, p: dict) -> object:
         if conn.pump is not None:
             raise rpc.RpcError(rpc.REFUSED, "already subscribed")
         sub = self.mgr.subscribe()  # registered before the snapshot: nothing falls in between

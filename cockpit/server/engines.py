@@ -55,7 +55,7 @@ class EngineRegistry:
         with self._lock:
             items = list(self._engines.items())
         out = []
-        for (notes, index), engine in items:
+        for (notes, _index), engine in items:
             out.append({"notes": notes, "index": str(engine.index_path), "ready": bool(engine.ready)})
         return out
 

@@ -41,10 +41,10 @@ class SessionInfo(SimpleNamespace):
 
 
 class _Subscription:
-    def __init__(self, runtime: "RemoteRuntime"):
+    def __init__(self, runtime: RemoteRuntime):
         self._rt = runtime
 
-    def __aiter__(self) -> "_Subscription":
+    def __aiter__(self) -> _Subscription:
         return self
 
     async def __anext__(self) -> Event:
@@ -79,7 +79,7 @@ class RemoteRuntime:
 
     @classmethod
     async def attach(cls, config: RuntimeConfig, notes: str | None = None, index: str | None = None,
-                     path: Path | None = None) -> "RemoteRuntime":
+                     path: Path | None = None) -> RemoteRuntime:
         rt = cls(await AsyncClient.connect(path), config, notes, index)
         hello = await rt.client.call("hello", client="cockpit")
         rt.backends = tuple(hello.get("backends") or ("cockpit",))  # what the server can run
@@ -162,7 +162,7 @@ class Remote(SimpleNamespace):
     """A value the server sent (attributes as ``memory``'s own types); ``to_dict()`` gives it back."""
 
     def to_dict(self) -> dict:
-        return dict(self._raw)  # type: ignore[attr-defined]
+        return dict(getattr(self, "_raw", {}))
 
 
 def _obj(d: dict, **extra: Any) -> Remote:

@@ -28,8 +28,8 @@ import gc
 import math
 import threading
 import time
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from textual import work
@@ -483,7 +483,8 @@ class CockpitApp(SessionCommands, Attention, App):
                                 main.action_approve_once)
             yield SystemCommand("Allow for session", "Allow it, and the like, for the rest of the session (a)",
                                 main.action_approve_session)
-            yield SystemCommand("Follow up", "Reply to the selected session waiting for you (enter)", main.action_follow_up)
+            yield SystemCommand("Follow up", "Reply to the selected session waiting for you (enter)",
+                                main.action_follow_up)
             yield SystemCommand("Diff", "The selected session's changes: merge, keep, discard, comment (d)",
                                 main.action_diff)
             yield SystemCommand("Continue fresh", "Continue the selected session in a fresh one with a summary (c)",

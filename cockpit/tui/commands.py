@@ -40,7 +40,7 @@ class SessionCommands(App):
     views: dict[str, SessionView]
     memory: MemoryState
     model: str | None
-    top_k: int
+    top_k: int | None
     preseed: bool
     permission_mode: str | None
     worktree: bool | None

@@ -56,12 +56,15 @@ def theme_from_file(path: Path) -> Theme:
     variables = data.get("variables", {})
     if not isinstance(variables, dict):
         raise ValueError(f"{path.name}: [variables] must be a table")
-    kwargs = {key: str(data[key]) for key in _COLOUR_KEYS if key in data}
+    colours = {key: str(data[key]) for key in _COLOUR_KEYS if key in data}
     return Theme(
         name=str(data.get("name") or path.stem),
         dark=bool(data.get("dark", True)),
         variables={str(k): str(v) for k, v in variables.items()},
-        **kwargs,
+        primary=colours["primary"], secondary=colours.get("secondary"), warning=colours.get("warning"),
+        error=colours.get("error"), success=colours.get("success"), accent=colours.get("accent"),
+        foreground=colours.get("foreground"), background=colours.get("background"),
+        surface=colours.get("surface"), panel=colours.get("panel"), boost=colours.get("boost"),
     )
 
 

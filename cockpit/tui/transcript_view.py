@@ -99,7 +99,8 @@ def render_transcript(records: list[dict]) -> str:
         elif kind == "error":
             out.append(f"✗ error [{rec.get('kind', '')}]: {rec.get('message', '')}")
         elif kind == "approval":
-            out.append(f"? approval asked [{rec.get('request_id', '')}] {rec.get('kind', '')}: {rec.get('summary', '')}")
+            out.append(f"? approval asked [{rec.get('request_id', '')}] {rec.get('kind', '')}: "
+                       f"{rec.get('summary', '')}")
             if rec.get("detail") and rec.get("detail") != rec.get("summary"):
                 out.append(str(rec["detail"]))
         elif kind == "approval_result":
@@ -108,7 +109,8 @@ def render_transcript(records: list[dict]) -> str:
             reason = f": {rec['reason']}" if rec.get("reason") else ""
             out.append(f"{'✓' if rec.get('allowed') else '✗'} approval {verdict}{reason}")
         elif kind == "context":
-            detail = rec.get("message") or (f"{rec.get('used')} of {rec.get('window')} tokens" if rec.get("used") else "")
+            used = f"{rec.get('used')} of {rec.get('window')} tokens" if rec.get("used") else ""
+            detail = rec.get("message") or used
             out.append(f"· context {rec.get('level', '')}: {detail}".rstrip(": "))
         elif kind == "worktree":
             out.append(f"· worktree removed ({rec.get('reason', '')})" if rec.get("removed") else f"· worktree {rec}")

@@ -61,7 +61,9 @@ def _read(path: Path) -> str | None:
 
 
 def _cap(text: str) -> str:
-    return text if len(text) <= DETAIL_CHARS else text[:DETAIL_CHARS] + f"\n… ({len(text) - DETAIL_CHARS:,} more characters)"
+    if len(text) <= DETAIL_CHARS:
+        return text
+    return text[:DETAIL_CHARS] + f"\n… ({len(text) - DETAIL_CHARS:,} more characters)"
 
 
 def _file_change(tool: str, data: dict, cwd: Path) -> Described:

@@ -16,7 +16,14 @@ from mcp.types import ToolAnnotations
 
 from cockpit import __version__
 from cockpit.runtime.protocols import MemoryBackend
-from cockpit.runtime.tools import MEMORY_TOOLS, ToolInputError, ToolOutcome, check_memory_input, memory_save, memory_search
+from cockpit.runtime.tools import (
+    MEMORY_TOOLS,
+    ToolInputError,
+    ToolOutcome,
+    check_memory_input,
+    memory_save,
+    memory_search,
+)
 
 SERVER_NAME = "cockpit"
 SEARCH_TOOL = f"mcp__{SERVER_NAME}__memory_search"

@@ -38,8 +38,9 @@ import os
 import shlex
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from claude_agent_sdk import ClaudeAgentOptions
 
@@ -76,7 +77,7 @@ class KeyFile:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def permission_rules(cfg: "RuntimeConfig", mode: PermissionMode) -> dict[str, list[str]]:
+def permission_rules(cfg: RuntimeConfig, mode: PermissionMode) -> dict[str, list[str]]:
     """Claude Code ``permissions`` for a session: the config's rules, ``memory_search`` always
     allowed, ``memory_save`` allowed where edits are (``acceptEdits``, ``bypassPermissions``) and
     denied in ``plan``; in ``default`` it asks like an edit."""
@@ -89,7 +90,7 @@ def permission_rules(cfg: "RuntimeConfig", mode: PermissionMode) -> dict[str, li
     return {"allow": list(dict.fromkeys(allow)), "deny": list(dict.fromkeys(deny))}
 
 
-def process_env(cfg: "RuntimeConfig", session_id: str, key_file: KeyFile | None) -> dict[str, str]:
+def process_env(cfg: RuntimeConfig, session_id: str, key_file: KeyFile | None) -> dict[str, str]:
     """Variables set for the ``claude`` process (over this process's own environment)."""
     env = {"COCKPIT_SESSION_ID": session_id, "COCKPIT_SERVER_TOKEN": ""}
     if cfg.base_url:
@@ -99,7 +100,7 @@ def process_env(cfg: "RuntimeConfig", session_id: str, key_file: KeyFile | None)
     return env
 
 
-def agent_options(spec: "SessionSpec", cfg: "RuntimeConfig", *, session_id: str, key_file: KeyFile | None,
+def agent_options(spec: SessionSpec, cfg: RuntimeConfig, *, session_id: str, key_file: KeyFile | None,
                   mcp_server: Any, can_use_tool: Callable, hooks: dict, stderr: Callable[[str], None],
                   resume: str | None = None) -> ClaudeAgentOptions:
     """The options of one session's ``ClaudeSDKClient``."""
@@ -110,7 +111,7 @@ def agent_options(spec: "SessionSpec", cfg: "RuntimeConfig", *, session_id: str,
     return ClaudeAgentOptions(
         cwd=str(spec.cwd),
         model=spec.model,
-        permission_mode=spec.permission_mode.value,  # type: ignore[arg-type]
+        permission_mode=spec.permission_mode.value,
         max_turns=cfg.max_turns,
         system_prompt={"type": "preset", "preset": "claude_code",
                        "append": prompts.claude_code_append(spec.preseed_enabled)},

@@ -39,8 +39,9 @@ import asyncio
 import collections
 import dataclasses
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import claude_agent_sdk as sdk
 from claude_agent_sdk.types import PermissionRuleValue
@@ -118,7 +119,7 @@ class ClaudeCodeSession(SessionBase):
     def __init__(self, host: SessionHost, spec: SessionSpec, *, session_id: str, transcript_path: Path,
                  messages: list[dict] | None = None, resumed_from: str | None = None,
                  resumed_header: dict | None = None, first_content: list[dict] | None = None,
-                 config: "RuntimeConfig | None" = None, engine: MemoryBackend | None | object = HOST_ENGINE):
+                 config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = HOST_ENGINE):
         super().__init__(host, spec, session_id=session_id, transcript_path=transcript_path, messages=messages,
                          resumed_from=resumed_from, resumed_header=resumed_header, first_content=first_content,
                          config=config, engine=engine)
@@ -388,7 +389,7 @@ class ClaudeCodeSession(SessionBase):
         if why:
             self.rec.record("tool_refused", id=tool_use_id, name=name, reason=why)
             return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                           "permissionDecisionReason": why}}  # type: ignore[typeddict-item]
+                                           "permissionDecisionReason": why}}
         if data.get("agent_id") is None:
             self._set(S.RUNNING_TOOL, name)
         return {}

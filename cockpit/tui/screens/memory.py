@@ -9,7 +9,7 @@ engine's sync/parse warnings. Esc goes back.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -19,7 +19,14 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import (
-    Footer, Input, Label, ListItem, ListView, Markdown, TabbedContent, TabPane,
+    Footer,
+    Input,
+    Label,
+    ListItem,
+    ListView,
+    Markdown,
+    TabbedContent,
+    TabPane,
 )
 
 from cockpit.tui import format as fmt
@@ -91,7 +98,7 @@ class MemoryScreen(Screen):
             error = ""
         except Exception as exc:
             hits, error = [], str(exc)
-        self.app.call_from_thread(self._show_hits, query, hits, error)
+        self.app.call_from_thread(cast(Any, self._show_hits), query, hits, error)
 
     async def _show_hits(self, query: str, hits: list[Any], error: str) -> None:
         if self.query_one("#memory-query", Input).value.strip() != query:
@@ -127,7 +134,7 @@ class MemoryScreen(Screen):
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             text = f"cannot read {path}: {exc}"
-        self.app.call_from_thread(self._show_note, path, text)
+        self.app.call_from_thread(cast(Any, self._show_note), path, text)
 
     def _show_note(self, path: Path, text: str) -> None:
         self.opened = path
@@ -146,7 +153,7 @@ class MemoryScreen(Screen):
             status_warnings = list(self.engine.status().warnings or [])
         except Exception:
             status_warnings = []
-        self.app.call_from_thread(self._show_warnings, issues, status_warnings, lines)
+        self.app.call_from_thread(cast(Any, self._show_warnings), issues, status_warnings, lines)
 
     def _show_warnings(self, issues: list[Any], status_warnings: list[str], extra: list[str]) -> None:
         self.lint_issues = issues

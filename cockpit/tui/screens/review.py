@@ -16,7 +16,7 @@ import os
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -75,7 +75,7 @@ class ReviewScreen(Screen):
         from cockpit.runtime.transcript import list_transcripts
 
         infos = list_transcripts(self.sessions_dir)
-        self.app.call_from_thread(self._fill, infos)
+        self.app.call_from_thread(cast(Any, self._fill), infos)
 
     async def _fill(self, infos: list[Any]) -> None:
         self.all_infos = infos
@@ -139,7 +139,7 @@ class ReviewScreen(Screen):
             text = render_transcript(read_transcript(info.path))
         except (OSError, ValueError) as exc:
             text = f"cannot read {info.path}: {exc}"
-        self.app.call_from_thread(self._set_text, info, text)
+        self.app.call_from_thread(cast(Any, self._set_text), info, text)
 
     def _set_text(self, info: Any, text: str) -> None:
         if info is self.shown:
@@ -205,7 +205,7 @@ class ReviewScreen(Screen):
             n = self._text_of(info.path).lower().count(needle)
             if n:
                 matches[info.path] = n
-        self.app.call_from_thread(self._searched, query, matches)
+        self.app.call_from_thread(cast(Any, self._searched), query, matches)
 
     def _text_of(self, path: Path) -> str:
         """A transcript rendered as text, cached until the file changes (thread workers only)."""

@@ -69,7 +69,7 @@ class PaneBody(ScrollView, can_focus=False):
         changed = len(self._rendered) != len(blocks)
         while len(self._rendered) < len(blocks):
             self._rendered.append(_Rendered(width))
-        for block, cached in zip(blocks, self._rendered):
+        for block, cached in zip(blocks, self._rendered, strict=False):
             if cached.version != block.version:
                 self._render_block(block, cached, width)
                 changed = True

@@ -16,8 +16,8 @@ line, so the answer keeps the width (a 60-column terminal). Panes may be maximiz
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
 from textual.color import Color
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.geometry import Region
 from textual.widgets import Static
@@ -105,7 +105,7 @@ class SessionPane(Vertical):
             except (KeyError, ValueError):
                 return
             values = (background, accent, accent)
-            changed = [styles.set_rule(rule, v) for rule, v in zip(self._SELECTED_RULES, values)]
+            changed = [styles.set_rule(rule, v) for rule, v in zip(self._SELECTED_RULES, values, strict=True)]
         else:
             changed = [styles.clear_rule(rule) for rule in self._SELECTED_RULES]
         if any(changed) and self.is_mounted:
