@@ -12,3 +12,10 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 def _isolated_state(tmp_path_factory, monkeypatch):
     """Every test gets its own COCKPIT_DATA_DIR (index cache, sessions, config, UI state)."""
     monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path_factory.mktemp("cockpit-data")))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _onnx_model_cache(request):
+    """The MiniLM graph exported to ONNX (memory/onnx_model.py) is kept in pytest's own cache
+    folder, so a test run exports it at most once (and usually reuses the last run's)."""
+    os.environ["COCKPIT_MODEL_CACHE"] = str(request.config.cache.mkdir("cockpit-onnx-models"))

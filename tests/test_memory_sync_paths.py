@@ -56,7 +56,7 @@ def seeded(tmp_path):
 
 def read_files(monkeypatch):
     """Record which note files a sync reads."""
-    import memory.engine as engine_mod
+    import memory.sync as engine_mod  # plan_sync reads the files
 
     seen = []
     real = engine_mod.read_note
