@@ -81,6 +81,7 @@ def child(kind: str, log_path: str) -> None:
                 log.write(f"{time.monotonic():.6f} {top}\n")
 
     sys.addaudithook(hook)
+    sys.path.insert(0, str(REPO))  # this checkout's cockpit, whatever the venv has installed
     if kind == "minimal":
         exec(compile(MINIMAL_APP, "<minimal>", "exec"), {"__name__": "__main__"})
         return
