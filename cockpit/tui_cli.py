@@ -2,8 +2,10 @@
 
 Textual is imported lazily inside :func:`run`, so ``cockpit memory …`` and ``cockpit run …``
 stay fast. The runtime's ``SessionManager`` is built inside the app's event loop (it must be
-created and used in one running loop); the memory engine is built before and starts warming
-in the background once the app is up — the app is interactive at once.
+created and used in one running loop); the memory engine is built on first use — the app's
+boot worker, once the app is up — and warms in the background: the app is interactive at once
+(``bench/first_frame.py``: the engine's imports — numpy, SQLite with sqlite-vec, YAML — are
+≈ 0.2 s that no longer come before the first frame).
 """
 
 from __future__ import annotations
@@ -22,6 +24,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-preseed", action="store_true", help="start sessions without the notes block")
 
 
+class _DeferredEngine:
+    """Stands for the app's ``MemoryEngine`` and builds it on first use (thread-safe), so its
+    imports happen after the first frame, in the thread that first needs it. An error building
+    it (e.g. an unusable index) is raised to that caller — the app's boot worker shows it."""
+
+    def __init__(self, notes_dir: Path) -> None:
+        import threading
+
+        self._notes_dir = notes_dir
+        self._engine = None
+        self._lock = threading.Lock()
+
+    def _get(self):
+        with self._lock:
+            if self._engine is None:
+                from memory import MemoryEngine
+
+                self._engine = MemoryEngine(self._notes_dir)
+            return self._engine
+
+    def __getattr__(self, name: str):
+        return getattr(self._get(), name)
+
+    def close(self) -> None:
+        if self._engine is not None:  # never built: nothing to close (and nothing to import)
+            self._engine.close()
+
+
 def run(args: argparse.Namespace) -> int:
     from cockpit.cli import CockpitError
     from cockpit.runtime import ConfigError, load_config
@@ -37,12 +67,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CockpitError(str(exc)) from None
 
-    from memory import MemoryEngine, MemoryEngineError
-
-    try:
-        engine = MemoryEngine(Path(args.notes).expanduser())
-    except MemoryEngineError as exc:
-        raise CockpitError(f"memory index: {exc}") from None
+    engine = _DeferredEngine(Path(args.notes).expanduser())
 
     from cockpit.tui.app import CockpitApp
     from cockpit.runtime import SessionManager
