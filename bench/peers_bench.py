@@ -139,6 +139,8 @@ def run_size(size: int, args, pythons: dict[str, Path]) -> dict:
         manifest.write_text(json.dumps(docs))
         qtexts = [q for q, _ in queries]
         for name, py in pythons.items():
+            if name != "cockpit" and args.peers_up_to and size > args.peers_up_to:
+                continue  # see --peers-up-to
             workers[name] = Worker(name, py, tmp / name)
         for name, w in workers.items():  # one at a time: two cores
             r = w.call("index", notes_dir=str(tmp / "notes"), manifest=str(manifest))
@@ -212,7 +214,6 @@ def run_size(size: int, args, pythons: dict[str, Path]) -> dict:
 
 
 def table(results: list[dict], notes: dict[str, str]) -> str:
-    sizes = [r["size"] for r in results]
     engines = ["cockpit", "txtai", "sqlite-vec"]
     lab = mb._size_label
 
@@ -275,12 +276,22 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=2)
     ap.add_argument("--engines", default="cockpit,txtai,sqlite-vec")
+    ap.add_argument("--peers-up-to", type=int, default=0,
+                    help="run the peers only at sizes up to this (0: every size); Cockpit runs at all")
     ap.add_argument("--peer-query-threads", type=int, default=1,
                     help="torch threads of the peers' queries (0: torch's default)")
     ap.add_argument("--venv-dir", default=str(Path(tempfile.gettempdir()) / "cockpit-bench-venvs"))
     ap.add_argument("--json")
     ap.add_argument("--write-docs", action="store_true")
+    ap.add_argument("--render", metavar="JSON", help="print (and with --write-docs, write) the tables of a --json file; runs nothing")
     args = ap.parse_args(argv)
+    if args.render:
+        blob = json.loads(Path(args.render).read_text())
+        tbl = table(blob["results"], blob.get("notes", {}))
+        print(tbl)
+        if args.write_docs:
+            _write_docs(blob["command"], blob.get("info", ""), tbl)
+        return 0
     cmd = "HF_HUB_OFFLINE=1 .venv/bin/python bench/peers_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
     pythons: dict[str, Path] = {}
     notes: dict[str, str] = {}
@@ -311,10 +322,15 @@ def main(argv=None) -> int:
         Path(args.json).write_text(json.dumps({"command": cmd, "results": results, "notes": notes,
                                                "info": info}, indent=1))
     if args.write_docs:
-        body = f"{SECTION}\n\nProduced by (from the repo root; method in the docstring of `bench/peers_bench.py`):\n\n```\n{cmd}\n```\n\n{info}.\n\n{tbl}\n"
-        mb.SECTION = SECTION
-        mb.write_docs(body)
+        _write_docs(cmd, info, tbl)
     return 0
+
+
+def _write_docs(cmd: str, info: str, tbl: str) -> None:
+    body = (f"{SECTION}\n\nProduced by (from the repo root; method in the docstring of "
+            f"`bench/peers_bench.py`):\n\n```\n{cmd}\n```\n\n{info}.\n\n{tbl}\n")
+    mb.SECTION = SECTION
+    mb.write_docs(body)
 
 
 if __name__ == "__main__":
