@@ -349,10 +349,13 @@ def worker(size: int, args) -> dict:
         res["model_load_s"] = time.perf_counter() - t
         res["rss_model_mb"] = _mem()["VmRSS"]
         emb = engine.embedder
-        import torch
-        res["torch_threads"] = torch.get_num_threads()
-        if args.hash_embedder:
-            torch = None
+        res["runtime"] = getattr(emb, "runtime", None) or "hash"
+        torch = None  # only the torch runtime has torch threads to vary (importing it costs ~400 MiB)
+        if res["runtime"] == "sentence-transformers":
+            import torch
+            res["torch_threads"] = torch.get_num_threads()
+        else:
+            res["torch_threads"] = getattr(emb, "threads", 1)
 
         # ---- raw encode throughput on a sample of the very texts the engine embeds
         all_texts = []
@@ -639,7 +642,7 @@ def table(results: list[dict]) -> str:
         ("no-op sync, nothing changed (ms)", lambda r: f"{r['noop_sync_ms']:.0f}", None),
         ("**one-note incremental re-index**, as `watch` does it: `sync(paths=[file])` (ms, p50 / max)", lambda r: f"{r['inc_p50_ms']:.0f} / {r['inc_max_ms']:.0f}" + ("" if r.get("inc_targeted", False) else " (full sync)"), "inc"),
         ("one-note re-index by a full `sync()` (ms, p50 / max)", lambda r: f"{r['inc_full_p50_ms']:.0f} / {r['inc_full_max_ms']:.0f}" if "inc_full_p50_ms" in r else "n/a", None),
-        ("query embedding alone, not cached (ms, p50): torch default threads / 1 thread", lambda r: f"{r['embed_p50_ms']:.1f} / {r['embed1_p50_ms']:.1f}", None),
+        ("query embedding alone, not cached (ms, p50): runtime default / torch set to 1 thread (torch runtime only)", lambda r: f"{r['embed_p50_ms']:.1f} / {r['embed1_p50_ms']:.1f}", None),
         ("**search, without query embedding** (ms, p50 / p95)", lambda r: pp(r["search_noemb"]), "search_noemb"),
         ("  ↳ vector lane (mirror mat-vec + top) / FTS5 BM25 lane (ms, p50)", lambda r: f"{r['lane_vec'][0]:.2f} / {r['lane_fts'][0]:.2f}" if "lane_vec" in r else "n/a", None),
         ("search, with query embedding (ms, p50 / p95)", lambda r: pp(r["search_emb"]), None),
@@ -688,8 +691,8 @@ def machine_info(results) -> str:
     except OSError:
         pass
     try:
-        import torch
-        tv = torch.__version__
+        from importlib.metadata import version
+        tv = version("torch")
     except Exception:  # noqa: BLE001
         tv = "?"
     try:
@@ -702,7 +705,8 @@ def machine_info(results) -> str:
     binding = results[0].get("binding", "?") if results else "?"
     th = results[0].get("torch_threads", "?") if results else "?"
     return (f"{os.cpu_count()} cores ({cpu}), {mem_gb:.0f} GiB RAM, {platform.system()} {platform.release()}; "
-            f"Python {platform.python_version()}, torch {tv} (CPU, {th} threads), "
+            f"Python {platform.python_version()}, embedder runtime {results[0].get('runtime', '?') if results else '?'} "
+            f"({th} threads for bulk encodes, 1 for queries), torch {tv} (export only), "
             f"sentence-transformers {stv}, numpy {numpy.__version__}; SQLite binding `{binding}`; "
             f"model all-MiniLM-L6-v2 (packaged offline copy); `memory/` sources sha1 "
             f"{', '.join(sorted({r.get('memory_code', '?') for r in results}))} (uncommitted working tree); "
@@ -852,33 +856,33 @@ def limits(results) -> str:
         f"the ratio as ±20 %. "
         f"*One-note re-index* (target row) is `sync(paths=[file])`, what `watch` runs with the "
         f"paths watchfiles reports: a `stat` of that file, read and parse, embedding its two texts "
-        f"(one small batch on one torch thread — most of the figure), one write transaction and "
+        f"(one small batch — most of the figure), one write transaction and "
         f"the mirror patch; it does not depend on the folder size. A full `sync()` also walks the "
         f"folder (one `stat` per file, plain tuples; the no-op sync row, "
         f"{r['noop_sync_ms']:.0f} ms at {lab}), so one edit found that way costs {full:.0f} ms "
         f"and grows linearly with the number of files; `watch` walks only at start, after a "
         f"failed sync, or for a batch of more than 1000 changed paths. "
-        f"*Search without the query embedding* = vector lane ({vec:.2f} ms p50: one mat-vec over "
-        f"all {r['cold_embedded']:,} × 384 float32 vectors of the in-memory mirror on one BLAS "
-        f"thread, {r['cold_embedded'] * 1536 / 2**20:.0f} MiB read per query, memory-bandwidth "
-        f"bound — ≈ 1.1 ms of it on a quiet box; the per-note row index makes the rest O(candidates)) "
+        f"*Search without the query embedding* = vector lane ({vec:.2f} ms p50: below 16k vectors one "
+        f"mat-vec over all of them on one BLAS thread (1.5 KiB read per vector, memory-bandwidth "
+        f"bound); from 16k vectors on a 96-dimension projection first, then the exact cosine of the "
+        f"best 4 % of the rows, at least 2,000 (see `memory.search.VectorMirror`); the per-note row index makes the "
+        f"rest O(candidates)) "
         f"+ FTS5 BM25 lane ({fts:.2f} ms p50, very common terms dropped) + fusion, one row fetch "
         f"and five snippets (the remaining ≈ {r['search_noemb'][0] - vec - fts:.1f} ms). The numpy "
         f"baseline row is the same mat-vec on numpy's default BLAS threads with no keyword lane, "
         f"rows or snippets. *Preseed end-to-end* is dominated by the query embedding: one MiniLM "
-        f"forward pass for a new task text ({r['embed1_p50_ms']:.1f} ms p50 here on one torch "
-        f"thread — the engine encodes queries on one thread because two threads stall when another "
-        f"process holds a core) plus about the search figure, so the model alone is at or over the "
-        f"15 ms budget on this CPU under load. The engine keeps the last 64 query vectors by exact "
+        f"forward pass for a new task text ({r['embed_p50_ms']:.1f} ms p50 here: ONNX Runtime on one "
+        f"intra-op thread — two threads stall when another process holds a core) plus about the "
+        f"search figure. The engine keeps the last 64 query vectors by exact "
         f"text, so a spawn after the dialog's preview of the same task skips the forward pass "
         f"({cached:.2f} ms p50, the cached row); a new text always pays it. *Peak "
-        f"RSS* is the model (≈ {r['rss_model_mb']:.0f} MiB after load, torch included) plus the "
+        f"RSS* is the model (≈ {r['rss_model_mb']:.0f} MiB after load: ONNX Runtime and the weights; "
+        f"no torch in the process) plus the "
         f"encode batches of the cold index, the mirror matrix (1.5 KiB per vector) and SQLite's "
         f"page cache. The *grep* baseline reads every file for every query, so it grows linearly "
         f"with the corpus ({r['grep'][0]:.0f} ms p50 at {lab}). All figures were taken on a 2-core "
         f"box shared with other engineers' test runs (last row of the table): p95s are an upper "
-        f"envelope, and `encode` rates here are below the ≈ 390 short sentences/s quoted for this "
-        f"box when quiet."
+        f"envelope."
     )
 
 

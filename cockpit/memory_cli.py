@@ -2,8 +2,10 @@
 
 Every sub-command takes ``--notes DIR`` (default ``./notes``) and ``--index PATH`` (default:
 per-user cache, see docs/ARCHITECTURE.md). search, preseed, lint and eval sync the index first
-(incremental: cheap when nothing changed), so they never answer from a stale index. User errors
-raise :class:`cockpit.cli.CockpitError` (one line, non-zero exit).
+(incremental: cheap when nothing changed), so they never answer from a stale index — except
+that search and preseed skip that folder walk while a watcher (the app) keeps the index in step
+(``MemoryEngine.kept_in_step``). User errors raise :class:`cockpit.cli.CockpitError` (one line,
+non-zero exit).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ def add_parser(sub) -> None:
 
     sp = common(msub.add_parser("index", help="sync the index with the notes folder"))
     sp.add_argument("--json", action="store_true", help="print the sync report as JSON")
+    sp.add_argument("--rebuild", action="store_true",
+                    help="delete the index file and build it anew (e.g. after changing COCKPIT_EMBED_MODEL "
+                         "for an explicit --index); do not use while another process uses it")
     sp.set_defaults(func=cmd_index)
 
     sp = common(msub.add_parser("search", help="hybrid search, no relevance gate (order: fused vector + "
@@ -170,7 +175,18 @@ def _print_json(obj) -> None:
 # ---------------------------------------------------------------------------- commands
 
 def cmd_index(args) -> int:
-    engine = _engine(args, warm=False, remote=True)
+    if args.rebuild:
+        from cockpit.server.client import server_running
+
+        if not os.environ.get("COCKPIT_NO_SERVER") and server_running():
+            raise CockpitError("the Cockpit server has this index open: stop it first (cockpit server stop), "
+                               "then rebuild")
+        engine = _engine(args, warm=False)
+        path = engine.index_path
+        engine.close()
+        for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            p.unlink(missing_ok=True)
+    engine = _engine(args, warm=False, remote=not args.rebuild)
     rep = engine.sync() if type(engine).__name__ == "RemoteEngine" else _sync(engine, _Bar())
     st = engine.status()
     if args.json:
@@ -188,10 +204,27 @@ def cmd_index(args) -> int:
     return 0
 
 
+def _answer(fn, *a, **kw):
+    """``engine.search``/``build_preseed`` with the index errors as one-line user errors."""
+    from memory import IndexOpenError
+
+    try:
+        return fn(*a, **kw)
+    except IndexOpenError as exc:  # e.g. IndexModelError: the index holds another model
+        raise CockpitError(str(exc)) from None
+
+
+def _sync_unless_watched(engine) -> None:
+    """The folder walk of ``sync`` unless a live watcher (here, or the server's) already keeps
+    the index in step."""
+    if type(engine).__name__ == "RemoteEngine" or not engine.kept_in_step():
+        _sync(engine)
+
+
 def cmd_search(args) -> int:
     engine = _engine(args, remote=True)
-    _sync(engine)
-    hits = engine.search(args.query, top_k=args.top_k)
+    _sync_unless_watched(engine)
+    hits = _answer(engine.search, args.query, top_k=args.top_k)
     if args.json:
         _print_json([h.to_dict() for h in hits])
         return 0
@@ -224,8 +257,8 @@ def cmd_preseed(args) -> int:
 
     selector, _cfg = _selector(args)
     engine = _engine(args, remote=selector is None)
-    _sync(engine)
-    pre = engine.build_preseed(args.query, top_k=args.top_k, selector=selector)
+    _sync_unless_watched(engine)
+    pre = _answer(engine.build_preseed, args.query, top_k=args.top_k, selector=selector)
     if args.json:
         _print_json(pre.to_dict())
     else:

@@ -7,7 +7,10 @@ detaches and the sessions go on; ``Q`` stops them first. ``--no-server`` (or
 ``SessionManager`` is then built inside the app's event loop and quitting stops the sessions.
 
 Textual is imported lazily inside :func:`run`, so ``cockpit memory …`` and ``cockpit run …``
-stay fast; the app is interactive at once (the engine warms in the background).
+stay fast; the app is interactive at once. In-process, the memory engine is built on first use
+(the app's boot worker, once the app is up) and warms in the background (``bench/first_frame.py``:
+the engine's imports — numpy, SQLite with sqlite-vec, YAML — no longer come before the first
+frame); attached to a server, the app uses the server's warm engine.
 """
 
 from __future__ import annotations
@@ -42,6 +45,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="run the sessions in this process (they end with the app) instead of the background server")
 
 
+class _DeferredEngine:
+    """Stands for the app's ``MemoryEngine`` and builds it on first use (thread-safe), so its
+    imports happen after the first frame, in the thread that first needs it. An error building
+    it (e.g. an unusable index) is raised to that caller — the app's boot worker shows it."""
+
+    def __init__(self, notes_dir: Path) -> None:
+        import threading
+
+        self._notes_dir = notes_dir
+        self._engine = None
+        self._lock = threading.Lock()
+
+    def _get(self):
+        with self._lock:
+            if self._engine is None:
+                from memory import MemoryEngine
+
+                self._engine = MemoryEngine(self._notes_dir)
+            return self._engine
+
+    def __getattr__(self, name: str):
+        return getattr(self._get(), name)
+
+    def close(self) -> None:
+        if self._engine is not None:  # never built: nothing to close (and nothing to import)
+            self._engine.close()
+
+
 def run(args: argparse.Namespace) -> int:
     from cockpit.errors import CockpitError
     from cockpit.runtime import ConfigError, load_config
@@ -71,12 +102,7 @@ def run(args: argparse.Namespace) -> int:
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
         return _run_attached(args, config, workspace)
 
-    from memory import MemoryEngine, MemoryEngineError
-
-    try:
-        engine = MemoryEngine(Path(args.notes).expanduser())
-    except MemoryEngineError as exc:
-        raise CockpitError(f"memory index: {exc}") from None
+    engine = _DeferredEngine(Path(args.notes).expanduser())
 
     from cockpit.tui.app import CockpitApp
     from cockpit.runtime import SessionManager

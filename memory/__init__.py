@@ -6,10 +6,10 @@ Never imports ``cockpit`` (nor Textual, nor anthropic). The public API is docume
 
 from .engine import MemoryEngine
 from .store import binding_name
-from .types import (EngineStatus, Hit, IndexOpenError, LintIssue, MemoryEngineError,
+from .types import (EngineStatus, Hit, IndexModelError, IndexOpenError, LintIssue, MemoryEngineError,
                     NoteExistsError, Preseed, SyncReport)
 
 __all__ = [
     "MemoryEngine", "Hit", "Preseed", "SyncReport", "LintIssue", "EngineStatus",
-    "NoteExistsError", "IndexOpenError", "MemoryEngineError", "binding_name",
+    "NoteExistsError", "IndexOpenError", "IndexModelError", "MemoryEngineError", "binding_name",
 ]

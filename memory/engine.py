@@ -7,6 +7,7 @@ may be shared by many threads (SQLite calls serialise on a lock; embedding on th
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import re
 import threading
@@ -16,23 +17,28 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from filelock import FileLock, Timeout
 
 from . import lint as _lint
 from . import preseed as _preseed
 from .embedder import Embedder, get_embedder
-from .notes import INDEX_FILE_NAMES, FileEntry, Note, NoteError, read_note, scan_paths, walk
+from .notes import INDEX_FILE_NAMES, scan_paths, walk
 from .paths import default_index_path
 from .gate import load_gate
 from .search import CANDIDATES, KeywordStats, VectorMirror, bm25_notes, fuse
 from .selector import SHORTLIST, Selector, SelectorCandidate, SelectorResult
 from .store import Store
+from .sync import Applied, SyncWrite, plan_sync
 from .text import coverage, note_texts, query_terms, snippet
 from .tokens import estimate_tokens
-from .types import EngineStatus, Hit, LintIssue, NoteExistsError, Preseed, SyncReport
+from .types import EngineStatus, Hit, IndexModelError, LintIssue, NoteExistsError, Preseed, SyncReport
 
 Progress = Callable[[int, int], None]
 QUERY_CACHE_SIZE = 64  # query vectors kept by embed_query (exact text → vector)
 PATH_CACHE_SIZE = 20_000  # note paths kept as Path objects for hits
+SYNC_BATCH_NOTES = 512  # a cold index commits every this many embedded notes (kept if stopped)
+ENCODE_STEP = 256  # texts per encode call (progress granularity)
+CHECKPOINT_AFTER_TEXTS = 2000  # a sync that wrote this much truncates the WAL afterwards
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
 
 
@@ -40,7 +46,8 @@ class MemoryEngine:
     """Notes folder ⇄ index ⇄ search/preseed.
 
     ``notes_dir``: the notes folder (need not exist until ``sync``/``save``).
-    ``index_path``: the SQLite index file; None → :func:`memory.paths.default_index_path`.
+    ``index_path``: the SQLite index file; None → :func:`memory.paths.default_index_path` (one
+    file per notes folder and embedding model).
     ``model``: None (default MiniLM, resolved offline), a model name or path, or an object with
     ``model_id``, ``dim``, ``encode(texts)->(n, dim) float32``, ``wait(timeout)``, ``start()``
     (tests use this to swap models). Raises :class:`memory.IndexOpenError` when the index
@@ -50,9 +57,12 @@ class MemoryEngine:
     def __init__(self, notes_dir: str | os.PathLike, index_path: str | os.PathLike | None = None,
                  model=None):
         self.notes_dir = Path(notes_dir).expanduser().resolve()
-        self.index_path = Path(index_path).expanduser() if index_path else default_index_path(self.notes_dir)
         self.embedder: Embedder = model if hasattr(model, "encode") else get_embedder(model)
+        self.index_path = Path(index_path).expanduser() if index_path else \
+            default_index_path(self.notes_dir, self.embedder.model_id)
         self.store = Store(self.index_path)
+        # one process at a time plans, embeds and writes a sync of this index (see _sync)
+        self._index_lock = FileLock(f"{self.index_path}.lock")
         self.mirror = VectorMirror()
         self.keyword_stats = KeywordStats()
         self._prio: tuple[int, set[int]] = (-1, set())
@@ -63,6 +73,8 @@ class MemoryEngine:
         self._qcache: OrderedDict[tuple, np.ndarray] = OrderedDict()  # see embed_query
         self._qcache_lock = threading.Lock()
         self.query_cache_hits = 0
+        self._watching: FileLock | None = None  # held while watch() keeps the index in step
+        self._model_checked = -1  # index generation whose model was checked against ours
         self._sync_started = False  # a sync has begun in this process
         self._first_sync = threading.Event()  # … and one has ended (ok or not)
         self.watch_status: str | None = None  # set by watch(): one line for a header
@@ -145,7 +157,7 @@ class MemoryEngine:
         rels = None if paths is None else self._rel_paths(paths)
         self._sync_started = True
         try:
-            with self._sync_lock:
+            with self._sync_lock, self._index_lock:
                 report = self._sync(progress, rels=rels)
         finally:
             self._first_sync.set()
@@ -173,191 +185,93 @@ class MemoryEngine:
             out.append(full[len(root) + 1:].replace(os.sep, "/"))
         return out
 
-    def _rows_at(self, exact: set[str], prefixes: tuple[str, ...]) -> dict[str, tuple]:
-        """Index rows at ``exact`` paths or under ``prefixes`` (path index lookups)."""
-        cols = "SELECT id, path, mtime_ns, size, hash, embedded FROM notes"
-        rows: dict[str, tuple] = {}
-        ex = list(exact)
-        for i in range(0, len(ex), 500):
-            part = ex[i: i + 500]
-            for r in self.store.query(f"{cols} WHERE path IN ({','.join('?' * len(part))})", part):
-                rows[r[1]] = r
-        for pre in prefixes:  # "a/" <= path < "a0" ('0' follows '/')
-            for r in self.store.query(f"{cols} WHERE path >= ? AND path < ?", (pre, pre[:-1] + "0")):
-                rows[r[1]] = r
-        return rows
-
-    def _sync(self, progress: Progress | None, force_all: bool = False,
-              rels: list[str] | None = None) -> SyncReport:
+    def _sync(self, progress: Progress | None, rels: list[str] | None = None) -> SyncReport:
+        """Plan (:func:`memory.sync.plan_sync`), embed in batches, apply each batch in its own
+        transaction (:meth:`memory.store.Store.apply_sync`), patch the in-memory mirrors.
+        Runs under the index's sync lock: one process at a time plans and embeds, so notes
+        another process just embedded are not embedded again here."""
         rep = SyncReport()
-        store = self.store
-        emb = self.embedder
-        stored_model, stored_dim = store.get_meta("model"), store.get_meta("dim")
+        store, emb = self.store, self.embedder
+        stored_model, _ = store.index_model()
+        store.check_model(emb.model_id, emb.dim)  # IndexModelError: never mix, never replace
         # the model is only waited for when something must be embedded (or checked): a sync
         # with nothing new does not block on the warm-up
-        if stored_model is None or stored_model != emb.model_id or emb.ready:
+        if stored_model is None or emb.ready:
             self._need_model()
-        model_changed = force_all or stored_model not in (None, emb.model_id) or \
-            (emb.dim is not None and stored_dim not in (None, str(emb.dim)))
-        targeted = rels is not None and not model_changed and stored_model is not None
+            store.check_model(emb.model_id, emb.dim)
+        targeted = rels is not None and stored_model is not None
         gen_before = store.generation()
         root = str(self.notes_dir)
+        scope = None
         if targeted:
             entries, scan_skipped, exact, prefixes = scan_paths(root, rels)
-            rows = self._rows_at(exact, prefixes)
+            rows = store.rows_at(exact, prefixes)
+            scope = (exact, prefixes)
         else:
             entries, scan_skipped = walk(root)
-            if not model_changed and self._rows_cache[0] == gen_before:
+            if self._rows_cache[0] == gen_before:
                 rows = self._rows_cache[1]  # nobody wrote since our last sync: no need to re-read
             else:
-                rows = {r[1]: r for r in store.query(
-                    "SELECT id, path, mtime_ns, size, hash, embedded FROM notes")}
+                rows = store.rows_all()
                 self._rows_cache = (gen_before, rows)
-        old_skips = {r[0]: r for r in store.query("SELECT path, mtime_ns, size, reason FROM skipped")}
-
-        skipped: dict[str, tuple[int | None, int | None, str]] = {
-            rel: (None, None, reason) for rel, reason in scan_skipped}
-        to_read: list[tuple[str, int, int]] = []
-        seen_paths: set[str] = set()
-        seen_add, rows_get, skips_get = seen_paths.add, rows.get, old_skips.get
-        unchanged = 0
-        for e in entries:  # e = (rel, mtime_ns, size): one loop, no objects per unchanged file
-            rel = e[0]
-            seen_add(rel)
-            r = rows_get(rel)
-            if r is not None and r[2] == e[1] and r[3] == e[2] and r[5] and not model_changed:
-                unchanged += 1
-                continue
-            s = skips_get(rel)
-            if s and s[1] == e[1] and s[2] == e[2]:
-                skipped[rel] = (e[1], e[2], s[3])
-                continue
-            to_read.append(e)
-        rep.unchanged = unchanged
-
-        touched: list[Note] = []
-        fresh: list[Note] = []
-        for rel, mtime_ns, size in to_read:
-            try:
-                note = read_note(FileEntry(rel, os.path.join(root, rel), mtime_ns, size))
-            except NoteError as exc:
-                skipped[rel] = (mtime_ns, size, str(exc))
-                continue
-            rep.warnings.extend(f"{note.rel}: {w}" for w in note.warnings)
-            r = rows.get(rel)
-            if not model_changed and r and r[4] == note.hash and r[5]:
-                touched.append(note)
-                rep.unchanged += 1
-            else:
-                fresh.append(note)
-
-        # rows whose file is gone, or is now skipped (fresh/touched paths are never skipped)
-        gone_paths = rows.keys() - seen_paths
-        gone_paths.update(p for p in skipped if p in rows)
-        gone = {p: rows[p] for p in gone_paths}
-        # renames: a new path with exactly the content (and parse) of a vanished row
-        by_hash: dict[str, list] = {}
-        for r in gone.values():
-            if r[5]:
-                by_hash.setdefault(r[4], []).append(r)
-        renames: list[tuple[int, Note, str]] = []  # (note id, note at its new path, old path)
-        to_embed: list[Note] = []
-        for n in fresh:
-            cand = by_hash.get(n.hash)
-            if not model_changed and n.rel not in rows and cand:
-                match = next((r for r in cand if store.query(
-                    "SELECT name, description, body FROM notes WHERE id = ?", (r[0],))[0]
-                    == (n.name, n.description, n.body)), None)
-                if match is not None:
-                    cand.remove(match)
-                    gone.pop(match[1], None)
-                    renames.append((match[0], n, match[1]))
-                    continue
-            to_embed.append(n)
-
-        if to_embed and emb.dim is None:
-            self._need_model()
-            if store.get_meta("dim") not in (None, str(emb.dim)) and not model_changed:
-                return self._sync(progress, force_all=True)  # full: every note re-embedded
-        # embed outside the write transaction
-        texts, spans = [], []
-        for n in to_embed:
-            t, kinds = note_texts(n.name, n.description, n.body)
-            spans.append((len(texts), kinds))
-            texts.extend(t)
-        vecs = self._encode(texts, progress)
-        rep.embedded = len(texts)
-
-        if targeted:  # skips outside the examined paths stay as they were
-            for p, r in old_skips.items():
-                if p not in exact and not p.startswith(prefixes) and p not in skipped:
-                    skipped[p] = (r[1], r[2], r[3])
-        new_skips = {p: (m, sz, why) for p, (m, sz, why) in skipped.items()}
-        rep.skipped = sorted((p, why) for p, (_, _, why) in skipped.items())
-        unchanged_skips = {p: (r[1], r[2], r[3]) for p, r in old_skips.items()} == new_skips
-        if not (model_changed or gone or renames or touched or to_embed) and unchanged_skips \
-                and store.get_meta("model") is not None:
+        plan = plan_sync(root, entries, scan_skipped, rows, store.skips(), store.note_text, scope)
+        rep.unchanged = plan.unchanged
+        rep.warnings = plan.warnings
+        rep.skipped = sorted((p, s.reason) for p, s in plan.skipped.items())
+        if not plan.writes and stored_model is not None:
             return rep  # nothing to write: no transaction, no generation bump
 
-        removed_chunks: list[int] = []
-        added: list[tuple[list[int], int, np.ndarray]] = []
-        inserted: list[tuple] = []
-        with store.write() as conn:
-            gen0 = store.generation()
-            if emb.dim is not None:
-                store.ensure_model(emb.model_id, emb.dim)
-            if model_changed:
-                for (nid,) in conn.execute("SELECT id FROM notes").fetchall():
-                    store.delete_note(nid)
-            for r in gone.values():
-                removed_chunks += store.delete_note(r[0])
-            rep.removed = len(gone) if not model_changed else 0
-            for nid, n, _old in renames:
-                if conn.execute("SELECT 1 FROM notes WHERE path = ?", (n.rel,)).fetchone():
-                    removed_chunks += store.delete_note(nid)
-                else:
-                    conn.execute("UPDATE notes SET path = ?, mtime_ns = ?, size = ? WHERE id = ?",
-                                 (n.rel, n.mtime_ns, n.size, nid))
-            rep.renamed = len(renames)
-            conn.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?",
-                             [(n.mtime_ns, n.size, n.rel) for n in touched])
-            for n, (start, kinds) in zip(to_embed, spans):
-                old = conn.execute("SELECT id FROM notes WHERE path = ?", (n.rel,)).fetchone()
-                if old:
-                    removed_chunks += store.delete_note(old[0])
-                if n.rel in rows and not model_changed:
-                    rep.updated += 1
-                else:
-                    rep.added += 1
-                nid = store.insert_note(n, embedded=True)
-                inserted.append((nid, n.rel, n.mtime_ns, n.size, n.hash, 1))
-                v = vecs[start: start + len(kinds)]
-                added.append((store.insert_vectors(nid, kinds, v), nid, v))
-            conn.execute("DELETE FROM skipped")
-            conn.executemany("INSERT INTO skipped(path, mtime_ns, size, reason) VALUES (?,?,?,?)",
-                             [(p, m, s, why) for p, (m, s, why) in skipped.items()])
-        # patch the row cache with what we just wrote (or drop it if someone else wrote)
+        dim = None
+        if plan.to_embed or stored_model is None:
+            self._need_model()
+            store.check_model(emb.model_id, emb.dim)
+            dim = emb.dim
+        first = SyncWrite(delete=plan.gone, renames=plan.renames, touched=plan.touched,
+                          skipped=plan.skipped if plan.skips_changed or stored_model is None else None)
+        texts_total = sum(len(note_texts(n.name, n.description, n.body)[0]) for n in plan.to_embed)
+        done = 0
+        batches = [plan.to_embed[i: i + SYNC_BATCH_NOTES]
+                   for i in range(0, len(plan.to_embed), SYNC_BATCH_NOTES)] or [[]]
+        for i, batch in enumerate(batches):
+            w = first if i == 0 else SyncWrite()
+            texts, spans = [], []
+            for n in batch:
+                t, kinds = note_texts(n.name, n.description, n.body)
+                spans.append((len(texts), kinds))
+                texts.extend(t)
+            vecs = self._encode(texts, progress, done, texts_total)
+            done += len(texts)
+            w.insert = [(n, kinds, vecs[start: start + len(kinds)]) for n, (start, kinds) in zip(batch, spans)]
+            applied = store.apply_sync(w, emb.model_id, dim)  # one transaction: kept if we stop later
+            rep.embedded += len(texts)
+            rep.added += applied.added_notes
+            rep.updated += applied.updated_notes
+            if i == 0:
+                rep.removed = len(plan.gone)
+                rep.renamed = len(plan.renames)
+            self._after_write(applied, rows, targeted)
+        if rep.embedded >= CHECKPOINT_AFTER_TEXTS or len(plan.gone) >= CHECKPOINT_AFTER_TEXTS:
+            store.checkpoint()  # a big sync: fold the WAL back and truncate it
+        return rep
+
+    def _after_write(self, applied: Applied, rows: dict, targeted: bool) -> None:
+        """Patch the row cache and the vector mirror with one committed batch (or drop / reload
+        them when another connection wrote in between)."""
+        gen0 = applied.generation
         cache_gen, cache = self._rows_cache
-        if not model_changed and cache_gen == gen0 and (targeted or cache is rows):
-            for r in gone.values():
-                cache.pop(r[1], None)
-            for nid, n, old_path in renames:
-                cache.pop(old_path, None)
-                cache[n.rel] = (nid, n.rel, n.mtime_ns, n.size, n.hash, 1)
-            for n in touched:
-                r = cache.get(n.rel) or rows[n.rel]
-                cache[n.rel] = (r[0], r[1], n.mtime_ns, n.size, r[4], r[5])
-            for r in inserted:
-                cache[r[1]] = r
+        if cache_gen == gen0 and (targeted or cache is rows):
+            for p in applied.gone_paths:
+                cache.pop(p, None)
+            for r in applied.rows:
+                cache[r.path] = r
             self._rows_cache = (gen0 + 1, cache)
         else:
             self._rows_cache = (-1, {})
         with self.mirror.lock:
-            if self.mirror.generation == gen0 and not model_changed:
-                self.mirror.apply(removed_chunks, added, gen0 + 1)
+            if self.mirror.generation == gen0:
+                self.mirror.apply(applied.removed_chunks, applied.added, gen0 + 1)
             else:
-                self.mirror.reload(store)
-        return rep
+                self.mirror.reload(self.store)
 
     def _need_model(self) -> None:
         self.embedder.wait()
@@ -365,15 +279,17 @@ class MemoryEngine:
             raise RuntimeError(f"embedding model {self.embedder.model_id!r} failed to load: "
                                f"{self.embedder.error}")
 
-    def _encode(self, texts: list[str], progress: Progress | None) -> np.ndarray:
+    def _encode(self, texts: list[str], progress: Progress | None, done: int = 0,
+                total: int | None = None) -> np.ndarray:
+        """Embed ``texts`` in steps of ``ENCODE_STEP``, calling ``progress(done + k, total)``."""
         if not texts:
             return np.zeros((0, self.embedder.dim or 0), np.float32)
-        step = 256
+        total = len(texts) if total is None else total
         out = []
-        for i in range(0, len(texts), step):
-            out.append(self.embedder.encode(texts[i: i + step]))
+        for i in range(0, len(texts), ENCODE_STEP):
+            out.append(self.embedder.encode(texts[i: i + ENCODE_STEP]))
             if progress:
-                progress(min(i + step, len(texts)), len(texts))
+                progress(done + min(i + ENCODE_STEP, len(texts)), total)
         return np.concatenate(out)
 
     def _fresh_mirror(self) -> int:
@@ -392,26 +308,26 @@ class MemoryEngine:
     def _priority_ids(self) -> set[int]:
         gen = self.mirror.generation
         if self._prio[0] != gen:
-            self._prio = (gen, {r[0] for r in self.store.query("SELECT id FROM notes WHERE priority = 1")})
+            self._prio = (gen, self.store.priority_ids())
         return self._prio[1]
 
     def _rank(self, query: str, query_vector: np.ndarray | None):
         """Fused candidates (best first) → ``(cands, fetch)``; ``fetch(cands)`` returns the
         rows ``{id: (id, name, description, body, priority, path)}`` of the given candidates."""
         gen = self._fresh_mirror()
+        if self._model_checked != gen:  # the index's model, checked once per index generation
+            self.store.check_model(self.embedder.model_id, self.embedder.dim)
+            self._model_checked = gen
         qvec = self.embed_query(query) if query_vector is None else np.asarray(query_vector, np.float32)
+        if len(self.mirror) and qvec.shape != (self.mirror.dim,):
+            raise IndexModelError(self.index_path, f"{self.store.index_model()[0]} (dim {self.mirror.dim})",
+                                  f"a query vector of shape {qvec.shape}")
         vec, cos_of = self.mirror.top_notes(qvec, CANDIDATES)
         bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
         cands = fuse(vec, bm25, ident, self._priority_ids(), cos_of)
 
         def fetch(some):
-            ids = [c.note_id for c in some]
-            if not ids:
-                return {}
-            marks = ",".join("?" * len(ids))
-            return {r[0]: r for r in self.store.query(
-                f"SELECT id, name, description, body, priority, path FROM notes WHERE id IN ({marks})",
-                tuple(ids))}
+            return self.store.note_rows([c.note_id for c in some])
 
         return cands, fetch
 
@@ -554,8 +470,7 @@ class MemoryEngine:
             meta["priority"] = "high"
         text = frontmatter.dumps(frontmatter.Post(body, **meta), sort_keys=False, width=1000) + "\n"
         self.sync()
-        same = self.store.query(
-            "SELECT path, description, body, priority FROM notes WHERE lower(name) = lower(?)", (name,))
+        same = self.store.notes_named(name)
         for p, d, b, pr in same:
             if (d, b, bool(pr)) == (description, body, bool(priority)):
                 return self.notes_dir / p
@@ -610,6 +525,42 @@ class MemoryEngine:
         self._fresh_mirror()
         return _lint.lint(self)
 
+    def _watch_lock(self) -> FileLock:
+        key = hashlib.sha1(str(self.notes_dir).encode()).hexdigest()[:8]
+        return FileLock(f"{self.index_path}.watch-{key}.lock", timeout=0)
+
+    def mark_watched(self, on: bool) -> None:
+        """Called by :func:`memory.watch.watch_notes`: ``True`` after a successful sync (this
+        process now keeps the index in step with the folder), ``False`` after a failed one or
+        when watching stops. Held as an OS file lock, so it ends with the process however it
+        ends. See :meth:`kept_in_step`."""
+        if on and self._watching is None:
+            lock = self._watch_lock()
+            try:
+                lock.acquire()
+            except Timeout:
+                return  # another watcher already says so
+            self._watching = lock
+        elif not on and self._watching is not None:
+            self._watching.release()
+            self._watching = None
+
+    def kept_in_step(self) -> bool:
+        """True when a live watcher (:meth:`watch`, in any process: the app, a server) keeps
+        this index in step with this notes folder, so a one-off search need not walk the folder
+        first: the watcher re-indexes each change within its debounce (0.3 s) plus the sync.
+        Why not a cheaper check of our own: folder mtimes miss edits made in place (``>>``,
+        many editors), and anything finer is the walk itself (one ``stat`` per note)."""
+        if self._watching is not None:
+            return True
+        lock = self._watch_lock()
+        try:
+            lock.acquire()
+        except Timeout:
+            return True
+        lock.release()
+        return False
+
     def watch(self, stop: threading.Event, on_sync: Callable[[SyncReport], None] | None = None,
               debounce_ms: int = 300, on_status: Callable[[str, str], None] | None = None) -> None:
         """Sync now, then re-sync whenever a note file changes, until ``stop`` is set. Blocking:
@@ -623,10 +574,11 @@ class MemoryEngine:
             watch_notes(self, stop, on_sync, debounce_ms, on_status)
         finally:
             self.watch_status = None
+            self.mark_watched(False)
 
     def status(self) -> EngineStatus:
         """A snapshot: model state, note count, last sync time, warnings, SQLite binding."""
-        n = self.store.query("SELECT count(*) FROM notes")[0][0]
+        n = self.store.note_count()
         rep = self._last_report
         warnings = []
         if rep:
@@ -639,6 +591,7 @@ class MemoryEngine:
 
     def close(self) -> None:
         """Close the index connection (the shared model stays loaded)."""
+        self.mark_watched(False)
         self.store.close()
 
     def __enter__(self):

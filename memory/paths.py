@@ -12,13 +12,20 @@ def data_root() -> Path | None:
     return Path(v).expanduser() if v else None
 
 
-def default_index_path(notes_dir: str | os.PathLike) -> Path:
-    """``$COCKPIT_INDEX`` if set; else ``<root>/index/<sha1(abs notes path)[:12]>.sqlite`` where
-    root is ``$COCKPIT_DATA_DIR`` or ``platformdirs.user_cache_path("cockpit")``."""
+def default_index_path(notes_dir: str | os.PathLike, model_id: str | None = None) -> Path:
+    """``$COCKPIT_INDEX`` if set; else ``<root>/index/<sha1(abs notes path)[:12]>.sqlite`` (the
+    default model) or ``<root>/index/<sha1(abs notes path)[:12]>-<sha1(model_id)[:8]>.sqlite``
+    (any other ``model_id``), where root is ``$COCKPIT_DATA_DIR`` or
+    ``platformdirs.user_cache_path("cockpit")``. One file per notes folder and model: processes
+    using different embedding models (``COCKPIT_EMBED_MODEL``) never share an index."""
     env = os.environ.get("COCKPIT_INDEX")
     if env:
         return Path(env).expanduser()
     key = hashlib.sha1(str(Path(notes_dir).expanduser().resolve()).encode()).hexdigest()[:12]
+    from .embedder import DEFAULT_MODEL
+
+    if model_id and model_id != DEFAULT_MODEL:
+        key += "-" + hashlib.sha1(model_id.encode()).hexdigest()[:8]
     root = data_root()
     if root is None:
         import platformdirs

@@ -87,6 +87,13 @@ class _BlasOneThread:
 _one_blas_thread = _BlasOneThread()
 
 
+FIRST_STAGE_MIN_ROWS = 16_384  # from this many vectors on, the vector lane scans a compact copy first
+FIRST_STAGE_DIMS = 96           # … the vectors projected on their top principal components
+FIRST_STAGE_SHARE = 25          # … and re-scores exactly the best 1/this of the rows (≥ FIRST_STAGE_MIN_SHORTLIST)
+FIRST_STAGE_MIN_SHORTLIST = 2_000
+PCA_SAMPLE_ROWS = 20_000        # rows the projection is fitted on
+
+
 def _headroom(n: int) -> int:
     """Spare rows kept after a load or a growth, so that editing a note (2-3 new rows) does not
     copy the whole matrix (300 MiB at 100k notes)."""
@@ -100,6 +107,18 @@ class VectorMirror:
     process's own writes, :meth:`reload` re-reads everything when someone else wrote.
     ``_note_rows`` maps a note id to its rows (title first), so per-note lookups (the cosine of a
     keyword-lane candidate, title vectors for MMR) touch only that note's rows.
+
+    **Compact first stage** (``FIRST_STAGE_MIN_ROWS`` vectors and more: ≈ 8k notes). An exact
+    scan reads 1.5 KiB per vector (30 MiB at 10k notes, 300 MiB at 100k: ≈ 1.3 and 15-25 ms on
+    one core). Instead the
+    lane scans the vectors projected on their ``FIRST_STAGE_DIMS`` principal components (fitted
+    at load on a sample of rows; 0.4 KiB per vector), keeps the best 1/``FIRST_STAGE_SHARE`` of
+    the rows (at least ``FIRST_STAGE_MIN_SHORTLIST``), and ranks those by their exact float32
+    cosine: every cosine returned is exact, only the shortlist is approximate (measured on the
+    10k-note bench corpus, 20k MiniLM vectors, 100 queries: top-50 notes overlap with the exact
+    scan 0.9996, top 5 identical). Rows added by :meth:`apply`
+    are projected with the same basis at once, so a note is findable the moment its sync
+    commits; the basis is refitted at the next :meth:`reload`.
     """
 
     def __init__(self) -> None:
@@ -113,6 +132,9 @@ class VectorMirror:
         self._row_of: dict[int, int] = {}
         self._note_rows: dict[int, list[int]] = {}  # note id → rows (title row first)
         self._dead = 0
+        self._center: np.ndarray | None = None  # first stage: mean vector, projection, projected rows
+        self._proj: np.ndarray | None = None
+        self._low = np.zeros((0, 1), np.float32)
 
     def reload(self, store) -> None:
         with self.lock:
@@ -133,7 +155,26 @@ class VectorMirror:
                     rows.append(i)
             self._note_rows = note_rows
             self._dead = 0
+            self._fit_first_stage()
             self.generation = gen
+
+    def _fit_first_stage(self) -> None:
+        """Fit the projection on a sample of the live rows and project every row (or drop the
+        first stage below ``FIRST_STAGE_MIN_ROWS``)."""
+        n = self._n
+        if n < FIRST_STAGE_MIN_ROWS or self.dim <= FIRST_STAGE_DIMS:
+            self._center, self._proj, self._low = None, None, np.zeros((0, 1), np.float32)
+            return
+        live = np.flatnonzero(self._notes[:n] >= 0)
+        sample = self._mat[live[:: max(1, len(live) // PCA_SAMPLE_ROWS)]]
+        center = sample.mean(axis=0)
+        cov = (sample - center).T @ (sample - center)
+        _, vecs = np.linalg.eigh(cov.astype(np.float64))  # ascending eigenvalues
+        proj = np.ascontiguousarray(vecs[:, ::-1][:, :FIRST_STAGE_DIMS], dtype=np.float32)
+        low = np.zeros((len(self._mat), FIRST_STAGE_DIMS), np.float32)
+        for i in range(0, n, 65_536):  # in slices: no full-size temporary
+            low[i: min(i + 65_536, n)] = (self._mat[i: min(i + 65_536, n)] - center) @ proj
+        self._center, self._proj, self._low = center.astype(np.float32), proj, low
 
     def apply(self, removed_chunks: list[int], added: list[tuple[list[int], int, np.ndarray]],
               generation: int) -> None:
@@ -151,6 +192,8 @@ class VectorMirror:
                             del self._note_rows[nid]
                     self._notes[r] = -1
                     self._mat[r] = 0.0
+                    if self._proj is not None:
+                        self._low[r] = 0.0
                     self._dead += 1
             total = sum(len(ids) for ids, _, _ in added)
             if total:
@@ -164,6 +207,7 @@ class VectorMirror:
                     self._note_rows = {}
                     self._dead = 0
                     self.dim = dim
+                    self._center, self._proj, self._low = None, None, np.zeros((0, 1), np.float32)
                 need = self._n + total
                 if need > len(self._mat):
                     cap = max(need + _headroom(need), int(len(self._mat) * 1.5))
@@ -174,9 +218,15 @@ class VectorMirror:
                     chunks = np.full(cap, -1, np.int64)
                     chunks[: self._n] = self._chunks[: self._n]
                     self._mat, self._notes, self._chunks = mat, notes, chunks
+                    if self._proj is not None:
+                        low = np.zeros((cap, self._low.shape[1]), np.float32)
+                        low[: self._n] = self._low[: self._n]
+                        self._low = low
                 for ids, note_id, vecs in added:
                     k = len(ids)
                     self._mat[self._n: self._n + k] = vecs
+                    if self._proj is not None:  # findable through the first stage at once
+                        self._low[self._n: self._n + k] = (np.asarray(vecs, np.float32) - self._center) @ self._proj
                     self._notes[self._n: self._n + k] = note_id
                     self._chunks[self._n: self._n + k] = ids
                     for j, c in enumerate(ids):
@@ -185,6 +235,8 @@ class VectorMirror:
                         # a note's vectors are always written together, title first
                         self._note_rows[int(note_id)] = list(range(self._n, self._n + k))
                     self._n += k
+                if self._proj is None and self._n >= FIRST_STAGE_MIN_ROWS:
+                    self._fit_first_stage()  # grew past the threshold (e.g. a cold index)
             self.generation = generation
 
     def title_vectors(self, note_ids: list[int]) -> np.ndarray:
@@ -218,23 +270,42 @@ class VectorMirror:
             if n == 0:
                 return [], lambda ids: {i: 0.0 for i in ids}
             q = np.ascontiguousarray(qvec, np.float32)
-            scores = np.empty(n, np.float32)
-            with _one_blas_thread():
-                np.dot(self._mat[:n], q, out=scores)
+            mat = self._mat
             take = min(n, limit * 4)
-            idx = np.argpartition(-scores, take - 1)[:take] if take < n else np.arange(n)
-            idx = idx[np.argsort(-scores[idx], kind="stable")]
+            first_stage = self._proj is not None
+            if first_stage:  # compact first stage, exact re-score (class docstring)
+                short = min(n, max(FIRST_STAGE_MIN_SHORTLIST, n // FIRST_STAGE_SHARE, take))
+                with _one_blas_thread():
+                    approx = self._low[:n] @ ((q - self._center) @ self._proj)
+                    rows = np.argpartition(-approx, short - 1)[:short] if short < n else np.arange(n)
+                    exact = mat[rows] @ q
+                order = np.argsort(-exact, kind="stable")[:take]
+                idx, top_scores = rows[order], exact[order]
+
+                def score_rows(r: np.ndarray) -> np.ndarray:
+                    return mat[r] @ q
+            else:
+                scores = np.empty(n, np.float32)
+                with _one_blas_thread():
+                    np.dot(mat[:n], q, out=scores)
+                idx = np.argpartition(-scores, take - 1)[:take] if take < n else np.arange(n)
+                idx = idx[np.argsort(-scores[idx], kind="stable")]
+                top_scores = scores[idx]
+
+                def score_rows(r: np.ndarray) -> np.ndarray:
+                    return scores[r]
             cand_notes = self._notes[idx].tolist()  # only the candidates' note ids (a copy)
             note_rows = self._note_rows
         out: list[tuple[int, float]] = []
         seen: set[int] = set()
-        cand_scores = scores[idx].tolist()
+        cand_scores = top_scores.tolist()
+        want = limit * 2 if first_stage else limit  # first stage: re-rank on every row below
         for nid, sc in zip(cand_notes, cand_scores):
             if nid < 0 or nid in seen:
                 continue
             seen.add(nid)
             out.append((nid, sc))
-            if len(out) >= limit:
+            if len(out) >= want:
                 break
 
         def cos_of(ids):
@@ -253,11 +324,15 @@ class VectorMirror:
                         have.append(nid)
             got = dict.fromkeys(ids, 0.0)
             if flat:
-                best = np.maximum.reduceat(scores[np.asarray(flat, np.intp)],
-                                           np.asarray(starts, np.intp))
+                with self.lock:
+                    flat_scores = score_rows(np.asarray(flat, np.intp))
+                best = np.maximum.reduceat(flat_scores, np.asarray(starts, np.intp))
                 got.update(zip(have, best.tolist()))
             return got
 
+        if first_stage:  # a note's cosine is the max over all its rows, shortlisted or not
+            best = cos_of([nid for nid, _ in out])
+            out = sorted(((nid, best[nid]) for nid, _ in out), key=lambda x: -x[1])[:limit]
         return out, cos_of
 
 

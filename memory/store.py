@@ -4,7 +4,12 @@
 Binding: the stdlib ``sqlite3`` when it can load extensions, else ``sqlean`` (sqlean.py, a
 drop-in build with FTS5 and extension loading), else ``pysqlite3``. :data:`binding_name` says
 which. WAL mode, ``busy_timeout`` and ``BEGIN IMMEDIATE`` write transactions let several threads
-and processes write the same index without "database is locked".
+and processes write the same index without "database is locked". The WAL is bounded:
+``journal_size_limit`` truncates it after checkpoints, and :meth:`Store.checkpoint` (run by the
+engine after a sync that wrote many rows) folds it back into the file and truncates it.
+
+All of the engine's SQL for syncing lives here (:meth:`Store.apply_sync` applies one batch of a
+:class:`memory.sync.SyncPlan`).
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ from pathlib import Path
 import numpy as np
 import sqlite_vec
 
-from .types import IndexOpenError
+from .sync import Applied, IndexRow, Skip, SyncWrite
+from .types import IndexModelError, IndexOpenError
 
 SCHEMA_VERSION = "2"
 BUSY_TIMEOUT_MS = 60_000
+JOURNAL_SIZE_LIMIT = 32 * 2**20  # bytes the WAL file is truncated to after a checkpoint
+_ROW_COLS = "SELECT id, path, mtime_ns, size, hash, embedded FROM notes"
 
 
 def _pick_binding():
@@ -103,6 +111,7 @@ class Store:
             self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._retry(lambda: self.conn.execute("PRAGMA journal_mode=WAL"))
             self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
             with self.write():
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -167,22 +176,135 @@ class Store:
         return bool(self.query(
             "SELECT 1 FROM sqlite_master WHERE name = 'vec_chunks'"))
 
-    def ensure_model(self, model_id: str, dim: int) -> bool:
-        """Make the vector table match ``model_id``/``dim``. Returns True when it had to drop
-        vectors made by another model (every note is then re-embedded; vectors never mix).
-        Call inside :meth:`write`."""
-        cur_model, cur_dim = self.get_meta("model"), self.get_meta("dim")
-        reset = False
-        if cur_model is not None and (cur_model != model_id or cur_dim != str(dim)):
-            self.conn.execute("DROP TABLE IF EXISTS vec_chunks")
-            self.conn.execute("DELETE FROM chunks")
-            self.conn.execute("UPDATE notes SET embedded = 0")
-            reset = True
+    def index_model(self) -> tuple[str | None, int | None]:
+        """``(model_id, dim)`` the index's vectors were made with; ``(None, None)`` when empty."""
+        model, dim = self.get_meta("model"), self.get_meta("dim")
+        return model, (int(dim) if dim else None)
+
+    def check_model(self, model_id: str, dim: int | None) -> None:
+        """Raise :class:`IndexModelError` unless the index is empty or holds ``model_id``'s
+        vectors (and, when ``dim`` is known, of that dimension)."""
+        cur_model, cur_dim = self.index_model()
+        if cur_model is None:
+            return
+        if cur_model != model_id or (dim is not None and cur_dim is not None and cur_dim != dim):
+            have = f"{cur_model} (dim {cur_dim})"
+            want = f"{model_id} (dim {dim})" if dim is not None else model_id
+            raise IndexModelError(self.path, have, want)
+
+    def ensure_model(self, model_id: str, dim: int) -> None:
+        """Record ``model_id``/``dim`` as the index's model and create the vector table. Raises
+        :class:`IndexModelError` when the index already holds another model's vectors (it
+        never drops them: another process may be searching them). Call inside :meth:`write`."""
+        self.check_model(model_id, dim)
         self.conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS vec_chunks USING vec0(embedding float[{dim}])")
         self.set_meta("model", model_id)
         self.set_meta("dim", str(dim))
-        return reset
+
+    # ------------------------------------------------------------------ sync
+    def rows_all(self) -> dict[str, IndexRow]:
+        """Every note row, by path."""
+        return {r[1]: IndexRow(*r) for r in self.query(_ROW_COLS)}
+
+    def rows_at(self, exact: set[str], prefixes: tuple[str, ...]) -> dict[str, IndexRow]:
+        """Rows at ``exact`` paths or under the folder ``prefixes`` (``"a/"``; path index)."""
+        rows: dict[str, IndexRow] = {}
+        ex = list(exact)
+        for i in range(0, len(ex), 500):
+            part = ex[i: i + 500]
+            for r in self.query(f"{_ROW_COLS} WHERE path IN ({','.join('?' * len(part))})", part):
+                rows[r[1]] = IndexRow(*r)
+        for pre in prefixes:  # "a/" <= path < "a0" ('0' follows '/')
+            for r in self.query(f"{_ROW_COLS} WHERE path >= ? AND path < ?", (pre, pre[:-1] + "0")):
+                rows[r[1]] = IndexRow(*r)
+        return rows
+
+    def skips(self) -> dict[str, Skip]:
+        """The stored skip list: path → :class:`Skip`."""
+        return {r[0]: Skip(r[1], r[2], r[3]) for r in self.query(
+            "SELECT path, mtime_ns, size, reason FROM skipped")}
+
+    def note_text(self, note_id: int) -> tuple[str, str, str]:
+        """``(name, description, body)`` of a row (the rename check compares them)."""
+        rows = self.query("SELECT name, description, body FROM notes WHERE id = ?", (note_id,))
+        return tuple(rows[0]) if rows else ("", "", "")
+
+    def apply_sync(self, w: SyncWrite, model_id: str, dim: int | None) -> Applied:
+        """Apply one batch of a sync in one ``BEGIN IMMEDIATE`` transaction: delete rows,
+        move renamed rows, re-stamp touched files, replace or insert embedded notes (row, FTS,
+        chunks, vectors), rewrite the skip list. ``dim`` None means nothing is embedded in this
+        batch (the model may still be warming). Raises :class:`IndexModelError` when another
+        process has meanwhile given the index another model."""
+        with self.write() as c:
+            out = Applied(generation=self.generation())
+            if dim is not None:
+                self.ensure_model(model_id, dim)
+            else:
+                self.check_model(model_id, None)
+            for r in w.delete:
+                out.removed_chunks += self.delete_note(r.id)
+                out.gone_paths.append(r.path)
+            for nid, n, old in w.renames:
+                if c.execute("SELECT 1 FROM notes WHERE path = ?", (n.rel,)).fetchone():
+                    out.removed_chunks += self.delete_note(nid)  # the new path is taken
+                else:
+                    c.execute("UPDATE notes SET path = ?, mtime_ns = ?, size = ? WHERE id = ?",
+                              (n.rel, n.mtime_ns, n.size, nid))
+                    out.rows.append(IndexRow(nid, n.rel, n.mtime_ns, n.size, n.hash, 1))
+                out.gone_paths.append(old)
+            c.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?",
+                          [(n.mtime_ns, n.size, n.rel) for n in w.touched])
+            for n in w.touched:
+                row = c.execute(f"{_ROW_COLS} WHERE path = ?", (n.rel,)).fetchone()
+                if row:
+                    out.rows.append(IndexRow(*row))
+            for n, kinds, vecs in w.insert:
+                old = c.execute("SELECT id FROM notes WHERE path = ?", (n.rel,)).fetchone()
+                if old:
+                    out.removed_chunks += self.delete_note(old[0])
+                    out.updated_notes += 1
+                else:
+                    out.added_notes += 1
+                nid = self.insert_note(n, embedded=True)
+                out.rows.append(IndexRow(nid, n.rel, n.mtime_ns, n.size, n.hash, 1))
+                out.added.append((self.insert_vectors(nid, kinds, vecs), nid, vecs))
+            if w.skipped is not None:
+                c.execute("DELETE FROM skipped")
+                c.executemany("INSERT INTO skipped(path, mtime_ns, size, reason) VALUES (?,?,?,?)",
+                              [(p, *s) for p, s in w.skipped.items()])
+        return out
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database file and truncate it (``wal_checkpoint(TRUNCATE)``).
+        Best effort: readers still in the WAL make SQLite stop early, which is harmless."""
+        with self.lock, contextlib.suppress(_DB.Error):
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    # ------------------------------------------------------------------ search support
+    def note_count(self) -> int:
+        return self.query("SELECT count(*) FROM notes")[0][0]
+
+    def priority_ids(self) -> set[int]:
+        """Ids of notes marked ``priority: high``."""
+        return {r[0] for r in self.query("SELECT id FROM notes WHERE priority = 1")}
+
+    def note_rows(self, ids: list[int]) -> dict[int, tuple]:
+        """``{id: (id, name, description, body, priority, path)}`` for the given note ids."""
+        out: dict[int, tuple] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i: i + 500]
+            marks = ",".join("?" * len(part))
+            for r in self.query("SELECT id, name, description, body, priority, path FROM notes "
+                                f"WHERE id IN ({marks})", tuple(part)):
+                out[r[0]] = r
+        return out
+
+    def notes_named(self, name: str) -> list[tuple[str, str, str, int]]:
+        """``(path, description, body, priority)`` of notes whose name equals ``name``
+        (case-insensitive)."""
+        return self.query("SELECT path, description, body, priority FROM notes "
+                          "WHERE lower(name) = lower(?)", (name,))
 
     def load_vectors(self, spare_rows=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All vectors: ``(chunk_ids int64 (n,), note_ids int64 (n,), matrix float32 (n, dim))``.

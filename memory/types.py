@@ -22,6 +22,21 @@ class IndexOpenError(MemoryEngineError):
     """The index file cannot be opened or is not a Cockpit memory index."""
 
 
+class IndexModelError(IndexOpenError):
+    """The index holds vectors of another embedding model (or dimension) than this process
+    uses. One index holds one model's vectors: the engine refuses to mix or replace them (a
+    process still using that index would lose its notes). ``index_model``/``engine_model`` are
+    ``"model-id (dim N)"`` strings."""
+
+    def __init__(self, index_path, index_model: str, engine_model: str):
+        self.index_path, self.index_model, self.engine_model = index_path, index_model, engine_model
+        super().__init__(
+            f"index {index_path} holds vectors of {index_model}; this process embeds with "
+            f"{engine_model}. One index holds one model: point this process at another index "
+            f"(--index / COCKPIT_INDEX; the default index is per model), or rebuild this one "
+            f"once no other process uses it (it is derived data: delete it and sync)")
+
+
 @dataclass(frozen=True)
 class Hit:
     """One ranked search result.

@@ -71,8 +71,10 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
         except Exception as exc:  # noqa: BLE001 - keep watching
             log.warning("memory sync failed: %s", exc)
             full = True  # what that batch changed is picked up by a full sync next time
+            engine.mark_watched(False)
             return
         full = False
+        engine.mark_watched(True)  # one-off searches elsewhere may now skip their folder walk
         if on_sync is not None:
             on_sync(report)
 

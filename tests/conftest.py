@@ -14,3 +14,15 @@ def _isolated_state(tmp_path_factory, monkeypatch):
     clients run in-process unless a test asks for the server (``COCKPIT_NO_SERVER`` unset)."""
     monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path_factory.mktemp("cockpit-data")))
     monkeypatch.setenv("COCKPIT_NO_SERVER", "1")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _onnx_model_cache(request, tmp_path_factory):
+    """The MiniLM graph exported to ONNX (memory/onnx_model.py) is kept in pytest's own cache
+    folder, so a test run exports it at most once (and usually reuses the last run's)."""
+    cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
+    if cache is not None:
+        folder = cache.mkdir("cockpit-onnx-models")
+    else:
+        folder = tmp_path_factory.mktemp("cockpit-onnx-models")
+    os.environ["COCKPIT_MODEL_CACHE"] = str(folder)

