@@ -27,6 +27,11 @@ Method
   (``COCKPIT_MODEL_CACHE`` if set) — the first round's launch of a machine that never exported
   it would include the one-off export in the background, not in the first frame.
 
+* ``--no-server`` launches ``cockpit --no-server`` (sessions in the app's process); by default
+  the app attaches to the Cockpit server as bare ``cockpit`` does. The first round then includes
+  starting the server (no server runs in the temp data folder); later rounds find it running,
+  as a user's next launch does. The server is stopped at the end.
+
 The figures are medians over the rounds (min and max shown); the ratio is taken round by round.
 """
 
@@ -182,6 +187,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--json", help="write the raw rounds here")
+    ap.add_argument("--no-server", action="store_true", help="launch `cockpit --no-server` (in-process)")
     ap.add_argument("--child", nargs=2, metavar=("KIND", "LOG"), help=argparse.SUPPRESS)
     args, rest = ap.parse_known_args(argv)
     if args.child:
@@ -190,6 +196,8 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="first-frame-"))
     try:
         app_argv, env = _prepare(tmp)
+        if args.no_server:
+            app_argv = [*app_argv, "--no-server"]
         rounds = []
         for i in range(args.rounds):
             order = ["app", "minimal"] if i % 2 == 0 else ["minimal", "app"]
@@ -207,6 +215,7 @@ def main(argv=None) -> int:
                   + (f"  [{a.get('error') or m.get('error')}]" if a.get("error") or m.get("error") else ""),
                   file=sys.stderr)
     finally:
+        subprocess.run([sys.executable, "-m", "cockpit", "server", "stop"], env=env, capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
     ok = [r for r in rounds if "first_frame_s" in r["app"] and "first_frame_s" in r["minimal"]]
     app = _stats([r["app"]["first_frame_s"] for r in ok])
@@ -215,7 +224,8 @@ def main(argv=None) -> int:
     ratio = _stats([r["app"]["first_frame_s"] / r["minimal"]["first_frame_s"] for r in ok])
     before = sorted(set().union(*(r["app"]["before_frame"] for r in ok))) if ok else []
     after = sorted(set().union(*(r["app"]["after_frame"] for r in ok))) if ok else []
-    summary = {"rounds": len(rounds), "ok": len(ok), "app_first_frame_s": app, "app_first_key_answered_s": key,
+    summary = {"mode": "in-process" if args.no_server else "attached to the server",
+               "rounds": len(rounds), "ok": len(ok), "app_first_frame_s": app, "app_first_key_answered_s": key,
                "minimal_first_frame_s": mini, "ratio_app_over_minimal": ratio,
                "imported_before_first_frame": before, "imported_after_first_frame": after,
                "loadavg": os.getloadavg()}
