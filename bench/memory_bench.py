@@ -144,7 +144,7 @@ def _note(rng: random.Random, i: int) -> dict:
         name, ntype = f"{svc}-{es}-deploy", "project"
         desc = f"Deploy {svc} to {env} with make {target}"
         body = [f"Run `make {target} ENV={env}` from the repo root; it builds, pushes and rolls out {words}.",
-                f"Pass `--dry-run` first to see the plan without applying it.",
+                "Pass `--dry-run` first to see the plan without applying it.",
                 f"The rollout goes to {host} and takes about {n} minutes.",
                 f"Ask #{team} before deploying on Fridays; see {ticket}."]
         queries = [f"how do I run make {target}?",
@@ -522,7 +522,7 @@ def worker(size: int, args) -> dict:
             res["lane_vec"] = timeit(lambda q: engine.mirror.top_notes(qvecs[q], CANDIDATES), R)
             kw = {"stats": engine.keyword_stats} if hasattr(engine, "keyword_stats") else {}
             res["lane_fts"] = timeit(lambda q: bm25_notes(engine.store, q, **kw), R)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             _log(f"lane breakdown skipped: {exc!r}")
         _log(f"{size}: search p50 {res['search_noemb'][0]:.2f} ms (no emb), preseed e2e p50 "
              f"{res['preseed_e2e'][0]:.2f} ms")
@@ -533,8 +533,8 @@ def worker(size: int, args) -> dict:
                    for q, tgt in scored)
         res["hit5_engine"] = hits / len(scored)
         pre = [engine.build_preseed(q, 5, query_vector=qvecs[q]) for q, _ in queries]
-        res["preseed_nonempty_on"] = sum(bool(p.text) for p, (_, t) in zip(pre, queries) if t) / len(scored)
-        res["preseed_empty_off"] = sum(not p.text for p, (_, t) in zip(pre, queries) if not t) / len(OFF_TOPIC)
+        res["preseed_nonempty_on"] = sum(bool(p.text) for p, (_, t) in zip(pre, queries, strict=False) if t) / len(scored)
+        res["preseed_empty_off"] = sum(not p.text for p, (_, t) in zip(pre, queries, strict=False) if not t) / len(OFF_TOPIC)
         res["preseed_tokens_p50"] = _pct([p.tokens for p in pre if p.text], 50)
 
         # ---- numpy brute force over the same vectors
@@ -693,12 +693,12 @@ def machine_info(results) -> str:
     try:
         from importlib.metadata import version
         tv = version("torch")
-    except Exception:  # noqa: BLE001
+    except Exception:
         tv = "?"
     try:
         import sentence_transformers
         stv = sentence_transformers.__version__
-    except Exception:  # noqa: BLE001
+    except Exception:
         stv = "?"
     import numpy
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30

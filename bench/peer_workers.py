@@ -114,8 +114,9 @@ class Cockpit:
         wal = Path(f"{idx}-wal")
         out = {"rss_peak_mb": _rss_peak_mb(), "wal_bytes": wal.stat().st_size if wal.exists() else 0}
         # the same vectors in a plain sqlite-vec table (what "a plain sqlite-vec index" holds)
-        from memory.store import _DB
         import sqlite_vec
+
+        from memory.store import _DB
 
         _, _, mat = eng.store.load_vectors()
         plain = self.work / "plain-vec.sqlite"
@@ -302,7 +303,7 @@ def main() -> int:
             break
         try:
             res = getattr(engine, cmd)(**msg)
-        except Exception as exc:  # noqa: BLE001 - reported to the driver
+        except Exception as exc:  # reported to the driver
             import traceback
 
             res = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}

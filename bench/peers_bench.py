@@ -119,7 +119,7 @@ class Worker:
             self.p.stdin.write(json.dumps({"cmd": "close"}) + "\n")
             self.p.stdin.flush()
             self.p.wait(60)
-        except Exception:  # noqa: BLE001
+        except Exception:
             self.p.kill()
 
 
@@ -180,7 +180,7 @@ def run_size(size: int, args, pythons: dict[str, Path]) -> dict:
             ra, rb = times[a_mode].get(a), times[b_mode].get(b)
             if not ra or not rb:
                 return None
-            return _p50([x / y for ka, kb in zip(ra, rb) for x, y in zip(ka, kb) if y > 0])
+            return _p50([x / y for ka, kb in zip(ra, rb, strict=False) for x, y in zip(ka, kb, strict=False) if y > 0])
 
         res["ratios"] = {
             "cockpit_query_over_txtai_query": paired("query", "cockpit", "query", "txtai"),

@@ -71,7 +71,7 @@ def main(argv=None) -> int:
                 rows[name][f] = (e["recall@5"], e["false_inject_rate"])
             eng.close()
     om.ensure_onnx = real
-    overlap = statistics.fmean(len(set(a) & set(b)) / 10 for a, b in zip(tops["fp32"], tops["int8"]))
+    overlap = statistics.fmean(len(set(a) & set(b)) / 10 for a, b in zip(tops["fp32"], tops["int8"], strict=False))
     for name, r in rows.items():
         print(f"{name}: query encode p50 {r['encode_p50_ms']:.2f} ms; " + "; ".join(
             f"{f}: recall@5 {v[0]:.3f}, false-inject {v[1]:.3f}" for f, v in r.items() if isinstance(v, tuple)))

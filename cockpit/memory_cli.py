@@ -10,7 +10,6 @@ non-zero exit).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -66,7 +65,8 @@ def add_parser(sub) -> None:
     sp.add_argument("--priority", action="store_true", help="mark it priority: high (★)")
     sp.set_defaults(func=cmd_save)
 
-    sp = common(msub.add_parser("mcp", help="serve the notes to MCP clients (stdio): memory_search, memory_get, memory_save"))
+    sp = common(msub.add_parser("mcp", help="serve the notes to MCP clients (stdio): memory_search, "
+                                            "memory_get, memory_save"))
     sp.set_defaults(func=lambda args: __import__("cockpit.memory_mcp", fromlist=["run"]).run(args))
 
     sp = msub.add_parser("hook", help="Claude Code hook: preseed a session's first prompt (JSON on stdin)")

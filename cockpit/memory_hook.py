@@ -150,7 +150,7 @@ def main(args: Any) -> int:
         if out is not None:
             sys.stdout.write(json.dumps(out, ensure_ascii=False))
             sys.stdout.flush()
-    except BaseException:  # noqa: BLE001 - never block the user's prompt, whatever happened
+    except BaseException:  # never block the user's prompt, whatever happened
         pass
     return 0
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +55,7 @@ class _DeferredEngine:
         import threading
 
         self._notes_dir = notes_dir
-        self._engine = None
+        self._engine: Any = None
         self._lock = threading.Lock()
 
     def _get(self):
@@ -104,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
 
     engine = _DeferredEngine(Path(args.notes).expanduser())
 
-    from cockpit.tui.app import CockpitApp
     from cockpit.runtime import SessionManager
+    from cockpit.tui.app import CockpitApp
 
     class _App(CockpitApp):
         async def on_load(self) -> None:  # inside the running loop: build the manager here

@@ -6,8 +6,17 @@ Never imports ``cockpit`` (nor Textual, nor anthropic). The public API is docume
 
 from .engine import MemoryEngine
 from .store import binding_name
-from .types import (EngineStatus, Hit, IndexModelError, IndexOpenError, LintIssue, MemoryEngineError,
-                    NoteExistsError, Preseed, SyncReport)
+from .types import (
+                    EngineStatus,
+                    Hit,
+                    IndexModelError,
+                    IndexOpenError,
+                    LintIssue,
+                    MemoryEngineError,
+                    NoteExistsError,
+                    Preseed,
+                    SyncReport,
+)
 
 __all__ = [
     "MemoryEngine", "Hit", "Preseed", "SyncReport", "LintIssue", "EngineStatus",

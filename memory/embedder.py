@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class _TorchEncoder:
         self._lock = threading.Lock()
         get_dim = getattr(self._model, "get_embedding_dimension", None) or \
             self._model.get_sentence_embedding_dimension
-        self.dim = int(get_dim())
+        self.dim = int(get_dim() or 0)
         self.encode(["warm up"])
 
     def encode(self, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
@@ -116,7 +117,7 @@ class Embedder:
         self.runtime: str | None = None  # "onnxruntime" | "sentence-transformers", once loaded
         self.fallback: str | None = None  # why the ONNX route was not taken
         self.threads = _default_threads()
-        self._backend = None
+        self._backend: Any = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
         self._started = False
@@ -134,13 +135,13 @@ class Embedder:
 
     def _load(self) -> None:
         try:
-            backend = None
+            backend: Any = None
             if self.requested_runtime == "onnx":
                 try:
                     from .onnx_model import OnnxEncoder
 
                     backend = OnnxEncoder(self._target, self.model_id, threads=self.threads)
-                except Exception as exc:  # noqa: BLE001 - fall back to torch, say why
+                except Exception as exc:  # fall back to torch, say why
                     self.fallback = f"{type(exc).__name__}: {exc}"
                     log.warning("ONNX encoder unavailable (%s); using sentence-transformers", self.fallback)
             if backend is None:
@@ -148,7 +149,7 @@ class Embedder:
             self.dim = int(backend.dim)
             self.runtime = backend.runtime
             self._backend = backend
-        except BaseException as exc:  # noqa: BLE001 - reported through .error / wait()
+        except BaseException as exc:  # reported through .error / wait()
             self._error = exc
         finally:
             self._ready.set()
@@ -193,7 +194,7 @@ class Embedder:
         if not self.wait():
             raise RuntimeError(f"embedding model {self.model_id!r} failed to load: {self.error}")
         if not texts:
-            return np.zeros((0, self.dim), np.float32)
+            return np.zeros((0, self.dim or 0), np.float32)
         if self.runtime == "onnxruntime":
             return self._backend.encode(list(texts))
         return self._backend.encode(list(texts), batch_size=batch_size)

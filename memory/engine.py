@@ -204,7 +204,7 @@ class MemoryEngine:
         root = str(self.notes_dir)
         scope = None
         if targeted:
-            entries, scan_skipped, exact, prefixes = scan_paths(root, rels)
+            entries, scan_skipped, exact, prefixes = scan_paths(Path(root), rels)
             rows = store.rows_at(exact, prefixes)
             scope = (exact, prefixes)
         else:
@@ -234,7 +234,8 @@ class MemoryEngine:
                    for i in range(0, len(plan.to_embed), SYNC_BATCH_NOTES)] or [[]]
         for i, batch in enumerate(batches):
             w = first if i == 0 else SyncWrite()
-            texts, spans = [], []
+            texts: list[str] = []
+            spans: list = []
             for n in batch:
                 t, kinds = note_texts(n.name, n.description, n.body)
                 spans.append((len(texts), kinds))
@@ -465,10 +466,11 @@ class MemoryEngine:
         body = (body or "").strip()
         self.notes_dir.mkdir(parents=True, exist_ok=True)
         path = self.notes_dir / f"{name}.md"
-        meta = {"name": name, "description": description}
+        post = frontmatter.Post(body)
+        post.metadata.update({"name": name, "description": description})
         if priority:
-            meta["priority"] = "high"
-        text = frontmatter.dumps(frontmatter.Post(body, **meta), sort_keys=False, width=1000) + "\n"
+            post.metadata["priority"] = "high"
+        text = frontmatter.dumps(post, sort_keys=False, width=1000) + "\n"
         self.sync()
         same = self.store.notes_named(name)
         for p, d, b, pr in same:

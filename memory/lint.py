@@ -56,7 +56,7 @@ def lint(engine) -> list[LintIssue]:
     groups: dict[str, list] = {}
     for r in rows:
         groups.setdefault(r[2].lower(), []).append(r)
-    for name, rs in groups.items():
+    for rs in groups.values():
         if len(rs) > 1:
             rs = sorted(rs, key=lambda r: r[1])
             for other in rs[1:]:
@@ -72,7 +72,7 @@ def lint(engine) -> list[LintIssue]:
         mat = np.frombuffer(b"".join(t[1] for t in tv), np.float32).reshape(len(tv), -1)
         for start in range(0, len(ids), 1024):
             block = mat[start: start + 1024] @ mat.T
-            for i, j in zip(*np.nonzero(block >= DUP_COS)):
+            for i, j in zip(*np.nonzero(block >= DUP_COS), strict=False):
                 a, b = start + i, j
                 if a < b:
                     ra, rb = sorted((by_id[int(ids[a])], by_id[int(ids[b])]), key=lambda r: r[1])
@@ -95,7 +95,7 @@ def lint(engine) -> list[LintIssue]:
         if sents:
             sv = engine.embedder.encode(sents)
             flagged: set[int] = set()
-            for s, nid, v in zip(sents, owners, sv):
+            for s, nid, v in zip(sents, owners, sv, strict=False):
                 if nid in flagged:
                     continue
                 r = by_id[nid]

@@ -64,7 +64,7 @@ class _SafeNoAliasLoader(yaml.SafeLoader):
     """SafeLoader (no tag ever constructs an object) that also refuses anchors/aliases, so a
     "billion laughs" YAML bomb cannot expand. Frontmatter has no use for aliases."""
 
-    def compose_node(self, parent, index):  # noqa: D401 - PyYAML hook
+    def compose_node(self, parent, index):  # PyYAML hook
         if self.check_event(yaml.AliasEvent):
             raise NoteError("YAML aliases are not allowed in frontmatter (possible YAML bomb)")
         return super().compose_node(parent, index)
@@ -374,8 +374,15 @@ def scan_paths(root: Path, rels) -> tuple[list, list[tuple[str, str]], set[str],
         else:
             entries.append((rel, st.st_mtime_ns, st.st_size))
     # a folder walked as a whole covers the single paths reported inside it: one row per path
+    return _first_per_path(entries), _first_per_path(skipped), exact, tuple(sorted(prefixes))
+
+
+def _first_per_path(items: list) -> list:
+    """The first item of each path (``item[0]``), in their order."""
     seen: set[str] = set()
-    entries = [e for e in entries if not (e[0] in seen or seen.add(e[0]))]
-    seen = set()
-    skipped = [x for x in skipped if not (x[0] in seen or seen.add(x[0]))]
-    return entries, skipped, exact, tuple(sorted(prefixes))
+    out = []
+    for item in items:
+        if item[0] not in seen:
+            seen.add(item[0])
+            out.append(item)
+    return out

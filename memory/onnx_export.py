@@ -115,7 +115,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         export(argv[0], argv[1])
-    except Exception as exc:  # noqa: BLE001 - one line for the parent's error message
+    except Exception as exc:  # one line for the parent's error message
         print(f"export failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     return 0

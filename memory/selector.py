@@ -17,8 +17,9 @@ cockpit's is :mod:`cockpit.runtime.selector` (Messages API).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 SHORTLIST = 30  # candidates sent to a selector
 

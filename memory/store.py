@@ -49,7 +49,7 @@ def _pick_binding():
             sqlite_vec.load(conn)
             conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
             return mod, name.split(".")[0]
-        except Exception as exc:  # noqa: BLE001 - try the next binding
+        except Exception as exc:  # try the next binding
             errors.append(f"{name}: {exc}")
         finally:
             conn.close()
@@ -362,7 +362,7 @@ class Store:
                                  (note_id, kind)).lastrowid)
         c.executemany("INSERT INTO vec_chunks(rowid, embedding) VALUES (?, ?)",
                       [(i, np.ascontiguousarray(v, dtype=np.float32).tobytes())
-                       for i, v in zip(ids, vectors)])
+                       for i, v in zip(ids, vectors, strict=False)])
         return ids
 
     def close(self) -> None:

@@ -11,8 +11,9 @@ as a :class:`SyncWrite`; all SQL lives in :mod:`memory.store`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 

@@ -42,8 +42,9 @@ class Hit:
     """One ranked search result.
 
     ``score`` is the cosine similarity between the query vector and the note's best-matching
-    vector (title or a body chunk), clamped to 0…1 (a negative cosine, unrelated, shows as 0); ``rank_score`` is the fused score that
-    decided the order (reciprocal-rank fusion of vector and BM25 ranks, plus the priority lift).
+    vector (title or a body chunk), clamped to 0…1 (a negative cosine, unrelated, shows as 0);
+    ``rank_score`` is the fused score that decided the order (reciprocal-rank fusion of vector and
+    BM25 ranks, plus the priority lift).
     ``snippet`` is a short piece of the body (≤ ~160 chars) chosen for the query.
     ``path`` is the note's file path (absolute).
     """
@@ -92,7 +93,7 @@ class Preseed:
     gate_score: float = 0.0
     gate_signals: tuple[float, float] = (0.0, 0.0)
     selected_by: str = "embedded"
-    selector: "SelectorResult | None" = None
+    selector: SelectorResult | None = None
 
     def to_dict(self) -> dict:
         out = {

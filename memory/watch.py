@@ -68,7 +68,7 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
         nonlocal full
         try:
             report = engine.sync(paths=None if full else paths)
-        except Exception as exc:  # noqa: BLE001 - keep watching
+        except Exception as exc:  # keep watching
             log.warning("memory sync failed: %s", exc)
             full = True  # what that batch changed is picked up by a full sync next time
             engine.mark_watched(False)

@@ -399,7 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.owner.requests.append(RecordedRequest("GET", self.path, dict(self.headers), None))
         if self.path.startswith("/v1/models"):
             self._json(200, {"data": [{"type": "model", "id": "standin-model", "display_name": "Stand-in"}],
@@ -407,7 +407,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, HTTPError(404).body())
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:

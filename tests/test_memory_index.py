@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_memory_support import HashEmbedder, copy_fixture, note, snapshot
 
 from memory import IndexModelError, IndexOpenError, MemoryEngine, binding_name
 from memory.paths import default_index_path
-from test_memory_support import HashEmbedder, copy_fixture, note, snapshot
 
 
 def counts(engine: MemoryEngine) -> dict[str, int]:
@@ -223,7 +223,7 @@ def test_concurrent_writers_in_threads_do_not_lock(tmp_path):
                 eng.save(f"t{i}-n{j}", f"Thread {i} note {j}.", "body")
                 eng.sync()
             eng.close()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             errors.append(repr(exc))
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
@@ -244,7 +244,7 @@ def _proc_writer(notes: str, index: str, i: int, q) -> None:
             eng.save(f"p{i}-n{j}", f"Process {i} note {j}.", "body")
         eng.close()
         q.put("ok")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         q.put(repr(exc))
 
 

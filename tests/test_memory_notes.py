@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
+from test_memory_support import DATA
 
 from memory.notes import FileEntry, NoteError, parse_bytes, read_note, scan
-from test_memory_support import DATA
 
 
 def parse(name: str):

@@ -9,9 +9,9 @@ import shutil
 import threading
 
 import pytest
+from test_memory_support import HashEmbedder, copy_fixture, note
 
 from memory import MemoryEngine
-from test_memory_support import HashEmbedder, copy_fixture, note
 
 BAD = os.fsdecode(b"bad\xff.md")  # a name with an invalid UTF-8 byte (surrogate-escaped)
 

@@ -6,12 +6,11 @@ import os
 import threading
 import time
 
-import pytest
-
 import frontmatter
+import pytest
+from test_memory_support import HashEmbedder, copy_fixture, note, snapshot
 
 from memory import LintIssue, MemoryEngine, NoteExistsError
-from test_memory_support import HashEmbedder, copy_fixture, note, snapshot
 
 
 @pytest.fixture()

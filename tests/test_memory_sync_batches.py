@@ -7,10 +7,10 @@ import os
 import threading
 
 import pytest
+from test_memory_support import HashEmbedder, note
 
 import memory.engine as engine_mod
 from memory import MemoryEngine
-from test_memory_support import HashEmbedder, note
 
 
 def make_notes(folder, n):

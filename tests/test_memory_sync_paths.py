@@ -10,10 +10,10 @@ import time
 
 import numpy as np
 import pytest
+from test_memory_support import HashEmbedder, copy_fixture, note
 
 from memory import MemoryEngine
 from memory.notes import scan, scan_paths, walk
-from test_memory_support import HashEmbedder, copy_fixture, note
 
 
 def make(tmp_path, emb=None):
@@ -306,7 +306,7 @@ def test_mirror_cosines_of_any_note_match_brute_force(tmp_path, first_stage):
         ids, note_ids, mat = eng.store.load_vectors()
         sc = mat @ qv
         best = {}
-        for nid, s in zip(note_ids.tolist(), sc.tolist()):
+        for nid, s in zip(note_ids.tolist(), sc.tolist(), strict=False):
             best[nid] = max(best.get(nid, -2.0), s)
         return best
 

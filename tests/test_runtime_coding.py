@@ -358,7 +358,7 @@ async def test_instruction_files_go_to_the_system_block_and_rules_to_matching_pa
     result = api.message_requests[1]["messages"][-1]["content"][0]["content"]
     assert "create table" in result and "Migrations are reversible" in result
     events = []
-    while not sub._q.empty():  # noqa: SLF001 - drain what was published
+    while not sub._q.empty():  # drain what was published
         events.append(sub._q.get_nowait())
     loaded = next(e for e in events if type(e).__name__ == "InstructionsLoaded")
     assert set(loaded.always) == {"CLAUDE.md", "AGENTS.md", ".claude/rules/style.md"}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 
+from test_memory_support import copy_fixture
+
 from cockpit.tui_cli import _DeferredEngine
 from memory import MemoryEngine
-from test_memory_support import copy_fixture
 
 
 def test_engine_is_built_once_on_first_use_from_any_thread(tmp_path, monkeypatch):

@@ -149,7 +149,7 @@ class ModelSelector:
             return done(None, error=f"HTTP {exc.status_code}: {etype or 'error'}")
         except anthropic.APIConnectionError as exc:
             return done(None, error=f"connection: {' '.join(str(exc).split())[:120]}")
-        except Exception as exc:  # noqa: BLE001 - a selector never breaks a spawn
+        except Exception as exc:  # a selector never breaks a spawn
             return done(None, error=f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}")
         usage = _usage(msg)
         model = getattr(msg, "model", None) or self.model
