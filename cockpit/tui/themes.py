@@ -22,7 +22,8 @@ from pathlib import Path
 
 from textual.theme import Theme
 
-PROJECT_THEMES = Path(__file__).resolve().parent.parent.parent / "themes"
+PROJECT_THEMES = Path(__file__).resolve().parent.parent / "themes"  # cockpit/themes, shipped in the package
+# (the repository's top-level ``themes/`` is a link to it)
 DEFAULT_THEME = "cockpit-dark"
 
 STATUS_DEFAULTS: dict[str, str] = {
