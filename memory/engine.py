@@ -104,6 +104,16 @@ class MemoryEngine:
             return self._first_sync.wait(left)
         return True
 
+    def similarity(self, query: str, texts: list[str]) -> list[float]:
+        """Cosine (−1…1) of ``query`` to each of ``texts``, with this engine's model (blocking;
+        the query vector is cached as for searches). For small sets of texts outside the index,
+        e.g. the descriptions of "agent requested" rule files."""
+        if not texts:
+            return []
+        q = self.embed_query(query)
+        vecs = np.asarray(self.embedder.encode(list(texts)), np.float32)
+        return [float(x) for x in vecs @ q]
+
     def embed_query(self, query: str) -> np.ndarray:
         """The query vector: float32 ``(dim,)``, L2-normalised. Pass it to ``search``/
         ``build_preseed`` as ``query_vector`` to time retrieval without the embedding.

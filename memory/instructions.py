@@ -12,7 +12,8 @@ each by how it applies (``Instruction.scope``):
   are relative to the project root (``**`` spans folders); :meth:`Instruction.matches` tests a
   path relative to that root.
 - ``description``: Cursor's "agent requested" rules (a ``description``, no globs, not always
-  applied) — relevant by meaning, not by path.
+  applied) — relevant by meaning, not by path: :func:`described_for_task` matches them to a
+  task the way the preseed matches notes (embedding + the calibrated gate).
 
 Cursor rules with none of these ("manual") are not loaded. The parser is forgiving like the notes
 parser: ``paths``/``globs`` as a YAML list or a comma-separated string, a raw-line fallback when
@@ -255,6 +256,29 @@ _PATHISH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]{1,8}|(?:[
 def paths_named(text: str) -> list[str]:
     """Path-like words of a task text (``src/app.py``, ``docs/``, ``main.go``), as written."""
     return [m.group(1).rstrip(".,:;)") for m in _PATHISH.finditer(text)]
+
+
+def described_for_task(instructions: list[Instruction], task: str, similarity) -> list[Instruction]:
+    """The "agent requested" rules (scope ``description``) that are about ``task``, judged like a
+    note by the preseed's calibrated gate (``memory/gate.json``): the cosine of the task to the
+    rule's description plus the gate's weight × the task's term coverage of the rule must reach
+    the gate's threshold. ``similarity(query, texts) -> [cosine]`` is the engine's
+    (:meth:`memory.MemoryEngine.similarity`)."""
+    from .gate import load_gate
+    from .text import coverage, query_terms
+
+    rules = [i for i in instructions if i.scope == "description" and i.description]
+    if not rules:
+        return []
+    gate = load_gate()
+    cosines = similarity(task, [i.description for i in rules])
+    terms = query_terms(task)
+    out = []
+    for ins, cos in zip(rules, cosines, strict=True):
+        score = max(0.0, cos) + gate.coverage_weight * coverage(terms, ins.path.stem, ins.description, ins.text)
+        if score >= gate.threshold:
+            out.append(ins)
+    return out
 
 
 def for_task(instructions: list[Instruction], task: str) -> list[Instruction]:

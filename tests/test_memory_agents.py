@@ -219,3 +219,69 @@ def test_discover_sorts_instruction_files(tmp_path, monkeypatch):
     assert [i.rel for i in for_task(found, "fix pkg/web/index.ts and app.py")] == [
         ".claude/rules/py.md", ".cursor/rules/ts.mdc", "pkg/web/AGENTS.md"]
     assert paths_named("edit src/app.py, then docs/") == ["src/app.py", "docs/"]
+
+
+def test_agent_requested_rules_are_matched_to_the_task_by_meaning(tmp_path):
+    from memory.gate import load_gate
+    from memory.instructions import described_for_task
+
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    (root / ".cursor" / "rules").mkdir(parents=True)
+    (root / ".cursor" / "rules" / "release.mdc").write_text("---\ndescription: How to cut a release\n---\nTag, then ship.")
+    (root / ".cursor" / "rules" / "db.mdc").write_text("---\ndescription: Database migrations\n---\nReversible only.")
+    found, _ = discover(root, user_config=tmp_path / "none")
+    gate = load_gate()
+    asked = []
+
+    def similarity(query, texts):
+        asked.append((query, list(texts)))
+        return [gate.threshold + 0.05 if "release" in t else 0.0 for t in texts]
+
+    chosen = described_for_task(found, "cut the 2.4 release for the app", similarity)
+    assert [i.rel for i in chosen] == [".cursor/rules/release.mdc"]
+    assert asked == [("cut the 2.4 release for the app", ["How to cut a release", "Database migrations"])] or \
+        asked == [("cut the 2.4 release for the app", ["Database migrations", "How to cut a release"])]
+    assert described_for_task(found, "bake bread", lambda q, t: [0.0] * len(t)) == []
+
+
+async def test_a_session_gets_the_agent_requested_rule_its_task_is_about(tmp_path):
+    from cockpit.runtime import RuntimeConfig, SessionManager
+    from memory.gate import load_gate
+    from standin import Reply, StandIn
+
+    ws = tmp_path / "ws"
+    (ws / ".cursor" / "rules").mkdir(parents=True)
+    (ws / ".cursor" / "rules" / "release.mdc").write_text("---\ndescription: How to cut a release\n---\nTag, then ship.")
+    threshold = load_gate().threshold
+
+    class Engine:
+        ready = True
+
+        def wait_ready(self, timeout=None):
+            return True
+
+        def build_preseed(self, query, top_k=None, **kw):
+            from types import SimpleNamespace
+            return SimpleNamespace(text="", tokens=0, hits=[])
+
+        def search(self, query, top_k=5):
+            return []
+
+        def save(self, *a, **k):
+            raise ValueError("read-only")
+
+        def similarity(self, query, texts):
+            return [threshold + 0.1 for _ in texts]
+
+    with StandIn() as api:
+        api.script(Reply("ok"))
+        mgr = SessionManager(Engine(), RuntimeConfig(api_key="k", base_url=api.base_url, interactive=False,
+                                                     max_retries=0))
+        s = await mgr.spawn("cut the release", workspace=ws)
+        assert await mgr.wait_idle(timeout=30)
+        first = [b["text"] for b in api.message_requests[0]["messages"][0]["content"]]
+        await mgr.aclose()
+    assert any('<rule file=".cursor/rules/release.mdc" about="How to cut a release">' in t and "Tag, then ship." in t
+               for t in first)
+    assert s.status.value == "done"

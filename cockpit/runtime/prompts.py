@@ -69,9 +69,13 @@ def instructions_text(always: list, on_request: list) -> str:
 
 
 def rule_text(ins) -> str:
-    """A path-scoped rule as given to the model (in the first message or after a tool result)."""
-    where = ", ".join(ins.globs)
-    return f'<rule file="{ins.rel}" applies-to="{where}">\n{ins.text}\n</rule>'
+    """A rule as given to the model (in the first message or after a tool result): what it
+    applies to — its globs, or for an "agent requested" rule its description."""
+    if ins.globs:
+        where = f'applies-to="{", ".join(ins.globs)}"'
+    else:
+        where = 'about="' + ins.description.replace('"', "'") + '"'
+    return f'<rule file="{ins.rel}" {where}>\n{ins.text}\n</rule>'
 
 
 def env_block(spec: SessionSpec) -> str:

@@ -69,6 +69,7 @@ class Session(SessionBase):
         self.instructions_text = ""
         self.instruction_files: tuple[str, ...] = ()
         self._path_rules: list = []  # path-scoped rules not yet given to the model
+        self._described: list = []  # "agent requested" rules (matched to the task by meaning)
         self.policy = PermissionPolicy(spec.permission_mode, self._cfg.allow, self._cfg.deny)
         env = session_env(dict(os.environ), secrets_to_strip=tuple(s for s in (self._cfg.api_key,) if s),
                           extra={"COCKPIT_SESSION_ID": session_id})
@@ -91,7 +92,7 @@ class Session(SessionBase):
             await self._preseed()
             self._open_transcript()
             first = self._first_content or prompts.first_user_content(
-                self.task, self.preseed_text, prompts.env_block(self.spec), self._rules_for_task())
+                self.task, self.preseed_text, prompts.env_block(self.spec), await self._rules_for_task())
             self._add_message("user", first)
         need_model = not self.messages or self.messages[-1]["role"] == "user"
         while True:
@@ -123,6 +124,7 @@ class Session(SessionBase):
         always = [i for i in found if i.scope == "always"]
         on_request = [i for i in found if i.scope == "description"]
         self._path_rules = [i for i in found if i.scope == "paths"]
+        self._described = on_request
         self.instructions_text = prompts.instructions_text(always, on_request)
         self.instruction_files = tuple(i.rel for i in always)
         if found or warnings:
@@ -130,12 +132,23 @@ class Session(SessionBase):
                 self.id, tuple(i.rel for i in always), tuple(i.rel for i in self._path_rules),
                 tuple(i.rel for i in on_request), tuple(warnings)))
 
-    def _rules_for_task(self) -> str:
-        from memory.instructions import for_task
+    async def _rules_for_task(self) -> str:
+        """The rule files the task calls for, whole: path-scoped ones whose globs match a path the
+        task names, and "agent requested" ones whose description is about the task (judged with
+        the engine's model and calibrated gate, like notes)."""
+        from memory.instructions import described_for_task, for_task
 
         hits = for_task(self._path_rules, self.task) if self._path_rules else []
+        similarity = getattr(self.engine, "similarity", None)
+        if self._described and similarity is not None and self.preseed_enabled:
+            try:
+                hits += await asyncio.to_thread(described_for_task, self._described, preseed_query(self.task),
+                                                similarity)
+            except Exception as exc:  # an aid only: the rules stay listed in the system block
+                self.rec.record("error", kind="rules", message=one_line(f"{type(exc).__name__}: {exc}"))
         for ins in hits:
-            self._path_rules.remove(ins)
+            if ins in self._path_rules:
+                self._path_rules.remove(ins)
             self.rec.emit(RuleApplied(self.id, ins.rel, "task"))
         return "\n\n".join(prompts.rule_text(i) for i in hits)
 
