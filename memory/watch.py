@@ -10,7 +10,9 @@ keeps what it had (a checkout that removes the folder for a moment does not wipe
 Each state change is reported through ``on_status(state, detail)`` and kept in
 ``engine.watch_status`` (shown by ``engine.status().watch``): ``state`` is ``"watching"``,
 ``"missing"`` or ``"recovered"`` (watching again after the folder came back), ``detail`` one line
-for a header.
+for a header. ``"watching"``/``"recovered"`` are reported once the OS-level watch is in place
+(watchfiles' first yield, at most ``POLL_S`` after it starts): a change made after that is seen —
+what a test or a client waits on instead of sleeping.
 """
 
 from __future__ import annotations
@@ -90,11 +92,9 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
         ident = _identity(folder)
         if full:
             run_sync()
-        if lost:
-            status("recovered", f"watching notes (re-watched {time.strftime('%H:%M:%S')} after the "
-                                "folder was re-created; full resync done)")
-        else:
-            status("watching", "watching notes")
+        announce = (("recovered", f"watching notes (re-watched {time.strftime('%H:%M:%S')} after the "
+                                  "folder was re-created; full resync done)")
+                    if lost else ("watching", "watching notes"))
         lost = False
         for changes in watchfiles.watch(folder, watch_filter=_is_note_change, stop_event=stop,
                                         debounce=debounce_ms, step=50,
@@ -102,6 +102,9 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
                                         raise_interrupt=False):
             if stop.is_set():
                 return
+            if announce is not None:  # the first yield: the OS watch is in place, changes are seen
+                status(*announce)
+                announce = None
             root_event = any(os.path.normpath(p) == str(folder) for _change, p in changes)
             if root_event or _identity(folder) != ident:  # deleted, replaced or re-created
                 lost = full = True

@@ -134,13 +134,12 @@ def test_watch_resyncs_on_change_and_stops(eng):
         if rep.added:
             seen.set()
 
-    t = threading.Thread(target=eng.watch, args=(stop, on_sync), daemon=True)
+    watching = threading.Event()
+    t = threading.Thread(target=eng.watch, args=(stop, on_sync),
+                         kwargs={"on_status": lambda state, _d: state == "watching" and watching.set()}, daemon=True)
     t.start()
-    deadline = time.time() + 10
-    while not reports and time.time() < deadline:
-        time.sleep(0.05)
+    assert watching.wait(15), "the watcher never started watching"
     assert reports, "no initial sync"
-    time.sleep(0.3)  # let the watcher start
     note(eng.notes_dir, "watched", "A note written while watching.")
     assert seen.wait(15), "watch did not pick up the new note"
     assert eng.store.query("SELECT 1 FROM notes WHERE name = 'watched'")
@@ -159,9 +158,11 @@ def test_status_reports_model_binding_and_counts(eng):
 def test_watch_waits_for_a_missing_folder_and_stops(tmp_path):
     e = MemoryEngine(tmp_path / "later", index_path=tmp_path / "i.sqlite", model=HashEmbedder())
     stop = threading.Event()
-    t = threading.Thread(target=e.watch, args=(stop,), daemon=True)
+    missing = threading.Event()
+    t = threading.Thread(target=e.watch, args=(stop,),
+                         kwargs={"on_status": lambda state, _d: state == "missing" and missing.set()}, daemon=True)
     t.start()
-    time.sleep(0.2)
+    assert missing.wait(15)  # it says the folder is missing and waits for it
     assert t.is_alive()  # waiting, not crashed
     stop.set()
     t.join(5)

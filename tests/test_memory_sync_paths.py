@@ -263,13 +263,11 @@ def test_watch_runs_targeted_syncs(tmp_path):
     eng.sync = spy
     stop = threading.Event()
     seen = threading.Event()
-    t = threading.Thread(target=eng.watch, args=(stop, lambda rep: len(calls) > 1 and rep.added
-                                                  and seen.set()), daemon=True)
+    watching = threading.Event()
+    t = threading.Thread(target=eng.watch, args=(stop, lambda rep: len(calls) > 1 and rep.added and seen.set()),
+                         kwargs={"on_status": lambda state, _d: state == "watching" and watching.set()}, daemon=True)
     t.start()
-    deadline = time.time() + 10
-    while not calls and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
+    assert watching.wait(15), "the watcher never started watching"
     p = note(notes, "watched-two", "Written while watching.")
     assert seen.wait(15), "watch did not pick up the new note"
     stop.set()
