@@ -41,7 +41,6 @@ Configuration precedence: flags > ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``/`
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -210,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
         return _print_report(args, report)
     if args.detach:
         raise CockpitError("--detach needs the server (drop --no-server)")
+    import asyncio
+
     engine = _open_engine(args)
     try:
         report = asyncio.run(_run(list(zip(tasks, models, strict=True)), cfg, pricing, engine, args.workspace))
@@ -297,6 +298,8 @@ def _run_remote(args, tasks, cfg, pricing) -> dict:
     except RemoteError as exc:
         raise CockpitError(f"memory engine: {exc.message}") from None
     workspace = str((args.workspace or Path.cwd()).resolve())
+    import asyncio
+
     return asyncio.run(_remote(tasks, cfg, pricing, notes, index, workspace, args.detach, config_payload(cfg)))
 
 

@@ -106,9 +106,9 @@ def _usage(p) -> int:
 def _engine(args, must_exist: bool = True, warm: bool = True, remote: bool = False):
     """The engine: the running server's warm one when ``remote`` and a server runs (no model
     load here, no folder walk: the server's watcher keeps the index in step), else in-process."""
-    from memory import IndexOpenError, MemoryEngine
+    from cockpit.notes_location import resolve_notes
 
-    notes = Path(args.notes).expanduser()
+    notes = resolve_notes(args.notes, Path.cwd()) if args.notes == "auto" else Path(args.notes).expanduser()
     if must_exist and not notes.is_dir():
         what = "is not a folder" if notes.exists() else "does not exist"
         raise CockpitError(f"notes folder {notes} {what} (use --notes DIR)")
@@ -123,6 +123,8 @@ def _engine(args, must_exist: bool = True, warm: bool = True, remote: bool = Fal
                 return RemoteEngine(BlockingClient(), notes, args.index)
             except ServerError:
                 pass
+    from memory import IndexOpenError, MemoryEngine
+
     try:
         engine = MemoryEngine(notes, index_path=args.index)
     except IndexOpenError as exc:

@@ -186,7 +186,7 @@ class CockpitApp(SessionCommands, Attention, App):
         self.run_worker(self._pump(), group="events", name="event pump")
         self.set_interval(1 / FLUSH_HZ, self.flush)
         if self.engine is not None:
-            self._engine_boot()
+            self.call_after_refresh(self._engine_boot)  # after the first frame: its imports wait
             self.set_interval(ENGINE_POLL_S, self._poll_engine)
 
     def _theme_changed(self, theme: Any) -> None:
