@@ -143,7 +143,11 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
 
     from cockpit.tui.app import CockpitApp
 
+    from textual.binding import Binding
+
     class _App(CockpitApp):
+        BINDINGS = [Binding("q", "quit", "Detach", id="quit")]  # the sessions go on in the server
+
         async def on_load(self) -> None:  # attach inside the app's loop
             try:
                 self.manager = await RemoteRuntime.attach(config, notes=str(notes) if notes.is_dir() else None)
