@@ -8,26 +8,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from seed_data import QUESTION, write_seed
 
 from cockpit.cli import main
 from cockpit.memory_hook import handle
 from cockpit.notes_location import auto_memory_dir, project_key, resolve_notes
 from memory.instructions import discover, for_task, parse, paths_named
 
-SEED = {
-    "staging-stack.md": "---\nname: staging-stack\ndescription: Staging runs on port 6443 and we deploy to the host callisto.\npriority: high\n---\nThe staging stack listens on port 6443.\n",
-    "deploy-command.md": "---\nname: deploy-command\ndescription: Deploy with make ship-v2; the old make ship target is gone.\n---\nRun `make ship-v2` from the repository root.\n",
-}
-QUESTION = "what port does staging run on, which host do we deploy to, and with what command?"
-
 
 @pytest.fixture(scope="module")
 def notes(tmp_path_factory):
-    d = tmp_path_factory.mktemp("agent-notes") / "notes"
-    d.mkdir()
-    for name, text in SEED.items():
-        (d / name).write_text(text)
-    return d
+    notes, _ws = write_seed(tmp_path_factory.mktemp("agent-notes"))
+    return notes
 
 
 # -- MCP ------------------------------------------------------------------------------------------
@@ -62,13 +54,13 @@ def test_mcp_server_tools_and_resource(notes, tmp_path):
     assert tools == ["memory_get", "memory_save", "memory_search"]
     hits = found.structured_content["result"]
     assert hits[0]["name"] == "staging-stack" and hits[0]["priority"] is True and 0 < hits[0]["score"] <= 1
-    assert json.loads(note.content[0].text)["body"].startswith("Run `make ship-v2`")
+    assert json.loads(note.content[0].text)["body"] == "To deploy, run `make ship-v2` from the repository root."
     assert missing.is_error and "no note named 'no-such-note'" in missing.content[0].text
     assert bad.is_error and "empty" in bad.content[0].text
     assert not saved.is_error and (notes / "db-port.md").exists()
     assert again.is_error and "exists" in again.content[0].text  # never overwrites
     text = index.contents[0].text
-    assert "★ staging-stack: Staging runs on port 6443" in text and "db-port" in text
+    assert "★ staging-stack: Staging stack - staging runs on port 6443" in text and "db-port" in text
     (notes / "db-port.md").unlink()
 
 
@@ -246,9 +238,10 @@ def test_agent_requested_rules_are_matched_to_the_task_by_meaning(tmp_path):
 
 
 async def test_a_session_gets_the_agent_requested_rule_its_task_is_about(tmp_path):
+    from standin import Reply, StandIn
+
     from cockpit.runtime import RuntimeConfig, SessionManager
     from memory.gate import load_gate
-    from standin import Reply, StandIn
 
     ws = tmp_path / "ws"
     (ws / ".cursor" / "rules").mkdir(parents=True)

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from seed_data import write_seed
 from standin import Reply, StandIn, ToolUse
 
 from cockpit import events as ev
@@ -327,14 +328,8 @@ def test_second_server_exits_at_once(server_proc):
     assert proc.returncode == 3 and "already runs" in proc.stderr
 
 
-SEED_NOTE = ("---\nname: staging-stack\ndescription: Staging runs on port 6443 and we deploy to the host callisto.\n"
-             "priority: high\n---\nThe staging stack listens on port 6443.\n")
-
-
 def test_memory_clients_use_the_servers_warm_engine(server_proc, tmp_path, capsys):
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "staging.md").write_text(SEED_NOTE)
+    notes, _ws = write_seed(tmp_path)
     start_server()
     assert main(["memory", "search", "staging port", "--notes", str(notes), "--json"]) == 0
     hits = json.loads(capsys.readouterr().out)
@@ -358,3 +353,36 @@ def test_memory_clients_use_the_servers_warm_engine(server_proc, tmp_path, capsy
                                             "hook_event_name": "UserPromptSubmit"}).encode(),
                           capture_output=True, timeout=120, env={k: v for k, v in os.environ.items() if k != "COCKPIT_NO_SERVER"})
     assert "6443" in json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+async def test_tcp_needs_the_token_printed_at_start(tmp_path):
+    srv = Server(RuntimeConfig(api_key="k"), listen=("127.0.0.1", 0))
+    await srv.start()
+    try:
+        host, port = srv._servers[1].sockets[0].getsockname()[:2]  # the TCP listener (port 0: any free one)
+        assert host == "127.0.0.1" and srv.token
+
+        async def call(line: dict) -> dict:
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write((json.dumps(line) + "\n").encode())
+            await writer.drain()
+            reply = json.loads(await reader.readline())
+            rest = await reader.read()  # closed after a refusal
+            writer.close()
+            return {**reply, "_closed": rest == b""}
+
+        no_token = await call({"jsonrpc": "2.0", "id": 1, "method": "list"})
+        assert no_token["error"]["code"] == rpc.UNAUTHORIZED and no_token["_closed"]
+        wrong = await call({"jsonrpc": "2.0", "id": 1, "method": "hello", "params": {"token": "guess"}})
+        assert wrong["error"]["code"] == rpc.UNAUTHORIZED
+
+        reader, writer = await asyncio.open_connection(host, port)
+        for i, (method, params) in enumerate([("hello", {"token": srv.token}), ("list", {})], 1):
+            writer.write(rpc.request(i, method, params))
+            await writer.drain()
+            reply = json.loads(await reader.readline())
+            assert "result" in reply, reply
+        assert reply["result"] == {"sessions": []}
+        writer.close()
+    finally:
+        await srv.shutdown()
