@@ -322,3 +322,37 @@ async def test_error_in_one_session_leaves_others_running(api, workspace):
     assert bad.status == S.ERROR and bad.error.kind == "api"
     assert good.status == S.DONE and good.final_text == "good"
     await mgr.aclose()
+
+
+async def test_a_preseed_failure_is_recorded_and_shown_never_no_note_qualified(api, workspace):
+    from cockpit.events import Preseeded
+    from cockpit.headless import format_report
+    from memory import IndexModelError
+
+    class BrokenEngine:
+        ready = True
+
+        def wait_ready(self, timeout=None):
+            return True
+
+        def build_preseed(self, query, top_k=None, **kw):
+            raise IndexModelError("/tmp/i.sqlite", "other-model (dim 48)", "test-hash (dim 32)")
+
+        def search(self, query, top_k=5):
+            return []
+
+        def save(self, *a, **k):
+            raise ValueError("no")
+
+    api.script(Reply("answered without notes"))
+    mgr = make_mgr(api, engine=BrokenEngine())
+    s, events = await run_one(mgr, workspace=workspace)
+    pre = next(e for e in events if isinstance(e, Preseeded))
+    assert "IndexModelError" in pre.error and "other-model" in pre.error and pre.notes == ()
+    assert s.status == S.DONE and s.preseed_error == pre.error
+    header = read_transcript(s.transcript_path)[0]
+    assert header["preseed_error"] == pre.error and header["injected"] == []
+    report = format_report({"sessions": [s.to_dict()], "totals": {"usage": s.to_dict()["usage"], "cost_usd": 0},
+                            "pricing": {"date": "d"}})
+    assert "preseed: FAILED" in report and "no note qualified" not in report
+    await mgr.aclose()
