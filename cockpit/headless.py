@@ -80,7 +80,7 @@ def add_parser(sub) -> None:
     p.add_argument("--base-url", default=None, help="Messages API base URL (default ANTHROPIC_BASE_URL / Anthropic)")
     p.add_argument("--top-k", type=int, default=None,
                    help="at most N notes in the preseed block (default: as many as its 600-token "
-                        "budget holds, up to 12)")
+                        "budget holds: lines, then names)")
     p.add_argument("--selector", choices=("embedded", "model"), default=None,
                    help="who picks the notes: the engine's ranking and gate (default) or a small "
                         "model over its shortlist (config: [preseed] selector)")

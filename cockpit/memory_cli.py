@@ -50,7 +50,7 @@ def add_parser(sub) -> None:
     sp = common(msub.add_parser("preseed", help="print exactly the block a session would get"))
     sp.add_argument("query")
     sp.add_argument("--top-k", type=int, default=None, metavar="N",
-                    help="at most N notes (default: as many as the token budget holds, up to 12)")
+                    help="at most N notes (default: as many as the token budget holds: lines, then names)")
     _selector_arg(sp)
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_preseed)
@@ -81,7 +81,7 @@ def add_parser(sub) -> None:
                     "Several files: figures per file and pooled."))
     sp.add_argument("queries", metavar="QUERIES.jsonl", nargs="+")
     sp.add_argument("--top-k", type=int, default=None, metavar="N",
-                    help="at most N notes in the block (default: as many as the token budget holds, up to 12)")
+                    help="at most N notes in the block (default: as many as the token budget holds: lines, then names)")
     sp.add_argument("--at", default="5,10,30", metavar="K,K,…", help="recall@k of the ranking for these k")
     sp.add_argument("--sweep", action="store_true",
                     help="also print recall and false-inject rate over gate thresholds (the gate's curve)")
@@ -363,6 +363,8 @@ def _price_selector(res: dict, cfg) -> None:
 
 
 def _print_eval(res: dict, engine, gate, at) -> None:
+    from memory.preseed import DEFAULT_BUDGET_TOKENS, FULL_LINES, MAX_LINES
+
     cols = list(res["files"]) + (["all"] if len(res["files"]) > 1 else [])
     figs = [res["files"][c] if c in res["files"] else res["all"] for c in cols]
     base = res["baseline"]
@@ -370,9 +372,11 @@ def _print_eval(res: dict, engine, gate, at) -> None:
     model = engine.embedder.model_id
     print(f"{allf['queries']} queries ({allf['queries_with_gold']} with gold, {allf['no_match_queries']} "
           f"no-match), notes {engine.notes_dir}, model {model}, SQLite binding {engine.store.binding}")
-    lines = res["top_k"] or "up to 12"
-    print(f"block: {lines} lines within 600 tokens; gate (memory/gate.json): best cosine + "
-          f"{gate.coverage_weight:g} × best term coverage of the first {gate.pool} candidates "
+    notes = res["top_k"] or MAX_LINES
+    print(f"block: up to {notes} notes within {DEFAULT_BUDGET_TOKENS} tokens (the first "
+          f"{min(FULL_LINES, notes)} as lines, the rest by name); gate (memory/gate.json): best cosine + "
+          f"{gate.coverage_weight:g} × best term coverage + {gate.agreement_weight:g} × best lane agreement "
+          f"of the first {gate.pool} candidates "
           f"≥ {gate.threshold:.3f}")
     if gate.model != model:
         print(f"warning: the gate was calibrated for {gate.model}, not {model}: refit it "
@@ -400,7 +404,7 @@ def _print_eval(res: dict, engine, gate, at) -> None:
         row(f"recall@{k} of the ranking", f"recall@{k}")
     row("false-inject rate", "false_inject_rate", basekey="false_inject_rate")
     row("block tokens (mean)", "mean_block_tokens", "{:.0f}")
-    row("block lines (mean)", "mean_block_lines", "{:.1f}")
+    row("block notes (mean)", "mean_block_notes", "{:.1f}")
     row("p50 preseed (ms)", "p50_ms", "{:.1f}", basekey="p50_ms")
     row("p95 preseed (ms)", "p95_ms", "{:.1f}")
     if any(fg.get("selector") for fg in figs):

@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--base-url", metavar="URL", default=None, help="Messages API base URL (e.g. a local server)")
     g.add_argument("--top-k", metavar="N", type=int, default=None,
                    help="at most N notes in each session's first message (default: as many as the "
-                        "600-token budget holds, up to 12)")
+                        "600-token budget holds: lines, then names)")
     g.add_argument("--selector", choices=("embedded", "model"), default=None,
                    help="who picks the notes: the engine's ranking and gate (default) or a small "
                         "model over its shortlist (config: [preseed] selector)")

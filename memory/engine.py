@@ -348,9 +348,9 @@ class MemoryEngine:
             if len(self._paths) >= PATH_CACHE_SIZE:
                 self._paths.clear()
             path = self._paths[row[5]] = self.notes_dir / row[5]
-        return Hit(name=row[1], description=row[2], snippet=snippet(row[3], query) if with_snippet else "",
-                   priority=bool(row[4]), score=max(0.0, c.cosine), path=path,
-                   rank_score=c.fused, keyword=c.ident)
+        # positional: name, description, snippet, priority, score, path, rank_score, keyword
+        return Hit(row[1], row[2], snippet(row[3], query) if with_snippet else "",
+                   bool(row[4]), max(0.0, c.cosine), path, c.fused, c.ident)
 
     def search(self, query: str, top_k: int = 5, query_vector: np.ndarray | None = None) -> list[Hit]:
         """Hybrid search → up to ``top_k`` :class:`Hit` s, best first. No relevance floor.
@@ -379,9 +379,10 @@ class MemoryEngine:
         Ranking as in :meth:`search`; one candidate per note name. Without a ``selector`` the
         calibrated gate (:mod:`memory.gate`; ``gate_threshold`` overrides its threshold, for
         sweeps) decides block or no block from its score — best cosine plus weighted best term
-        coverage of the first candidates — and the block holds the ranking's top lines: at most
-        ``top_k`` (None: ``preseed.MAX_LINES``)
-        within ``budget_tokens`` (estimated tokens, :mod:`memory.tokens`). With a ``selector``
+        coverage and best lane agreement of the first candidates — and the block holds the
+        ranking's first notes: at most ``top_k`` (None: ``preseed.MAX_LINES``), the first
+        ``preseed.FULL_LINES`` as lines and the rest by name, within ``budget_tokens``
+        (estimated tokens, :mod:`memory.tokens`). With a ``selector``
         (:mod:`memory.selector`) the first ``SHORTLIST`` candidates and the task go to it; its
         answer picks the lines (``[]``: no block) and when it has none (``names`` None, or it
         raised) the embedded selection above is used. ``Preseed.text`` is "" when nothing
@@ -402,8 +403,9 @@ class MemoryEngine:
         judged = [c for c in cands[: gate.pool] if c.note_id in rows]
         cosines = [c.cosine for c in judged]
         coverages = [coverage(terms, *rows[c.note_id][1:4]) for c in judged]
-        gate_score = gate.score(cosines, coverages)
-        signals = (max(cosines, default=0.0), max(coverages, default=0.0))
+        agreements = [c.rrf for c in judged]
+        gate_score = gate.score(cosines, coverages, agreements)
+        signals = (max(cosines, default=0.0), max(coverages, default=0.0), max(agreements, default=0.0))
         # one hit per note name, as many as the lines (or the shortlist) need; snippets are
         # made only for the lines that get one (render's ``fill``)
         body_of: dict[str, str] = {}

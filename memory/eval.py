@@ -11,7 +11,8 @@ Queries files: JSON lines ``{"id", "query", "gold": [names], "kind"}``; ``gold``
 * ``recall@k`` for each k in ``at``: the same over the ranking's first k notes (no gate, no
   budget) — what the ranking holds;
 * ``false_inject_rate``: share of no-match queries whose block is not empty;
-* ``mean_block_tokens`` / ``mean_block_lines``: over queries that got a block (estimated tokens);
+* ``mean_block_tokens`` / ``mean_block_notes``: over queries that got a block (estimated tokens;
+  notes with a line or a name);
 * ``p50_ms`` / ``p95_ms``: wall time of ``build_preseed`` per query, the query embedding (and
   the selector call, when one is used) included;
 * ``selector``: with a selector, calls, fall-backs with their reasons, "none applies" answers,
@@ -137,7 +138,7 @@ def figures(rows: list[dict], at: tuple[int, ...] = (5, 10, 30), key: str = "eng
     for k in at:
         out[f"recall@{k}"] = _mean(_recall(r["gold"], r["ranking"][:k]) for r in gold_rows)
     out["mean_block_tokens"] = _mean(b["tokens"] for b in blocks)
-    out["mean_block_lines"] = _mean(len(b["names"]) for b in blocks)
+    out["mean_block_notes"] = _mean(len(b["names"]) for b in blocks)
     sel = [r["selector"] for r in rows if r.get("selector")]
     if sel:
         errors: dict[str, int] = {}

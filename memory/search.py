@@ -19,6 +19,7 @@ Ranking, in order:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 from dataclasses import dataclass
 
@@ -37,6 +38,12 @@ CANDIDATES = 50              # per lane
 
 @dataclass
 class Candidate:
+    """One note of the fused ranking. ``cosine``: its best cosine with the query; ``vec_rank`` /
+    ``bm25_rank``: its rank in each lane (None: not in the lane's first ``CANDIDATES``);
+    ``ident``: it holds a distinctive identifier of the query; ``rrf``: its reciprocal-rank
+    score before the priority lift — how strongly the lanes agree on it (0 … 0.5 with the
+    default weights); ``fused``: ``rrf`` plus the lift, the order of the ranking."""
+
     note_id: int
     cosine: float = 0.0
     vec_rank: int | None = None
@@ -44,6 +51,7 @@ class Candidate:
     ident: bool = False
     priority: bool = False
     fused: float = 0.0
+    rrf: float = 0.0
 
 
 class _BlasOneThread:
@@ -85,6 +93,17 @@ class _BlasOneThread:
 
 
 _one_blas_thread = _BlasOneThread()
+
+
+def top_order(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indexes of the ``k`` highest ``scores``, best first, ties in index order: the same as
+    ``np.argsort(-scores, kind="stable")[:k]`` without sorting every score (a partition, then a
+    sort of the ≈ ``k`` best: 0.02 ms instead of 0.08 ms for 2,000 scores)."""
+    if k >= len(scores):
+        return np.argsort(-scores, kind="stable")
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    best = np.flatnonzero(scores >= kth)  # ties at the k-th score all come in, then the cut
+    return best[np.lexsort((best, -scores[best]))][:k]
 
 
 FIRST_STAGE_MIN_ROWS = 16_384  # from this many vectors on, the vector lane scans a compact copy first
@@ -131,6 +150,7 @@ class VectorMirror:
         self._chunks = np.zeros(0, np.int64)
         self._row_of: dict[int, int] = {}
         self._note_rows: dict[int, list[int]] = {}  # note id → rows (title row first)
+        self._by_note: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see _note_index
         self._dead = 0
         self._center: np.ndarray | None = None  # first stage: mean vector, projection, projected rows
         self._proj: np.ndarray | None = None
@@ -154,6 +174,7 @@ class VectorMirror:
                 else:
                     rows.append(i)
             self._note_rows = note_rows
+            self._by_note = None
             self._dead = 0
             self._fit_first_stage()
             self.generation = gen
@@ -180,6 +201,7 @@ class VectorMirror:
               generation: int) -> None:
         """Drop ``removed_chunks``; append ``(chunk_ids, note_id, vectors)`` groups."""
         with self.lock:
+            self._by_note = None
             for c in removed_chunks:
                 r = self._row_of.pop(int(c), None)
                 if r is not None:
@@ -239,6 +261,23 @@ class VectorMirror:
                     self._fit_first_stage()  # grew past the threshold (e.g. a cold index)
             self.generation = generation
 
+    def _note_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(start, count, rows)``: note id ``i``'s rows are ``rows[start[i]: start[i] + count[i]]``
+        (``count`` 0, or ``i`` past the arrays: none). ``_note_rows`` in arrays, so the cosines of
+        a hundred notes are a few numpy calls, not a Python loop; built on first use after a
+        change (≈ 3 ms at 10k notes). Call under the lock."""
+        if self._by_note is None:
+            lists = self._note_rows
+            nids = np.fromiter(lists.keys(), np.int64, len(lists))
+            lens = np.fromiter((len(r) for r in lists.values()), np.int64, len(lists))
+            size = int(nids.max()) + 1 if len(nids) else 0
+            start, count = np.zeros(size, np.int64), np.zeros(size, np.int64)
+            count[nids] = lens
+            start[nids] = np.cumsum(lens) - lens
+            rows = np.fromiter(itertools.chain.from_iterable(lists.values()), np.intp, int(lens.sum()))
+            self._by_note = (start, count, rows)
+        return self._by_note
+
     def title_vectors(self, note_ids: list[int]) -> np.ndarray:
         """Title vectors (name + description) of ``note_ids``: float32 ``(len, dim)``; zeros
         for a note without vectors."""
@@ -277,9 +316,12 @@ class VectorMirror:
                 short = min(n, max(FIRST_STAGE_MIN_SHORTLIST, n // FIRST_STAGE_SHARE, take))
                 with _one_blas_thread():
                     approx = self._low[:n] @ ((q - self._center) @ self._proj)
-                    rows = np.argpartition(-approx, short - 1)[:short] if short < n else np.arange(n)
+                    # the best ``short`` rows (no negated copy), in memory order: the gather below
+                    # reads ≈ 20 % faster
+                    rows = np.argpartition(approx, n - short)[n - short:] if short < n else np.arange(n)
+                    rows.sort()
                     exact = mat[rows] @ q
-                order = np.argsort(-exact, kind="stable")[:take]
+                order = top_order(exact, take)
                 idx, top_scores = rows[order], exact[order]
 
                 def score_rows(r: np.ndarray) -> np.ndarray:
@@ -288,46 +330,39 @@ class VectorMirror:
                 scores = np.empty(n, np.float32)
                 with _one_blas_thread():
                     np.dot(mat[:n], q, out=scores)
-                idx = np.argpartition(-scores, take - 1)[:take] if take < n else np.arange(n)
-                idx = idx[np.argsort(-scores[idx], kind="stable")]
+                idx = top_order(scores, take)
                 top_scores = scores[idx]
 
                 def score_rows(r: np.ndarray) -> np.ndarray:
                     return scores[r]
-            cand_notes = self._notes[idx].tolist()  # only the candidates' note ids (a copy)
-            note_rows = self._note_rows
-        out: list[tuple[int, float]] = []
-        seen: set[int] = set()
-        cand_scores = top_scores.tolist()
+            cand_notes = self._notes[idx]  # only the candidates' note ids (a copy)
+            start, count, note_rows = self._note_index()  # as of this search: every row < n
         want = limit * 2 if first_stage else limit  # first stage: re-rank on every row below
-        for nid, sc in zip(cand_notes, cand_scores):
-            if nid < 0 or nid in seen:
-                continue
-            seen.add(nid)
-            out.append((nid, sc))
-            if len(out) >= want:
-                break
+        # each live note at its best row (its first in score order), best first
+        ids, first = np.unique(cand_notes, return_index=True)
+        first = np.sort(first[ids >= 0])[:want]
+        out = list(zip(cand_notes[first].tolist(), top_scores[first].tolist()))
 
         def cos_of(ids):
             ids = list(ids)
-            flat: list[int] = []
-            starts: list[int] = []
-            have: list[int] = []
-            with self.lock:
-                for nid in ids:
-                    rows = note_rows.get(int(nid))
-                    if rows:
-                        rows = [r for r in rows if r < n]  # rows appended after this search
-                    if rows:
-                        starts.append(len(flat))
-                        flat.extend(rows)
-                        have.append(nid)
             got = dict.fromkeys(ids, 0.0)
-            if flat:
+            if not ids:
+                return got
+            arr = np.asarray(ids, np.int64)
+            inside = (arr >= 0) & (arr < len(count))
+            per = np.zeros(len(arr), np.int64)
+            per[inside] = count[arr[inside]]
+            have = per > 0
+            if have.any():
+                c = per[have]
+                ends = np.cumsum(c)
+                begins = ends - c
+                # each note's rows, one after the other: rows[start + 0 … count − 1]
+                pos = np.repeat(start[arr[have]] - begins, c) + np.arange(int(ends[-1]))
                 with self.lock:
-                    flat_scores = score_rows(np.asarray(flat, np.intp))
-                best = np.maximum.reduceat(flat_scores, np.asarray(starts, np.intp))
-                got.update(zip(have, best.tolist()))
+                    flat_scores = score_rows(note_rows[pos])
+                best = np.maximum.reduceat(flat_scores, begins)
+                got.update(zip(arr[have].tolist(), best.tolist(), strict=True))
             return got
 
         if first_stage:  # a note's cosine is the max over all its rows, shortlisted or not
@@ -423,6 +458,7 @@ def fuse(vec: list[tuple[int, float]], bm25: list[int], ident: set[int],
             s += W_BM25 / (RRF_K + c.bm25_rank)
         if c.ident:
             s += W_IDENT / (RRF_K + 1)
+        c.rrf = s
         c.priority = c.note_id in priority_ids
         if c.priority:
             s += PRIORITY_LIFT

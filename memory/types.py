@@ -80,7 +80,7 @@ class Preseed:
     (:func:`memory.tokens.estimate_tokens`; 0 when empty). ``considered``: the lines the gate
     judged (the ranking's top lines, one per note name), before the gate and the token budget.
     ``gate_score``: the score the gate judged and ``gate_signals`` its parts (best cosine,
-    best term coverage) — see :mod:`memory.gate`. ``selected_by``:
+    best term coverage, best lane agreement) — see :mod:`memory.gate`. ``selected_by``:
     ``"embedded"`` (ranking + gate) or ``"selector"`` (a model chose; see
     :mod:`memory.selector`). ``selector``: the selector's answer when one was asked
     (``selector.error`` set when it fell back to the embedded selection), else None.
@@ -91,7 +91,7 @@ class Preseed:
     tokens: int
     considered: list[Hit] = field(default_factory=list)
     gate_score: float = 0.0
-    gate_signals: tuple[float, float] = (0.0, 0.0)
+    gate_signals: tuple[float, float, float] = (0.0, 0.0, 0.0)
     selected_by: str = "embedded"
     selector: SelectorResult | None = None
 

@@ -141,7 +141,7 @@ def test_eval_figures_and_per_query_names(notes, capsys, tmp_path):
     one = res["files"]["q.jsonl"]
     assert one["block_recall"] == 1.0 and one["false_inject_rate"] == 0.0
     assert one["recall@5"] == 1.0 and one["per_kind"] == {"identifier": 1.0, "task": 1.0}
-    assert one["p50_ms"] > 0 and 0 < one["mean_block_tokens"] <= 600 and one["mean_block_lines"] >= 2
+    assert one["p50_ms"] > 0 and 0 < one["mean_block_tokens"] <= 600 and one["mean_block_notes"] >= 2
     assert res["files"]["q2.jsonl"]["block_recall"] == 0.5  # the unknown gold name counts as a miss…
     assert res["unknown_gold"] == ["no-such-note"]  # … and is reported
     assert res["all"]["queries"] == 4 and res["baseline"]["false_inject_rate"] is not None

@@ -42,8 +42,8 @@ def test_the_gate_is_loaded_from_its_one_file():
     data = json.loads(GATE_FILE.read_text(encoding="utf-8"))
     gate = load_gate()
     assert gate == read_gate(GATE_FILE)
-    assert (gate.threshold, gate.pool, gate.coverage_weight, gate.model) == (
-        data["threshold"], data["pool"], data["coverage_weight"], data["model"])
+    assert (gate.threshold, gate.pool, gate.coverage_weight, gate.agreement_weight, gate.model) == (
+        data["threshold"], data["pool"], data["coverage_weight"], data["agreement_weight"], data["model"])
     assert load_gate() is gate  # read once
 
 
@@ -60,20 +60,30 @@ def test_the_gate_file_documents_its_fit():
     assert all(a["recall"] >= b["recall"] and a["false_inject"] >= b["false_inject"]
                for a, b in zip(curve, curve[1:]))
     assert data["cross_file"] and "bench/fit_gate.py" in data["command"]
+    # fitted with a margin under the target, and estimated on queries it was not fitted on
+    assert data["fit_false_inject"] < data["target_false_inject"]
+    held = data["held_out"]
+    assert {"shipped", "cosine_and_coverage", "cosine_only"} <= set(held) and held["repeats"] >= 20
+    assert held["shipped"]["false_inject"] <= data["target_false_inject"]
     # the docs show the fitted numbers
     bench = (ROOT / "docs" / "BENCHMARKS.md").read_text(encoding="utf-8")
-    assert f"{data['threshold']}" in bench and f"{data['coverage_weight']}" in bench
+    for key in ("threshold", "coverage_weight", "agreement_weight"):
+        assert f"{data[key]}" in bench, key
+    assert f"{held['shipped']['recall']:.3f}" in bench
 
 
 def test_gate_score_and_opening():
-    gate = Gate(threshold=0.6, pool=2, model="m", coverage_weight=0.5)
+    gate = Gate(threshold=0.6, pool=2, model="m", coverage_weight=0.5, agreement_weight=0.25)
     assert gate.score([0.5, 0.55, 0.99], [0.0, 0.2, 1.0]) == pytest.approx(0.55 + 0.1)  # first 2 only
+    assert gate.score([0.5, 0.55, 0.99], [0.0, 0.2, 1.0], [0.4, 0.2, 0.5]) == pytest.approx(0.55 + 0.1 + 0.1)
     assert gate.score([], []) == 0.0
     assert gate.opens(0.65) and not gate.opens(0.59) and gate.opens(0.59, threshold=0.5)
 
 
 @pytest.mark.parametrize("content", ['{"pool": 12, "model": "m"}', '{"threshold": "high", "pool": 1, "model": "m"}',
-                                     '{"threshold": 0.5, "pool": 0, "model": "m"}', "not json"])
+                                     '{"threshold": 0.5, "pool": 0, "model": "m"}', "not json", "[1, 2]",
+                                     '{"threshold": 0.5, "pool": 3, "model": "m", "agreement_weight": -1}',
+                                     '{"threshold": 0.5, "pool": 3, "model": "m", "coverage_weight": "x"}'])
 def test_a_broken_gate_file_is_a_clear_error(tmp_path, content):
     p = tmp_path / "gate.json"
     p.write_text(content)

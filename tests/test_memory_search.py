@@ -109,9 +109,9 @@ def test_short_question_opens_the_gate_through_term_coverage(seed):
     # the gate's coverage signal opens it, and the note that answers comes first.
     gate = load_gate()
     pre = seed.build_preseed("how do we run the tests")
-    cosine, cov = pre.gate_signals
-    assert cosine < gate.threshold
-    assert pre.gate_score == pytest.approx(cosine + gate.coverage_weight * cov)
+    cosine, cov, agreement = pre.gate_signals
+    assert cosine < gate.threshold and cov == 1.0
+    assert pre.gate_score == pytest.approx(cosine + gate.coverage_weight * cov + gate.agreement_weight * agreement)
     assert pre.gate_score >= gate.threshold
     assert pre.hits[0].name == "test-layout" and "[test-layout]" in pre.text
 

@@ -1,0 +1,33 @@
+"""Reciprocal-rank fusion (memory.search.fuse) and the vector lane's top-k order, without a model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory.search import PRIORITY_LIFT, RRF_K, W_BM25, W_IDENT, W_VEC, fuse, top_order
+
+
+def test_fused_score_is_the_lanes_agreement_plus_the_priority_lift():
+    vec = [(1, 0.9), (2, 0.8), (3, 0.7)]
+    bm25 = [2, 4]
+    cands = {c.note_id: c for c in fuse(vec, bm25, {4}, priority_ids={3},
+                                        cos_of=lambda ids: {i: 0.1 for i in ids})}
+    assert cands[2].rrf == pytest.approx(W_VEC / (RRF_K + 2) + W_BM25 / (RRF_K + 1))  # both lanes
+    assert cands[1].rrf == pytest.approx(W_VEC / (RRF_K + 1))  # one lane only
+    assert cands[4].rrf == pytest.approx(W_BM25 / (RRF_K + 2) + W_IDENT / (RRF_K + 1))  # identifier vote
+    assert cands[4].cosine == 0.1  # a keyword-only note gets its cosine from cos_of
+    assert cands[3].priority and cands[3].fused == pytest.approx(cands[3].rrf + PRIORITY_LIFT)
+    assert all(c.fused == c.rrf for c in cands.values() if not c.priority)
+    # the lanes agreeing on note 2 beat note 1's first place in one lane
+    assert cands[2].rrf > cands[1].rrf
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_top_order_is_a_stable_descending_sort_cut_at_k(seed):
+    rng = np.random.default_rng(seed)
+    for n, k in ((1, 1), (10, 3), (200, 50), (300, 400), (2000, 200)):
+        scores = rng.random(n).astype(np.float32)
+        scores[rng.integers(0, n, n // 3)] = 0.5  # many ties, also at the cut
+        want = np.argsort(-scores, kind="stable")[:k]
+        assert np.array_equal(top_order(scores, k), want)
