@@ -54,10 +54,11 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(1, str(tmp))
     sys.path.insert(2, str(ROOT / "bench"))
-    import memory
     import memory_bench as mb
     import memory_old
     import memory_old.preseed as old_preseed
+
+    import memory
 
     _, queries = mb.generate(tmp / "notes", args.size, 2, args.queries)
     qs = [q for q, _ in queries]
@@ -91,7 +92,7 @@ def main(argv=None) -> int:
                 t0 = time.perf_counter()
                 f(q)
                 acc.append((time.perf_counter() - t0) * 1000)
-    ratios = sorted(a / b for a, b in zip(tn, to))
+    ratios = sorted(a / b for a, b in zip(tn, to, strict=False))
     pct = lambda xs, p: sorted(xs)[int(p * len(xs))]  # noqa: E731
     print(json.dumps({
         "old": args.old, "size": args.size, "pairs": len(tn),

@@ -141,9 +141,9 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
     except ServerError as exc:
         raise CockpitError(f"{exc} (or run without it: cockpit --no-server)") from None
 
-    from cockpit.tui.app import CockpitApp
-
     from textual.binding import Binding
+
+    from cockpit.tui.app import CockpitApp
 
     class _App(CockpitApp):
         BINDINGS = [Binding("q", "quit", "Detach", id="quit")]  # the sessions go on in the server

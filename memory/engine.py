@@ -13,8 +13,8 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from filelock import FileLock, Timeout
@@ -22,9 +22,9 @@ from filelock import FileLock, Timeout
 from . import lint as _lint
 from . import preseed as _preseed
 from .embedder import Embedder, get_embedder
+from .gate import load_gate
 from .notes import INDEX_FILE_NAMES, scan_paths, walk
 from .paths import default_index_path
-from .gate import load_gate
 from .search import CANDIDATES, KeywordStats, VectorMirror, bm25_notes, fuse
 from .selector import SHORTLIST, Selector, SelectorCandidate, SelectorResult
 from .store import Store
@@ -252,7 +252,8 @@ class MemoryEngine:
                 texts.extend(t)
             vecs = self._encode(texts, progress, done, texts_total)
             done += len(texts)
-            w.insert = [(n, kinds, vecs[start: start + len(kinds)]) for n, (start, kinds) in zip(batch, spans)]
+            w.insert = [(n, kinds, vecs[start: start + len(kinds)])
+                        for n, (start, kinds) in zip(batch, spans, strict=True)]
             applied = store.apply_sync(w, emb.model_id, dim)  # one transaction: kept if we stop later
             rep.embedded += len(texts)
             rep.added += applied.added_notes
@@ -445,7 +446,7 @@ class MemoryEngine:
         t0 = time.perf_counter()
         try:
             res = selector.select(task, [SelectorCandidate(h.name, h.description) for h in shortlist])
-        except Exception as exc:  # noqa: BLE001 - any selector failure falls back
+        except Exception as exc:  # any selector failure falls back
             return SelectorResult(None, latency_ms=(time.perf_counter() - t0) * 1000,
                                   error=f"selector raised {type(exc).__name__}: {exc}")
         if not isinstance(res, SelectorResult):
@@ -529,7 +530,8 @@ class MemoryEngine:
 
     def list_notes(self) -> list[dict]:
         """Every indexed note's ``{name, description, priority, path}``, ★ first, then by name."""
-        rows = self.store.query("SELECT name, description, priority, path FROM notes ORDER BY priority DESC, name, path")
+        rows = self.store.query(
+            "SELECT name, description, priority, path FROM notes ORDER BY priority DESC, name, path")
         return [{"name": n, "description": d, "priority": bool(p), "path": path} for n, d, p, path in rows]
 
     # ------------------------------------------------------------------ lint / watch / status

@@ -30,6 +30,7 @@ import json
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 from .text import content_terms
 
@@ -123,7 +124,7 @@ def figures(rows: list[dict], at: tuple[int, ...] = (5, 10, 30), key: str = "eng
     for r in gold_rows:
         by_kind.setdefault(r["kind"], []).append(_recall(r["gold"], r[key]["names"]))
     blocks = [r[key] for r in rows if r[key]["names"]]
-    out = {
+    out: dict[str, Any] = {
         "queries": len(rows),
         "queries_with_gold": len(gold_rows),
         "no_match_queries": len(nm_rows),

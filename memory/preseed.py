@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Callable
+from collections.abc import Callable
 
 from .tokens import estimate_tokens
 from .types import Hit

@@ -63,7 +63,7 @@ class _BlasOneThread:
     keeps its settings. A no-op without threadpoolctl."""
 
     def __init__(self) -> None:
-        self._libs = None
+        self._libs: list | None = None
 
     def _find(self):
         try:
@@ -72,7 +72,7 @@ class _BlasOneThread:
             self._libs = [lib for lib in ThreadpoolController().select(user_api="blas").lib_controllers
                           if "numpy" in str(getattr(lib, "filepath", ""))] or \
                 ThreadpoolController().select(user_api="blas").lib_controllers
-        except Exception:  # noqa: BLE001 - optional speed-up only
+        except Exception:  # optional speed-up only
             self._libs = []
         return self._libs
 
@@ -165,7 +165,7 @@ class VectorMirror:
             self._mat, self._notes, self._chunks = mat, notes, ids
             self._n = n
             self.dim = self._mat.shape[1]
-            self._row_of = dict(zip(ids[:n].tolist(), range(n)))
+            self._row_of = dict(zip(ids[:n].tolist(), range(n), strict=False))
             note_rows: dict[int, list[int]] = {}
             for i, nid in enumerate(notes[:n].tolist()):  # rows in chunk id order: title first
                 rows = note_rows.get(nid)
@@ -248,6 +248,7 @@ class VectorMirror:
                     k = len(ids)
                     self._mat[self._n: self._n + k] = vecs
                     if self._proj is not None:  # findable through the first stage at once
+                        assert self._center is not None
                         self._low[self._n: self._n + k] = (np.asarray(vecs, np.float32) - self._center) @ self._proj
                     self._notes[self._n: self._n + k] = note_id
                     self._chunks[self._n: self._n + k] = ids
@@ -313,6 +314,7 @@ class VectorMirror:
             take = min(n, limit * 4)
             first_stage = self._proj is not None
             if first_stage:  # compact first stage, exact re-score (class docstring)
+                assert self._center is not None and self._proj is not None
                 short = min(n, max(FIRST_STAGE_MIN_SHORTLIST, n // FIRST_STAGE_SHARE, take))
                 with _one_blas_thread():
                     approx = self._low[:n] @ ((q - self._center) @ self._proj)
@@ -341,7 +343,7 @@ class VectorMirror:
         # each live note at its best row (its first in score order), best first
         ids, first = np.unique(cand_notes, return_index=True)
         first = np.sort(first[ids >= 0])[:want]
-        out = list(zip(cand_notes[first].tolist(), top_scores[first].tolist()))
+        out = list(zip(cand_notes[first].tolist(), top_scores[first].tolist(), strict=False))
 
         def cos_of(ids):
             ids = list(ids)

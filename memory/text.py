@@ -83,7 +83,9 @@ def chunk_body(body: str, max_words: int = 120) -> list[str]:
     if not body:
         return []
     pieces = [p.strip() for p in re.split(r"\n\s*\n|(?<=[.!?])\s+(?=[A-Z`*\-])", body) if p.strip()]
-    chunks, cur, n = [], [], 0
+    chunks: list[str] = []
+    cur: list[str] = []
+    n = 0
     for p in pieces:
         k = len(p.split())
         if cur and n + k > max_words:

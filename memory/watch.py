@@ -92,9 +92,10 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
         ident = _identity(folder)
         if full:
             run_sync()
-        announce = (("recovered", f"watching notes (re-watched {time.strftime('%H:%M:%S')} after the "
-                                  "folder was re-created; full resync done)")
-                    if lost else ("watching", "watching notes"))
+        announce: tuple[str, str] | None = ("watching", "watching notes")
+        if lost:
+            announce = ("recovered", f"watching notes (re-watched {time.strftime('%H:%M:%S')} after the "
+                                     "folder was re-created; full resync done)")
         lost = False
         for changes in watchfiles.watch(folder, watch_filter=_is_note_change, stop_event=stop,
                                         debounce=debounce_ms, step=50,

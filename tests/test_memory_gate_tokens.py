@@ -58,7 +58,7 @@ def test_the_gate_file_documents_its_fit():
     assert at["false_inject"] <= data["target_false_inject"] and at["recall"] == data["pooled"]["recall"]
     # recall and false-inject both fall as the threshold rises: the curve is a trade-off
     assert all(a["recall"] >= b["recall"] and a["false_inject"] >= b["false_inject"]
-               for a, b in zip(curve, curve[1:]))
+               for a, b in zip(curve, curve[1:], strict=False))
     assert data["cross_file"] and "bench/fit_gate.py" in data["command"]
     # fitted with a margin under the target, and estimated on queries it was not fitted on
     assert data["fit_false_inject"] < data["target_false_inject"]

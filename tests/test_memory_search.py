@@ -7,13 +7,13 @@ import asyncio
 
 import numpy as np
 import pytest
+from test_memory_support import copy_fixture, note
 
 from memory import MemoryEngine, Preseed
 from memory.embedder import get_embedder
 from memory.gate import load_gate
 from memory.preseed import FENCE_CLOSE, FENCE_OPEN, MAX_LINES, neutralise
 from memory.tokens import estimate_tokens
-from test_memory_support import copy_fixture, note
 
 SEED_QUERY = "what port does staging run on, which host do we deploy to, and with what command?"
 
