@@ -22,7 +22,8 @@ from typing import Any
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("the app (bare `cockpit`)")
-    g.add_argument("--notes", metavar="DIR", default="notes", help="notes folder (default ./notes)")
+    g.add_argument("--notes", metavar="DIR", default="notes",
+                   help="notes folder, or 'auto' (Claude Code's memory folder for this project); default ./notes")
     g.add_argument("--workspace", metavar="DIR", default=".", help="sessions' workspace folder (default .)")
     g.add_argument("--model", metavar="ID", default=None, help="model id (free text; default from config)")
     g.add_argument("--base-url", metavar="URL", default=None, help="Messages API base URL (e.g. a local server)")
@@ -103,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
         return _run_attached(args, config, workspace)
 
-    engine = _DeferredEngine(Path(args.notes).expanduser())
+    from cockpit.notes_location import resolve_notes
+
+    engine = _DeferredEngine(resolve_notes(args.notes, Path.cwd()))
 
     from cockpit.runtime import SessionManager
     from cockpit.tui.app import CockpitApp
