@@ -231,6 +231,30 @@ def test_sigterm_ends_sessions_cleanly(api, ws, server_proc):
     assert not paths.socket_path().exists()
 
 
+def test_prune_keeps_the_worktree_of_a_live_session(api, server_proc, tmp_path, capsys):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "d@example.com"], ["config", "user.name", "D"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    (repo / "a.txt").write_text("a\n")
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "init"], cwd=repo, check=True)
+    api.script(Reply("nothing changed yet"))
+    start_server()
+    with BlockingClient() as c:
+        row = c.call("spawn", task="look around", workspace=str(repo), interactive=True,
+                     config={"api_key": "test-key", "base_url": api.base_url})
+        assert c.call("wait", ids=[row["id"]], until="idle")["sessions"][0]["status"] == "waiting for you"
+    tree = Path(row["worktree"]["path"])
+    assert tree.is_dir()
+    assert main(["worktrees", "prune"]) == 0  # unchanged, but its session still works in it
+    out = capsys.readouterr().out
+    assert f"kept {row['id']}: its session is waiting for you in the server" in out and "0 pruned" in out
+    assert tree.is_dir()
+    assert main(["worktrees", "discard", row["id"][-5:], "--yes"]) == 0  # a unique suffix, as elsewhere
+    assert "discarded" in capsys.readouterr().out and not tree.exists()
+
+
 def test_garbage_oversize_and_floods_leave_the_server_up(server_proc):
     start_server()
     sock_path = str(paths.socket_path())
