@@ -373,6 +373,11 @@ def test_memory_clients_use_the_servers_warm_engine(server_proc, tmp_path, capsy
     with BlockingClient() as c:
         engines = c.call("server.status")["engines"]
     assert [e["notes"] for e in engines] == [str(notes.resolve())]  # the search ran in the server
+    with BlockingClient() as c:  # a name taken is a refusal, not a server fault (no traceback in the log)
+        with pytest.raises(RemoteError) as taken:
+            c.call("memory.save", notes=str(notes), name="staging-stack", description="x", body="y")
+    assert taken.value.code == rpc.REFUSED and str(taken.value).startswith("a note named 'staging-stack' already exists")
+    assert "Traceback" not in paths.log_path().read_text()
     script = (
         "import sys\n"
         "from pathlib import Path\n"
