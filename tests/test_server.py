@@ -160,6 +160,16 @@ def test_detached_run_ls_attach_then_stop(api, ws, server_proc, capsys):
     assert not server_running()
 
 
+def test_attach_says_how_each_ask_was_answered(api, ws, server_proc, capsys):
+    api.script(Reply("", [ToolUse("bash", {"command": "ls"})]), Reply("could not list"))
+    assert main(["run", "list files", "--base-url", api.base_url, "--workspace", str(ws), "--detach", "--json"]) == 0
+    sid = json.loads(capsys.readouterr().out)["sessions"][0]["id"]
+    assert main(["attach", sid]) == 0
+    out = capsys.readouterr().out
+    # a detached run is headless: its ask is denied at once, and attach says so after the ask
+    assert out.index("! needs approval: ls") < out.index("[denied: nobody can answer approvals in a headless run")
+
+
 def test_run_waits_for_results_through_the_server(api, ws, server_proc, capsys):
     api.script(Reply("the port is 8080"))
     code = main(["run", "which port?", "--base-url", api.base_url, "--workspace", str(ws), "--json"])
