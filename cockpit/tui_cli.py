@@ -128,6 +128,12 @@ def run(args: argparse.Namespace) -> int:
     return int(app.return_code or 0)
 
 
+def detached_message(live: int) -> str:
+    """What the shell shows after the app detaches from ``live`` (> 0) working sessions."""
+    return (f"cockpit: {live} session{'s go' if live != 1 else ' goes'} on in the server "
+            "(cockpit ls · cockpit attach ID · cockpit to come back)")
+
+
 def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
     """The app as a client of the server (started when none runs)."""
     import sys
@@ -170,6 +176,5 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
             engine.close()
     live = [v for v in app.views.values() if not v.status.is_final]
     if live:
-        print(f"cockpit: {len(live)} session{'s' if len(live) != 1 else ''} go on in the server "
-              "(cockpit ls · cockpit attach ID · cockpit to come back)", file=sys.stderr)
+        print(detached_message(len(live)), file=sys.stderr)
     return int(app.return_code or 0)

@@ -12,8 +12,8 @@ crashed run left behind::
     cockpit worktrees prune           # remove worktrees with no changes and of vanished repos
                                       # (never one a live session in the server still works in)
 
-``ID`` is a session id, a unique prefix, or a unique suffix of at least 4 characters. Exit code 1 when a merge is refused (conflict), 2 for
-usage errors.
+``ID`` is a session id, a unique prefix, or a unique suffix of at least 4 characters. Exit code 1
+when a merge is refused (conflict), 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("worktrees", help="list, merge, keep, discard or prune session worktrees",
                        description="The sessions' git worktrees: list them, merge, keep, discard, prune.")
     p.add_argument("action", nargs="?", default="list", choices=["list", "merge", "keep", "discard", "prune"])
-    p.add_argument("session", nargs="?", help="session id (or a unique prefix, or suffix of ≥ 4 characters) for merge/keep/discard")
+    p.add_argument("session", nargs="?",
+                   help="session id (or a unique prefix, or suffix of ≥ 4 characters) for merge/keep/discard")
     p.add_argument("--json", action="store_true", help="list as JSON")
     p.add_argument("--yes", action="store_true", help="discard without asking")
     p.set_defaults(func=run)
