@@ -168,6 +168,7 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
         preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
         permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
         notify_os=config.notify_os, api_key_missing=not config.api_key,
+        notes_missing="" if notes.is_dir() else str(notes),
     )
     try:
         app.run()
