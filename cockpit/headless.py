@@ -34,7 +34,8 @@ usage errors (missing API key, missing notes folder, bad config, empty task, unw
 transcripts folder, the claude-code backend without its extra) — one line, no traceback.
 
 Configuration precedence: flags > ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``/``COCKPIT_*`` >
-``config.toml`` > defaults (see :mod:`cockpit.runtime.config`). Notes folder: ``--notes`` or
+``config.toml`` > defaults (see :mod:`cockpit.runtime.config`). Notes folder: ``--notes`` (``auto``:
+Claude Code's memory folder for the working folder, see :mod:`cockpit.notes_location`) or
 ``./notes`` (when neither exists, sessions run without memory: no preseed, memory tools error).
 """
 
@@ -55,7 +56,8 @@ def add_parser(sub) -> None:
     p.add_argument("tasks", nargs="*", metavar="TASK", help="task text (one session each)")
     p.add_argument("--task-file", action="append", default=[], metavar="FILE",
                    help="read one task from FILE (- = stdin); may repeat")
-    p.add_argument("--notes", type=Path, default=None, help="notes folder (default ./notes)")
+    p.add_argument("--notes", type=Path, default=None,
+                   help="notes folder, or 'auto' (Claude Code's memory folder for this project); default ./notes")
     p.add_argument("--index", type=Path, default=None, help="memory index file (default per-user cache)")
     p.add_argument("--workspace", type=Path, default=None,
                    help="project folder (default .); in a git repository each session gets its own worktree")
@@ -268,6 +270,10 @@ async def _run(tasks, cfg, pricing, engine, workspace) -> dict:
 
 def _notes_folder(args) -> Path | None:
     notes = args.notes
+    if notes is not None and str(notes) == "auto":
+        from cockpit.notes_location import resolve_notes
+
+        notes = resolve_notes("auto", Path.cwd())
     if notes is not None and not notes.is_dir():
         raise CockpitError(f"notes folder not found: {notes}")
     if notes is None:

@@ -223,6 +223,9 @@ async def _attach(query: str) -> int:
             elif isinstance(e, ev.ApprovalRequested):
                 out.write(f"\n! needs approval: {e.summary}\n{e.detail}\n"
                           f"  cockpit approve {sid} [--session]  ·  cockpit deny {sid} --reason '…'\n")
+            elif isinstance(e, ev.ApprovalResolved):  # how the ask was answered (and by what)
+                how = ("allowed" + (" for the session" if e.scope == "session" else "")) if e.allowed else "denied"
+                out.write(f"  [{how}{': ' + e.reason if e.reason else ''}]\n")
             elif isinstance(e, ev.UserMessage):
                 out.write(f"\n› {e.text}\n")
             elif isinstance(e, ev.SessionErrorEvent):

@@ -22,7 +22,8 @@ from typing import Any
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("the app (bare `cockpit`)")
-    g.add_argument("--notes", metavar="DIR", default="notes", help="notes folder (default ./notes)")
+    g.add_argument("--notes", metavar="DIR", default="notes",
+                   help="notes folder, or 'auto' (Claude Code's memory folder for this project); default ./notes")
     g.add_argument("--workspace", metavar="DIR", default=".", help="sessions' workspace folder (default .)")
     g.add_argument("--model", metavar="ID", default=None, help="model id (free text; default from config)")
     g.add_argument("--base-url", metavar="URL", default=None, help="Messages API base URL (e.g. a local server)")
@@ -103,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
         return _run_attached(args, config, workspace)
 
-    engine = _DeferredEngine(Path(args.notes).expanduser())
+    from cockpit.notes_location import resolve_notes
+
+    engine = _DeferredEngine(resolve_notes(args.notes, Path.cwd()))
 
     from cockpit.runtime import SessionManager
     from cockpit.tui.app import CockpitApp
@@ -123,6 +126,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         engine.close()
     return int(app.return_code or 0)
+
+
+def detached_message(live: int) -> str:
+    """What the shell shows after the app detaches from ``live`` (> 0) working sessions."""
+    return (f"cockpit: {live} session{'s go' if live != 1 else ' goes'} on in the server "
+            "(cockpit ls · cockpit attach ID · cockpit to come back)")
 
 
 def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
@@ -159,6 +168,7 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
         preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
         permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
         notify_os=config.notify_os, api_key_missing=not config.api_key,
+        notes_missing="" if notes.is_dir() else str(notes),
     )
     try:
         app.run()
@@ -167,6 +177,5 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
             engine.close()
     live = [v for v in app.views.values() if not v.status.is_final]
     if live:
-        print(f"cockpit: {len(live)} session{'s' if len(live) != 1 else ''} go on in the server "
-              "(cockpit ls · cockpit attach ID · cockpit to come back)", file=sys.stderr)
+        print(detached_message(len(live)), file=sys.stderr)
     return int(app.return_code or 0)

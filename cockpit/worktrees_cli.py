@@ -10,9 +10,10 @@ crashed run left behind::
     cockpit worktrees keep ID         # commit, remove the worktree, keep the branch
     cockpit worktrees discard ID      # remove worktree and branch (asks first; --yes to skip)
     cockpit worktrees prune           # remove worktrees with no changes and of vanished repos
+                                      # (never one a live session in the server still works in)
 
-``ID`` is a session id or a unique prefix. Exit code 1 when a merge is refused (conflict), 2 for
-usage errors.
+``ID`` is a session id, a unique prefix, or a unique suffix of at least 4 characters. Exit code 1
+when a merge is refused (conflict), 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("worktrees", help="list, merge, keep, discard or prune session worktrees",
                        description="The sessions' git worktrees: list them, merge, keep, discard, prune.")
     p.add_argument("action", nargs="?", default="list", choices=["list", "merge", "keep", "discard", "prune"])
-    p.add_argument("session", nargs="?", help="session id (or a unique prefix) for merge/keep/discard")
+    p.add_argument("session", nargs="?",
+                   help="session id (or a unique prefix, or suffix of ≥ 4 characters) for merge/keep/discard")
     p.add_argument("--json", action="store_true", help="list as JSON")
     p.add_argument("--yes", action="store_true", help="discard without asking")
     p.set_defaults(func=run)
@@ -88,6 +90,34 @@ def _through_server(session_id: str, action: str) -> int | None:
     return 0 if result["data"]["ok"] else 1
 
 
+def _live_sessions() -> dict[str, str]:
+    """Session id → state of the sessions a running server holds that have not ended (their
+    worktrees are in use); empty when no server runs."""
+    import os
+
+    if os.environ.get("COCKPIT_NO_SERVER"):
+        return {}
+    from cockpit.events import SessionStatus
+    from cockpit.server.client import BlockingClient, RemoteError, ServerError, server_running
+
+    if not server_running():
+        return {}
+    try:
+        with BlockingClient() as client:
+            rows = client.call("list")["sessions"]
+    except (RemoteError, ServerError, OSError):
+        return {}
+    live = {}
+    for row in rows:
+        try:
+            final = SessionStatus(row["status"]).is_final
+        except ValueError:
+            final = False  # a state this client does not know: treat it as live
+        if not final:
+            live[row["id"]] = row["status"]
+    return live
+
+
 def run(args: argparse.Namespace) -> int:
     from cockpit.runtime import worktree as wt
 
@@ -106,7 +136,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action == "prune":
         removed = 0
+        live = _live_sessions()
         for info in wt.list_all(root):
+            if info.session_id in live:
+                print(f"kept {info.session_id}: its session is {live[info.session_id]} in the server")
+                continue
             r = _row(info)
             if r["state"] in ("unchanged", "repository gone", "worktree folder gone"):
                 if r["state"] == "unchanged":

@@ -169,6 +169,35 @@ def test_auto_memory_folder_is_named_as_claude_code_names_it(tmp_path, monkeypat
     assert resolve_notes("docs/notes", project) == project / "docs" / "notes"
 
 
+def test_notes_auto_reaches_cockpit_run_and_the_in_process_app(tmp_path, monkeypatch):
+    import argparse
+
+    from cockpit import headless, tui_cli
+    from cockpit.tui.app import CockpitApp
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    project = tmp_path / "proj"
+    project.mkdir()
+    memory_dir = tmp_path / "cc" / "projects" / project_key(project) / "memory"
+    monkeypatch.chdir(project)
+    with pytest.raises(Exception, match="notes folder not found: .*memory"):  # named, not "auto"
+        headless._notes_folder(argparse.Namespace(notes=Path("auto")))
+    memory_dir.mkdir(parents=True)
+    assert headless._notes_folder(argparse.Namespace(notes=Path("auto"))) == memory_dir
+
+    seen = []
+
+    class Recorded(tui_cli._DeferredEngine):
+        def __init__(self, notes_dir):
+            seen.append(notes_dir)
+            super().__init__(notes_dir)
+
+    monkeypatch.setattr(tui_cli, "_DeferredEngine", Recorded)
+    monkeypatch.setattr(CockpitApp, "run", lambda self, *a, **k: None)
+    assert main(["--no-server", "--notes", "auto"]) == 0
+    assert seen == [memory_dir]
+
+
 def test_rule_parsing_is_forgiving():
     fields, body = parse(b"\xef\xbb\xbf---\r\nglobs: *.ts, src/**/*.tsx\r\nalwaysApply: false\r\n---\r\nUse strict mode.\r\n")
     assert fields["globs"] == "*.ts, src/**/*.tsx" and body == "Use strict mode."

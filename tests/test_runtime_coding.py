@@ -226,6 +226,9 @@ async def test_discard_removes_worktree_and_branch(api, repo, tmp_path):
     after = git(repo, "worktree", "list")
     assert s.worktree.path not in after and s.worktree.branch not in git(repo, "branch", "--list")
     assert wt.list_all(tmp_path / "worktrees") == []
+    for action in ("merge", "keep", "discard"):  # a second review says why, not a git usage error
+        with pytest.raises(ValueError, match="already merged, kept or discarded"):
+            await mgr.review(s.id, action)
     await mgr.aclose()
 
 

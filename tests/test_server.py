@@ -124,6 +124,13 @@ async def test_round_trip_in_process(api, ws, monkeypatch):
             await a.call("spawn", task="", workspace=str(ws))
         with pytest.raises(RemoteError):
             await a.call("answer", id=row["id"], request_id="none", allow=True)
+        # the runtime's own error types over the wire too: not found is a KeyError, refused a ValueError
+        with pytest.raises(KeyError) as missing:
+            await a.call("send", id="nope", text="x")
+        assert str(missing.value) == "no session 'nope'" and missing.value.code == rpc.NOT_FOUND
+        with pytest.raises(ValueError) as refused:
+            await a.call("diff", id=row["id"])  # it runs in place: no diff
+        assert refused.value.code == rpc.REFUSED and "runs in place" in str(refused.value)
         assert (await a.call("hello"))["server"] == "cockpit"
         for client in (a, b, c):
             await client.close()
@@ -152,6 +159,16 @@ def test_detached_run_ls_attach_then_stop(api, ws, server_proc, capsys):
     assert main(["attach", "zzzzzz"]) == 2
     assert main(["server", "stop"]) == 0
     assert not server_running()
+
+
+def test_attach_says_how_each_ask_was_answered(api, ws, server_proc, capsys):
+    api.script(Reply("", [ToolUse("bash", {"command": "ls"})]), Reply("could not list"))
+    assert main(["run", "list files", "--base-url", api.base_url, "--workspace", str(ws), "--detach", "--json"]) == 0
+    sid = json.loads(capsys.readouterr().out)["sessions"][0]["id"]
+    assert main(["attach", sid]) == 0
+    out = capsys.readouterr().out
+    # a detached run is headless: its ask is denied at once, and attach says so after the ask
+    assert out.index("! needs approval: ls") < out.index("[denied: nobody can answer approvals in a headless run")
 
 
 def test_run_waits_for_results_through_the_server(api, ws, server_proc, capsys):
@@ -223,6 +240,30 @@ def test_sigterm_ends_sessions_cleanly(api, ws, server_proc):
     assert end_done["type"] == "end" and end_done["status"] == "done"  # finished: done, never killed
     assert end_busy["status"] == "killed" and end_busy["reason"] == "server stopped"
     assert not paths.socket_path().exists()
+
+
+def test_prune_keeps_the_worktree_of_a_live_session(api, server_proc, tmp_path, capsys):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "d@example.com"], ["config", "user.name", "D"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    (repo / "a.txt").write_text("a\n")
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "init"], cwd=repo, check=True)
+    api.script(Reply("nothing changed yet"))
+    start_server()
+    with BlockingClient() as c:
+        row = c.call("spawn", task="look around", workspace=str(repo), interactive=True,
+                     config={"api_key": "test-key", "base_url": api.base_url})
+        assert c.call("wait", ids=[row["id"]], until="idle")["sessions"][0]["status"] == "waiting for you"
+    tree = Path(row["worktree"]["path"])
+    assert tree.is_dir()
+    assert main(["worktrees", "prune"]) == 0  # unchanged, but its session still works in it
+    out = capsys.readouterr().out
+    assert f"kept {row['id']}: its session is waiting for you in the server" in out and "0 pruned" in out
+    assert tree.is_dir()
+    assert main(["worktrees", "discard", row["id"][-5:], "--yes"]) == 0  # a unique suffix, as elsewhere
+    assert "discarded" in capsys.readouterr().out and not tree.exists()
 
 
 def test_garbage_oversize_and_floods_leave_the_server_up(server_proc):
@@ -337,6 +378,11 @@ def test_memory_clients_use_the_servers_warm_engine(server_proc, tmp_path, capsy
     with BlockingClient() as c:
         engines = c.call("server.status")["engines"]
     assert [e["notes"] for e in engines] == [str(notes.resolve())]  # the search ran in the server
+    with BlockingClient() as c:  # a name taken is a refusal, not a server fault (no traceback in the log)
+        with pytest.raises(RemoteError) as taken:
+            c.call("memory.save", notes=str(notes), name="staging-stack", description="x", body="y")
+    assert taken.value.code == rpc.REFUSED and str(taken.value).startswith("a note named 'staging-stack' already exists")
+    assert "Traceback" not in paths.log_path().read_text()
     script = (
         "import sys\n"
         "from pathlib import Path\n"

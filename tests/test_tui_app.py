@@ -500,6 +500,17 @@ async def test_a_missing_notes_folder_is_said_in_the_header_and_the_spawn_dialog
         assert f"No notes folder at {missing}" in text_of(app.screen.query_one("#spawn-notes-missing"))
 
 
+async def test_without_an_engine_a_missing_notes_folder_is_still_said(tmp_path):
+    missing = tmp_path / "no-notes"  # the app attached to a server gets no engine for a missing folder
+    app = CockpitApp(FakeManager(), None, notes_missing=str(missing))
+    async with app.run_test(size=(200, 40)) as pilot:
+        totals = app.screen.query_one("#totals")
+        await until(pilot, lambda: f"no notes folder at {missing}" in text_of(totals), "the header says it")
+        assert "memory off" in text_of(totals)
+        await pilot.press("n")
+        assert f"No notes folder at {missing}" in text_of(app.screen.query_one("#spawn-notes-missing"))
+
+
 async def test_session_ids_are_never_widget_ids():
     mgr = FakeManager()
     app = CockpitApp(mgr)

@@ -6,7 +6,7 @@ import threading
 
 from test_memory_support import copy_fixture
 
-from cockpit.tui_cli import _DeferredEngine
+from cockpit.tui_cli import _DeferredEngine, detached_message
 from memory import MemoryEngine
 
 
@@ -30,3 +30,8 @@ def test_closing_an_engine_never_used_builds_nothing(tmp_path):
     deferred = _DeferredEngine(tmp_path / "no-such-notes")
     deferred.close()
     assert deferred._engine is None
+
+
+def test_the_detach_line_counts_sessions_in_english():
+    assert detached_message(1).startswith("cockpit: 1 session goes on in the server (")
+    assert detached_message(3).startswith("cockpit: 3 sessions go on in the server (")

@@ -124,6 +124,8 @@ async def test_approvals_in_the_pane_once_for_the_session_and_denied_with_a_reas
         dialog = app.screen
         assert isinstance(dialog, ApprovalDialog)
         assert "rm -rf build" in text_of(dialog.query_one("#approval-text"))
+        # y / a / d act on keys here: the dialog says to press d before typing a reason
+        assert "press d, then type" in text_of(dialog.query_one("#approval-reason-label"))
         await pilot.press("d", *"keep the build folder", "enter")
         await until(pilot, lambda: view.status is S.WAITING, "the turn ends")
         denied = tool_results(api)[0]

@@ -425,13 +425,16 @@ class SessionManager:
     async def review(self, session_id: str, action: str) -> Reviewed:
         """``merge`` | ``keep`` | ``discard`` the session's worktree (see :mod:`worktree`). A
         session still waiting for a follow-up is ended (``done``) first; a running one is refused.
-        Publishes and returns a :class:`Reviewed`. Raises KeyError, ValueError."""
+        Publishes and returns a :class:`Reviewed`. Raises KeyError, ValueError (also when the
+        worktree was already merged, kept or discarded)."""
         if action not in ("merge", "keep", "discard"):
             raise ValueError("review action must be merge, keep or discard")
         s = self.get(session_id)
         info = s.worktree
         if info is None:
             raise ValueError(f"session {s.id} runs in place: nothing to {action}")
+        if not Path(info.path).is_dir():
+            raise ValueError(f"session {s.id}'s worktree was already merged, kept or discarded")
         if not s.status.is_final and s.status.value != "waiting for you":
             raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you or ends")
         message = f"cockpit session {s.id}: {s.task.splitlines()[0][:60]}"

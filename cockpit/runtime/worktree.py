@@ -409,8 +409,12 @@ def list_all(root_dir: Path) -> list[WorktreeInfo]:
 
 
 def find(root_dir: Path, session_id: str) -> WorktreeInfo | None:
-    """The worktree of a session id (exact, or a unique prefix)."""
-    matches = [w for w in list_all(root_dir) if w.session_id == session_id]
+    """The worktree of a session id (exact, a unique prefix, or a unique suffix of at least 4
+    characters — as the server resolves ids)."""
+    every = list_all(root_dir)
+    matches = [w for w in every if w.session_id == session_id]
     if not matches:
-        matches = [w for w in list_all(root_dir) if w.session_id.startswith(session_id)]
+        matches = [w for w in every if w.session_id.startswith(session_id)]
+    if not matches and len(session_id) >= 4:
+        matches = [w for w in every if w.session_id.endswith(session_id)]
     return matches[0] if len(matches) == 1 else None

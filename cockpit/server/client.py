@@ -8,7 +8,9 @@
 - :class:`BlockingClient`: requests only, thread-safe, for blocking code (the memory commands, the
   remote memory engine used from worker threads, the MCP server).
 
-Errors from the server arrive as :class:`RemoteError` (``code`` as in :mod:`cockpit.server.rpc`).
+Errors from the server arrive as :class:`RemoteError` (``code`` as in :mod:`cockpit.server.rpc`);
+"not found" (code 1) is also a ``KeyError`` and "refused" (code 2) also a ``ValueError``, the
+errors the in-process runtime raises, so a client of ``Runtime`` handles both the same way.
 """
 
 from __future__ import annotations
@@ -42,6 +44,24 @@ class RemoteError(RuntimeError):
         super().__init__(message)
         self.code = code
         self.message = message
+
+    def __str__(self) -> str:  # the message as it is (KeyError's str would quote it)
+        return self.message
+
+
+class RemoteNotFound(RemoteError, KeyError):
+    """Code 1 (no such session or approval): a ``KeyError``, as ``SessionManager`` raises."""
+
+
+class RemoteRefused(RemoteError, ValueError):
+    """Code 2 (the state or a value does not allow it): a ``ValueError``, as ``SessionManager`` raises."""
+
+
+def remote_error(code: int, message: str) -> RemoteError:
+    """The exception for an error reply (:class:`RemoteNotFound`, :class:`RemoteRefused` or
+    :class:`RemoteError`)."""
+    kind = {rpc.NOT_FOUND: RemoteNotFound, rpc.REFUSED: RemoteRefused}.get(code, RemoteError)
+    return kind(code, message)
 
 
 def _probe(path: Path) -> bool:
@@ -111,7 +131,7 @@ def ensure_server(start: bool = True) -> Path:
 def _check(msg: dict) -> Any:
     if "error" in msg and msg["error"] is not None:
         err = msg["error"]
-        raise RemoteError(int(err.get("code", rpc.INTERNAL_ERROR)), str(err.get("message", "error")))
+        raise remote_error(int(err.get("code", rpc.INTERNAL_ERROR)), str(err.get("message", "error")))
     return msg.get("result")
 
 

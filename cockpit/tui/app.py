@@ -103,6 +103,7 @@ class CockpitApp(SessionCommands, Attention, App):
         notify_os: bool = True,
         os_notifier: Notifier | None = None,
         api_key_missing: bool = False,
+        notes_missing: str = "",
     ) -> None:
         super().__init__()
         self.manager = manager
@@ -124,7 +125,8 @@ class CockpitApp(SessionCommands, Attention, App):
         self.panes: dict[str, SessionPane] = {}
         self.closed: list[SessionView] = []  # panes the user closed (their spend stays in the totals)
         self._closed_ids: set[str] = set()
-        self.memory = MemoryState(model_state="warming" if engine is not None else "off")
+        # notes_missing: the notes folder's path when there is none, so no engine (the server's app)
+        self.memory = MemoryState(model_state="warming" if engine is not None else "off", notes_missing=notes_missing)
         self._dirty: set[str] = set()
         self._shown_status: dict[str, Any] = {}
         self._gc_threshold: tuple[int, ...] | None = None

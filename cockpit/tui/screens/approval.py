@@ -59,7 +59,8 @@ class ApprovalDialog(ModalScreen[Answer | None]):
             yield Label(ask_title(ask), id="approval-title")
             with VerticalScroll(id="approval-detail"):
                 yield Static(Content("\n").join(detail_lines(ask)), id="approval-text")
-            yield Label(Content.from_markup("[dim]Reason for a denial (the model reads it):[/]"))
+            yield Label(Content.from_markup("[dim]Reason for a denial — press d, then type (the model reads it); "
+                                            "y and a answer at once:[/]"), id="approval-reason-label")
             yield Input(placeholder="e.g. run the tests first; Enter denies with this reason", id="approval-reason")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Allow once (y)", variant="success", id="once")

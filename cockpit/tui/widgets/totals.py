@@ -35,11 +35,11 @@ class MemoryState:
 
 
 def memory_markup(m: MemoryState) -> str:
-    if m.model_state == "off":
-        return "[dim]memory off[/]"
     missing = ""
     if m.notes_missing:
         missing = f"[b $warning]no notes folder at {escape(m.notes_missing)}[/] [dim](sessions start without notes)[/]"
+    if m.model_state == "off":
+        return f"[dim]memory off[/] · {missing}" if missing else "[dim]memory off[/]"
     if m.model_state == "warming":
         state = "[$warning]warming model…[/]"
     elif m.model_state == "error":
