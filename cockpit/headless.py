@@ -139,7 +139,7 @@ def collect_tasks(args: argparse.Namespace) -> list[str]:
         if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
             print(f"cockpit: warning: task file {name} is not valid UTF-8; undecodable bytes were replaced",
                   file=sys.stderr)
-        tasks.append(text)
+        tasks.append(text.rstrip("\r\n"))  # the file's final newline is not part of the task
     if not tasks:
         raise CockpitError("no task given: pass task text, or --task-file FILE (- for stdin)")
     for i, t in enumerate(tasks, 1):
@@ -344,6 +344,11 @@ async def _remote(tasks, cfg, pricing, notes, index, workspace, detach, payload)
     }
 
 
+def _n(count: int, word: str) -> str:
+    """``1 request``, ``2 requests``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _cost(c) -> str:
     return "n/a" if c is None else f"${c:.4f}"
 
@@ -381,7 +386,7 @@ def format_report(report: dict) -> str:
         out.extend("  " + line for line in (s["answer"] or "(none)").splitlines())
         out.append(
             f"tokens: in {u['input']} · out {u['output']} · cache write {u['cache_write']} · "
-            f"cache read {u['cache_read']} · cost {_cost(s['cost_usd'])}{_source(s)} · {s['requests']} requests"
+            f"cache read {u['cache_read']} · cost {_cost(s['cost_usd'])}{_source(s)} · {_n(s['requests'], 'request')}"
         )
         if s.get("claude_session_id"):
             out.append(f"claude code session: {s['claude_session_id']}")
@@ -390,7 +395,7 @@ def format_report(report: dict) -> str:
     t = report["totals"]
     tu = t["usage"]
     out.append(
-        f"total: {len(report['sessions'])} sessions · in {tu['input']} · out {tu['output']} · "
+        f"total: {_n(len(report['sessions']), 'session')} · in {tu['input']} · out {tu['output']} · "
         f"cache write {tu['cache_write']} · cache read {tu['cache_read']} · cost {_cost(t['cost_usd'])}"
     )
     out.append(f"prices: {report['pricing']['date']} (see cockpit/runtime/pricing.json)")

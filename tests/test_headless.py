@@ -178,6 +178,7 @@ def test_task_file_stdin_non_utf8_and_per_task_models(tmp_path, ws, monkeypatch,
     assert code == 0
     tasks = [s["task"] for s in out["sessions"]]
     assert tasks[0] == "caf\ufffd task" and len(tasks[1]) > 1_000_000 and tasks[2] == "from stdin \ufffd\ufffd task"
+    assert not tasks[1].endswith("\n")  # a task file's final newline is not part of the task
     assert [s["model"] for s in out["sessions"]] == ["m-a", "m-b", "m-c"]
     assert cap.err.count("not valid UTF-8") == 2
 

@@ -72,3 +72,24 @@ def test_permission_settings_from_the_config_file(tmp_path):
         load_config({"permission_mode": "yolo"}, env={}, config_file=tmp_path / "none.toml")
     with pytest.raises(ConfigError, match="tools"):
         load_config(env={"COCKPIT_TOOLS": "fancy"}, config_file=tmp_path / "none.toml")
+
+
+@pytest.mark.parametrize("text, message", [
+    ('modle = "x"\n', "unknown key 'modle' (did you mean 'model'?)"),
+    ('[permissions]\nalow = ["Edit"]\n', "unknown key 'alow' in [permissions] (did you mean 'allow'?)"),
+    ('[runtime]\nmax_turn = 3\n', "unknown key 'max_turn' in [runtime] (did you mean 'max_turns'?)"),
+])
+def test_a_typo_in_the_config_file_is_an_error_naming_it(tmp_path, text, message):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(env={}, config_file=cfg)
+    assert message in str(err.value)
+
+
+def test_known_tables_pass(tmp_path):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('model = "m"\n[keymap]\nspawn = "ctrl+n"\n[preseed]\nselector = "embedded"\n'
+                   '[permissions]\nallow = ["Edit"]\n[runtime]\nmax_turns = 3\n')
+    config = load_config(env={}, config_file=cfg)
+    assert config.model == "m" and config.max_turns == 3 and config.allow == ("Edit",)

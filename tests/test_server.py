@@ -204,6 +204,7 @@ def test_sigkill_mid_stream_then_interrupted_and_resume(api, ws, server_proc):
     with BlockingClient() as c:
         rows = c.call("list")["sessions"]
         assert [(r["id"], r["status"]) for r in rows] == [(row["id"], "interrupted")]
+        assert rows[0]["placement"] == "in place: not a git repository (or no commit yet)"
         end = read_transcript(Path(row["transcript"]))[-1]
         assert end["type"] == "end" and end["status"] == "interrupted"
         api.script(Reply("resumed and finished"))
@@ -432,3 +433,22 @@ async def test_tcp_needs_the_token_printed_at_start(tmp_path):
         writer.close()
     finally:
         await srv.shutdown()
+
+
+def test_an_interrupted_session_keeps_what_its_transcript_says_it_spent():
+    from cockpit.server.daemon import Ghost
+
+    header = {"type": "header", "task": "t", "model": "m", "workspace": "/w", "cwd": "/wt/x",
+              "worktree": {"path": "/wt/x", "branch": "cockpit/x-t", "base_commit": "abc", "base_branch": "main"}}
+    records = [header,
+               {"type": "usage", "usage": {"input": 10, "output": 5, "cache_write": 100, "cache_read": 0}, "cost_usd": 0.01},
+               {"type": "usage", "usage": {"input": 1, "output": 7, "cache_write": 0, "cache_read": 100}, "cost_usd": 0.002}]
+    ghost = Ghost.from_records("x", "/t.jsonl", records)
+    row = ghost.to_dict()
+    assert row["usage"] == {"input": 11, "output": 12, "cache_write": 100, "cache_read": 100, "total": 223}
+    assert row["cost_usd"] == pytest.approx(0.012) and row["status"] == "interrupted"
+    events = ghost.events()
+    spawned, usage = events[0], events[1]
+    assert isinstance(spawned, ev.SessionSpawned) and spawned.worktree.branch == "cockpit/x-t"
+    assert isinstance(usage, ev.UsageUpdate) and usage.totals.total == 223
+    assert isinstance(events[-1], ev.SessionDone) and events[-1].status is ev.SessionStatus.INTERRUPTED

@@ -204,6 +204,29 @@ class ConfigError(ValueError):
     """A config value cannot be used (bad TOML, wrong type). One-line message."""
 
 
+_TABLES = {"runtime": set(_FILE_KEYS), "permissions": {"allow", "deny", "defaultMode"},
+           "preseed": set(_PRESEED_TABLE), "keymap": None}  # keymap: binding ids, checked by the app
+
+
+def _refuse_unknown(path: Path, data: dict) -> None:
+    """A key this file cannot mean (a typo such as ``modle``) is an error naming it, never ignored."""
+    import difflib
+
+    for key, value in data.items():
+        if key in _TABLES:
+            known = _TABLES[key]
+            if known is None or not isinstance(value, dict):
+                continue
+            for sub in value:
+                if sub not in known:
+                    hint = difflib.get_close_matches(sub, sorted(known), n=1)
+                    raise ConfigError(f"{path}: unknown key {sub!r} in [{key}]"
+                                      + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        elif key not in _FILE_KEYS:
+            hint = difflib.get_close_matches(key, sorted(set(_FILE_KEYS) | set(_TABLES)), n=1)
+            raise ConfigError(f"{path}: unknown key {key!r}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+
+
 def read_config_file(path: Path | None = None) -> dict[str, Any]:
     """The runtime keys of ``config.toml`` (``{}`` when the file does not exist).
 
@@ -216,6 +239,7 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
+    _refuse_unknown(path, data)
     table = dict(data.get("runtime", {})) if isinstance(data.get("runtime"), dict) else {}
     for key in _FILE_KEYS:
         if key in data and not isinstance(data[key], dict):

@@ -31,12 +31,21 @@ import struct
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cockpit import wire
-from cockpit.events import Event, SessionDone, SessionSpawned, SessionStatus, StatusChanged
+from cockpit.events import (
+    Event,
+    SessionDone,
+    SessionSpawned,
+    SessionStatus,
+    StatusChanged,
+    Usage,
+    UsageUpdate,
+    WorktreeRef,
+)
 from cockpit.runtime import RuntimeConfig, SessionManager
 from cockpit.runtime.config import ConfigError, load_config
 from cockpit.runtime.manager import SessionClosed
@@ -63,22 +72,44 @@ class Ghost:
     id: str
     transcript: str
     header: dict
+    usage: Usage = field(default_factory=Usage)  # summed from the transcript's usage records (tokens)
+    cost_usd: float | None = None  # USD, None when no record was priced
+
+    @classmethod
+    def from_records(cls, sid: str, transcript: str, records: list[dict]) -> Ghost:
+        usage, cost = Usage(), None
+        for r in records:
+            if r.get("type") == "usage" and isinstance(r.get("usage"), dict):
+                u = r["usage"]
+                usage = usage + Usage(int(u.get("input", 0)), int(u.get("output", 0)),
+                                      int(u.get("cache_write", 0)), int(u.get("cache_read", 0)))
+                if isinstance(r.get("cost_usd"), (int, float)):
+                    cost = (cost or 0.0) + float(r["cost_usd"])
+        return cls(sid, transcript, records[0], usage, cost)
 
     def events(self) -> list[Event]:
         h = self.header
+        w = h.get("worktree") if isinstance(h.get("worktree"), dict) else None
+        ref = None if w is None else WorktreeRef(str(w.get("path", "")), str(w.get("branch", "")),
+                                                 str(w.get("base_commit", "")), w.get("base_branch"))
         spawned = SessionSpawned(self.id, h.get("task", ""), h.get("model", ""), h.get("workspace", ""),
                                  self.transcript, bool(h.get("preseed_enabled", True)), h.get("backend", "cockpit"),
-                                 h.get("permission_mode", "default"), h.get("cwd", ""), None, h.get("placement", ""))
+                                 h.get("permission_mode", "default"), h.get("cwd", ""), ref, h.get("placement", ""))
         detail = "the server stopped while it ran; resume it from its transcript"
-        return [spawned, StatusChanged(self.id, SessionStatus.INTERRUPTED, detail),
-                SessionDone(self.id, SessionStatus.INTERRUPTED, extra={"transcript_path": self.transcript})]
+        out: list[Event] = [spawned]
+        if self.usage.total:
+            out.append(UsageUpdate(self.id, Usage(), self.usage, None, self.cost_usd))
+        return out + [StatusChanged(self.id, SessionStatus.INTERRUPTED, detail),
+                      SessionDone(self.id, SessionStatus.INTERRUPTED, extra={"transcript_path": self.transcript})]
 
     def to_dict(self) -> dict:
         h = self.header
         return {"id": self.id, "task": h.get("task", ""), "model": h.get("model", ""), "status": "interrupted",
                 "workspace": h.get("workspace", ""), "cwd": h.get("cwd", ""), "worktree": h.get("worktree"),
-                "permission_mode": h.get("permission_mode", "default"), "transcript": self.transcript,
-                "usage": None, "cost_usd": None, "answer": "", "error": None, "injected": h.get("injected", [])}
+                "placement": h.get("placement", ""), "permission_mode": h.get("permission_mode", "default"),
+                "transcript": self.transcript, "usage": {**self.usage.__dict__, "total": self.usage.total},
+                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6), "answer": "",
+                "error": None, "injected": h.get("injected", [])}
 
 
 class LiveRegistry:
@@ -225,7 +256,7 @@ class Server:
                     append_record(Path(transcript), "end", status="interrupted",
                                   reason="the server stopped while the session ran", final_text="",
                                   stop_reason=None, usage=None, cost_usd=None, requests=None)
-            self.ghosts[sid] = Ghost(sid, transcript, records[0])
+            self.ghosts[sid] = Ghost.from_records(sid, transcript, records)
             log.info("session %s was interrupted by the previous server's end", sid)
         self.registry.clear()
 

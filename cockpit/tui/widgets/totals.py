@@ -45,7 +45,7 @@ def memory_markup(m: MemoryState) -> str:
     elif m.model_state == "error":
         state = "[$error]model error[/]"
     else:
-        state = f"{m.notes} notes"
+        state = f"{m.notes} note{'' if m.notes == 1 else 's'}"
     parts = [f"memory: {state}"]
     if m.syncing:
         parts.append("[$secondary]indexing…[/]")
