@@ -8,13 +8,13 @@ search). Skipped, with the reason, when the ``claude-code`` extra is not install
 
 import asyncio
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("claude_agent_sdk", reason="the claude-code extra is not installed (pip install -e '.[claude-code]')")
 
+from helpers import make_repo, stop_server  # noqa: E402
 from seed_data import FACTS, QUESTION, WRONG, write_seed  # noqa: E402
 from standin import FactResponder, Reply, StandIn, ToolUse  # noqa: E402
 
@@ -58,21 +58,9 @@ def seed(tmp_path_factory):
     engine.close()
 
 
-def git(cwd, *args):
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path):
-    r = tmp_path / "repo"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    git(r, "config", "user.email", "dev@example.com")
-    git(r, "config", "user.name", "Dev")
-    (r / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    git(r, "add", "calc.py")
-    git(r, "commit", "-q", "-m", "init")
-    return r
+    return make_repo(tmp_path / "repo")
 
 
 def cfg(api, tmp_path, **kw):
@@ -450,10 +438,8 @@ def test_allow_for_the_session_without_a_suggestion_adds_our_rule_to_the_session
 
 def test_cockpit_run_through_the_background_server(tmp_path, monkeypatch, capsys):
     """The default path of `cockpit run`: sessions run in the per-user server, which starts Claude Code."""
-    import os
-    import signal
 
-    from cockpit.server.client import BlockingClient, server_running, wait_for_stop
+    from cockpit.server.client import BlockingClient
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -474,12 +460,4 @@ def test_cockpit_run_through_the_background_server(tmp_path, monkeypatch, capsys
         assert row["cost_source"] == "claude-code" and row["cost_usd"] > 0 and row["claude_session_id"]
         assert "claude-code" in hello["backends"]
     finally:
-        if server_running():
-            with BlockingClient() as c:
-                pid = c.call("server.status")["pid"]
-                try:
-                    c.call("server.stop")
-                except Exception:
-                    pass
-            if not wait_for_stop(pid, 30):
-                os.kill(pid, signal.SIGKILL)
+        stop_server()

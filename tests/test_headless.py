@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from helpers import git, make_repo
 from standin import HTTPError, Reply, StandIn
 
 from cockpit.cli import main
@@ -80,22 +81,9 @@ def test_run_help_names_the_real_default_model():
     assert DEFAULT_MODEL in sub.choices["run"].format_help()
 
 
-def _git(cwd, *args):
-    import subprocess
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path):
-    r = tmp_path / "repo"
-    r.mkdir()
-    _git(r, "init", "-q", "-b", "main")
-    _git(r, "config", "user.email", "dev@example.com")
-    _git(r, "config", "user.name", "Dev")
-    (r / "README.md").write_text("demo\n")
-    _git(r, "add", ".")
-    _git(r, "commit", "-q", "-m", "init")
-    return r
+    return make_repo(tmp_path / "repo", {"README.md": "demo\n"})
 
 
 def test_coding_run_reports_worktree_and_diff_then_worktrees_merge(tmp_path, repo, monkeypatch, capsys):
@@ -143,7 +131,7 @@ def test_headless_default_mode_denies_and_says_how(tmp_path, repo, monkeypatch, 
     assert code == 0 and out["sessions"][0]["status"] == "done"
     assert result["is_error"] and "--permission-mode" in result["content"]
     assert out["sessions"][0]["diff"] == {"files": 0, "added": 0, "removed": 0}  # unchanged: worktree removed
-    assert "cockpit/" not in _git(repo, "branch", "--list")
+    assert "cockpit/" not in git(repo, "branch", "--list")
 
 
 @pytest.mark.parametrize("argv, message", [

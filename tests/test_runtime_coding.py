@@ -5,6 +5,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import CALC, git, make_repo, wait_gone
 from standin import HTTPError, Reply, StandIn, ToolUse
 
 from cockpit.events import (
@@ -22,24 +23,10 @@ S = SessionStatus
 EDIT = "str_replace_based_edit_tool"
 
 
-def git(cwd, *args):
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path):
-    r = tmp_path / "repo"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    git(r, "config", "user.email", "dev@example.com")
-    git(r, "config", "user.name", "Dev")
-    (r / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (r / ".gitignore").write_text(".env\n")
-    (r / ".env").write_text("TOKEN=local\n")
-    (r / ".worktreeinclude").write_text(".env\n")
-    git(r, "add", "calc.py", ".gitignore", ".worktreeinclude")
-    git(r, "commit", "-q", "-m", "init")
-    return r
+    return make_repo(tmp_path / "repo", {"calc.py": CALC, ".gitignore": ".env\n", ".worktreeinclude": ".env\n"},
+                     untracked={".env": "TOKEN=local\n"})
 
 
 @pytest.fixture
@@ -315,15 +302,7 @@ async def test_a_kill_during_a_command_kills_its_process_group(api, repo, tmp_pa
     child = int(marker.read_text())
     await mgr.kill(s.id)
     assert s.status == S.KILLED
-    for _ in range(100):
-        try:
-            import os
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        pytest.fail("the command's child survived the kill")
+    await wait_gone(child, "the command's child, after the kill")
     await mgr.aclose()
 
 

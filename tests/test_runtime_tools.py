@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import wait_gone
 
 from cockpit.runtime.bash import BashSession, session_env
 from cockpit.runtime.tools import ToolRunner, tool_definitions
@@ -202,14 +203,7 @@ async def test_bash_close_kills_the_process_group(tmp_path):
     child = int(r.output.strip())
     os.kill(child, 0)  # running
     await b.close()
-    for _ in range(100):
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        pytest.fail("background child survived the session's close")
+    await wait_gone(child, "the background child, after the session's close")
 
 
 async def test_bash_cancel_kills_a_running_command(tmp_path):
@@ -222,14 +216,7 @@ async def test_bash_cancel_kills_a_running_command(tmp_path):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(100):
-        try:
-            os.kill(shell, 0)
-        except ProcessLookupError:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        pytest.fail("the shell survived cancellation")
+    await wait_gone(shell, "the shell, after cancellation")
     await b.close()
 
 

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers import stop_server
 from seed_data import write_seed
 from standin import Reply, StandIn, ToolUse
 
@@ -49,16 +50,7 @@ def server_proc(monkeypatch, tmp_path):
 
 
 def _stop_server():
-    if not server_running():
-        return
-    with BlockingClient() as c:
-        pid = c.call("server.status")["pid"]
-        try:
-            c.call("server.stop")
-        except Exception:
-            pass
-    if not wait_for_stop(pid, 30):
-        os.kill(pid, signal.SIGKILL)
+    stop_server()
 
 
 def _pid() -> int:

@@ -6,10 +6,10 @@ options, attaching late, continuing a full context, closing a pane)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import git, make_repo
 from standin import HTTPError, Reply, StandIn, ToolUse
 from tui_fakes import text_of, until
 
@@ -28,21 +28,9 @@ PRICING = PricingTable({"test-model": ModelPrice(2.0, 10.0, 2.5, 0.2, 100_000),
 SIZE = (160, 48)
 
 
-def git(cwd, *args) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    r = tmp_path / "repo"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    git(r, "config", "user.email", "dev@example.com")
-    git(r, "config", "user.name", "Dev")
-    (r / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    git(r, "add", "calc.py")
-    git(r, "commit", "-q", "-m", "init")
-    return r
+    return make_repo(tmp_path / "repo")
 
 
 @pytest.fixture
