@@ -231,7 +231,7 @@ def _print_report(args: argparse.Namespace, report: dict) -> int:
     elif args.detach:
         for s in report["sessions"]:
             print(f"{s['id']}  {s['status']}  {s['task'][:80]}")
-        print("running in the server: cockpit ls · cockpit attach ID · cockpit")
+        print("running in the server: cockpit ls · cockpit attach ID · cockpit kill ID")
     else:
         print(format_report(report))
     if args.detach:
@@ -368,8 +368,9 @@ def format_report(report: dict) -> str:
         if w:
             d = s.get("diff") or {}
             where = "removed (no changes)" if w.get("removed") else w["path"]
+            files = d.get("files", 0)
             out.append(f"worktree: {where} · branch {w['branch']} · base {w['base_commit'][:10]}"
-                       f" · {d.get('files', 0)} files +{d.get('added', 0)} -{d.get('removed', 0)}")
+                       f" · {files} file{'' if files == 1 else 's'} +{d.get('added', 0)} -{d.get('removed', 0)}")
         else:
             out.append(f"where: {s['cwd']} ({s['placement']})")
         if s["preseed"]:

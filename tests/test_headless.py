@@ -183,3 +183,29 @@ def test_unwritable_transcripts_folder_is_a_usage_error(tmp_path, ws, monkeypatc
     err = capsys.readouterr().err
     assert code == 2 and "cannot write session transcripts" in err
     assert os.path.isfile(locked / "sessions")
+
+
+def _report(files: int) -> dict:
+    usage = {"input": 1, "output": 2, "cache_write": 0, "cache_read": 0, "total": 3}
+    s = {"id": "abc123", "status": "done", "model": "m", "permission_mode": "default", "task": "fix it",
+         "worktree": {"path": "/w", "branch": "cockpit/abc123-fix-it", "base_commit": "0123456789ab", "removed": None},
+         "diff": {"files": files, "added": 1, "removed": 1}, "preseed": True, "injected": [], "preseed_tokens": 0,
+         "error": None, "answer": "done", "usage": usage, "cost_usd": 0.0, "requests": 1, "transcript": "/t.jsonl"}
+    return {"sessions": [s], "totals": {"usage": usage, "cost_usd": 0.0}, "pricing": {"date": "d"}}
+
+
+def test_text_report_counts_files_in_the_singular_and_plural():
+    from cockpit.headless import format_report
+
+    assert "· 1 file +1 -1" in format_report(_report(1))
+    assert "· 2 files +1 -1" in format_report(_report(2))
+
+
+def test_detach_names_the_commands_that_reach_the_sessions(capsys):
+    from argparse import Namespace
+
+    from cockpit.headless import _print_report
+
+    assert _print_report(Namespace(json=False, detach=True), _report(0)) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "running in the server: cockpit ls · cockpit attach ID · cockpit kill ID"
