@@ -563,3 +563,25 @@ async def test_an_approval_answered_elsewhere_closes_its_dialog_and_the_panel():
         await pilot.pause(0.2)
         assert not app.panes["q00001"].query_one("#pane-approval").display
         assert mgr.answers == []  # this client answered nothing
+
+
+async def test_attaching_shows_an_early_error_once(tmp_path):
+    # a session of the server that failed before any output (no API key): the snapshot replays its
+    # error; its transcript, which holds the same error, must not be read on top of it
+    transcript = tmp_path / "t.jsonl"
+    records = [{"type": "header", "ts": "2026-01-01T00:00:00.000+00:00", "session_id": "e00001", "task": "t"},
+               {"type": "message", "ts": "2026-01-01T00:00:00.001+00:00", "role": "user",
+                "content": [{"type": "text", "text": "t"}]},
+               {"type": "error", "ts": "2026-01-01T00:00:01.000+00:00", "kind": "auth", "message": "no API key"},
+               {"type": "end", "ts": "2026-01-01T00:00:01.001+00:00", "status": "error", "reason": "no API key"}]
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records))
+    mgr = FakeManager([ev.SessionSpawned("e00001", "t", "m", "/ws", str(transcript), True),
+                       ev.StatusChanged("e00001", S.ERROR, "no API key"),
+                       ev.SessionErrorEvent("e00001", "no API key", "auth"),
+                       ev.SessionDone("e00001", S.ERROR)])
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(ev.SessionSpawned("z00001", "later", "m", "/ws", "/t/z.jsonl", True))
+        await until(pilot, lambda: "z00001" in app.views, "past the snapshot")  # any history read has begun
+        await until(pilot, lambda: all(w.is_finished for w in app.workers if w.group == "history"), "history read")
+        assert [b.text for b in app.views["e00001"].blocks if b.kind == "error"] == ["auth: no API key"]

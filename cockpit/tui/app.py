@@ -206,7 +206,9 @@ class CockpitApp(SessionCommands, Attention, App):
             # the snapshot replays each session's events so far (its output included); a session
             # whose output is not in it (one a previous server left interrupted) is read from its
             # transcript, and a resumed one's earlier conversation from the transcript it came from
-            replayed = {e.session_id for e in snapshot if isinstance(e, (ev.TextDelta, ev.ToolCall, ev.UserMessage))}
+            # (an error counts as output: a session that failed before answering must not show it twice)
+            shown = (ev.TextDelta, ev.ToolCall, ev.UserMessage, ev.SessionErrorEvent)
+            replayed = {e.session_id for e in snapshot if isinstance(e, shown)}
             for event in snapshot:
                 if isinstance(event, ev.SessionSpawned):
                     if event.resumed_from:
