@@ -219,6 +219,25 @@ async def test_discard_removes_worktree_and_branch(api, repo, tmp_path):
     await mgr.aclose()
 
 
+async def test_resume_after_discard_gets_a_new_worktree_never_the_checkout(api, repo, tmp_path):
+    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "junk.txt", "file_text": "junk"})]), Reply("ok"))
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
+    s = await mgr.spawn("make junk", workspace=repo)
+    assert await mgr.wait_idle(timeout=30)
+    assert (await mgr.review(s.id, "discard")).ok
+    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "again.txt", "file_text": "x"})]), Reply("ok"))
+    r = await mgr.resume(s.transcript_path, interactive=True)
+    assert await mgr.wait_idle(timeout=30)
+    await mgr.send(r.id, "make it again")
+    await asyncio.sleep(0)
+    assert await mgr.wait_idle(timeout=30)
+    assert r.worktree is not None and r.spec.placement == "worktree" and r.worktree.path != s.worktree.path
+    assert Path(r.spec.cwd) == Path(r.worktree.cwd) and (Path(r.worktree.path) / "again.txt").exists()
+    assert not (repo / "again.txt").exists()  # the user's checkout is never written
+    assert r.worktree.branch.startswith(f"cockpit/{r.id}-")
+    await mgr.aclose()
+
+
 async def test_in_place_when_not_a_repository_or_asked(api, repo, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()

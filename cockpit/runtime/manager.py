@@ -329,9 +329,16 @@ class SessionManager:
         old = h.get("worktree")
         if old and Path(old.get("path", "")).is_dir():
             info = wt.load_meta(Path(old["path"]).with_suffix(".json"))
+        sid = self._new_id()
+        cfg = config or self.config
+        transcript = new_transcript_path(cfg.resolved_sessions_dir(), sid)
+        placement = "worktree" if info else (h.get("placement") or "in place")
+        if info is None and old:
+            # its worktree was merged, kept or discarded: a new one from the current HEAD, never
+            # the user's checkout (the in-place fallback says why when that is no repository)
+            info, placement = await self._place(ws, sid, h.get("task", ""), str(transcript), True, cfg)
         if info is None and not cwd.is_dir():
             cwd = ws
-        sid = self._new_id()
         spec = SessionSpec(
             task=h.get("task", ""), model=h.get("model") or self.config.model, workspace=ws.resolve(),
             cwd=Path(info.cwd) if info else cwd.resolve(),
@@ -340,13 +347,11 @@ class SessionManager:
             interactive=self.config.interactive if interactive is None else interactive,
             permission_mode=PermissionMode.parse(h.get("permission_mode") or self.config.permission_mode),
             tools_style=h.get("tools") or self.config.tools, worktree=info,
-            placement="worktree" if info else (h.get("placement") or "in place"), backend=backend,
+            placement=placement, backend=backend,
         )
-        cfg = config or self.config
         extra: dict[str, Any] = {} if engine is ... else {"engine": engine}
-        s = cls(self, spec, session_id=sid,
-                    transcript_path=new_transcript_path(cfg.resolved_sessions_dir(), sid),
-                    messages=messages, resumed_from=str(path), resumed_header=h, config=cfg, **extra)
+        s = cls(self, spec, session_id=sid, transcript_path=transcript, messages=messages, resumed_from=str(path),
+                resumed_header=h, config=cfg, **extra)
         return self._start(s)
 
     async def continue_fresh(self, session_id: str) -> SessionBase:
