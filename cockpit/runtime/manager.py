@@ -295,7 +295,8 @@ class SessionManager:
     async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None,
                      config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = ...) -> SessionBase:
         """Reopen a past session: a new session (new id and transcript, header ``resumed_from``)
-        holding the old conversation, in the old worktree when it still exists. It waits for a
+        holding the old conversation, in the old worktree when it still exists (else a new one from
+        HEAD when the old session had one; never the user's checkout). It waits for a
         follow-up, or — when the old one stopped before answering the last user message — asks
         the model right away. A ``claude-code`` session is resumed by its Claude Code session id,
         which may also be given instead of the path (the newest transcript that recorded it is
