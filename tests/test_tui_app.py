@@ -585,3 +585,26 @@ async def test_attaching_shows_an_early_error_once(tmp_path):
         await until(pilot, lambda: "z00001" in app.views, "past the snapshot")  # any history read has begun
         await until(pilot, lambda: all(w.is_finished for w in app.workers if w.group == "history"), "history read")
         assert [b.text for b in app.views["e00001"].blocks if b.kind == "error"] == ["auth: no API key"]
+
+
+async def test_spawn_dialog_fits_80x24_with_many_notes(tmp_path):
+    # 21 notes with long descriptions at 80×24: the options and the worktree toggle stay on screen,
+    # the box stays inside the terminal, and each note of the preview is one line
+    hits = [FakeHit(f"note-number-{n:02d}", f"deploy fact {n}: " + "a long description " * 6, "", n % 5 == 0,
+                    0.5, tmp_path / f"n{n}.md") for n in range(21)]
+    app = CockpitApp(FakeManager(), FakeEngine(hits=hits))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("n", *"deploy")
+        dialog = app.screen
+        assert isinstance(dialog, SpawnDialog)
+        await until(pilot, lambda: "21 notes" in text_of(dialog.query_one("#spawn-preview")), "preview")
+        await pilot.pause()
+        screen = app.screen.region
+        box = dialog.query_one("#spawn-box").region
+        assert screen.contains_region(box), (box, screen)
+        for sel in ("#spawn-task", "#spawn-model", "#spawn-mode", "#spawn-backend", "#spawn-worktree"):
+            region = dialog.query_one(sel).region
+            assert region.height and box.contains_region(region), (sel, region, box)
+        preview = dialog.query_one("#spawn-preview")
+        shown_lines = preview.region.height
+        assert shown_lines >= 3 and preview.size.height == 22  # a line each (count line + 21), nothing wrapped

@@ -92,8 +92,6 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
                 yield Label(Content.from_markup(
                     "[b $warning]No notes folder at $path[/]: the session starts without project notes.",
                     path=self.notes_missing), id="spawn-notes-missing")
-            yield Label("Notes it would be given:", id="spawn-preview-label")
-            yield Static(self._idle_text(), id="spawn-preview")
             with Horizontal(id="spawn-options"):
                 with Vertical(classes="spawn-option"):
                     yield Label("model", classes="spawn-option-label")
@@ -110,6 +108,9 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
                                  id="spawn-backend", compact=True)
             yield Checkbox("own git worktree (off: work in the workspace itself)", self.worktree, id="spawn-worktree",
                            compact=True)
+            # last: on a small terminal a long preview is what gets cut, never the options
+            yield Label("Notes it would be given:", id="spawn-preview-label")
+            yield Static(self._idle_text(), id="spawn-preview")
 
     def _idle_text(self) -> str:
         if not self.preseed:
