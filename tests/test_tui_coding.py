@@ -187,6 +187,12 @@ async def test_diff_screen_comment_then_merge_into_the_base_branch(api, tmp_path
         assert (repo / "hello.py").read_text() == "def hello():\n    return 'hi'\n"
         assert not Path(view.worktree.path).exists()
         await until(pilot, lambda: "merged" in text_of(screen.query_one("#diff-status")), "result shown")
+        await pilot.pause(0.2)
+        # nothing stale is left: no file list, and the view says what happened (not "already merged…")
+        assert screen.query_one("#diff-files").option_count == 0
+        assert text_of(screen.query_one("#diff-files-label")) == "Files"
+        shown = "\n".join(line.text for line in diffview.lines)
+        assert "merged" in shown and "already" not in shown
         await pilot.press("escape")
         assert view.status is S.DONE
         await pilot.pause(0.2)

@@ -139,6 +139,7 @@ class DiffScreen(Screen):
 
     def _show_nothing(self, why: str) -> None:
         self.query_one("#diff-files", OptionList).clear_options()
+        self.query_one("#diff-files-label", Label).update(Content.from_markup("[b]Files[/b]"))
         self.query_one(DiffView).set_lines([DiffLine("meta", why)], [Content.styled(why, "$text-muted")])
         self._status(Content.from_markup("[b]No diff[/b]: $why", why=why) if not self.result else self.result)
 
@@ -196,8 +197,9 @@ class DiffScreen(Screen):
         self.notify(f"{action}: {result.message}", severity="information" if result.ok else "error",
                     timeout=8)
         self._status(self.result)
-        if result.ok:
-            self.load()
+        if result.ok:  # the worktree is gone: say what happened rather than reload "nothing to diff"
+            self.diff = None
+            self._show_nothing(f"{action}: {result.message}")
 
     def action_comment(self) -> None:
         view = self.query_one(DiffView)
