@@ -608,3 +608,15 @@ async def test_spawn_dialog_fits_80x24_with_many_notes(tmp_path):
         preview = dialog.query_one("#spawn-preview")
         shown_lines = preview.region.height
         assert shown_lines >= 3 and preview.size.height == 22  # a line each (count line + 21), nothing wrapped
+
+
+async def test_the_page_shows_in_the_header_at_80_columns():
+    mgr = FakeManager()
+    app = CockpitApp(mgr, FakeEngine())
+    async with app.run_test(size=(80, 24)) as pilot:
+        for n in range(5):
+            mgr.emit(*session_script(f"p{n:05d}", f"task {n}", S.WAITING, text=f"answer {n}"))
+        await until(pilot, lambda: len(app.panes) == 5, "5 panes")
+        await until(pilot, lambda: app.screen.query_one("#grid").pages > 1, "more than one page")
+        await pilot.pause(0.2)
+        assert "page 1/" in text_of(app.screen.query_one("#totals"))[:80]

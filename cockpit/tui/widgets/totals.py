@@ -81,8 +81,8 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
     if cost is None and not unpriced:
         money = fmt.usd(0.0)
     spend = f"{fmt.tokens(usage.total)} tok  {money}"
-    page_part = f" │ page {page + 1}/{pages}" if pages > 1 else ""
-    return f"[b]cockpit[/b] │ {states} │ {spend} │ {memory_markup(memory)}{page_part}"
+    page_part = f" │ page {page + 1}/{pages}" if pages > 1 else ""  # early: a narrow terminal cuts the end
+    return f"[b]cockpit[/b]{page_part} │ {states} │ {spend} │ {memory_markup(memory)}"
 
 
 class TotalsBar(Static):
