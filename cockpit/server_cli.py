@@ -25,41 +25,49 @@ import sys
 
 from cockpit.errors import CockpitError
 
+ID_HELP = "session id, or a unique prefix or suffix of at least 4 characters (see cockpit ls)"
+
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("server", help="the background server that owns the sessions",
                        description="The Cockpit server: one per user; clients start it when needed.")
-    p.add_argument("action", nargs="?", default="status", choices=["run", "start", "status", "stop"])
+    p.add_argument("action", nargs="?", default="status", choices=["run", "start", "status", "stop"],
+                   help="status (default); start in the background; stop (working sessions are killed); "
+                        "run in the foreground")
     p.add_argument("--listen", metavar="HOST:PORT", default=None,
                    help="also listen on TCP (loopback); a token is printed once and required")
     p.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="status as JSON")
     p.set_defaults(func=cmd_server)
 
-    p = sub.add_parser("ls", help="list the server's sessions")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("ls", help="list the server's sessions",
+                       description="The server's sessions: id, state, model, branch, tokens, USD, task.")
+    p.add_argument("--json", action="store_true", help="one JSON object with every session's row")
     p.set_defaults(func=cmd_ls)
 
-    p = sub.add_parser("send", help="send a follow-up message to a session")
-    p.add_argument("id")
-    p.add_argument("text")
+    p = sub.add_parser("send", help="send a follow-up message to a session",
+                       description="Send a follow-up to a session spawned in the app that waits for you.")
+    p.add_argument("id", help=ID_HELP)
+    p.add_argument("text", help="the message")
     p.set_defaults(func=cmd_send)
 
     p = sub.add_parser("kill", help="kill a session")
-    p.add_argument("id")
+    p.add_argument("id", help=ID_HELP)
     p.set_defaults(func=cmd_kill)
 
     p = sub.add_parser("attach", help="follow a session's output until it waits for you or ends")
-    p.add_argument("id")
+    p.add_argument("id", help=ID_HELP)
     p.set_defaults(func=cmd_attach)
 
-    p = sub.add_parser("approve", help="allow a session's pending tool call")
-    p.add_argument("id")
+    p = sub.add_parser("approve", help="allow a session's pending tool call",
+                       description="Allow the tool call a session spawned in the app waits on (cockpit run "
+                                   "sessions are headless: their asks are denied at once).")
+    p.add_argument("id", help=ID_HELP)
     p.add_argument("--session", action="store_true", help="allow such calls for the rest of the session")
     p.set_defaults(func=cmd_approve)
 
     p = sub.add_parser("deny", help="deny a session's pending tool call")
-    p.add_argument("id")
+    p.add_argument("id", help=ID_HELP)
     p.add_argument("--reason", default="", help="why (goes back to the model)")
     p.set_defaults(func=cmd_deny)
 

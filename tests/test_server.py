@@ -444,3 +444,12 @@ def test_an_interrupted_session_keeps_what_its_transcript_says_it_spent():
     assert isinstance(spawned, ev.SessionSpawned) and spawned.worktree.branch == "cockpit/x-t"
     assert isinstance(usage, ev.UsageUpdate) and usage.totals.total == 223
     assert isinstance(events[-1], ev.SessionDone) and events[-1].status is ev.SessionStatus.INTERRUPTED
+
+
+@pytest.mark.parametrize("command", ["send", "kill", "attach", "approve", "deny"])
+def test_session_commands_help_says_what_id_takes(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "unique prefix or suffix of at least 4 characters" in out
