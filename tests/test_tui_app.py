@@ -75,6 +75,7 @@ async def test_empty_grid_says_how_to_start_and_warns_without_a_key():
         hint = app.screen.query_one("#empty-hint")
         assert hint.display
         assert "Press n to spawn" in text_of(hint) and "ANTHROPIC_API_KEY is not set" in text_of(hint)
+        assert "--base-url" in text_of(hint)  # how to try it without a key
         mgr.emit(*session_script("s00001", "task", S.WAITING, text="answer"))
         await until(pilot, lambda: len(app.panes) == 1, "a pane")
         await pilot.pause(0.1)

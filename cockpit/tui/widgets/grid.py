@@ -28,7 +28,9 @@ EMPTY_HINT = (
     "Press [b]n[/] to spawn one: its first message will carry the project notes that match its task.\n"
     "[b]r[/] past sessions · [b]m[/] search the notes · [b]ctrl+p[/] every command"
 )
-NO_KEY_HINT = "\n\n[b $warning]ANTHROPIC_API_KEY is not set:[/] sessions will stop with an auth error."
+NO_KEY_HINT = ("\n\n[b $warning]ANTHROPIC_API_KEY is not set:[/] sessions will stop with an auth error."
+               "\n[dim]Set it, or try a local Messages API server: ANTHROPIC_API_KEY=x cockpit --base-url URL"
+               "\n(the README's \"Without an API key\" has one).[/]")
 
 
 def page_capacity(width: int = 200, height: int = 50) -> tuple[int, int]:
