@@ -176,6 +176,12 @@ async def test_memory_screen_search_open_and_warnings(tmp_path):
         await pilot.press("enter", "enter")  # to the list, open the note
         await until(pilot, lambda: getattr(screen, "opened", None) == note, "note open")
         assert "make ship-v2" in screen.query_one("#memory-note", Markdown).source
+        # the frontmatter shows as a YAML block, not as a rule and a heading
+        from textual.widgets.markdown import MarkdownBlock, MarkdownFence
+        note = screen.query_one("#memory-note", Markdown)
+        await until(pilot, lambda: note.query(MarkdownFence), "the frontmatter block")
+        assert "name: deploy-cmd" in note.query_one(MarkdownFence).code
+        assert not [b for b in note.query(MarkdownBlock) if type(b).__name__ == "MarkdownHorizontalRule"]
         await pilot.press("ctrl+w")
         await until(pilot, lambda: screen.lint_issues is not None, "lint")
         warnings = text_of(screen.query_one("#memory-warnings"))

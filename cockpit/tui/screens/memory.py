@@ -138,7 +138,7 @@ class MemoryScreen(Screen):
 
     def _show_note(self, path: Path, text: str) -> None:
         self.opened = path
-        self.query_one("#memory-note", Markdown).update(f"`{path}`\n\n" + text)
+        self.query_one("#memory-note", Markdown).update(f"`{path}`\n\n" + note_markdown(text))
 
     # -- warnings --------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="memory-lint")
@@ -168,3 +168,15 @@ class MemoryScreen(Screen):
         parts.append(Content.from_markup(f"[b]Index warnings[/b] ({len(status_warnings)})"))
         parts += [Content(w) for w in status_warnings + extra]
         self.query_one("#memory-warnings", Label).update(Content("\n").join(parts))
+
+
+def note_markdown(text: str) -> str:
+    """A note's file as Markdown to show: its YAML frontmatter as a ``yaml`` block (as plain
+    Markdown the ``---`` fences become a rule and a heading, the fields one run-on line)."""
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        for i, line in enumerate(lines[1:], 1):
+            if line.strip() in ("---", "..."):
+                front = "\n".join(lines[1:i]).replace("```", "` ` `")
+                return f"```yaml\n{front}\n```\n\n" + "\n".join(lines[i + 1:])
+    return text
