@@ -238,6 +238,19 @@ async def test_resume_after_discard_gets_a_new_worktree_never_the_checkout(api, 
     await mgr.aclose()
 
 
+async def test_a_session_that_changed_nothing_says_so_when_asked_for_its_diff(api, repo, tmp_path):
+    api.script(Reply("nothing to change"))
+    mgr = make_mgr(api, tmp_path)
+    s = await mgr.spawn("just answer", workspace=repo)
+    assert await mgr.wait_idle(timeout=30)
+    assert s.worktree is not None and not Path(s.worktree.path).exists()
+    with pytest.raises(ValueError, match="changed nothing: its worktree was removed when it ended"):
+        await mgr.diff(s.id)
+    with pytest.raises(ValueError, match="changed nothing"):
+        await mgr.review(s.id, "merge")
+    await mgr.aclose()
+
+
 async def test_in_place_when_not_a_repository_or_asked(api, repo, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()

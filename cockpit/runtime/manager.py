@@ -425,7 +425,7 @@ class SessionManager:
         if s.worktree is None:
             raise ValueError(f"session {s.id} runs in place ({s.spec.placement}): there is no diff to review")
         if not Path(s.worktree.path).is_dir():
-            raise ValueError(f"session {s.id}'s worktree was already merged, kept or discarded")
+            raise ValueError(_worktree_gone(s))
         return await asyncio.to_thread(wt.diff, s.worktree)
 
     async def review(self, session_id: str, action: str) -> Reviewed:
@@ -440,7 +440,7 @@ class SessionManager:
         if info is None:
             raise ValueError(f"session {s.id} runs in place: nothing to {action}")
         if not Path(info.path).is_dir():
-            raise ValueError(f"session {s.id}'s worktree was already merged, kept or discarded")
+            raise ValueError(_worktree_gone(s))
         if not s.status.is_final and s.status.value != "waiting for you":
             raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you or ends")
         message = f"cockpit session {s.id}: {s.task.splitlines()[0][:60]}"
@@ -563,3 +563,10 @@ class SessionManager:
 
 
 __all__ = ["SessionManager", "Subscription", "SessionClosed"]
+
+
+def _worktree_gone(s: SessionBase) -> str:
+    """Why a session's worktree is no longer there, for diff and review."""
+    if s.worktree_removed:
+        return f"session {s.id} changed nothing: its worktree was removed when it ended"
+    return f"session {s.id}'s worktree was already merged, kept or discarded"
