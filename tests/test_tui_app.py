@@ -627,3 +627,22 @@ async def test_the_page_shows_in_the_header_at_80_columns():
         await until(pilot, lambda: app.screen.query_one("#grid").pages > 1, "more than one page")
         await pilot.pause(0.2)
         assert "page 1/" in text_of(app.screen.query_one("#totals"))[:80]
+
+
+async def test_review_and_diff_screens_leave_the_text_most_of_80_columns(tmp_path):
+    from cockpit.runtime.worktree import Diff, FileChange
+
+    mgr = FakeManager()
+    mgr.diffs["d00001"] = Diff((FileChange("calc.py", "M", 1, 1, "diff --git a/calc.py b/calc.py\n@@ -1 +1 @@\n-a\n+b\n"),))
+    app = CockpitApp(mgr, FakeEngine(), sessions_dir=tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        mgr.emit(*session_script("d00001", "task", S.WAITING, text="answer"))
+        await until(pilot, lambda: len(app.panes) == 1, "a pane")
+        await pilot.press("r")
+        await until(pilot, lambda: app.screen.query("#review-right"), "the review screen")
+        await pilot.pause()
+        assert app.screen.query_one("#review-right").region.width >= 44
+        await pilot.press("escape", "d")
+        await until(pilot, lambda: getattr(app.screen, "diff", None) is not None, "the diff screen")
+        await pilot.pause()
+        assert app.screen.query_one("#diff-view").region.width >= 44
