@@ -365,11 +365,13 @@ def format_report(report: dict) -> str:
                    + (f" · {s['backend']}" if s.get("backend", "cockpit") != "cockpit" else ""))
         out.append(f"task: {s['task'] if len(s['task']) < 300 else s['task'][:299] + '…'}")
         w = s.get("worktree")
-        if w:
+        if w and w.get("removed"):  # its branch went with it: name neither
+            out.append("worktree: removed, with its branch (the session changed nothing;"
+                       f" base {w['base_commit'][:10]})")
+        elif w:
             d = s.get("diff") or {}
-            where = "removed (no changes)" if w.get("removed") else w["path"]
             files = d.get("files", 0)
-            out.append(f"worktree: {where} · branch {w['branch']} · base {w['base_commit'][:10]}"
+            out.append(f"worktree: {w['path']} · branch {w['branch']} · base {w['base_commit'][:10]}"
                        f" · {files} file{'' if files == 1 else 's'} +{d.get('added', 0)} -{d.get('removed', 0)}")
         else:
             out.append(f"where: {s['cwd']} ({s['placement']})")

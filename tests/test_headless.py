@@ -209,3 +209,12 @@ def test_detach_names_the_commands_that_reach_the_sessions(capsys):
     assert _print_report(Namespace(json=False, detach=True), _report(0)) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == "running in the server: cockpit ls · cockpit attach ID · cockpit kill ID"
+
+
+def test_text_report_names_no_branch_for_a_removed_worktree():
+    from cockpit.headless import format_report
+
+    report = _report(0)
+    report["sessions"][0]["worktree"]["removed"] = "no changes"
+    line = next(x for x in format_report(report).splitlines() if x.startswith("worktree:"))
+    assert "changed nothing" in line and "cockpit/abc123" not in line  # the branch is gone too
