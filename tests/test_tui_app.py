@@ -646,3 +646,18 @@ async def test_review_and_diff_screens_leave_the_text_most_of_80_columns(tmp_pat
         await until(pilot, lambda: getattr(app.screen, "diff", None) is not None, "the diff screen")
         await pilot.pause()
         assert app.screen.query_one("#diff-view").region.width >= 44
+
+
+async def test_q_with_sessions_waiting_for_you_leaves_them_and_its_label_says_so():
+    # Q stops the sessions still working; one waiting for you is left for review, so its key
+    # help must not promise to stop "all"
+    mgr = FakeManager()
+    app = CockpitApp(mgr, FakeEngine())
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(*session_script("w00001", "task", S.WAITING, text="answer"))
+        await until(pilot, lambda: len(app.panes) == 1, "a pane")
+        label = next(b.description for b in app.BINDINGS if getattr(b, "id", None) == "quit.stop")
+        assert "working" in label and "all" not in label
+        await pilot.press("Q")
+        await until(pilot, lambda: not app.is_running, "quit without asking")
+    assert mgr.killed == []

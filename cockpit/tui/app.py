@@ -80,7 +80,7 @@ class CockpitApp(SessionCommands, Attention, App):
     TITLE = "cockpit"
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
-        Binding("Q", "stop_and_quit", "Stop all & quit", show=False, id="quit.stop"),
+        Binding("Q", "stop_and_quit", "Stop working & quit", show=False, id="quit.stop"),
         Binding("ctrl+t", "pick_theme", "Theme", id="theme"),
     ]
 
