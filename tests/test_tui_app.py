@@ -612,6 +612,7 @@ async def test_spawn_dialog_fits_80x24_with_many_notes(tmp_path):
         for sel in ("#spawn-task", "#spawn-model", "#spawn-mode", "#spawn-backend", "#spawn-worktree"):
             region = dialog.query_one(sel).region
             assert region.height and box.contains_region(region), (sel, region, box)
+        assert dialog.query_one("#spawn-model").region.width >= 14  # the model id stays readable
         preview = dialog.query_one("#spawn-preview")
         shown_lines = preview.region.height
         assert shown_lines >= 3 and preview.size.height == 22  # a line each (count line + 21), nothing wrapped
