@@ -385,6 +385,10 @@ def format_report(report: dict) -> str:
             out.append("preseed: off")
         if s["error"]:
             out.append(f"error ({s['error']['kind']}): {s['error']['message']}")
+        denied = s.get("denied") or []
+        if denied:
+            out.append(f"denied: {_n(len(denied), 'ask')} nobody could answer ({'; '.join(denied)[:200]})"
+                       " — rerun with --permission-mode or [permissions] allow rules")
         out.append("answer:")
         out.extend("  " + line for line in (s["answer"] or "(none)").splitlines())
         out.append(

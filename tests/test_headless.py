@@ -132,6 +132,12 @@ def test_headless_default_mode_denies_and_says_how(tmp_path, repo, monkeypatch, 
     assert result["is_error"] and "--permission-mode" in result["content"]
     assert out["sessions"][0]["diff"] == {"files": 0, "added": 0, "removed": 0}  # unchanged: worktree removed
     assert "cockpit/" not in git(repo, "branch", "--list")
+    assert out["sessions"][0]["denied"] == ["ls"]
+    with StandIn() as api:  # the text report tells the user too, not only the model
+        api.script(Reply("", [ToolUse("bash", {"command": "ls"})]), Reply("could not run it"))
+        assert main(["run", "list files", "--base-url", api.base_url, "--workspace", str(repo)]) == 0
+    text = capsys.readouterr().out
+    assert "denied: 1 ask nobody could answer (ls) — rerun with --permission-mode" in text
 
 
 @pytest.mark.parametrize("argv, message", [

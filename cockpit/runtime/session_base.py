@@ -130,6 +130,7 @@ class SessionBase:
         self.continued_from: str | None = None
         self.worktree_removed = False
         self.pending: ApprovalRequested | None = None
+        self.denied: list[str] = []  # headless: the asks denied for want of anyone to answer them
         self.kill_reason = ""
         self._resumed_header = resumed_header or {}
         self._first_content = first_content
@@ -410,6 +411,7 @@ class SessionBase:
                         summary=ask.summary, detail=ask.detail)
         if not self.interactive:
             reason = headless_denial(self.spec.permission_mode)
+            self.denied.append(ask.summary)
             self.rec.emit(ask)
             self._resolved(ask.request_id, False, "auto", reason)
             return False, "auto", reason
@@ -492,6 +494,7 @@ class SessionBase:
             "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
             "cost_source": self.cost_source,
             "requests": self.requests,
+            "denied": list(self.denied),
             "transcript": str(self.transcript_path),
         }
 
