@@ -444,3 +444,17 @@ def test_an_interrupted_session_keeps_what_its_transcript_says_it_spent():
     assert isinstance(spawned, ev.SessionSpawned) and spawned.worktree.branch == "cockpit/x-t"
     assert isinstance(usage, ev.UsageUpdate) and usage.totals.total == 223
     assert isinstance(events[-1], ev.SessionDone) and events[-1].status is ev.SessionStatus.INTERRUPTED
+
+
+def test_no_runtime_dir_warning_without_xdg_runtime_dir(monkeypatch):
+    """ssh sessions and containers often have no XDG_RUNTIME_DIR: every command used to print
+    platformdirs' RuntimeDirWarning on stderr."""
+    import warnings
+
+    monkeypatch.delenv("COCKPIT_DATA_DIR", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = paths.runtime_dir()
+    assert [str(w.message) for w in caught] == []
+    assert path.is_absolute() and "cockpit" in str(path)
