@@ -13,11 +13,14 @@ Modes (``--permission-mode``, config ``permission_mode``):
 Rules (config ``[permissions]`` ``allow = [...]`` / ``deny = [...]``, Claude Code's syntax):
 ``Bash`` (any command), ``Bash(pytest *)`` (wildcard; ``X *`` also matches bare ``X``),
 ``Bash(npm run test:*)`` (legacy prefix form), ``Bash(git status)`` (exact), ``Edit`` (any edit),
-``Edit(src/**)`` (edits to matching paths), ``Write`` (file creation), ``Read``,
+``Edit(src/**)`` (edits to matching paths, relative to the working tree; ``/src/**`` and
+``./src/**`` mean the same; ``..`` or ``~`` is a config error), ``Write`` (file creation), ``Read``,
 ``memory_save`` / ``mcp__cockpit__memory_save``. Deny rules win over everything, then plan mode,
 then bypass, then allow rules (config, then those added with "allow for this session"), then the
 mode's default. A compound command (``a && b``, ``a | b``, ``a; b``) is allowed by rules only when
-every part is; one with command substitution (``$(…)``, backticks) is never allowed by a rule.
+every part is; one with command substitution (``$(…)``, backticks) or an output redirection out of
+the working tree (``> /etc/x``, ``>> ~/.bashrc``, ``> ../x``) is never allowed by a rule narrower
+than ``Bash``. ``#`` never hides a following line from this check.
 """
 
 from __future__ import annotations
@@ -80,7 +83,12 @@ class Rule:
         if tool is None:
             raise RuleError(f"unknown tool in permission rule {text!r}; use Bash, Edit, Write, Read or memory_save")
         spec = m.group(2)
-        return cls(tool, spec.strip() if spec and spec.strip() not in ("*", "") else None)
+        spec = spec.strip() if spec and spec.strip() not in ("*", "") else None
+        if spec and tool in ("Edit", "Write", "Read"):
+            if spec.startswith(("~", "//")) or ".." in spec.split("/"):
+                raise RuleError(f"permission rule {text!r} names a path outside the working tree; paths in "
+                                f"rules are relative to it, e.g. 'Edit(src/**)'")
+        return cls(tool, spec)
 
     def __str__(self) -> str:
         return self.tool if self.spec is None else f"{self.tool}({self.spec})"
@@ -104,26 +112,52 @@ class Decision:
 
 
 _SUBST = re.compile(r"\$\(|`|<\(|>\(")
+_SEPARATORS = set(";&|")
+# redirection operators that contain '&' or '|' but separate nothing
+_REDIRECT_OPS = {">", ">>", "<", "<<", "<<<", "<>", ">&", "<&", "&>", "&>>", ">|", ">>&"}
+_HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 
 
-def split_command(command: str) -> list[str] | None:
-    """The simple commands of a shell line (split on ``&& || ; | &`` and newlines), or None when
-    it cannot be analysed (unbalanced quotes, command substitution)."""
+def _simple_commands(command: str) -> list[list[str]] | None:
+    """The words of each simple command of a shell line, or None when it cannot be analysed."""
     if _SUBST.search(command):
         return None
     try:
-        lex = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|")
+        # '#' is an ordinary character here: as a comment it would hide what follows a newline
+        lex = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|<>")
+        lex.commenters = ""
         lex.whitespace_split = True
         tokens = list(lex)
     except ValueError:
         return None
     parts: list[list[str]] = [[]]
     for tok in tokens:
-        if tok and set(tok) <= set(";&|"):
+        if tok and set(tok) <= _SEPARATORS:
             parts.append([])
+        elif tok and set(tok) <= _SEPARATORS | set("<>") and tok not in _REDIRECT_OPS:
+            return None  # e.g. '&&>' or '>;': operators glued together, not analysed
         else:
             parts[-1].append(tok)
-    return [" ".join(p) for p in parts if p]
+    return [p for p in parts if p]
+
+
+def split_command(command: str) -> list[str] | None:
+    """The simple commands of a shell line (split on ``&& || ; | &`` and newlines), or None when
+    it cannot be analysed (unbalanced quotes, command substitution, glued operators)."""
+    parts = _simple_commands(command)
+    return None if parts is None else [" ".join(p) for p in parts]
+
+
+def writes_outside(words: list[str]) -> bool:
+    """True when a simple command redirects output to a path outside the working tree
+    (absolute, ``~`` or ``..``; ``/dev/null`` and friends excepted)."""
+    for op, target in zip(words, words[1:], strict=False):
+        if op in _REDIRECT_OPS and ">" in op and not target.isdigit():
+            if target in _HARMLESS_TARGETS:
+                continue
+            if target.startswith(("/", "~")) or ".." in target.split("/"):
+                return True
+    return False
 
 
 def _one_matches(spec: str, cmd: str) -> bool:
@@ -140,7 +174,10 @@ def _one_matches(spec: str, cmd: str) -> bool:
 def _path_matches(spec: str | None, path: str) -> bool:
     if spec is None:
         return True
-    spec = spec.lstrip("./") if spec.startswith("./") else spec
+    if spec.startswith("./"):
+        spec = spec[2:]
+    elif spec.startswith("/"):  # Claude Code's "/x": relative to the project root
+        spec = spec[1:]
     if fnmatch.fnmatchcase(path, spec):
         return True
     if spec.endswith("/**"):
@@ -216,8 +253,10 @@ class PermissionPolicy:
         if self.mode is PermissionMode.BYPASS:
             return Decision("allow")
         rules = self.allow + self.session_allow
-        if action.kind == "bash" and split_command(action.target) is None:
-            rules = [r for r in rules if r.tool == "Bash" and r.spec is None]
+        if action.kind == "bash":
+            words = _simple_commands(action.target)
+            if words is None or any(writes_outside(w) for w in words):
+                rules = [r for r in rules if r.tool == "Bash" and r.spec is None]
         if rules and all(any(_rule_matches(r, part) for r in rules) for part in parts):
             return Decision("allow", "allowed by the permission rules")
         if action.kind in ("edit", "create", "memory_save") and self.mode is PermissionMode.ACCEPT_EDITS:
