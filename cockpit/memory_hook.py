@@ -110,7 +110,9 @@ def block_for(prompt: str, notes: Path, index: str | None, top_k: int) -> str:
 
         ensure_server()
         with BlockingClient() as client:
-            return client.call("memory.preseed", notes=str(notes), index=index, query=query, top_k=top_k)["text"]
+            index = str(Path(index).expanduser().resolve()) if index else None  # not the server's cwd
+            return client.call("memory.preseed", notes=str(notes.resolve()), index=index, query=query,
+                               top_k=top_k)["text"]
     from memory import MemoryEngine
 
     with MemoryEngine(notes, index_path=index) as engine:

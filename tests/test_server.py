@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from helpers import stop_server
@@ -444,3 +445,46 @@ def test_an_interrupted_session_keeps_what_its_transcript_says_it_spent():
     assert isinstance(spawned, ev.SessionSpawned) and spawned.worktree.branch == "cockpit/x-t"
     assert isinstance(usage, ev.UsageUpdate) and usage.totals.total == 223
     assert isinstance(events[-1], ev.SessionDone) and events[-1].status is ev.SessionStatus.INTERRUPTED
+
+
+async def test_relative_paths_and_wrong_types_are_refused_not_read_against_the_servers_folder(
+        tmp_path, monkeypatch):
+    """The server's current folder is not the client's: a relative workspace, notes folder or
+    index would land somewhere the user never meant (an index file in the server's cwd)."""
+    server_cwd = tmp_path / "server-cwd"
+    (server_cwd / "ws").mkdir(parents=True)
+    (server_cwd / "notes").mkdir()
+    monkeypatch.chdir(server_cwd)
+    srv = Server(RuntimeConfig(api_key="test-key", base_url="http://127.0.0.1:9", max_retries=0))
+    await srv.start()
+    try:
+        a = await AsyncClient.connect(srv.socket_path)
+        bad = [
+            ("spawn", {"task": "x", "workspace": "ws"}, "workspace must be an absolute path"),
+            ("spawn", {"task": "x"}, "workspace"),
+            ("spawn", {"task": "x", "workspace": str(server_cwd / "ws"), "notes": "notes"}, "notes must be"),
+            ("spawn", {"task": "x", "workspace": str(server_cwd / "ws"), "notes": ["a"]}, "notes must be"),
+            ("spawn", {"task": "x", "workspace": str(server_cwd / "ws"), "notes": str(server_cwd / "notes"),
+                       "index": "rel.sqlite"}, "index must be an absolute path"),
+            ("spawn", {"task": "x", "workspace": str(server_cwd / "ws"), "top_k": "abc"}, "top_k must be an integer"),
+            ("spawn", {"task": "x", "workspace": str(server_cwd / "ws"), "model": ["m"]}, "model must be a string"),
+            ("memory.search", {"notes": "notes", "query": "x"}, "notes must be an absolute path"),
+            ("memory.search", {"notes": str(server_cwd / "notes"), "index": "i.sqlite", "query": "x"},
+             "index must be an absolute path"),
+            ("resume", {"path": "some.jsonl"}, "absolute transcript path"),
+        ]
+        for method, params, message in bad:
+            with pytest.raises(RemoteError, match=message) as err:
+                await a.call(method, **params)
+            assert err.value.code == rpc.INVALID_PARAMS, (method, params)
+        assert (await a.call("hello"))["server"] == "cockpit"
+        assert srv.engines.describe() == [] and sorted(os.listdir(server_cwd)) == ["notes", "ws"]
+        await a.close()
+        # the clients send absolute paths: a relative --index is the client's, made absolute there
+        from cockpit.server.remote import RemoteEngine, RemoteRuntime
+
+        assert RemoteEngine(cast(Any, None), "notes", "i.sqlite").index == str(server_cwd / "i.sqlite")
+        rt = RemoteRuntime(cast(Any, None), RuntimeConfig(), notes="notes", index="i.sqlite")
+        assert (rt.notes, rt.index) == (str(server_cwd / "notes"), str(server_cwd / "i.sqlite"))
+    finally:
+        await srv.shutdown()

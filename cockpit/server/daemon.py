@@ -47,6 +47,7 @@ from cockpit.events import (
     WorktreeRef,
 )
 from cockpit.runtime import RuntimeConfig, SessionManager
+from cockpit.runtime.claude_code import looks_like_session_id
 from cockpit.runtime.config import ConfigError, load_config
 from cockpit.runtime.manager import SessionClosed
 from cockpit.runtime.transcript import append_record, read_transcript
@@ -382,18 +383,43 @@ class Server:
         return load_config(overrides, env={}, config_file=Path(os.devnull), base=self.config)
 
     def _engine(self, params: dict):
-        notes = params.get("notes")
+        notes = self._abs_path(params, "notes")
         if not notes:
             return None
-        return self.engines.get(str(notes), params.get("index"))
+        return self.engines.get(notes, self._abs_path(params, "index"))
 
     def _need_engine(self, params: dict):
-        notes = params.get("notes")
+        notes = self._abs_path(params, "notes")
         if not notes:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "notes (a folder path) is required")
-        if not Path(str(notes)).is_dir():
+        if not Path(notes).is_dir():
             raise rpc.RpcError(rpc.UNAVAILABLE, f"notes folder not found: {notes}")
-        return self.engines.get(str(notes), params.get("index"))
+        return self.engines.get(notes, self._abs_path(params, "index"))
+
+    @staticmethod
+    def _abs_path(params: dict, key: str) -> str | None:
+        """``params[key]`` when it is an absolute path (None when absent). A relative one is refused:
+        it would be read against the server's current folder, not the client's."""
+        value = params.get(key)
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str) or "\x00" in value:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, f"{key} must be a path string")
+        if not os.path.isabs(os.path.expanduser(value)):
+            raise rpc.RpcError(rpc.INVALID_PARAMS, f"{key} must be an absolute path, got {value!r} (the server "
+                                                   "does not share the client's current folder)")
+        return value
+
+    @staticmethod
+    def _typed(params: dict, types: dict[str, type]) -> None:
+        """Refuse a parameter of the wrong JSON type (None means "not given")."""
+        names = {str: "a string", int: "an integer", bool: "true or false"}
+        for key, typ in types.items():
+            value = params.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+                raise rpc.RpcError(rpc.INVALID_PARAMS, f"{key} must be {names[typ]}, got {value!r}"[:200])
 
     @staticmethod
     def _str(params: dict, key: str) -> str:
@@ -449,10 +475,15 @@ class Server:
 
     async def h_spawn(self, conn: Connection, p: dict) -> dict:
         task = self._str(p, "task")
+        self._typed(p, {"model": str, "top_k": int, "preseed": bool, "interactive": bool, "permission_mode": str,
+                        "worktree": bool, "tools": str, "backend": str})
+        workspace = self._abs_path(p, "workspace")
+        if workspace is None:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "workspace (an absolute folder path) is required")
         cfg = self._config(p)
         engine = await asyncio.to_thread(self._engine, p)
         s = await self.mgr.spawn(
-            task, workspace=p.get("workspace"), model=p.get("model"), preseed=p.get("preseed"),
+            task, workspace=workspace, model=p.get("model"), preseed=p.get("preseed"),
             top_k=p.get("top_k"), interactive=bool(p.get("interactive", True)),
             permission_mode=p.get("permission_mode"), worktree=p.get("worktree"), tools=p.get("tools"),
             backend=p.get("backend"), config=cfg, engine=engine,
@@ -483,9 +514,13 @@ class Server:
         sid = p.get("id")
         ghost = self.ghosts.get(sid) if isinstance(sid, str) else None
         path = ghost.transcript if ghost else self._str(p, "path")
+        if not ghost and not os.path.isabs(path) and not looks_like_session_id(path):
+            raise rpc.RpcError(rpc.INVALID_PARAMS, f"path must be an absolute transcript path or a Claude Code "
+                                                   f"session id, got {path!r}")
         cfg = self._config(p)
-        notes = (ghost.header if ghost else {}).get("notes") or p.get("notes")
-        engine = await asyncio.to_thread(self.engines.get, str(notes), p.get("index")) if notes else None
+        notes = (ghost.header if ghost else {}).get("notes") or self._abs_path(p, "notes")
+        index = self._abs_path(p, "index")
+        engine = await asyncio.to_thread(self.engines.get, str(notes), index) if notes else None
         s = await self.mgr.resume(path, interactive=bool(p.get("interactive", True)), config=cfg, engine=engine)
         if ghost:
             self.ghosts.pop(ghost.id, None)
@@ -522,11 +557,13 @@ class Server:
         return engine
 
     async def h_mem_search(self, conn: Connection, p: dict) -> dict:
+        self._typed(p, {"top_k": int})
         engine = await self._ready_engine(p)
         hits = await asyncio.to_thread(engine.search, self._str(p, "query"), int(p.get("top_k") or 5))
         return {"hits": [h.to_dict() for h in hits]}
 
     async def h_mem_preseed(self, conn: Connection, p: dict) -> dict:
+        self._typed(p, {"top_k": int})
         engine = await self._ready_engine(p)
         top_k = p.get("top_k")
         pre = await asyncio.to_thread(engine.build_preseed, self._str(p, "query"), int(top_k) if top_k else None)
