@@ -307,3 +307,38 @@ async def test_a_session_gets_the_agent_requested_rule_its_task_is_about(tmp_pat
     assert any('<rule file=".cursor/rules/release.mdc" about="How to cut a release">' in t and "Tag, then ship." in t
                for t in first)
     assert s.status.value == "done"
+
+
+@pytest.mark.parametrize("existing, key", [
+    ('{"hooks": []}', '"hooks"'),
+    ('{"hooks": {"UserPromptSubmit": {}}}', '"hooks.UserPromptSubmit"'),
+    ('{"hooks": {"UserPromptSubmit": [1]}}', '"hooks.UserPromptSubmit[0]"'),
+    ('{"hooks": {"UserPromptSubmit": [{"hooks": "x"}]}}', '"hooks.UserPromptSubmit[0]"'),
+])
+@pytest.mark.parametrize("action", ["--install", "--uninstall"])
+def test_hook_install_refuses_settings_it_does_not_understand_and_keeps_them(
+        tmp_path, monkeypatch, capsys, existing, key, action):
+    monkeypatch.chdir(tmp_path)
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(existing)
+    assert main(["memory", "hook", action, "--yes"]) != 0
+    assert key in capsys.readouterr().err
+    assert settings.read_text() == existing
+
+
+def test_hook_install_on_a_folder_or_through_a_symlink(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".claude" / "settings.json").mkdir(parents=True)
+    assert main(["memory", "hook", "--install", "--yes"]) != 0
+    assert "cannot read" in capsys.readouterr().err
+    (tmp_path / ".claude" / "settings.json").rmdir()
+    real = tmp_path / "dotfiles" / "settings.json"
+    real.parent.mkdir()
+    real.write_text('{"model": "opus"}')
+    (tmp_path / ".claude" / "settings.json").symlink_to(real)
+    assert main(["memory", "hook", "--install", "--yes"]) == 0
+    assert (tmp_path / ".claude" / "settings.json").is_symlink()
+    assert "UserPromptSubmit" in real.read_text()
+    assert main(["memory", "hook", "--uninstall", "--yes"]) == 0
+    assert (tmp_path / ".claude" / "settings.json").is_symlink() and real.read_text() == '{"model": "opus"}'
