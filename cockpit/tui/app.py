@@ -261,7 +261,10 @@ class CockpitApp(SessionCommands, Attention, App):
         """Read a transcript (records up to ``cutoff``, an ISO time; all when None) and put the
         session's earlier output before what events have shown."""
         try:
-            records = read_transcript(Path(path))
+            skipped: list[str] = []
+            records = read_transcript(Path(path), skipped)
+            if skipped:
+                note = (note + " " if note else "") + f"({len(skipped)} damaged transcript line(s) skipped)"
         except (OSError, ValueError) as exc:
             records, note = [], f"(earlier output not shown: {exc})"
         if cutoff is not None:

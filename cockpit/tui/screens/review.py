@@ -136,9 +136,14 @@ class ReviewScreen(Screen):
         from cockpit.runtime.transcript import read_transcript
 
         try:
-            text = render_transcript(read_transcript(info.path))
+            skipped: list[str] = []
+            text = render_transcript(read_transcript(info.path, skipped))
+            if skipped:  # damaged lines: say so above what could be read
+                text = "\n".join(f"warning: {w}" for w in skipped) + "\n\n" + text
         except (OSError, ValueError) as exc:
             text = f"cannot read {info.path}: {exc}"
+        except Exception as exc:  # records of the wrong shape: say so, never end the app
+            text = f"cannot show {info.path}: a damaged record ({type(exc).__name__}: {exc})"
         self.app.call_from_thread(cast(Any, self._set_text), info, text)
 
     def _set_text(self, info: Any, text: str) -> None:
@@ -219,8 +224,8 @@ class ReviewScreen(Screen):
         if cached is not None and cached[0] == mtime:
             return cached[1]
         try:
-            text = render_transcript(read_transcript(path))
-        except (OSError, ValueError):
+            text = render_transcript(read_transcript(path, []))  # warnings show when it is opened
+        except Exception:  # unreadable or damaged: nothing to search in
             text = ""
         self._texts[path] = (mtime, text)
         return text
