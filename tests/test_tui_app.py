@@ -563,3 +563,22 @@ async def test_an_approval_answered_elsewhere_closes_its_dialog_and_the_panel():
         await pilot.pause(0.2)
         assert not app.panes["q00001"].query_one("#pane-approval").display
         assert mgr.answers == []  # this client answered nothing
+
+
+async def test_escape_sequences_in_task_model_and_tool_text_never_reach_the_terminal():
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(ev.SessionSpawned("x00001", "fix\x1b]0;pwned\x07 it\nnow", "m", "/ws", "/t", True),
+                 ev.StatusChanged("x00001", S.STREAMING),
+                 ev.TextDelta("x00001", "clear\x1b[2J\x1b[31m red\x07 done"),
+                 ev.ToolCall("x00001", "tu1", "bash", {"command": "printf '\x1b[?1049h'"}),
+                 ev.ToolResult("x00001", "tu1", "bash", "out\x1b]52;c;Zm9v\x07put", False))
+        await until(pilot, lambda: "x00001" in app.panes, "pane")
+        pane = app.panes["x00001"]
+        body = pane.query_one("#pane-body")
+        await until(pilot, lambda: "done" in body.plain_text(), "text on screen")
+        shown = body.plain_text() + str(pane.border_title) + text_of(pane.query_one("#pane-status"))
+        assert "\x1b" not in shown and "\x07" not in shown
+        assert "clear red done" in body.plain_text()
+        assert "\n" not in str(pane.border_title)

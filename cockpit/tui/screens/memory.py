@@ -114,7 +114,7 @@ class MemoryScreen(Screen):
             star = "[$accent]★[/]" if hit.priority else " "
             items.append(ListItem(Label(Content.from_markup(
                 f"{star} [b]$name[/b] [dim]$score[/]  $desc",
-                name=hit.name, score=fmt.score(hit.score), desc=fmt.short(hit.description, 70),
+                name=fmt.short(hit.name, 80), score=fmt.score(hit.score), desc=fmt.short(hit.description, 70),
             ))))
         if not items:
             items.append(ListItem(Label("[dim]no notes match[/]")))

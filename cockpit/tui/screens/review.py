@@ -134,10 +134,11 @@ class ReviewScreen(Screen):
     @work(thread=True, exclusive=True, group="review-read")
     def _read(self, info: Any) -> None:
         from cockpit.runtime.transcript import read_transcript
+        from cockpit.textsafe import clean
 
         try:
             skipped: list[str] = []
-            text = render_transcript(read_transcript(info.path, skipped))
+            text = clean(render_transcript(read_transcript(info.path, skipped)))
             if skipped:  # damaged lines: say so above what could be read
                 text = "\n".join(f"warning: {w}" for w in skipped) + "\n\n" + text
         except (OSError, ValueError) as exc:
