@@ -206,6 +206,33 @@ async def test_bash_close_kills_the_process_group(tmp_path):
     await wait_gone(child, "the background child, after the session's close")
 
 
+async def test_bash_commands_that_close_or_redirect_output_do_not_hang_the_shell(tmp_path):
+    b = BashSession(tmp_path, session_env(dict(os.environ)), timeout=30)
+    try:
+        for cmd in ("exec >/dev/null", "exec 1>&- 2>&-", "exec 198>&-",
+                    "printf() { :; }; echo defined"):
+            r = await b.run(cmd)
+            assert not r.timed_out and not r.shell_exited, (cmd, r)
+            after = await b.run("echo visible; echo err >&2")
+            assert after.output == "visible\nerr\n" and after.exit_code == 0, (cmd, after)
+    finally:
+        await b.close()
+
+
+async def test_bash_shell_exit_with_a_background_job_ends_the_job_not_the_wait(tmp_path):
+    b = BashSession(tmp_path, session_env(dict(os.environ)), timeout=30)
+    try:
+        child = int((await b.run("sleep 300 & echo $!")).output.strip())
+        r = await b.run("echo bye; exit 3")
+        assert r.shell_exited and not r.timed_out and r.exit_code == 3 and r.output.startswith("bye")
+        await wait_gone(child, "the background job of a shell that exited")
+        r = await b.run("set -e; false")
+        assert r.shell_exited and not r.timed_out and r.exit_code == 1
+        assert (await b.run("echo again")).output == "again\n"
+    finally:
+        await b.close()
+
+
 async def test_bash_cancel_kills_a_running_command(tmp_path):
     b = BashSession(tmp_path, session_env(dict(os.environ)), timeout=60)
     marker = tmp_path / "pid"
