@@ -1,6 +1,7 @@
 """Our memory for agents outside the cockpit: the MCP server, the Claude Code hook, rule files."""
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -342,3 +343,32 @@ def test_hook_install_on_a_folder_or_through_a_symlink(tmp_path, monkeypatch, ca
     assert "UserPromptSubmit" in real.read_text()
     assert main(["memory", "hook", "--uninstall", "--yes"]) == 0
     assert (tmp_path / ".claude" / "settings.json").is_symlink() and real.read_text() == '{"model": "opus"}'
+
+
+def test_instruction_files_that_are_fifos_huge_or_binary_are_skipped_with_a_warning(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    (root / ".claude" / "rules").mkdir(parents=True)
+    (root / "CLAUDE.md").write_text("project rule")
+    fifos = [root / ".claude" / "rules" / "pipe.md", root / "sub" / "AGENTS.md"]
+    fifos[1].parent.mkdir()
+    for f in fifos:
+        os.mkfifo(f)
+    (root / ".claude" / "rules" / "huge.md").write_text("x" * (300 * 1024))
+    (root / ".claude" / "rules" / "bin.md").write_bytes(b"\x00\x01\x02")
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(discover(root)), daemon=True)
+    t.start()
+    t.join(30)
+    if t.is_alive():  # blocked on a FIFO: let it go, then fail
+        for f in fifos:
+            with contextlib.suppress(OSError):
+                os.close(os.open(f, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("discover blocked reading a FIFO")
+    found, warnings = got[0]
+    assert [i.rel for i in found] == ["CLAUDE.md"]
+    assert sorted(w.split(": skipped: ")[1] for w in warnings) == [
+        "307,200 bytes, over the 262,144-byte cap", "binary file", "not a regular file", "not a regular file"]
