@@ -219,6 +219,37 @@ async def test_discard_removes_worktree_and_branch(api, repo, tmp_path):
     await mgr.aclose()
 
 
+def test_merge_and_discard_when_the_base_branch_the_worktree_or_the_repo_went_away(tmp_path):
+    import shutil
+
+    root = tmp_path / "worktrees"
+    repo = make_repo(tmp_path / "r", {"calc.py": CALC})
+    git(repo, "checkout", "-q", "-b", "feature")
+    gone_base = wt.create(repo, "s1", "t", root)
+    (Path(gone_base.path) / "n.py").write_text("n\n")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "branch", "-D", "feature")
+    res = wt.merge(gone_base, "m")
+    assert not res.ok and "base branch feature no longer exists" in res.message
+    assert gone_base.branch in git(repo, "branch", "--list")  # the work is kept
+    dirty = wt.create(repo, "s2", "t", root)
+    (Path(dirty.path) / "calc.py").write_text("session\n")
+    (repo / "calc.py").write_text("user's uncommitted edit\n")
+    res = wt.merge(dirty, "m")
+    assert not res.ok and "calc.py" in res.message and "Aborting" not in res.message
+    assert (repo / "calc.py").read_text() == "user's uncommitted edit\n"
+    by_hand = wt.create(repo, "s3", "t", root)
+    shutil.rmtree(by_hand.path)
+    with pytest.raises(wt.WorktreeError, match="no longer exists"):
+        wt.diff(by_hand)
+    assert wt.discard(by_hand).startswith("discarded") and wt.find(root, "s3") is None
+    other = make_repo(tmp_path / "other", {"a.txt": "a"})
+    orphan = wt.create(other, "s4", "t", root)
+    shutil.rmtree(other)
+    assert wt.discard(orphan).startswith("discarded")
+    assert not Path(orphan.path).exists() and wt.find(root, "s4") is None
+
+
 async def test_in_place_when_not_a_repository_or_asked(api, repo, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
@@ -349,3 +380,21 @@ async def test_instruction_files_go_to_the_system_block_and_rules_to_matching_pa
     assert applied[0] == (".claude/rules/api.md", "task") and applied[1][0] == ".cursor/rules/db.mdc"
     assert s.status == S.DONE
     await mgr.aclose()
+
+
+def test_an_unreadable_worktreeinclude_file_is_skipped_not_a_failed_spawn(tmp_path, monkeypatch, caplog):
+    import shutil
+
+    repo = make_repo(tmp_path / "r", {"calc.py": CALC, ".gitignore": "*.env\n", ".worktreeinclude": "*.env\n"},
+                     untracked={"a.env": "A=1\n", "b.env": "B=2\n"})
+    real_copy = shutil.copy2
+
+    def copy2(src, dst, **kw):
+        if str(src).endswith("a.env"):
+            raise PermissionError(13, "Permission denied")
+        return real_copy(src, dst, **kw)
+
+    monkeypatch.setattr(shutil, "copy2", copy2)
+    info = wt.create(repo, "s1", "t", tmp_path / "worktrees")
+    assert info.included == ("b.env",) and (Path(info.path) / "b.env").read_text() == "B=2\n"
+    assert "a.env not copied into the worktree: Permission denied" in caplog.text

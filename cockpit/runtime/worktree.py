@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -32,6 +33,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+log = logging.getLogger("cockpit.worktree")
 BRANCH_PREFIX = "cockpit/"
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
 FALLBACK_IDENTITY = ("-c", "user.name=Cockpit", "-c", "user.email=cockpit@localhost")
@@ -109,6 +111,8 @@ class MergeResult:
 def git(*args: str, cwd: str | Path, env: dict | None = None, check: bool = True, timeout: float = 120) -> str:
     """Run git; stdout as text. Raises WorktreeError (with git's first error line) when it fails."""
     full_env = {**os.environ, **_GIT_ENV, **(env or {})}
+    if not Path(cwd).is_dir():  # else subprocess says "no such file" and it reads as "git missing"
+        raise WorktreeError(f"{cwd} no longer exists (deleted by hand?)")
     try:
         proc = subprocess.run(["git", *args], cwd=str(cwd), env=full_env, capture_output=True, text=True,
                               timeout=timeout, errors="replace")
@@ -180,15 +184,23 @@ def copy_included(repo: Path, dest: Path) -> list[str]:
     spec = repo / ".worktreeinclude"
     if not spec.is_file():
         return []
-    out = git("ls-files", "--others", "--ignored", "-z", f"--exclude-from={spec}", cwd=repo)
+    try:
+        out = git("ls-files", "--others", "--ignored", "-z", f"--exclude-from={spec}", cwd=repo)
+    except WorktreeError as exc:  # an unreadable .worktreeinclude: the session starts without those files
+        log.warning("%s: not used: %s", spec, exc)
+        return []
     copied = []
     for rel in filter(None, out.split("\0")):
         src = repo / rel
         if src.is_symlink() or not src.is_file():
             continue
         target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+        except OSError as exc:  # unreadable: skipped, the others are still copied
+            log.warning("%s: %s not copied into the worktree: %s", spec, rel, exc.strerror or exc)
+            continue
         copied.append(rel)
     return copied
 
@@ -316,6 +328,9 @@ def merge(info: WorktreeInfo, message: str) -> MergeResult:
     ahead = int(git("rev-list", "--count", f"{info.base_commit}..{info.branch}", cwd=info.repo).strip() or 0)
     if ahead == 0:
         return MergeResult(False, "no changes to merge")
+    if not git("rev-parse", "--verify", "-q", f"refs/heads/{info.base_branch}", cwd=info.repo, check=False).strip():
+        return MergeResult(False, f"the base branch {info.base_branch} no longer exists: nothing was merged; "
+                                  f"the changes are kept on the branch {info.branch}")
     target = _checked_out_at(info.repo, info.base_branch)
     temp: str | None = None
     if target is None:
@@ -333,11 +348,13 @@ def merge(info: WorktreeInfo, message: str) -> MergeResult:
             conflicts = git("diff", "--name-only", "--diff-filter=U", cwd=target, check=False).split()
             if conflicts or (Path(target) / ".git").exists():
                 git("merge", "--abort", cwd=target, check=False)
-            text = (proc.stdout + proc.stderr).strip().splitlines()
+            text = [ln.strip() for ln in (proc.stderr.strip() or proc.stdout).splitlines()
+                     if ln.strip() and ln.strip() != "Aborting"]
             if conflicts:
                 return MergeResult(False, f"merge conflict in {', '.join(conflicts)}: nothing was merged; "
                                           f"the branch {info.branch} is kept", conflicts=tuple(conflicts))
-            return MergeResult(False, f"merge refused: {text[-1] if text else 'git merge failed'}")
+            why = " ".join(text)[:300] if text else "git merge failed"  # git's reason and the files it names
+            return MergeResult(False, f"merge refused: {why}; nothing was merged, the branch {info.branch} is kept")
         head = git("rev-parse", "HEAD", cwd=target).strip()
     finally:
         if temp is not None:
@@ -362,6 +379,10 @@ def discard(info: WorktreeInfo) -> str:
 
 
 def _remove(info: WorktreeInfo, delete_branch: str | None) -> None:
+    if not Path(info.repo).is_dir():  # the repository is gone: only our folder and record are left
+        shutil.rmtree(info.path, ignore_errors=True)
+        info.meta_path.unlink(missing_ok=True)
+        return
     if Path(info.path).exists():
         git("worktree", "remove", "--force", info.path, cwd=info.repo, check=False)
         if Path(info.path).exists():
