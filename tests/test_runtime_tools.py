@@ -126,6 +126,28 @@ async def test_bad_files_are_tool_errors(runner):
     assert out.is_error and "cap" in out.content
 
 
+async def test_edits_that_would_do_nothing_or_go_wrong_are_refused_before_any_write(runner):
+    from cockpit.runtime import editor
+
+    root = runner.workspace.root
+    before = (root / "a.txt").read_text()
+    cases = [
+        ({"command": "str_replace", "path": "a.txt", "old_str": "beta", "new_str": "beta"}, "are the same"),
+        ({"command": "create", "path": "a.txt/inner.txt", "file_text": "x"}, "a.txt is a file, not a folder"),
+        ({"command": "create", "path": "newdir/", "file_text": "x"}, "names a folder"),
+        ({"command": "create", "path": "s.txt", "file_text": "bad \udcff"}, "not valid Unicode"),
+        ({"command": "str_replace", "path": "a.txt", "old_str": "beta", "new_str": "x" * (editor.MAX_FILE_BYTES + 1)},
+         "cap"),
+        ({"command": "insert", "path": "a.txt", "insert_line": 1, "insert_text": "x" * (editor.MAX_FILE_BYTES + 1)},
+         "cap"),
+    ]
+    for data, message in cases:
+        out = await runner.run(EDIT, data)
+        assert out.is_error and message in out.content, (data["command"], data["path"], out.content[:200])
+    assert (root / "a.txt").read_text() == before
+    assert not (root / "newdir").exists() and not (root / "s.txt").exists()
+
+
 async def test_bad_inputs_are_tool_errors(runner):
     assert (await runner.run(EDIT, "nope")).is_error
     assert (await runner.run(EDIT, {"command": "view"})).is_error
