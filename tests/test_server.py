@@ -95,6 +95,10 @@ async def test_round_trip_in_process(api, ws, monkeypatch):
         row = await a.call("spawn", task="say hi", workspace=str(ws), config=payload, interactive=True)
         ask = await _events_until(b, lambda e: isinstance(e, ev.ApprovalRequested))
         assert ask.session_id == row["id"] and ask.detail == "echo hi"
+        for bad in ("false", 0, None):  # only a JSON boolean answers: bool("false") would allow
+            with pytest.raises(RemoteError) as err:
+                await b.call("answer", id=row["id"], request_id=None, allow=bad)
+            assert err.value.code == rpc.INVALID_PARAMS
         await b.call("answer", id=row["id"], request_id=None, allow=True)  # the other client answers
         for client in (a, b):  # both clients see the whole session
             await _events_until(client, lambda e: isinstance(e, ev.StatusChanged) and e.status is ev.SessionStatus.WAITING)

@@ -499,7 +499,10 @@ class Server:
         return {}
 
     async def h_answer(self, conn: Connection, p: dict) -> dict:
-        await self.mgr.answer(self._str(p, "id"), p.get("request_id"), bool(p.get("allow")),
+        if not isinstance(p.get("allow"), bool):  # "false" is a string, and bool("false") is True
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "allow must be true or false")
+        self._typed(p, {"request_id": str, "scope": str, "reason": str})
+        await self.mgr.answer(self._str(p, "id"), p.get("request_id"), p["allow"],
                               str(p.get("scope") or "once"), str(p.get("reason") or ""))
         return {}
 
