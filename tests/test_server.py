@@ -476,6 +476,9 @@ async def test_relative_paths_and_wrong_types_are_refused_not_read_against_the_s
             ("memory.search", {"notes": str(server_cwd / "notes"), "index": "i.sqlite", "query": "x"},
              "index must be an absolute path"),
             ("resume", {"path": "some.jsonl"}, "absolute transcript path"),
+            ("resume", {"path": "/x.jsonl", "interactive": "no"}, "interactive must be true or false"),
+            ("memory.save", {"notes": str(server_cwd / "notes"), "name": "n", "description": "d", "body": "b",
+                             "priority": "false"}, "priority must be true or false"),
         ]
         for method, params, message in bad:
             with pytest.raises(RemoteError, match=message) as err:

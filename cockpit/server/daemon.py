@@ -516,6 +516,7 @@ class Server:
     async def h_resume(self, conn: Connection, p: dict) -> dict:
         sid = p.get("id")
         ghost = self.ghosts.get(sid) if isinstance(sid, str) else None
+        self._typed(p, {"interactive": bool})
         path = ghost.transcript if ghost else self._str(p, "path")
         if not ghost and not os.path.isabs(path) and not looks_like_session_id(path):
             raise rpc.RpcError(rpc.INVALID_PARAMS, f"path must be an absolute transcript path or a Claude Code "
@@ -573,6 +574,7 @@ class Server:
         return pre.to_dict()
 
     async def h_mem_save(self, conn: Connection, p: dict) -> dict:
+        self._typed(p, {"body": str, "priority": bool})
         engine = await asyncio.to_thread(self._need_engine, p)
         path = await asyncio.to_thread(engine.save, self._str(p, "name"), self._str(p, "description"),
                                        str(p.get("body") or ""), bool(p.get("priority", False)))
