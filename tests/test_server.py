@@ -143,6 +143,9 @@ def test_detached_run_ls_attach_then_stop(api, ws, server_proc, capsys):
                  "--detach", "--json"]) == 0
     ids = [s["id"] for s in json.loads(capsys.readouterr().out)["sessions"]]
     assert len(ids) == 2
+    environ = Path(f"/proc/{_pid()}/environ")  # what a session's shell could read of its parent
+    if environ.exists():
+        assert b"ANTHROPIC_API_KEY" not in environ.read_bytes()  # the key came with the spawns
     assert main(["attach", ids[0]]) == 0
     out = capsys.readouterr().out
     assert "answered: first task" in out and f"[{ids[0]} done]" in out
