@@ -158,10 +158,10 @@ async def test_model_warm_up_is_visible_and_nothing_freezes():
 
 async def test_memory_screen_search_open_and_warnings(tmp_path):
     note = tmp_path / "deploy.md"
-    note.write_text("---\nname: deploy-cmd\n---\nDeploy with `make ship-v2`.\n")
-    engine = FakeEngine(hits=[FakeHit("deploy-cmd", "how to deploy", "", True, 0.77, note),
+    note.write_text("---\nname: deploy-cmd\n---\nDeploy with `make ship-v2`.\x1b]0;pwned\x07\n")
+    engine = FakeEngine(hits=[FakeHit("deploy\x1b[31m-cmd", "how to\x1b[2J deploy", "", True, 0.77, note),
                               FakeHit("staging-env", "staging port", "", False, 0.5, note)])
-    engine.lint_issues = [type("I", (), {"kind": "no-description", "path": "x.md", "message": "add one", "other": None})()]
+    engine.lint_issues = [type("I", (), {"kind": "no-description", "path": "x.md", "message": "add\x1b[5m one", "other": None})()]
     app = CockpitApp(FakeManager(), engine)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: "⚠ 1 warning (w)" in text_of(app.screen.query_one("#totals")), "warning count")
@@ -175,10 +175,11 @@ async def test_memory_screen_search_open_and_warnings(tmp_path):
         await pilot.press("enter", "enter")  # to the list, open the note
         await until(pilot, lambda: getattr(screen, "opened", None) == note, "note open")
         assert "make ship-v2" in screen.query_one("#memory-note", Markdown).source
+        assert "\x1b" not in screen.query_one("#memory-note", Markdown).source + label  # shown, not obeyed
         await pilot.press("ctrl+w")
         await until(pilot, lambda: screen.lint_issues is not None, "lint")
         warnings = text_of(screen.query_one("#memory-warnings"))
-        assert "no-description" in warnings and "date coerced" in warnings
+        assert "no-description" in warnings and "date coerced" in warnings and "add one" in warnings
         await pilot.press("escape")
         await pilot.press("w")
         assert isinstance(app.screen, MemoryScreen)
