@@ -108,3 +108,15 @@ def test_path_rules_outside_the_tree_are_config_errors():
     p = PermissionPolicy("default", allow=["Edit(./.github/**)", "Edit(/docs/**)"])
     assert p.check(Action("edit", ".github/workflows/ci.yml")).verdict == "allow"
     assert p.check(Action("edit", "docs/a.md")).verdict == "allow"
+
+
+def test_read_rules_judge_the_resolved_path_not_its_spelling(tmp_path):
+    from cockpit.runtime.tools import ToolRunner
+
+    (tmp_path / ".env").write_text("SECRET=1")
+    (tmp_path / "alias").symlink_to(tmp_path / ".env")
+    runner = ToolRunner(tmp_path)
+    policy = PermissionPolicy("default", deny=["Read(.env)"])
+    for spelling in (".env", "./.env", ".//.env", str(tmp_path / ".env"), "alias"):
+        call = runner.prepare("str_replace_based_edit_tool", {"command": "view", "path": spelling})
+        assert policy.check(call.action).verdict == "deny", spelling
