@@ -498,3 +498,28 @@ async def test_relative_paths_and_wrong_types_are_refused_not_read_against_the_s
         assert (rt.notes, rt.index) == (str(server_cwd / "notes"), str(server_cwd / "i.sqlite"))
     finally:
         await srv.shutdown()
+
+
+async def test_a_big_history_still_fits_the_subscribe_reply(monkeypatch):
+    """The snapshot is one protocol line: long tool output is cut (the transcript has it) and the
+    oldest finished sessions are left out, so a client can always attach."""
+    monkeypatch.setattr(rpc, "MAX_LINE", 1 << 20)  # 1 MiB lines for client and server
+    srv = Server(RuntimeConfig(api_key="test-key", base_url="http://127.0.0.1:9"))
+    await srv.start()
+    try:
+        for i in range(12):
+            sid = f"s{i:05d}"
+            log = [ev.SessionSpawned(sid, "t", "m", "/ws", "/t", True)]
+            log += [ev.ToolResult(sid, f"t{j}", "bash", f"out {j} " + "x" * 100_000, False) for j in range(6)]
+            srv.mgr._logs[sid] = log
+        c = await AsyncClient.connect(srv.socket_path)
+        snapshot = [wire.event_from_json(e) for e in (await c.call("subscribe"))["events"]]
+        results = [e for e in snapshot if isinstance(e, ev.ToolResult)]
+        assert results and all(len(e.content) < 20_000 and "more characters in the transcript" in e.content
+                               for e in results)
+        kept = sorted({e.session_id for e in snapshot})
+        assert kept[-1] == "s00011" and 0 < len(kept) < 12  # the newest kept, the oldest left out
+        assert (await c.call("hello"))["server"] == "cockpit"
+        await c.close()
+    finally:
+        await srv.shutdown()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import json
 import logging
@@ -37,11 +38,14 @@ from typing import Any
 
 from cockpit import wire
 from cockpit.events import (
+    ApprovalRequested,
     Event,
     SessionDone,
     SessionSpawned,
     SessionStatus,
     StatusChanged,
+    ToolCall,
+    ToolResult,
     Usage,
     UsageUpdate,
     WorktreeRef,
@@ -60,6 +64,7 @@ log = logging.getLogger("cockpit.server")
 _REPLIED = object()  # a handler that sent its reply itself
 MAX_CONNECTIONS = 512
 MAX_PENDING_EVENTS = 200_000  # per subscriber; a client that stops reading is disconnected
+SNAPSHOT_FIELD_CHARS = 16_000  # a tool's output, input or approval detail in a snapshot (the transcript has all)
 
 
 class AlreadyRunning(RuntimeError):
@@ -458,9 +463,35 @@ class Server:
                 sub.close()
 
         # the reply (with the snapshot) goes out before the first event the pump sends
-        await conn.send(rpc.response(p["_rpc_id"], {"events": [wire.event_to_json(e) for e in events]}))
+        await conn.send(rpc.response(p["_rpc_id"], {"events": self._snapshot_json(events)}))
         conn.pump = asyncio.get_running_loop().create_task(pump())
         return _REPLIED
+
+    def _snapshot_json(self, events: list[Event]) -> list[dict]:
+        """``events`` as JSON for a subscribe reply, small enough for one protocol line: long tool
+        output, tool input and approval details are cut (each session's transcript has them whole),
+        and if that is still too much, the oldest finished sessions are left out (oldest first)."""
+        budget = rpc.MAX_LINE * 3 // 4  # the reply is one line: it must fit a client's line limit
+        rows = [wire.event_to_json(_cut(e)) for e in events]
+        sizes = [len(json.dumps(r, ensure_ascii=False, default=str).encode()) for r in rows]
+        total = sum(sizes)
+        if total <= budget:
+            return rows
+        live = {s.id for s in self.mgr.sessions if not s.status.is_final}
+        by_session: dict[str, int] = {}
+        for e, size in zip(events, sizes, strict=True):
+            by_session[e.session_id] = by_session.get(e.session_id, 0) + size
+        dropped: set[str] = set()
+        for sid, size in by_session.items():  # first seen = oldest
+            if total <= budget:
+                break
+            if sid not in live:
+                dropped.add(sid)
+                total -= size
+        if dropped:
+            log.warning("snapshot: %d finished session(s) left out to fit one line (see their transcripts)",
+                        len(dropped))
+        return [r for e, r in zip(events, rows, strict=True) if e.session_id not in dropped]
 
     async def h_list(self, conn: Connection, p: dict) -> dict:
         rows = [g.to_dict() for g in self.ghosts.values()]
@@ -625,6 +656,25 @@ class Server:
     async def h_stop(self, conn: Connection, p: dict) -> dict:
         asyncio.get_running_loop().call_soon(self._stop.set)
         return {"stopping": True}
+
+
+def _cut(event: Event) -> Event:
+    """``event`` with its long tool output / input / approval detail cut to SNAPSHOT_FIELD_CHARS."""
+    def cut(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > SNAPSHOT_FIELD_CHARS:
+            more = len(value) - SNAPSHOT_FIELD_CHARS
+            return value[:SNAPSHOT_FIELD_CHARS] + f"\n[… {more:,} more characters in the transcript]"
+        if isinstance(value, dict):
+            return {k: cut(v) for k, v in value.items()}
+        return value
+
+    if isinstance(event, ToolResult):
+        return dataclasses.replace(event, content=cut(event.content))
+    if isinstance(event, ToolCall):
+        return dataclasses.replace(event, input=cut(event.input))
+    if isinstance(event, ApprovalRequested):
+        return dataclasses.replace(event, detail=cut(event.detail))
+    return event
 
 
 def _same_user(writer: asyncio.StreamWriter) -> bool:
