@@ -398,3 +398,17 @@ def test_an_unreadable_worktreeinclude_file_is_skipped_not_a_failed_spawn(tmp_pa
     info = wt.create(repo, "s1", "t", tmp_path / "worktrees")
     assert info.included == ("b.env",) and (Path(info.path) / "b.env").read_text() == "B=2\n"
     assert "a.env not copied into the worktree: Permission denied" in caplog.text
+
+
+def test_a_huge_generated_file_does_not_make_a_diff_no_client_can_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(wt, "MAX_PATCH_CHARS", 50_000)
+    monkeypatch.setattr(wt, "MAX_DIFF_CHARS", 120_000)
+    repo = make_repo(tmp_path / "r", {"calc.py": CALC})
+    info = wt.create(repo, "s1", "t", tmp_path / "worktrees")
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (Path(info.path) / name).write_text("".join(f"line {i}\n" for i in range(20_000)))
+    d = wt.diff(info)
+    assert [f.added for f in d.files] == [20_000] * 3  # the counts stay exact
+    assert all("not shown; git diff in the worktree shows all" in f.patch for f in d.files)
+    assert sum(len(f.patch) for f in d.files) < 120_000 + 1_000
+    assert d.files[0].patch.splitlines()[-2].startswith("+line ")  # cut at a line end

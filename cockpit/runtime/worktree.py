@@ -11,9 +11,11 @@ so ``cockpit worktrees`` can list and prune worktrees a crashed run left behind.
 
 Review: :func:`diff` is the change against the base commit, committed or not, including new
 untracked (not ignored) files; computed with a temporary index, the worktree's own index is never
-touched. :func:`merge` commits what is pending on the session branch, then merges it into the
-branch the session started from (fast-forward when possible, else a merge commit; a conflict is
-aborted and reported, never forced). :func:`keep` commits and removes the worktree, keeping the
+touched; a patch over :data:`MAX_PATCH_CHARS` (or past :data:`MAX_DIFF_CHARS` for the whole
+diff) is cut at a line end with a line saying so (the file counts stay exact). :func:`merge`
+commits what is pending on the session branch, then merges it into the branch the session
+started from (fast-forward when possible, else a merge commit; a conflict is aborted and
+reported, never forced). :func:`keep` commits and removes the worktree, keeping the
 branch. :func:`discard` removes worktree and branch.
 
 All functions block (they run git): call them from a thread. Errors: :class:`WorktreeError` with
@@ -37,6 +39,8 @@ log = logging.getLogger("cockpit.worktree")
 BRANCH_PREFIX = "cockpit/"
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
 FALLBACK_IDENTITY = ("-c", "user.name=Cockpit", "-c", "user.email=cockpit@localhost")
+MAX_PATCH_CHARS = 1_000_000  # one file's patch as shown (a generated file can be huge)
+MAX_DIFF_CHARS = 6_000_000  # all patches of one diff (it travels as one protocol line)
 
 
 class WorktreeError(RuntimeError):
@@ -242,13 +246,25 @@ def diff(info: WorktreeInfo, patches: bool = True) -> Diff:
     status = _with_temp_index(info, "diff", "--cached", "-M", "--name-status", "-z", info.base_commit)
     kinds = _parse_name_status(status)
     files = []
+    room = MAX_DIFF_CHARS
     for path, old, added, removed in _parse_numstat(num):
         patch = ""
         if patches:
             paths = [path] if old is None else [old, path]
-            patch = _with_temp_index(info, "diff", "--cached", "-M", info.base_commit, "--", *paths)
+            patch = _capped(_with_temp_index(info, "diff", "--cached", "-M", info.base_commit, "--", *paths),
+                            min(MAX_PATCH_CHARS, room))
+            room = max(0, room - len(patch))
         files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old))
     return Diff(tuple(files))
+
+
+def _capped(patch: str, limit: int) -> str:
+    """``patch`` cut at a line end within ``limit`` characters, with a line saying what is left out."""
+    if len(patch) <= limit:
+        return patch
+    cut = patch.rfind("\n", 0, limit) + 1
+    return (patch[:cut] + f"[… {len(patch) - cut:,} more characters of this patch not shown; "
+            "git diff in the worktree shows all]\n")
 
 
 def _parse_numstat(out: str):
