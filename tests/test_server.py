@@ -162,11 +162,12 @@ def test_detached_run_ls_attach_then_stop(api, ws, server_proc, capsys):
 
 
 def test_attach_says_how_each_ask_was_answered(api, ws, server_proc, capsys):
-    api.script(Reply("", [ToolUse("bash", {"command": "ls"})]), Reply("could not list"))
+    api.script(Reply("", [ToolUse("bash", {"command": "ls"})]), Reply("could not\x1b]0;pwned\x07 list\x1b[2J"))
     assert main(["run", "list files", "--base-url", api.base_url, "--workspace", str(ws), "--detach", "--json"]) == 0
     sid = json.loads(capsys.readouterr().out)["sessions"][0]["id"]
     assert main(["attach", sid]) == 0
     out = capsys.readouterr().out
+    assert "could not list" in out and "\x1b" not in out and "\x07" not in out  # shown, not obeyed
     # a detached run is headless: its ask is denied at once, and attach says so after the ask
     assert out.index("! needs approval: ls") < out.index("[denied: nobody can answer approvals in a headless run")
 
