@@ -412,3 +412,21 @@ def test_a_huge_generated_file_does_not_make_a_diff_no_client_can_read(tmp_path,
     assert all("not shown; git diff in the worktree shows all" in f.patch for f in d.files)
     assert sum(len(f.patch) for f in d.files) < 120_000 + 1_000
     assert d.files[0].patch.splitlines()[-2].startswith("+line ")  # cut at a line end
+
+
+def test_merge_never_aborts_a_merge_the_user_is_in_the_middle_of(tmp_path):
+    repo = make_repo(tmp_path / "r", {"calc.py": "a\n"})
+    info = wt.create(repo, "s1", "t", tmp_path / "worktrees")
+    (Path(info.path) / "new.py").write_text("session\n")
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "calc.py").write_text("side\n")
+    git(repo, "commit", "-qam", "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "calc.py").write_text("main\n")
+    git(repo, "commit", "-qam", "main")
+    subprocess.run(["git", "merge", "side"], cwd=repo, capture_output=True)  # a conflict the user works on
+    (repo / "calc.py").write_text("my careful resolution\n")
+    res = wt.merge(info, "m")
+    assert not res.ok and "in the middle of a merge" in res.message and res.conflicts == ()
+    assert (repo / ".git" / "MERGE_HEAD").exists() and (repo / "calc.py").read_text() == "my careful resolution\n"
+    assert info.branch in git(repo, "branch", "--list")

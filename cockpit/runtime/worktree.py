@@ -333,6 +333,19 @@ def _checked_out_at(repo: str, branch: str) -> str | None:
     return None
 
 
+def _operation_in_progress(checkout: str) -> str | None:
+    """"merge", "rebase", "cherry-pick" or "revert" when ``checkout`` is in the middle of one (or
+    has unmerged paths: "merge"), else None. A merge into it must not start, nor abort the user's."""
+    for name, what in (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"),
+                       ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+        where = git("rev-parse", "--path-format=absolute", "--git-path", name, cwd=checkout, check=False).strip()
+        if where and Path(where).exists():
+            return what
+    if git("ls-files", "--unmerged", cwd=checkout, check=False).strip():
+        return "merge"
+    return None
+
+
 def merge(info: WorktreeInfo, message: str) -> MergeResult:
     """Commit pending changes, then merge the session branch into ``info.base_branch``. On
     success the worktree and the (merged) branch are removed. Never forces: a conflict or a
@@ -349,6 +362,9 @@ def merge(info: WorktreeInfo, message: str) -> MergeResult:
                                   f"the changes are kept on the branch {info.branch}")
     target = _checked_out_at(info.repo, info.base_branch)
     temp: str | None = None
+    if target is not None and (busy := _operation_in_progress(target)):
+        return MergeResult(False, f"{target} is in the middle of a {busy}: finish or abort it first; nothing "
+                                  f"was merged, the branch {info.branch} is kept")
     if target is None:
         temp = tempfile.mkdtemp(prefix="cockpit-merge-")
         os.rmdir(temp)
@@ -362,7 +378,7 @@ def merge(info: WorktreeInfo, message: str) -> MergeResult:
         )
         if proc.returncode != 0:
             conflicts = git("diff", "--name-only", "--diff-filter=U", cwd=target, check=False).split()
-            if conflicts or (Path(target) / ".git").exists():
+            if _operation_in_progress(target) == "merge":  # ours began (none was before): undo it
                 git("merge", "--abort", cwd=target, check=False)
             text = [ln.strip() for ln in (proc.stderr.strip() or proc.stdout).splitlines()
                      if ln.strip() and ln.strip() != "Aborting"]
