@@ -381,3 +381,15 @@ async def test_resume_skips_damaged_transcript_lines_with_a_warning(api, workspa
     assert await mgr2.wait_idle(timeout=30)
     assert r.status == S.WAITING and r.final_text == "remember 42"
     await mgr2.aclose()
+
+
+def test_a_lone_surrogate_cannot_break_a_transcript_line(tmp_path):
+    from cockpit.runtime.transcript import TranscriptWriter
+
+    path = tmp_path / "t.jsonl"
+    w = TranscriptWriter(path)
+    w.write("header", session_id="s")
+    w.write("tool_result", content="caf\udce9.txt")
+    w.close()
+    records = read_transcript(path)
+    assert records[1]["content"] == "caf\udce9.txt"

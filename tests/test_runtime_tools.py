@@ -280,3 +280,12 @@ async def test_the_api_key_is_not_in_the_shell_environment(tmp_path, monkeypatch
         assert "PATH=" in r.output
     finally:
         await b.close()
+
+
+async def test_a_file_name_that_is_not_utf8_is_listed_with_escapes(runner):
+    root = runner.workspace.root
+    with open(os.path.join(os.fsencode(root), b"caf\xe9.txt"), "wb") as fh:
+        fh.write(b"latin-1 name")
+    out = await runner.run(EDIT, view("."))
+    assert not out.is_error and "caf\\xe9.txt" in out.content
+    out.content.encode("utf-8")  # no lone surrogate: it can go to the API and into the transcript

@@ -128,7 +128,9 @@ class Editor:
     def _view_dir(self, path: Path) -> str:
         entries = []
         for p, is_dir in self.ws.walk(path, depth=2):
-            entries.append(self.ws.rel(p) + ("/" if is_dir else ""))
+            # a name that is not UTF-8 is shown with \xNN escapes (a lone surrogate cannot be sent)
+            name = self.ws.rel(p).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            entries.append(name + ("/" if is_dir else ""))
             if len(entries) >= MAX_DIR_ENTRIES:
                 entries.append(f"[stopped at {MAX_DIR_ENTRIES} entries]")
                 break

@@ -62,7 +62,12 @@ class TranscriptWriter:
         if self.closed:
             return
         rec = {"type": type_, "ts": now_iso(), **fields}
-        self._fh.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+        line = json.dumps(rec, ensure_ascii=False, default=str)
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (e.g. an undecodable file name): \u escapes
+            line = json.dumps(rec, default=str)
+        self._fh.write(line + "\n")
         self._fh.flush()
 
     def close(self) -> None:
