@@ -171,7 +171,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    _call("send", id=args.id, text=args.text)
+    from cockpit.headless import _clean  # undecodable argument bytes: U+FFFD, with a warning
+
+    _call("send", id=args.id, text=_clean(args.text, "the follow-up"))
     return 0
 
 

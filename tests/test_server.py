@@ -524,3 +524,8 @@ async def test_a_big_history_still_fits_the_subscribe_reply(monkeypatch):
         await c.close()
     finally:
         await srv.shutdown()
+
+
+def test_a_lone_surrogate_is_encoded_not_a_dead_event_stream():
+    line = rpc.encode({"jsonrpc": "2.0", "method": "event", "params": {"text": "caf\udce9 ✓"}})
+    assert json.loads(line)["params"]["text"] == "caf\udce9 ✓" and line.endswith(b"\n")
