@@ -96,7 +96,7 @@ def test_redirections_are_not_separators_and_cannot_write_out_of_the_tree():
     assert p.check(Action("bash", "pytest -q 2>&1")).verdict == "allow"
     assert p.check(Action("bash", "pytest > out.txt 2>/dev/null")).verdict == "allow"
     for cmd in ("pytest > /etc/passwd", "pytest >>~/.bashrc", "pytest 2> ../x", "pytest &>> /tmp/x",
-                "pytest &&> ~/.profile", "pytest >; rm x"):
+                "pytest &&> ~/.profile", "pytest >; rm x", "pytest > $HOME/.bashrc", 'pytest >"${HOME}/x"'):
         assert p.check(Action("bash", cmd)).verdict == "ask", cmd
     assert PermissionPolicy("default", allow=["Bash"]).check(Action("bash", "pytest > /tmp/x")).verdict == "allow"
 

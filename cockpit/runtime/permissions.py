@@ -150,13 +150,13 @@ def split_command(command: str) -> list[str] | None:
 
 def writes_outside(words: list[str]) -> bool:
     """True when a simple command redirects output to a path outside the working tree
-    (absolute, ``~`` or ``..``; ``/dev/null`` and friends excepted)."""
+    (absolute, ``~``, ``..`` or a variable; ``/dev/null`` and friends excepted)."""
     for op, target in zip(words, words[1:], strict=False):
         if op in _REDIRECT_OPS and ">" in op and not target.isdigit():
             if target in _HARMLESS_TARGETS:
                 continue
-            if target.startswith(("/", "~")) or ".." in target.split("/"):
-                return True
+            if target.startswith(("/", "~")) or ".." in target.split("/") or "$" in target:
+                return True  # a variable ($HOME/x) can name any place
     return False
 
 
