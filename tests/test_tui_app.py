@@ -574,7 +574,8 @@ async def test_escape_sequences_in_task_model_and_tool_text_never_reach_the_term
                  ev.StatusChanged("x00001", S.STREAMING),
                  ev.TextDelta("x00001", "clear\x1b[2J\x1b[31m red\x07 done"),
                  ev.ToolCall("x00001", "tu1", "bash", {"command": "printf '\x1b[?1049h'"}),
-                 ev.ToolResult("x00001", "tu1", "bash", "out\x1b]52;c;Zm9v\x07put", False))
+                 ev.ToolResult("x00001", "tu1", "bash", "out\x1b]52;c;Zm9v\x07put", False),
+                 ev.StatusChanged("x00001", S.RUNNING_TOOL, "first line\nsecond\x1b[1m line"))
         await until(pilot, lambda: "x00001" in app.panes, "pane")
         pane = app.panes["x00001"]
         body = pane.query_one("#pane-body")
@@ -583,3 +584,5 @@ async def test_escape_sequences_in_task_model_and_tool_text_never_reach_the_term
         assert "\x1b" not in shown and "\x07" not in shown
         assert "clear red done" in body.plain_text()
         assert "\n" not in str(pane.border_title)
+        await until(pilot, lambda: "second line" in text_of(pane.query_one("#pane-status")), "status detail")
+        assert "first line second line" in text_of(pane.query_one("#pane-status")).replace("\n", "|")
