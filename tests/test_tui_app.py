@@ -371,6 +371,30 @@ async def test_review_search_covers_every_transcript_lists_dates_and_survives_a_
         await until(pilot, lambda: len(screen.infos) == 3, "all listed again")
 
 
+async def test_review_shows_damaged_transcripts_with_a_warning_and_never_ends_the_app(tmp_path):
+    from cockpit.tui.screens.review import ReviewScreen
+
+    sessions = tmp_path / "sessions"
+    garbled = _transcript(sessions, "20260102-000000-bad.jsonl", "bad", "garbled", "2026-01-02T10:30:00.000+00:00",
+                          "kept answer")
+    garbled.write_bytes(garbled.read_bytes() + b"\xff\xfe\n[1]\n")
+    odd = _transcript(sessions, "20260103-000000-odd.jsonl", "odd", "odd", "2026-01-03T10:30:00.000+00:00", "x")
+    header = json.loads(odd.read_text().splitlines()[0])
+    odd.write_text(json.dumps({**header, "injected": "not a list of notes"}) + "\n")
+    app = CockpitApp(FakeManager(), None, sessions_dir=sessions, clock=lambda *a: time.gmtime(0))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("r")
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        await until(pilot, lambda: len(screen.infos) == 2 and screen.text, "both listed")
+        await until(pilot, lambda: "damaged record" in screen.query_one("#review-text").text, "the odd one said")
+        await pilot.press("down")
+        await until(pilot, lambda: "kept answer" in screen.query_one("#review-text").text, "the garbled one")
+        text = screen.query_one("#review-text").text
+        assert "line 5 skipped: not UTF-8" in text and "line 6 skipped: not a JSON object" in text
+        assert app.is_running
+
+
 async def test_the_palette_lists_each_command_once_and_screenshots_say_where(tmp_path, monkeypatch):
     import platformdirs
 
