@@ -350,7 +350,9 @@ def _validate(config: RuntimeConfig) -> None:
 
     try:
         PermissionMode.parse(config.permission_mode)
-        for rule in (*config.allow, *config.deny):
+        for rule in config.allow:
+            Rule.parse_allow(rule)
+        for rule in config.deny:
             Rule.parse(rule)
     except (ValueError, RuleError) as exc:
         raise ConfigError(str(exc)) from None

@@ -14,13 +14,15 @@ Rules (config ``[permissions]`` ``allow = [...]`` / ``deny = [...]``, Claude Cod
 ``Bash`` (any command), ``Bash(pytest *)`` (wildcard; ``X *`` also matches bare ``X``),
 ``Bash(npm run test:*)`` (legacy prefix form), ``Bash(git status)`` (exact), ``Edit`` (any edit),
 ``Edit(src/**)`` (edits to matching paths, relative to the working tree; ``/src/**`` and
-``./src/**`` mean the same; ``..`` or ``~`` is a config error), ``Write`` (file creation), ``Read``,
-``memory_save`` / ``mcp__cockpit__memory_save``. Deny rules win over everything, then plan mode,
-then bypass, then allow rules (config, then those added with "allow for this session"), then the
-mode's default. A compound command (``a && b``, ``a | b``, ``a; b``) is allowed by rules only when
-every part is; one with command substitution (``$(…)``, backticks) or an output redirection out of
-the working tree (``> /etc/x``, ``>> ~/.bashrc``, ``> ../x``) is never allowed by a rule narrower
-than ``Bash``. ``#`` never hides a following line from this check.
+``./src/**`` mean the same; ``..`` or ``~`` in an Edit/Write allow rule is a config error),
+``Write`` (file creation), ``Read``, ``memory_save`` / ``mcp__cockpit__memory_save``. Deny rules
+win over everything, then plan mode, then bypass, then allow rules (config, then those added with
+"allow for this session"), then the mode's default. A compound command (``a && b``, ``a | b``,
+``a; b``, a second line) is allowed by rules only when every part is; one with command
+substitution (``$(…)``, backticks) or an output redirection out of the working tree
+(``> /etc/x``, ``>> ~/.bashrc``, ``> ../x``, ``> $HOME/x``) is never allowed by a rule narrower
+than ``Bash``. ``#`` never hides a following line from this check. A path is judged as it
+resolves: ``./.env``, an absolute path or a symlink meet ``Read(.env)``.
 """
 
 from __future__ import annotations
@@ -83,12 +85,20 @@ class Rule:
         if tool is None:
             raise RuleError(f"unknown tool in permission rule {text!r}; use Bash, Edit, Write, Read or memory_save")
         spec = m.group(2)
-        spec = spec.strip() if spec and spec.strip() not in ("*", "") else None
-        if spec and tool in ("Edit", "Write", "Read"):
+        return cls(tool, spec.strip() if spec and spec.strip() not in ("*", "") else None)
+
+    @classmethod
+    def parse_allow(cls, text: str) -> Rule:
+        """An allow rule: as :meth:`parse`, and an edit path outside the working tree (``..``, ``~``,
+        ``//abs``) is an error — it could never match, so the user would believe in a rule that does
+        nothing. (Such deny rules are kept: harmless here, meaningful to Claude Code.)"""
+        rule = cls.parse(text)
+        spec = rule.spec
+        if spec and rule.tool in ("Edit", "Write"):  # (Claude Code may read outside: Read rules stay)
             if spec.startswith(("~", "//")) or ".." in spec.split("/"):
                 raise RuleError(f"permission rule {text!r} names a path outside the working tree; paths in "
                                 f"rules are relative to it, e.g. 'Edit(src/**)'")
-        return cls(tool, spec)
+        return rule
 
     def __str__(self) -> str:
         return self.tool if self.spec is None else f"{self.tool}({self.spec})"
@@ -227,7 +237,7 @@ class PermissionPolicy:
     def __init__(self, mode: PermissionMode | str = PermissionMode.DEFAULT,
                  allow: list[str] | tuple[str, ...] = (), deny: list[str] | tuple[str, ...] = ()):
         self.mode = mode if isinstance(mode, PermissionMode) else PermissionMode.parse(mode)
-        self.allow = [Rule.parse(r) for r in allow]
+        self.allow = [Rule.parse_allow(r) for r in allow]
         self.deny = [Rule.parse(r) for r in deny]
         self.session_allow: list[Rule] = []
 
