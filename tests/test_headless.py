@@ -183,3 +183,19 @@ def test_unwritable_transcripts_folder_is_a_usage_error(tmp_path, ws, monkeypatc
     err = capsys.readouterr().err
     assert code == 2 and "cannot write session transcripts" in err
     assert os.path.isfile(locked / "sessions")
+
+
+def test_reports_and_listings_show_escape_sequences_as_nothing():
+    from cockpit.headless import format_report
+    from cockpit.server_cli import _fmt_row
+
+    s = {"id": "abc", "status": "done", "model": "m", "permission_mode": "default", "task": "t\x1b]0;x\x07ask\nline",
+         "worktree": None, "cwd": "/w", "placement": "in place", "preseed": True, "preseed_tokens": 3,
+         "injected": [{"name": "n\x1b[2Jote", "score": 0.5, "priority": False}], "error": None,
+         "answer": "ans\x1b[31mwer\x07\nsecond", "usage": {"input": 1, "output": 1, "cache_write": 0, "cache_read": 0},
+         "cost_usd": 0.0, "requests": 1, "transcript": "/t.jsonl"}
+    report = format_report({"sessions": [s], "totals": {"usage": s["usage"], "cost_usd": 0.0}, "pricing": {"date": "d"}})
+    assert "\x1b" not in report and "\x07" not in report
+    assert "task: task line" in report and "  answer\n  second" in report and "note (0.50)" in report
+    row = _fmt_row({**s, "worktree": {"branch": "b\x1b[1m"}})
+    assert "\x1b" not in row and row.endswith("task line")

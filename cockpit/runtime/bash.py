@@ -8,7 +8,9 @@ The tool's contract: state persists between calls (``cd``, variables, functions)
   strips the API key from it). stderr is merged into stdout, in order.
 - Each command is written to a file in a private temp folder and *sourced* with stdin from
   ``/dev/null`` (so a command that reads stdin cannot swallow the next one, and a syntax error
-  cannot leave the shell waiting), followed by a sentinel line carrying ``$?``.
+  cannot leave the shell waiting), followed by a sentinel line carrying ``$?``. Its stdout and
+  stderr are restored after it, so a command that closes or redirects them (``exec >/dev/null``)
+  neither hides the sentinel nor silences the next command.
 - Output is read asynchronously (the event loop never blocks) and capped at
   :data:`MAX_OUTPUT_BYTES`: the head and the tail are kept, the middle is elided with a count.
 - A command running longer than the timeout (seconds) is killed with its whole process group
@@ -147,6 +149,8 @@ class BashSession:
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             cwd=self.cwd, env=self.env, start_new_session=True,
         )
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(b"exec 198>&1\n")
         return self._proc
 
     async def run(self, command: str) -> BashResult:
@@ -156,8 +160,11 @@ class BashSession:
         self._n += 1
         script = Path(self._tmp) / f"cmd-{self._n}.sh"
         script.write_text(command + "\n", encoding="utf-8")
-        line = (f". {_quote(str(script))} < /dev/null; __cockpit_rc=$?; "
-                f"printf '\\n%s %d\\n' '{self._sentinel}' \"$__cockpit_rc\"\n")
+        # fd 198 is the shell's own stdout (saved at start): the command's stdout and stderr are
+        # set from it and restored after it, so `exec >/dev/null` or `exec 1>&-` in a command
+        # cannot hide the sentinel (or later output); the command itself never sees fd 198
+        line = (f"{{ . {_quote(str(script))} < /dev/null 198>&-; }} >&198 2>&1; __cockpit_rc=$?; "
+                f"builtin printf '\\n%s %d\\n' '{self._sentinel}' \"$__cockpit_rc\" >&198\n")
         cap = _Capture(self.max_output, self._sentinel.encode())
         try:
             proc.stdin.write(line.encode())
@@ -168,31 +175,56 @@ class BashSession:
             return BashResult("", code, shell_exited=True)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
+        exited = _exit_of(proc)
         try:
             while True:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise TimeoutError
-                chunk = await asyncio.wait_for(proc.stdout.read(_READ), remaining)
+                read = loop.create_task(proc.stdout.read(_READ))
+                done, _ = await asyncio.wait({read, exited}, timeout=remaining,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if read not in done:
+                    read.cancel()
+                    if exited in done:  # the shell exited while a background job holds its output
+                        return await self._shell_exited(proc, cap, script)
+                    raise TimeoutError
+                chunk = read.result()
                 if not chunk:  # the shell exited (e.g. the command ran `exit`)
-                    code = await proc.wait()
-                    self._proc = None
-                    return BashResult(cap.text(), code, elided=cap.dropped, shell_exited=True)
+                    return await self._shell_exited(proc, cap, script)
                 cap.feed(chunk)
                 end = cap.find_end()
                 if end is not None:
-                    return BashResult(cap.text().replace(f"{script}: ", "bash: "), end, elided=cap.dropped)
+                    return BashResult(_text(cap, script), end, elided=cap.dropped)
         except TimeoutError:
             self._kill()
-            return BashResult(cap.text(), None, timed_out=True, elided=cap.dropped)
+            return BashResult(_text(cap, script), None, timed_out=True, elided=cap.dropped)
         except asyncio.CancelledError:
             self._kill()
             raise
         finally:
+            exited.cancel()
             try:
                 script.unlink()
             except OSError:
                 pass
+
+    async def _shell_exited(self, proc: asyncio.subprocess.Process, cap: _Capture, script: Path) -> BashResult:
+        """The shell ended (``exit``, ``set -e``): its background jobs end with it (they would
+        otherwise outlive the session), and what they and the shell wrote is read to the end."""
+        assert proc.stdout is not None
+        self._proc = None
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            while chunk := await asyncio.wait_for(proc.stdout.read(_READ), 5):
+                cap.feed(chunk)
+            await asyncio.wait_for(proc.wait(), 5)
+        except TimeoutError:  # a process that left the group (setsid) still holds the pipe
+            pass
+        return BashResult(_text(cap, script), proc.returncode, elided=cap.dropped, shell_exited=True)
 
     async def restart(self) -> None:
         """Kill the current shell (and its process group); the next ``run`` starts a new one."""
@@ -219,6 +251,38 @@ class BashSession:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+def _exit_of(proc: asyncio.subprocess.Process) -> asyncio.Future:
+    """A future done when ``proc`` exits, even while a background job it started still holds its
+    output pipe (``proc.wait()`` waits for the pipes too). Linux: a pidfd; elsewhere a poll."""
+    loop = asyncio.get_running_loop()
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        async def poll() -> None:
+            while proc.returncode is None:
+                await asyncio.sleep(0.2)
+        return loop.create_task(poll())
+    done: asyncio.Future = loop.create_future()
+
+    def ready() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    loop.add_reader(fd, ready)
+
+    def close(_: asyncio.Future) -> None:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+    done.add_done_callback(close)
+    return done
+
+
+def _text(cap: _Capture, script: Path) -> str:
+    """The captured output, the temp script's path shown as ``bash`` (as an interactive shell says it)."""
+    return cap.text().replace(f"{script}: ", "bash: ")
 
 
 def _quote(s: str) -> str:
