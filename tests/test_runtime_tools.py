@@ -192,6 +192,24 @@ async def test_bash_state_persists_and_restart_resets(runner):
     assert out.content.split() == ["unset", str(runner.workspace.root)]
 
 
+async def test_bash_cd_out_of_the_tree_is_reset_as_claude_code_does(runner, tmp_path):
+    """A cd that leaves the working tree does not persist: the next command (which an allow rule
+    may let through, with a relative redirect) runs in the tree again, and the model is told."""
+    root = runner.workspace.root
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "sub").mkdir(exist_ok=True)
+    (root / "link-out").symlink_to(outside)
+    out = await runner.run("bash", {"command": f"cd {outside} && pwd"})
+    assert out.content.splitlines() == [str(outside), f"Shell cwd was reset to {root}"]
+    assert (await runner.run("bash", {"command": "pwd"})).content.strip() == str(root)
+    out = await runner.run("bash", {"command": "cd link-out"})  # inside by name, outside in fact
+    assert out.content.strip() == f"Shell cwd was reset to {root}"
+    out = await runner.run("bash", {"command": "cd sub && pwd"})  # within the tree: kept, no note
+    assert out.content.strip() == str(root / "sub")
+    assert (await runner.run("bash", {"command": "pwd"})).content.strip() == str(root / "sub")
+
+
 async def test_bash_exit_codes_stdin_and_syntax_errors(runner):
     out = await runner.run("bash", {"command": "echo oops >&2; exit_code() { return 3; }; exit_code"})
     assert "oops" in out.content and "[exit code 3]" in out.content and not out.is_error

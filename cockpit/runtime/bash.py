@@ -13,6 +13,9 @@ The tool's contract: state persists between calls (``cd``, variables, functions)
   neither hides the sentinel nor silences the next command.
 - Output is read asynchronously (the event loop never blocks) and capped at
   :data:`MAX_OUTPUT_BYTES`: the head and the tail are kept, the middle is elided with a count.
+- After each command the shell's directory is checked: if a ``cd`` left the working tree, the
+  shell goes back to the tree's root and the model is told ("Shell cwd was reset to …", as
+  Claude Code says it), so a later command that an allow rule lets through runs in the tree.
 - A command running longer than the timeout (seconds) is killed with its whole process group
   and the shell is restarted on the next call; the model is told its state was lost.
 - :meth:`BashSession.close` (session killed or ended) kills the process group: background jobs
@@ -49,6 +52,7 @@ class BashResult:
     timed_out: bool = False
     elided: int = 0
     shell_exited: bool = False
+    cwd_reset_to: str | None = None
 
     def for_model(self) -> str:
         text = self.output
@@ -59,6 +63,8 @@ class BashResult:
             text += f"\n[the shell exited (code {self.exit_code}); a new shell starts with the next command]"
         elif self.exit_code:
             text += f"\n[exit code {self.exit_code}]"
+        if self.cwd_reset_to:
+            text = text.rstrip("\n") + ("\n" if text.strip() else "") + f"Shell cwd was reset to {self.cwd_reset_to}"
         return text if text.strip() else "(no output)"
 
 
@@ -72,7 +78,8 @@ class _Capture:
         self.recent = bytearray()  # the stream's last bytes, where the sentinel shows up
         self.total = 0
         self.dropped = 0
-        self.rx = re.compile(re.escape(sentinel) + rb" (-?\d+)\n")
+        self.rx = re.compile(re.escape(sentinel) + rb" (-?\d+)( reset)?\n")
+        self.reset = False  # the shell left the working tree and was sent back
         self.keep = len(sentinel) + 64
 
     def feed(self, chunk: bytes) -> None:
@@ -102,6 +109,7 @@ class _Capture:
             self.tail.clear()
         else:
             del self.tail[pos - (self.total - len(self.tail)):]
+        self.reset = m.group(2) is not None
         return int(m.group(1))
 
     def text(self) -> str:
@@ -127,6 +135,7 @@ class BashSession:
     def __init__(self, cwd: Path | str, env: dict[str, str], timeout: float = DEFAULT_TIMEOUT_S,
                  max_output: int = MAX_OUTPUT_BYTES):
         self.cwd = str(cwd)
+        self._real_cwd = os.path.realpath(self.cwd)
         self.env = dict(env)
         self.timeout = timeout
         self.max_output = max_output
@@ -163,8 +172,13 @@ class BashSession:
         # fd 198 is the shell's own stdout (saved at start): the command's stdout and stderr are
         # set from it and restored after it, so `exec >/dev/null` or `exec 1>&-` in a command
         # cannot hide the sentinel (or later output); the command itself never sees fd 198
+        # then, if the command's cd left the working tree (physically: symlinks resolved), back
+        # to its root, flagged in the sentinel line
+        tree = _quote(self._real_cwd.rstrip("/"))
         line = (f"{{ . {_quote(str(script))} < /dev/null 198>&-; }} >&198 2>&1; __cockpit_rc=$?; "
-                f"builtin printf '\\n%s %d\\n' '{self._sentinel}' \"$__cockpit_rc\" >&198\n")
+                f"case \"$(builtin pwd -P 2>/dev/null)/\" in {tree}/*) __cockpit_cd='';; "
+                f"*) builtin cd -- {_quote(self.cwd)} 2>/dev/null; __cockpit_cd=' reset';; esac; "
+                f"builtin printf '\\n%s %d%s\\n' '{self._sentinel}' \"$__cockpit_rc\" \"$__cockpit_cd\" >&198\n")
         cap = _Capture(self.max_output, self._sentinel.encode())
         try:
             proc.stdin.write(line.encode())
@@ -195,7 +209,8 @@ class BashSession:
                 cap.feed(chunk)
                 end = cap.find_end()
                 if end is not None:
-                    return BashResult(_text(cap, script), end, elided=cap.dropped)
+                    return BashResult(_text(cap, script), end, elided=cap.dropped,
+                                      cwd_reset_to=self.cwd if cap.reset else None)
         except TimeoutError:
             self._kill()
             return BashResult(_text(cap, script), None, timed_out=True, elided=cap.dropped)
