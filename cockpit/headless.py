@@ -48,6 +48,7 @@ import sys
 from pathlib import Path
 
 from cockpit.errors import CockpitError
+from cockpit.textsafe import clean, one_line
 
 
 def add_parser(sub) -> None:
@@ -230,7 +231,7 @@ def _print_report(args: argparse.Namespace, report: dict) -> int:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     elif args.detach:
         for s in report["sessions"]:
-            print(f"{s['id']}  {s['status']}  {s['task'][:80]}")
+            print(f"{s['id']}  {s['status']}  {one_line(s['task'])[:80]}")
         print("running in the server: cockpit ls · cockpit attach ID · cockpit kill ID")
     else:
         print(format_report(report))
@@ -363,7 +364,8 @@ def format_report(report: dict) -> str:
         u = s["usage"]
         out.append(f"── session {s['id']} · {s['status']} · {s['model']} · {s['permission_mode']}"
                    + (f" · {s['backend']}" if s.get("backend", "cockpit") != "cockpit" else ""))
-        out.append(f"task: {s['task'] if len(s['task']) < 300 else s['task'][:299] + '…'}")
+        task = one_line(s["task"])
+        out.append(f"task: {task if len(task) < 300 else task[:299] + '…'}")
         w = s.get("worktree")
         if w and w.get("removed"):  # its branch went with it: name neither
             out.append("worktree: removed, with its branch (the session changed nothing;"
@@ -406,4 +408,4 @@ def format_report(report: dict) -> str:
         f"cache write {tu['cache_write']} · cache read {tu['cache_read']} · cost {_cost(t['cost_usd'])}"
     )
     out.append(f"prices: {report['pricing']['date']} (see cockpit/runtime/pricing.json)")
-    return "\n".join(out)
+    return clean("\n".join(out))  # the answer and note names are shown, their escape sequences are not

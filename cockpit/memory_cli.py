@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from cockpit.errors import CockpitError
+from cockpit.textsafe import one_line
 
 PROGRESS_MIN_TEXTS = 200
 
@@ -199,9 +200,9 @@ def cmd_index(args) -> int:
           f"{rep.removed} removed, {rep.renamed} renamed, {rep.unchanged} unchanged, "
           f"{len(rep.skipped)} skipped ({rep.embedded} texts embedded, {rep.seconds:.2f} s)")
     for path, why in rep.skipped:
-        print(f"  skipped {path}: {why}")
+        print(f"  skipped {one_line(path)}: {one_line(why)}")
     for w in rep.warnings:
-        print(f"  warning {w}")
+        print(f"  warning {one_line(w)}")
     print(f"index {engine.index_path} ({st.notes} notes, model {st.model}, SQLite binding {st.binding})")
     return 0
 
@@ -234,9 +235,9 @@ def cmd_search(args) -> int:
         print("no matching notes")
     for i, h in enumerate(hits, 1):
         star = "★ " if h.priority else ""
-        print(f"{i}. {star}[{h.name}] cos {h.score:.3f}  {h.description}")
+        print(f"{i}. {star}[{one_line(h.name)}] cos {h.score:.3f}  {one_line(h.description)}")
         if h.snippet:
-            print(f"     {h.snippet}")
+            print(f"     {one_line(h.snippet)}")
     return 0
 
 
@@ -284,7 +285,7 @@ def cmd_lint(args) -> int:
         _print_json([i.to_dict() for i in issues])
         return 0
     for i in issues:
-        print(f"{i.kind}: {i.message}")
+        print(f"{i.kind}: {one_line(i.message)}")
     print(f"{len(issues)} issue(s)" if issues else "no issues")
     return 0
 

@@ -110,7 +110,9 @@ def block_for(prompt: str, notes: Path, index: str | None, top_k: int) -> str:
 
         ensure_server()
         with BlockingClient() as client:
-            return client.call("memory.preseed", notes=str(notes), index=index, query=query, top_k=top_k)["text"]
+            index = str(Path(index).expanduser().resolve()) if index else None  # not the server's cwd
+            return client.call("memory.preseed", notes=str(notes.resolve()), index=index, query=query,
+                               top_k=top_k)["text"]
     from memory import MemoryEngine
 
     with MemoryEngine(notes, index_path=index) as engine:
@@ -202,6 +204,25 @@ def without_hook(settings: dict) -> dict:
     return settings
 
 
+def _check_shape(settings: dict, path: Path) -> None:
+    """Refuse (CockpitError naming the key) a settings file whose ``hooks`` part is not shaped as
+    Claude Code documents it: nothing is rewritten that this command does not understand."""
+    from cockpit.errors import CockpitError
+
+    def bad(where: str, want: str) -> CockpitError:
+        return CockpitError(f"{path}: {where} is not {want}; fix it first (nothing was written)")
+
+    hooks = settings.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise bad('"hooks"', "an object")
+    groups = hooks.get("UserPromptSubmit", [])
+    if not isinstance(groups, list):
+        raise bad('"hooks.UserPromptSubmit"', "a list")
+    for i, group in enumerate(groups):
+        if not isinstance(group, dict) or not isinstance(group.get("hooks", []), list):
+            raise bad(f'"hooks.UserPromptSubmit[{i}]"', 'an object with a "hooks" list')
+
+
 def _backup(path: Path) -> Path:
     import hashlib
 
@@ -222,22 +243,31 @@ def install(args: Any) -> int:
 
     cwd = Path.cwd()
     path = settings_path(bool(args.user), cwd)
-    old_bytes = path.read_bytes() if path.exists() else None
+    if path.is_symlink():  # write through the link (a dotfiles checkout), never replace it
+        path = path.resolve()
+    try:
+        old_bytes = path.read_bytes() if path.exists() else None
+    except OSError as exc:
+        raise CockpitError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
         settings = json.loads(old_bytes) if old_bytes else {}
     except ValueError as exc:
         raise CockpitError(f"{path} is not valid JSON ({exc}); fix it first") from None
     if not isinstance(settings, dict):
         raise CockpitError(f"{path} does not hold a JSON object")
+    _check_shape(settings, path)
     backup = _backup(path)
     new_text: str | None
     if args.install:
         new = with_hook(json.loads(json.dumps(settings)), hook_command(args.notes, cwd))
         new_text = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
     else:
-        saved = json.loads(backup.read_text(encoding="utf-8")) if backup.exists() else None
+        try:
+            saved = json.loads(backup.read_text(encoding="utf-8")) if backup.exists() else None
+        except (OSError, ValueError):
+            saved = None  # a damaged backup: remove just our entry instead
         current = old_bytes.decode("utf-8", "replace") if old_bytes is not None else None
-        if saved and current == saved["written"]:
+        if isinstance(saved, dict) and "written" in saved and current == saved["written"]:
             original = saved["original"]
             new_text = None if original is None else base64.b64decode(original).decode("utf-8", "surrogateescape")
         else:

@@ -156,7 +156,10 @@ def _fmt_row(r: dict) -> str:
 
     usage = r.get("usage") or {}
     branch = (r.get("worktree") or {}).get("branch") or r.get("placement") or ""
-    task = " ".join(str(r.get("task", "")).split())
+    from cockpit.textsafe import one_line
+
+    task = one_line(r.get("task", ""))
+    branch = one_line(branch)
     return (f"{r['id']:<13}{r['status']:<16}{str(r.get('model', ''))[:22]:<23}{branch[:34]:<35}"
             f"{fmt.tokens(usage.get('total')):>7} {fmt.usd(r.get('cost_usd')):>9}  {task[:60]}")
 
@@ -176,7 +179,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    _call("send", id=args.id, text=args.text)
+    from cockpit.headless import _clean  # undecodable argument bytes: U+FFFD, with a warning
+
+    _call("send", id=args.id, text=_clean(args.text, "the follow-up"))
     return 0
 
 
@@ -207,6 +212,7 @@ async def _attach(query: str) -> int:
     from cockpit import events as ev
     from cockpit import wire
     from cockpit.server.client import AsyncClient, RemoteError
+    from cockpit.textsafe import clean_event
     from cockpit.tui import format as fmt
 
     client = await AsyncClient.connect()
@@ -222,6 +228,7 @@ async def _attach(query: str) -> int:
         def show(e: ev.Event) -> int | None:
             if e.session_id != sid:
                 return None
+            e = clean_event(e)  # model and tool text never reach the terminal raw
             if isinstance(e, ev.TextDelta):
                 out.write(e.text)
             elif isinstance(e, ev.ToolCall):

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from cockpit.errors import CockpitError
+from cockpit.textsafe import one_line
 
 
 def add_parser(sub) -> None:
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             changes = (f"{r['files']} file{'s' if r['files'] != 1 else ''} +{r['added']} -{r['removed']}"
                        if "files" in r else r["state"])
             print(f"{r['session']}  {r['branch']}  base {r['base_commit'][:10]} on {r['base_branch'] or '(detached)'}"
-                  f"  {changes}\n    {r['path']}\n    task: {r['task'][:100]}")
+                  f"  {changes}\n    {r['path']}\n    task: {one_line(r['task'])[:100]}")
         return 0
     if args.action == "prune":
         removed = 0

@@ -27,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,7 +152,10 @@ def _read(path: Path, warnings: list[str]) -> tuple[dict, str] | None:
     try:
         if path.is_symlink() and not path.resolve().is_file():
             raise ValueError("broken symlink")
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever
+            raise ValueError("not a regular file")
+        size = st.st_size
         if size > MAX_BYTES:
             raise ValueError(f"{size:,} bytes, over the {MAX_BYTES:,}-byte cap")
         return parse(path.read_bytes())

@@ -224,3 +224,19 @@ def test_text_report_names_no_branch_for_a_removed_worktree():
     report["sessions"][0]["worktree"]["removed"] = "no changes"
     line = next(x for x in format_report(report).splitlines() if x.startswith("worktree:"))
     assert "changed nothing" in line and "cockpit/abc123" not in line  # the branch is gone too
+
+
+def test_reports_and_listings_show_escape_sequences_as_nothing():
+    from cockpit.headless import format_report
+    from cockpit.server_cli import _fmt_row
+
+    s = {"id": "abc", "status": "done", "model": "m", "permission_mode": "default", "task": "t\x1b]0;x\x07ask\nline",
+         "worktree": None, "cwd": "/w", "placement": "in place", "preseed": True, "preseed_tokens": 3,
+         "injected": [{"name": "n\x1b[2Jote", "score": 0.5, "priority": False}], "error": None,
+         "answer": "ans\x1b[31mwer\x07\nsecond", "usage": {"input": 1, "output": 1, "cache_write": 0, "cache_read": 0},
+         "cost_usd": 0.0, "requests": 1, "transcript": "/t.jsonl"}
+    report = format_report({"sessions": [s], "totals": {"usage": s["usage"], "cost_usd": 0.0}, "pricing": {"date": "d"}})
+    assert "\x1b" not in report and "\x07" not in report
+    assert "task: task line" in report and "  answer\n  second" in report and "note (0.50)" in report
+    row = _fmt_row({**s, "worktree": {"branch": "b\x1b[1m"}})
+    assert "\x1b" not in row and row.endswith("task line")

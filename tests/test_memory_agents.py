@@ -1,6 +1,7 @@
 """Our memory for agents outside the cockpit: the MCP server, the Claude Code hook, rule files."""
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -307,3 +308,67 @@ async def test_a_session_gets_the_agent_requested_rule_its_task_is_about(tmp_pat
     assert any('<rule file=".cursor/rules/release.mdc" about="How to cut a release">' in t and "Tag, then ship." in t
                for t in first)
     assert s.status.value == "done"
+
+
+@pytest.mark.parametrize("existing, key", [
+    ('{"hooks": []}', '"hooks"'),
+    ('{"hooks": {"UserPromptSubmit": {}}}', '"hooks.UserPromptSubmit"'),
+    ('{"hooks": {"UserPromptSubmit": [1]}}', '"hooks.UserPromptSubmit[0]"'),
+    ('{"hooks": {"UserPromptSubmit": [{"hooks": "x"}]}}', '"hooks.UserPromptSubmit[0]"'),
+])
+@pytest.mark.parametrize("action", ["--install", "--uninstall"])
+def test_hook_install_refuses_settings_it_does_not_understand_and_keeps_them(
+        tmp_path, monkeypatch, capsys, existing, key, action):
+    monkeypatch.chdir(tmp_path)
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(existing)
+    assert main(["memory", "hook", action, "--yes"]) != 0
+    assert key in capsys.readouterr().err
+    assert settings.read_text() == existing
+
+
+def test_hook_install_on_a_folder_or_through_a_symlink(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".claude" / "settings.json").mkdir(parents=True)
+    assert main(["memory", "hook", "--install", "--yes"]) != 0
+    assert "cannot read" in capsys.readouterr().err
+    (tmp_path / ".claude" / "settings.json").rmdir()
+    real = tmp_path / "dotfiles" / "settings.json"
+    real.parent.mkdir()
+    real.write_text('{"model": "opus"}')
+    (tmp_path / ".claude" / "settings.json").symlink_to(real)
+    assert main(["memory", "hook", "--install", "--yes"]) == 0
+    assert (tmp_path / ".claude" / "settings.json").is_symlink()
+    assert "UserPromptSubmit" in real.read_text()
+    assert main(["memory", "hook", "--uninstall", "--yes"]) == 0
+    assert (tmp_path / ".claude" / "settings.json").is_symlink() and real.read_text() == '{"model": "opus"}'
+
+
+def test_instruction_files_that_are_fifos_huge_or_binary_are_skipped_with_a_warning(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    (root / ".claude" / "rules").mkdir(parents=True)
+    (root / "CLAUDE.md").write_text("project rule")
+    fifos = [root / ".claude" / "rules" / "pipe.md", root / "sub" / "AGENTS.md"]
+    fifos[1].parent.mkdir()
+    for f in fifos:
+        os.mkfifo(f)
+    (root / ".claude" / "rules" / "huge.md").write_text("x" * (300 * 1024))
+    (root / ".claude" / "rules" / "bin.md").write_bytes(b"\x00\x01\x02")
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(discover(root)), daemon=True)
+    t.start()
+    t.join(30)
+    if t.is_alive():  # blocked on a FIFO: let it go, then fail
+        for f in fifos:
+            with contextlib.suppress(OSError):
+                os.close(os.open(f, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("discover blocked reading a FIFO")
+    found, warnings = got[0]
+    assert [i.rel for i in found] == ["CLAUDE.md"]
+    assert sorted(w.split(": skipped: ")[1] for w in warnings) == [
+        "307,200 bytes, over the 262,144-byte cap", "binary file", "not a regular file", "not a regular file"]

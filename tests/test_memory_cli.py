@@ -216,3 +216,14 @@ def test_progress_bar_only_for_long_work_or_tty(capsys, monkeypatch):
     bar(640, 640)
     err = capsys.readouterr().err
     assert "640/640" in err and err.endswith("\n") and bar.shown
+
+
+def test_search_and_index_output_show_escape_sequences_as_nothing(notes, capsys):
+    (notes / "evil.md").write_text('---\nname: evil-note\ndescription: "ship\\u001b]0;pwned\\u0007 it with kubectl"\n'
+                                   "---\nRun kubectl apply\x1b[2J\nto ship.\n")
+    (notes / "bad\x1b[31m.md").write_bytes(b"\x00")
+    code, out, _ = run(["index", "--notes", str(notes)], capsys)
+    assert code == 0 and "skipped bad.md" in out and "\x1b" not in out
+    code, out, _ = run(["search", "kubectl apply", "--notes", str(notes)], capsys)
+    assert code == 0 and "[evil-note]" in out and "ship it with kubectl" in out
+    assert "\x1b" not in out and "\x07" not in out

@@ -251,6 +251,37 @@ async def test_a_session_that_changed_nothing_says_so_when_asked_for_its_diff(ap
     await mgr.aclose()
 
 
+def test_merge_and_discard_when_the_base_branch_the_worktree_or_the_repo_went_away(tmp_path):
+    import shutil
+
+    root = tmp_path / "worktrees"
+    repo = make_repo(tmp_path / "r", {"calc.py": CALC})
+    git(repo, "checkout", "-q", "-b", "feature")
+    gone_base = wt.create(repo, "s1", "t", root)
+    (Path(gone_base.path) / "n.py").write_text("n\n")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "branch", "-D", "feature")
+    res = wt.merge(gone_base, "m")
+    assert not res.ok and "base branch feature no longer exists" in res.message
+    assert gone_base.branch in git(repo, "branch", "--list")  # the work is kept
+    dirty = wt.create(repo, "s2", "t", root)
+    (Path(dirty.path) / "calc.py").write_text("session\n")
+    (repo / "calc.py").write_text("user's uncommitted edit\n")
+    res = wt.merge(dirty, "m")
+    assert not res.ok and "calc.py" in res.message and "Aborting" not in res.message
+    assert (repo / "calc.py").read_text() == "user's uncommitted edit\n"
+    by_hand = wt.create(repo, "s3", "t", root)
+    shutil.rmtree(by_hand.path)
+    with pytest.raises(wt.WorktreeError, match="no longer exists"):
+        wt.diff(by_hand)
+    assert wt.discard(by_hand).startswith("discarded") and wt.find(root, "s3") is None
+    other = make_repo(tmp_path / "other", {"a.txt": "a"})
+    orphan = wt.create(other, "s4", "t", root)
+    shutil.rmtree(other)
+    assert wt.discard(orphan).startswith("discarded")
+    assert not Path(orphan.path).exists() and wt.find(root, "s4") is None
+
+
 async def test_in_place_when_not_a_repository_or_asked(api, repo, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
@@ -381,3 +412,53 @@ async def test_instruction_files_go_to_the_system_block_and_rules_to_matching_pa
     assert applied[0] == (".claude/rules/api.md", "task") and applied[1][0] == ".cursor/rules/db.mdc"
     assert s.status == S.DONE
     await mgr.aclose()
+
+
+def test_an_unreadable_worktreeinclude_file_is_skipped_not_a_failed_spawn(tmp_path, monkeypatch, caplog):
+    import shutil
+
+    repo = make_repo(tmp_path / "r", {"calc.py": CALC, ".gitignore": "*.env\n", ".worktreeinclude": "*.env\n"},
+                     untracked={"a.env": "A=1\n", "b.env": "B=2\n"})
+    real_copy = shutil.copy2
+
+    def copy2(src, dst, **kw):
+        if str(src).endswith("a.env"):
+            raise PermissionError(13, "Permission denied")
+        return real_copy(src, dst, **kw)
+
+    monkeypatch.setattr(shutil, "copy2", copy2)
+    info = wt.create(repo, "s1", "t", tmp_path / "worktrees")
+    assert info.included == ("b.env",) and (Path(info.path) / "b.env").read_text() == "B=2\n"
+    assert "a.env not copied into the worktree: Permission denied" in caplog.text
+
+
+def test_a_huge_generated_file_does_not_make_a_diff_no_client_can_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(wt, "MAX_PATCH_CHARS", 50_000)
+    monkeypatch.setattr(wt, "MAX_DIFF_CHARS", 120_000)
+    repo = make_repo(tmp_path / "r", {"calc.py": CALC})
+    info = wt.create(repo, "s1", "t", tmp_path / "worktrees")
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (Path(info.path) / name).write_text("".join(f"line {i}\n" for i in range(20_000)))
+    d = wt.diff(info)
+    assert [f.added for f in d.files] == [20_000] * 3  # the counts stay exact
+    assert all("not shown; git diff in the worktree shows all" in f.patch for f in d.files)
+    assert sum(len(f.patch) for f in d.files) < 120_000 + 1_000
+    assert d.files[0].patch.splitlines()[-2].startswith("+line ")  # cut at a line end
+
+
+def test_merge_never_aborts_a_merge_the_user_is_in_the_middle_of(tmp_path):
+    repo = make_repo(tmp_path / "r", {"calc.py": "a\n"})
+    info = wt.create(repo, "s1", "t", tmp_path / "worktrees")
+    (Path(info.path) / "new.py").write_text("session\n")
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "calc.py").write_text("side\n")
+    git(repo, "commit", "-qam", "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "calc.py").write_text("main\n")
+    git(repo, "commit", "-qam", "main")
+    subprocess.run(["git", "merge", "side"], cwd=repo, capture_output=True)  # a conflict the user works on
+    (repo / "calc.py").write_text("my careful resolution\n")
+    res = wt.merge(info, "m")
+    assert not res.ok and "in the middle of a merge" in res.message and res.conflicts == ()
+    assert (repo / ".git" / "MERGE_HEAD").exists() and (repo / "calc.py").read_text() == "my careful resolution\n"
+    assert info.branch in git(repo, "branch", "--list")

@@ -82,3 +82,42 @@ def test_split_command():
     assert split_command("echo 'a && b'") == ["echo a && b"]
     assert split_command("echo `id`") is None
     assert split_command("echo 'unbalanced") is None
+
+
+def test_a_comment_cannot_hide_the_next_line_from_an_allow_rule():
+    p = PermissionPolicy("default", allow=["Bash(pytest *)"])
+    assert p.check(Action("bash", "pytest #\nrm -rf ~")).verdict == "ask"
+    assert p.check(Action("bash", "pytest # just a comment")).verdict == "allow"
+    assert split_command("pytest #\nrm x") == ["pytest #", "rm x"]
+
+
+def test_redirections_are_not_separators_and_cannot_write_out_of_the_tree():
+    p = PermissionPolicy("default", allow=["Bash(pytest *)"])
+    assert p.check(Action("bash", "pytest -q 2>&1")).verdict == "allow"
+    assert p.check(Action("bash", "pytest > out.txt 2>/dev/null")).verdict == "allow"
+    for cmd in ("pytest > /etc/passwd", "pytest >>~/.bashrc", "pytest 2> ../x", "pytest &>> /tmp/x",
+                "pytest &&> ~/.profile", "pytest >; rm x", "pytest > $HOME/.bashrc", 'pytest >"${HOME}/x"'):
+        assert p.check(Action("bash", cmd)).verdict == "ask", cmd
+    assert PermissionPolicy("default", allow=["Bash"]).check(Action("bash", "pytest > /tmp/x")).verdict == "allow"
+
+
+def test_path_rules_outside_the_tree_are_config_errors():
+    for bad in ("Edit(../x)", "Edit(~/notes/**)", "Write(//etc/**)", "Edit(src/../../x)"):
+        with pytest.raises(RuleError, match="outside the working tree"):
+            PermissionPolicy("default", allow=[bad])
+        PermissionPolicy("default", deny=[bad])  # a deny rule out there is harmless (and Claude Code's)
+    p = PermissionPolicy("default", allow=["Edit(./.github/**)", "Edit(/docs/**)"])
+    assert p.check(Action("edit", ".github/workflows/ci.yml")).verdict == "allow"
+    assert p.check(Action("edit", "docs/a.md")).verdict == "allow"
+
+
+def test_read_rules_judge_the_resolved_path_not_its_spelling(tmp_path):
+    from cockpit.runtime.tools import ToolRunner
+
+    (tmp_path / ".env").write_text("SECRET=1")
+    (tmp_path / "alias").symlink_to(tmp_path / ".env")
+    runner = ToolRunner(tmp_path)
+    policy = PermissionPolicy("default", deny=["Read(.env)"])
+    for spelling in (".env", "./.env", ".//.env", str(tmp_path / ".env"), "alias"):
+        call = runner.prepare("str_replace_based_edit_tool", {"command": "view", "path": spelling})
+        assert policy.check(call.action).verdict == "deny", spelling

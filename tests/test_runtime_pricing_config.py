@@ -93,3 +93,23 @@ def test_known_tables_pass(tmp_path):
                    '[permissions]\nallow = ["Edit"]\n[runtime]\nmax_turns = 3\n')
     config = load_config(env={}, config_file=cfg)
     assert config.model == "m" and config.max_turns == 3 and config.allow == ("Edit",)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('model = ""\n', "model must be a model id"),
+    ("bash_timeout = nan\n", "bash_timeout must be a number of seconds"),
+    ("timeout = inf\n", "timeout must be a number of seconds"),
+    ("top_k = 1e99\n", "'top_k' must be int"),
+    ("max_turns = 2.5\n", "'max_turns' must be int"),
+])
+def test_config_values_no_flag_would_accept_are_errors(tmp_path, text, message):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(env={}, config_file=cfg)
+
+
+def test_a_config_file_that_is_a_folder_is_an_error_not_ignored(tmp_path):
+    (tmp_path / "config.toml").mkdir()
+    with pytest.raises(ConfigError, match="is a folder"):
+        load_config(env={}, config_file=tmp_path / "config.toml")

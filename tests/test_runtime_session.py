@@ -356,3 +356,40 @@ async def test_a_preseed_failure_is_recorded_and_shown_never_no_note_qualified(a
                             "pricing": {"date": "d"}})
     assert "preseed: FAILED" in report and "no note qualified" not in report
     await mgr.aclose()
+
+
+async def test_resume_skips_damaged_transcript_lines_with_a_warning(api, workspace, caplog):
+    api.script(Reply("remember 42"))
+    mgr = make_mgr(api)
+    s, _ = await run_one(mgr, "what number?", workspace=workspace)
+    await mgr.aclose()
+    path = Path(s.transcript_path)
+    lines = path.read_bytes().split(b"\n")
+    garbage = [b"[1, 2]", b"\xff\xfe not utf-8", b"{broken", b'{"type": "message"}', b"7"]
+    path.write_bytes(b"\n".join(lines[:1] + garbage + lines[1:]) + b'{"type": "usa')  # + a torn last line
+    warnings: list[str] = []
+    records = read_transcript(path, warnings)
+    assert [r["type"] for r in records][0] == "header" and all(isinstance(r, dict) for r in records)
+    assert warnings == [f"{path}: line 2 skipped: not a JSON object", f"{path}: line 3 skipped: not UTF-8",
+                        f"{path}: line 4 skipped: not JSON (Expecting property name enclosed in double quotes)",
+                        f"{path}: line 6 skipped: not a JSON object"]
+    api.script(Reply("it was 42"))
+    mgr2 = make_mgr(api, interactive=True)
+    with caplog.at_level("WARNING", logger="cockpit.transcript"):
+        r = await mgr2.resume(path)
+    assert "line 3 skipped: not UTF-8" in caplog.text
+    assert await mgr2.wait_idle(timeout=30)
+    assert r.status == S.WAITING and r.final_text == "remember 42"
+    await mgr2.aclose()
+
+
+def test_a_lone_surrogate_cannot_break_a_transcript_line(tmp_path):
+    from cockpit.runtime.transcript import TranscriptWriter
+
+    path = tmp_path / "t.jsonl"
+    w = TranscriptWriter(path)
+    w.write("header", session_id="s")
+    w.write("tool_result", content="caf\udce9.txt")
+    w.close()
+    records = read_transcript(path)
+    assert records[1]["content"] == "caf\udce9.txt"

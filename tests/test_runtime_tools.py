@@ -126,6 +126,28 @@ async def test_bad_files_are_tool_errors(runner):
     assert out.is_error and "cap" in out.content
 
 
+async def test_edits_that_would_do_nothing_or_go_wrong_are_refused_before_any_write(runner):
+    from cockpit.runtime import editor
+
+    root = runner.workspace.root
+    before = (root / "a.txt").read_text()
+    cases = [
+        ({"command": "str_replace", "path": "a.txt", "old_str": "beta", "new_str": "beta"}, "are the same"),
+        ({"command": "create", "path": "a.txt/inner.txt", "file_text": "x"}, "a.txt is a file, not a folder"),
+        ({"command": "create", "path": "newdir/", "file_text": "x"}, "names a folder"),
+        ({"command": "create", "path": "s.txt", "file_text": "bad \udcff"}, "not valid Unicode"),
+        ({"command": "str_replace", "path": "a.txt", "old_str": "beta", "new_str": "x" * (editor.MAX_FILE_BYTES + 1)},
+         "cap"),
+        ({"command": "insert", "path": "a.txt", "insert_line": 1, "insert_text": "x" * (editor.MAX_FILE_BYTES + 1)},
+         "cap"),
+    ]
+    for data, message in cases:
+        out = await runner.run(EDIT, data)
+        assert out.is_error and message in out.content, (data["command"], data["path"], out.content[:200])
+    assert (root / "a.txt").read_text() == before
+    assert not (root / "newdir").exists() and not (root / "s.txt").exists()
+
+
 async def test_bad_inputs_are_tool_errors(runner):
     assert (await runner.run(EDIT, "nope")).is_error
     assert (await runner.run(EDIT, {"command": "view"})).is_error
@@ -170,6 +192,24 @@ async def test_bash_state_persists_and_restart_resets(runner):
     assert out.content.split() == ["unset", str(runner.workspace.root)]
 
 
+async def test_bash_cd_out_of_the_tree_is_reset_as_claude_code_does(runner, tmp_path):
+    """A cd that leaves the working tree does not persist: the next command (which an allow rule
+    may let through, with a relative redirect) runs in the tree again, and the model is told."""
+    root = runner.workspace.root
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "sub").mkdir(exist_ok=True)
+    (root / "link-out").symlink_to(outside)
+    out = await runner.run("bash", {"command": f"cd {outside} && pwd"})
+    assert out.content.splitlines() == [str(outside), f"Shell cwd was reset to {root}"]
+    assert (await runner.run("bash", {"command": "pwd"})).content.strip() == str(root)
+    out = await runner.run("bash", {"command": "cd link-out"})  # inside by name, outside in fact
+    assert out.content.strip() == f"Shell cwd was reset to {root}"
+    out = await runner.run("bash", {"command": "cd sub && pwd"})  # within the tree: kept, no note
+    assert out.content.strip() == str(root / "sub")
+    assert (await runner.run("bash", {"command": "pwd"})).content.strip() == str(root / "sub")
+
+
 async def test_bash_exit_codes_stdin_and_syntax_errors(runner):
     out = await runner.run("bash", {"command": "echo oops >&2; exit_code() { return 3; }; exit_code"})
     assert "oops" in out.content and "[exit code 3]" in out.content and not out.is_error
@@ -206,6 +246,33 @@ async def test_bash_close_kills_the_process_group(tmp_path):
     await wait_gone(child, "the background child, after the session's close")
 
 
+async def test_bash_commands_that_close_or_redirect_output_do_not_hang_the_shell(tmp_path):
+    b = BashSession(tmp_path, session_env(dict(os.environ)), timeout=30)
+    try:
+        for cmd in ("exec >/dev/null", "exec 1>&- 2>&-", "exec 198>&-",
+                    "printf() { :; }; echo defined"):
+            r = await b.run(cmd)
+            assert not r.timed_out and not r.shell_exited, (cmd, r)
+            after = await b.run("echo visible; echo err >&2")
+            assert after.output == "visible\nerr\n" and after.exit_code == 0, (cmd, after)
+    finally:
+        await b.close()
+
+
+async def test_bash_shell_exit_with_a_background_job_ends_the_job_not_the_wait(tmp_path):
+    b = BashSession(tmp_path, session_env(dict(os.environ)), timeout=30)
+    try:
+        child = int((await b.run("sleep 300 & echo $!")).output.strip())
+        r = await b.run("echo bye; exit 3")
+        assert r.shell_exited and not r.timed_out and r.exit_code == 3 and r.output.startswith("bye")
+        await wait_gone(child, "the background job of a shell that exited")
+        r = await b.run("set -e; false")
+        assert r.shell_exited and not r.timed_out and r.exit_code == 1
+        assert (await b.run("echo again")).output == "again\n"
+    finally:
+        await b.close()
+
+
 async def test_bash_cancel_kills_a_running_command(tmp_path):
     b = BashSession(tmp_path, session_env(dict(os.environ)), timeout=60)
     marker = tmp_path / "pid"
@@ -231,3 +298,12 @@ async def test_the_api_key_is_not_in_the_shell_environment(tmp_path, monkeypatch
         assert "PATH=" in r.output
     finally:
         await b.close()
+
+
+async def test_a_file_name_that_is_not_utf8_is_listed_with_escapes(runner):
+    root = runner.workspace.root
+    with open(os.path.join(os.fsencode(root), b"caf\xe9.txt"), "wb") as fh:
+        fh.write(b"latin-1 name")
+    out = await runner.run(EDIT, view("."))
+    assert not out.is_error and "caf\\xe9.txt" in out.content
+    out.content.encode("utf-8")  # no lone surrogate: it can go to the API and into the transcript

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from helpers import stop_server
@@ -94,6 +95,10 @@ async def test_round_trip_in_process(api, ws, monkeypatch):
         row = await a.call("spawn", task="say hi", workspace=str(ws), config=payload, interactive=True)
         ask = await _events_until(b, lambda e: isinstance(e, ev.ApprovalRequested))
         assert ask.session_id == row["id"] and ask.detail == "echo hi"
+        for bad in ("false", 0, None):  # only a JSON boolean answers: bool("false") would allow
+            with pytest.raises(RemoteError) as err:
+                await b.call("answer", id=row["id"], request_id=None, allow=bad)
+            assert err.value.code == rpc.INVALID_PARAMS
         await b.call("answer", id=row["id"], request_id=None, allow=True)  # the other client answers
         for client in (a, b):  # both clients see the whole session
             await _events_until(client, lambda e: isinstance(e, ev.StatusChanged) and e.status is ev.SessionStatus.WAITING)
@@ -138,6 +143,9 @@ def test_detached_run_ls_attach_then_stop(api, ws, server_proc, capsys):
                  "--detach", "--json"]) == 0
     ids = [s["id"] for s in json.loads(capsys.readouterr().out)["sessions"]]
     assert len(ids) == 2
+    environ = Path(f"/proc/{_pid()}/environ")  # what a session's shell could read of its parent
+    if environ.exists():
+        assert b"ANTHROPIC_API_KEY" not in environ.read_bytes()  # the key came with the spawns
     assert main(["attach", ids[0]]) == 0
     out = capsys.readouterr().out
     assert "answered: first task" in out and f"[{ids[0]} done]" in out
@@ -154,11 +162,12 @@ def test_detached_run_ls_attach_then_stop(api, ws, server_proc, capsys):
 
 
 def test_attach_says_how_each_ask_was_answered(api, ws, server_proc, capsys):
-    api.script(Reply("", [ToolUse("bash", {"command": "ls"})]), Reply("could not list"))
+    api.script(Reply("", [ToolUse("bash", {"command": "ls"})]), Reply("could not\x1b]0;pwned\x07 list\x1b[2J"))
     assert main(["run", "list files", "--base-url", api.base_url, "--workspace", str(ws), "--detach", "--json"]) == 0
     sid = json.loads(capsys.readouterr().out)["sessions"][0]["id"]
     assert main(["attach", sid]) == 0
     out = capsys.readouterr().out
+    assert "could not list" in out and "\x1b" not in out and "\x07" not in out  # shown, not obeyed
     # a detached run is headless: its ask is denied at once, and attach says so after the ask
     assert out.index("! needs approval: ls") < out.index("[denied: nobody can answer approvals in a headless run")
 
@@ -453,3 +462,93 @@ def test_session_commands_help_says_what_id_takes(command, capsys):
     assert exit_.value.code == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "unique prefix or suffix of at least 4 characters" in out
+
+
+async def test_relative_paths_and_wrong_types_are_refused_not_read_against_the_servers_folder(
+        tmp_path, monkeypatch):
+    """The server's current folder is not the client's: a relative workspace, notes folder or
+    index would land somewhere the user never meant (an index file in the server's cwd)."""
+    server_cwd = tmp_path / "server-cwd"
+    (server_cwd / "ws").mkdir(parents=True)
+    (server_cwd / "notes").mkdir()
+    monkeypatch.chdir(server_cwd)
+    srv = Server(RuntimeConfig(api_key="test-key", base_url="http://127.0.0.1:9", max_retries=0))
+    await srv.start()
+    try:
+        a = await AsyncClient.connect(srv.socket_path)
+        bad = [
+            ("spawn", {"task": "x", "workspace": "ws"}, "workspace must be an absolute path"),
+            ("spawn", {"task": "x"}, "workspace"),
+            ("spawn", {"task": "x", "workspace": str(server_cwd / "ws"), "notes": "notes"}, "notes must be"),
+            ("spawn", {"task": "x", "workspace": str(server_cwd / "ws"), "notes": ["a"]}, "notes must be"),
+            ("spawn", {"task": "x", "workspace": str(server_cwd / "ws"), "notes": str(server_cwd / "notes"),
+                       "index": "rel.sqlite"}, "index must be an absolute path"),
+            ("spawn", {"task": "x", "workspace": str(server_cwd / "ws"), "top_k": "abc"}, "top_k must be an integer"),
+            ("spawn", {"task": "x", "workspace": str(server_cwd / "ws"), "model": ["m"]}, "model must be a string"),
+            ("memory.search", {"notes": "notes", "query": "x"}, "notes must be an absolute path"),
+            ("memory.search", {"notes": str(server_cwd / "notes"), "index": "i.sqlite", "query": "x"},
+             "index must be an absolute path"),
+            ("resume", {"path": "some.jsonl"}, "absolute transcript path"),
+            ("resume", {"path": "/x.jsonl", "interactive": "no"}, "interactive must be true or false"),
+            ("memory.save", {"notes": str(server_cwd / "notes"), "name": "n", "description": "d", "body": "b",
+                             "priority": "false"}, "priority must be true or false"),
+        ]
+        for method, params, message in bad:
+            with pytest.raises(RemoteError, match=message) as err:
+                await a.call(method, **params)
+            assert err.value.code == rpc.INVALID_PARAMS, (method, params)
+        assert (await a.call("hello"))["server"] == "cockpit"
+        assert srv.engines.describe() == [] and sorted(os.listdir(server_cwd)) == ["notes", "ws"]
+        await a.close()
+        # the clients send absolute paths: a relative --index is the client's, made absolute there
+        from cockpit.server.remote import RemoteEngine, RemoteRuntime
+
+        assert RemoteEngine(cast(Any, None), "notes", "i.sqlite").index == str(server_cwd / "i.sqlite")
+        rt = RemoteRuntime(cast(Any, None), RuntimeConfig(), notes="notes", index="i.sqlite")
+        assert (rt.notes, rt.index) == (str(server_cwd / "notes"), str(server_cwd / "i.sqlite"))
+    finally:
+        await srv.shutdown()
+
+
+async def test_a_big_history_still_fits_the_subscribe_reply(monkeypatch):
+    """The snapshot is one protocol line: long tool output is cut (the transcript has it) and the
+    oldest finished sessions are left out, so a client can always attach."""
+    monkeypatch.setattr(rpc, "MAX_LINE", 1 << 20)  # 1 MiB lines for client and server
+    srv = Server(RuntimeConfig(api_key="test-key", base_url="http://127.0.0.1:9"))
+    await srv.start()
+    try:
+        for i in range(12):
+            sid = f"s{i:05d}"
+            log = [ev.SessionSpawned(sid, "t", "m", "/ws", "/t", True)]
+            log += [ev.ToolResult(sid, f"t{j}", "bash", f"out {j} " + "x" * 100_000, False) for j in range(6)]
+            srv.mgr._logs[sid] = log
+        c = await AsyncClient.connect(srv.socket_path)
+        snapshot = [wire.event_from_json(e) for e in (await c.call("subscribe"))["events"]]
+        results = [e for e in snapshot if isinstance(e, ev.ToolResult)]
+        assert results and all(len(e.content) < 20_000 and "more characters in the transcript" in e.content
+                               for e in results)
+        kept = sorted({e.session_id for e in snapshot})
+        assert kept[-1] == "s00011" and 0 < len(kept) < 12  # the newest kept, the oldest left out
+        assert (await c.call("hello"))["server"] == "cockpit"
+        await c.close()
+    finally:
+        await srv.shutdown()
+
+
+def test_a_lone_surrogate_is_encoded_not_a_dead_event_stream():
+    line = rpc.encode({"jsonrpc": "2.0", "method": "event", "params": {"text": "caf\udce9 ✓"}})
+    assert json.loads(line)["params"]["text"] == "caf\udce9 ✓" and line.endswith(b"\n")
+
+
+def test_no_runtime_dir_warning_without_xdg_runtime_dir(monkeypatch):
+    """ssh sessions and containers often have no XDG_RUNTIME_DIR: every command used to print
+    platformdirs' RuntimeDirWarning on stderr."""
+    import warnings
+
+    monkeypatch.delenv("COCKPIT_DATA_DIR", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = paths.runtime_dir()
+    assert [str(w.message) for w in caught] == []
+    assert path.is_absolute() and "cockpit" in str(path)

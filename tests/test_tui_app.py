@@ -159,10 +159,10 @@ async def test_model_warm_up_is_visible_and_nothing_freezes():
 
 async def test_memory_screen_search_open_and_warnings(tmp_path):
     note = tmp_path / "deploy.md"
-    note.write_text("---\nname: deploy-cmd\n---\nDeploy with `make ship-v2`.\n")
-    engine = FakeEngine(hits=[FakeHit("deploy-cmd", "how to deploy", "", True, 0.77, note),
+    note.write_text("---\nname: deploy-cmd\n---\nDeploy with `make ship-v2`.\x1b]0;pwned\x07\n")
+    engine = FakeEngine(hits=[FakeHit("deploy\x1b[31m-cmd", "how to\x1b[2J deploy", "", True, 0.77, note),
                               FakeHit("staging-env", "staging port", "", False, 0.5, note)])
-    engine.lint_issues = [type("I", (), {"kind": "no-description", "path": "x.md", "message": "add one", "other": None})()]
+    engine.lint_issues = [type("I", (), {"kind": "no-description", "path": "x.md", "message": "add\x1b[5m one", "other": None})()]
     app = CockpitApp(FakeManager(), engine)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: "⚠ 1 warning (w)" in text_of(app.screen.query_one("#totals")), "warning count")
@@ -178,14 +178,15 @@ async def test_memory_screen_search_open_and_warnings(tmp_path):
         assert "make ship-v2" in screen.query_one("#memory-note", Markdown).source
         # the frontmatter shows as a YAML block, not as a rule and a heading
         from textual.widgets.markdown import MarkdownBlock, MarkdownFence
-        note = screen.query_one("#memory-note", Markdown)
-        await until(pilot, lambda: note.query(MarkdownFence), "the frontmatter block")
-        assert "name: deploy-cmd" in note.query_one(MarkdownFence).code
-        assert not [b for b in note.query(MarkdownBlock) if type(b).__name__ == "MarkdownHorizontalRule"]
+        shown = screen.query_one("#memory-note", Markdown)
+        await until(pilot, lambda: shown.query(MarkdownFence), "the frontmatter block")
+        assert "name: deploy-cmd" in shown.query_one(MarkdownFence).code
+        assert not [b for b in shown.query(MarkdownBlock) if type(b).__name__ == "MarkdownHorizontalRule"]
+        assert "\x1b" not in screen.query_one("#memory-note", Markdown).source + label  # shown, not obeyed
         await pilot.press("ctrl+w")
         await until(pilot, lambda: screen.lint_issues is not None, "lint")
         warnings = text_of(screen.query_one("#memory-warnings"))
-        assert "no-description" in warnings and "date coerced" in warnings
+        assert "no-description" in warnings and "date coerced" in warnings and "add one" in warnings
         await pilot.press("escape")
         await pilot.press("w")
         assert isinstance(app.screen, MemoryScreen)
@@ -375,6 +376,30 @@ async def test_review_search_covers_every_transcript_lists_dates_and_survives_a_
         await until(pilot, lambda: screen.query_one("#review-text").selected_text.lower() == "zebra", "its match")
         await pilot.press("escape")  # leaves the search: every transcript again
         await until(pilot, lambda: len(screen.infos) == 3, "all listed again")
+
+
+async def test_review_shows_damaged_transcripts_with_a_warning_and_never_ends_the_app(tmp_path):
+    from cockpit.tui.screens.review import ReviewScreen
+
+    sessions = tmp_path / "sessions"
+    garbled = _transcript(sessions, "20260102-000000-bad.jsonl", "bad", "garbled", "2026-01-02T10:30:00.000+00:00",
+                          "kept answer")
+    garbled.write_bytes(garbled.read_bytes() + b"\xff\xfe\n[1]\n")
+    odd = _transcript(sessions, "20260103-000000-odd.jsonl", "odd", "odd", "2026-01-03T10:30:00.000+00:00", "x")
+    header = json.loads(odd.read_text().splitlines()[0])
+    odd.write_text(json.dumps({**header, "injected": "not a list of notes"}) + "\n")
+    app = CockpitApp(FakeManager(), None, sessions_dir=sessions, clock=lambda *a: time.gmtime(0))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("r")
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        await until(pilot, lambda: len(screen.infos) == 2 and screen.text, "both listed")
+        await until(pilot, lambda: "damaged record" in screen.query_one("#review-text").text, "the odd one said")
+        await pilot.press("down")
+        await until(pilot, lambda: "kept answer" in screen.query_one("#review-text").text, "the garbled one")
+        text = screen.query_one("#review-text").text
+        assert "line 5 skipped: not UTF-8" in text and "line 6 skipped: not a JSON object" in text
+        assert app.is_running
 
 
 async def test_the_palette_lists_each_command_once_and_screenshots_say_where(tmp_path, monkeypatch):
@@ -662,3 +687,25 @@ async def test_q_with_sessions_waiting_for_you_leaves_them_and_its_label_says_so
         await pilot.press("Q")
         await until(pilot, lambda: not app.is_running, "quit without asking")
     assert mgr.killed == []
+
+
+async def test_escape_sequences_in_task_model_and_tool_text_never_reach_the_terminal():
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(ev.SessionSpawned("x00001", "fix\x1b]0;pwned\x07 it\nnow", "m", "/ws", "/t", True),
+                 ev.StatusChanged("x00001", S.STREAMING),
+                 ev.TextDelta("x00001", "clear\x1b[2J\x1b[31m red\x07 done"),
+                 ev.ToolCall("x00001", "tu1", "bash", {"command": "printf '\x1b[?1049h'"}),
+                 ev.ToolResult("x00001", "tu1", "bash", "out\x1b]52;c;Zm9v\x07put", False),
+                 ev.StatusChanged("x00001", S.RUNNING_TOOL, "first line\nsecond\x1b[1m line"))
+        await until(pilot, lambda: "x00001" in app.panes, "pane")
+        pane = app.panes["x00001"]
+        body = pane.query_one("#pane-body")
+        await until(pilot, lambda: "done" in body.plain_text(), "text on screen")
+        shown = body.plain_text() + str(pane.border_title) + text_of(pane.query_one("#pane-status"))
+        assert "\x1b" not in shown and "\x07" not in shown
+        assert "clear red done" in body.plain_text()
+        assert "\n" not in str(pane.border_title)
+        await until(pilot, lambda: "second line" in text_of(pane.query_one("#pane-status")), "status detail")
+        assert "first line second line" in text_of(pane.query_one("#pane-status")).replace("\n", "|")

@@ -314,3 +314,18 @@ def test_transcript_rendering_shows_approvals_context_and_reviews():
                   "✗ approval denied (once): not now", "· context warn: 820 of 1000 tokens",
                   "✓ review merge: merged cockpit/s1-t into main"]:
         assert piece in text, piece
+
+
+def test_textsafe_removes_escape_sequences_and_controls_keeps_text():
+    from cockpit.textsafe import clean, clean_event, one_line
+
+    assert clean("a\x1b[31mred\x1b[0m b") == "ared b"
+    assert clean("x\x1b]0;title\x07y\x1b]8;;http://e\x1b\\link\x1b]8;;\x1b\\z") == "xylinkz"
+    assert clean("bell\x07 cr\r\n\ttab \u202eevil \x9b2J tail\x1b") == "bell cr\n\ttab evil  tail"
+    assert clean("ünïcödé 日本 → ok") == "ünïcödé 日本 → ok"
+    assert one_line("one\ntwo\u2028three\x1b[2J\t four ") == "one two three four"
+    assert fmt.short("name\x1b]0;x\x07\nnext", 40) == "name next"
+    e = clean_event(ev.ToolCall("s", "t", "bash", {"command": "echo \x1b[31m", "n": 1}))
+    assert e.input == {"command": "echo ", "n": 1}
+    same = ev.TextDelta("s", "plain")
+    assert clean_event(same) is same

@@ -8,9 +8,14 @@ The tool's contract: state persists between calls (``cd``, variables, functions)
   strips the API key from it). stderr is merged into stdout, in order.
 - Each command is written to a file in a private temp folder and *sourced* with stdin from
   ``/dev/null`` (so a command that reads stdin cannot swallow the next one, and a syntax error
-  cannot leave the shell waiting), followed by a sentinel line carrying ``$?``.
+  cannot leave the shell waiting), followed by a sentinel line carrying ``$?``. Its stdout and
+  stderr are restored after it, so a command that closes or redirects them (``exec >/dev/null``)
+  neither hides the sentinel nor silences the next command.
 - Output is read asynchronously (the event loop never blocks) and capped at
   :data:`MAX_OUTPUT_BYTES`: the head and the tail are kept, the middle is elided with a count.
+- After each command the shell's directory is checked: if a ``cd`` left the working tree, the
+  shell goes back to the tree's root and the model is told ("Shell cwd was reset to …", as
+  Claude Code says it), so a later command that an allow rule lets through runs in the tree.
 - A command running longer than the timeout (seconds) is killed with its whole process group
   and the shell is restarted on the next call; the model is told its state was lost.
 - :meth:`BashSession.close` (session killed or ended) kills the process group: background jobs
@@ -47,6 +52,7 @@ class BashResult:
     timed_out: bool = False
     elided: int = 0
     shell_exited: bool = False
+    cwd_reset_to: str | None = None
 
     def for_model(self) -> str:
         text = self.output
@@ -57,6 +63,8 @@ class BashResult:
             text += f"\n[the shell exited (code {self.exit_code}); a new shell starts with the next command]"
         elif self.exit_code:
             text += f"\n[exit code {self.exit_code}]"
+        if self.cwd_reset_to:
+            text = text.rstrip("\n") + ("\n" if text.strip() else "") + f"Shell cwd was reset to {self.cwd_reset_to}"
         return text if text.strip() else "(no output)"
 
 
@@ -70,7 +78,8 @@ class _Capture:
         self.recent = bytearray()  # the stream's last bytes, where the sentinel shows up
         self.total = 0
         self.dropped = 0
-        self.rx = re.compile(re.escape(sentinel) + rb" (-?\d+)\n")
+        self.rx = re.compile(re.escape(sentinel) + rb" (-?\d+)( reset)?\n")
+        self.reset = False  # the shell left the working tree and was sent back
         self.keep = len(sentinel) + 64
 
     def feed(self, chunk: bytes) -> None:
@@ -100,6 +109,7 @@ class _Capture:
             self.tail.clear()
         else:
             del self.tail[pos - (self.total - len(self.tail)):]
+        self.reset = m.group(2) is not None
         return int(m.group(1))
 
     def text(self) -> str:
@@ -125,6 +135,7 @@ class BashSession:
     def __init__(self, cwd: Path | str, env: dict[str, str], timeout: float = DEFAULT_TIMEOUT_S,
                  max_output: int = MAX_OUTPUT_BYTES):
         self.cwd = str(cwd)
+        self._real_cwd = os.path.realpath(self.cwd)
         self.env = dict(env)
         self.timeout = timeout
         self.max_output = max_output
@@ -147,6 +158,8 @@ class BashSession:
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             cwd=self.cwd, env=self.env, start_new_session=True,
         )
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(b"exec 198>&1\n")
         return self._proc
 
     async def run(self, command: str) -> BashResult:
@@ -156,8 +169,16 @@ class BashSession:
         self._n += 1
         script = Path(self._tmp) / f"cmd-{self._n}.sh"
         script.write_text(command + "\n", encoding="utf-8")
-        line = (f". {_quote(str(script))} < /dev/null; __cockpit_rc=$?; "
-                f"printf '\\n%s %d\\n' '{self._sentinel}' \"$__cockpit_rc\"\n")
+        # fd 198 is the shell's own stdout (saved at start): the command's stdout and stderr are
+        # set from it and restored after it, so `exec >/dev/null` or `exec 1>&-` in a command
+        # cannot hide the sentinel (or later output); the command itself never sees fd 198
+        # then, if the command's cd left the working tree (physically: symlinks resolved), back
+        # to its root, flagged in the sentinel line
+        tree = _quote(self._real_cwd.rstrip("/"))
+        line = (f"{{ . {_quote(str(script))} < /dev/null 198>&-; }} >&198 2>&1; __cockpit_rc=$?; "
+                f"case \"$(builtin pwd -P 2>/dev/null)/\" in {tree}/*) __cockpit_cd='';; "
+                f"*) builtin cd -- {_quote(self.cwd)} 2>/dev/null; __cockpit_cd=' reset';; esac; "
+                f"builtin printf '\\n%s %d%s\\n' '{self._sentinel}' \"$__cockpit_rc\" \"$__cockpit_cd\" >&198\n")
         cap = _Capture(self.max_output, self._sentinel.encode())
         try:
             proc.stdin.write(line.encode())
@@ -168,31 +189,57 @@ class BashSession:
             return BashResult("", code, shell_exited=True)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
+        exited = _exit_of(proc)
         try:
             while True:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise TimeoutError
-                chunk = await asyncio.wait_for(proc.stdout.read(_READ), remaining)
+                read = loop.create_task(proc.stdout.read(_READ))
+                done, _ = await asyncio.wait({read, exited}, timeout=remaining,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if read not in done:
+                    read.cancel()
+                    if exited in done:  # the shell exited while a background job holds its output
+                        return await self._shell_exited(proc, cap, script)
+                    raise TimeoutError
+                chunk = read.result()
                 if not chunk:  # the shell exited (e.g. the command ran `exit`)
-                    code = await proc.wait()
-                    self._proc = None
-                    return BashResult(cap.text(), code, elided=cap.dropped, shell_exited=True)
+                    return await self._shell_exited(proc, cap, script)
                 cap.feed(chunk)
                 end = cap.find_end()
                 if end is not None:
-                    return BashResult(cap.text().replace(f"{script}: ", "bash: "), end, elided=cap.dropped)
+                    return BashResult(_text(cap, script), end, elided=cap.dropped,
+                                      cwd_reset_to=self.cwd if cap.reset else None)
         except TimeoutError:
             self._kill()
-            return BashResult(cap.text(), None, timed_out=True, elided=cap.dropped)
+            return BashResult(_text(cap, script), None, timed_out=True, elided=cap.dropped)
         except asyncio.CancelledError:
             self._kill()
             raise
         finally:
+            exited.cancel()
             try:
                 script.unlink()
             except OSError:
                 pass
+
+    async def _shell_exited(self, proc: asyncio.subprocess.Process, cap: _Capture, script: Path) -> BashResult:
+        """The shell ended (``exit``, ``set -e``): its background jobs end with it (they would
+        otherwise outlive the session), and what they and the shell wrote is read to the end."""
+        assert proc.stdout is not None
+        self._proc = None
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            while chunk := await asyncio.wait_for(proc.stdout.read(_READ), 5):
+                cap.feed(chunk)
+            await asyncio.wait_for(proc.wait(), 5)
+        except TimeoutError:  # a process that left the group (setsid) still holds the pipe
+            pass
+        return BashResult(_text(cap, script), proc.returncode, elided=cap.dropped, shell_exited=True)
 
     async def restart(self) -> None:
         """Kill the current shell (and its process group); the next ``run`` starts a new one."""
@@ -219,6 +266,38 @@ class BashSession:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+def _exit_of(proc: asyncio.subprocess.Process) -> asyncio.Future:
+    """A future done when ``proc`` exits, even while a background job it started still holds its
+    output pipe (``proc.wait()`` waits for the pipes too). Linux: a pidfd; elsewhere a poll."""
+    loop = asyncio.get_running_loop()
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        async def poll() -> None:
+            while proc.returncode is None:
+                await asyncio.sleep(0.2)
+        return loop.create_task(poll())
+    done: asyncio.Future = loop.create_future()
+
+    def ready() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    loop.add_reader(fd, ready)
+
+    def close(_: asyncio.Future) -> None:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+    done.add_done_callback(close)
+    return done
+
+
+def _text(cap: _Capture, script: Path) -> str:
+    """The captured output, the temp script's path shown as ``bash`` (as an interactive shell says it)."""
+    return cap.text().replace(f"{script}: ", "bash: ")
 
 
 def _quote(s: str) -> str:

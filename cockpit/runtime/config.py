@@ -31,6 +31,7 @@ Nothing here prints or logs the API key; ``repr(RuntimeConfig)`` masks it.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -233,8 +234,10 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
     Raises :class:`ConfigError` on invalid TOML or a value of the wrong type.
     """
     path = path or config_path()
-    if not path.is_file():
+    if not path.exists():
         return {}
+    if path.is_dir():  # not silently "no config": the user meant to configure something
+        raise ConfigError(f"cannot read {path}: it is a folder, not a file")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -262,6 +265,8 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
                 out["pricing_path"] = Path(str(value)).expanduser()
             elif typ == "sources":
                 out[key] = parse_setting_sources(value)
+            elif typ is int and isinstance(value, float):  # 1e99 or 2.5: not a count
+                raise TypeError
             else:
                 out[key] = typ(value)
         except ConfigError as exc:
@@ -339,13 +344,15 @@ def _validate(config: RuntimeConfig) -> None:
             raise ConfigError(f"{name} must be a whole number ≥ {low}, got {value!r}")
     for name in ("timeout", "bash_timeout", "selector_timeout"):
         value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ConfigError(f"{name} must be a number of seconds > 0, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            raise ConfigError(f"{name} must be a number of seconds > 0, got {value!r}")  # nan, inf too
     from cockpit.runtime.permissions import PermissionMode, Rule, RuleError
 
     try:
         PermissionMode.parse(config.permission_mode)
-        for rule in (*config.allow, *config.deny):
+        for rule in config.allow:
+            Rule.parse_allow(rule)
+        for rule in config.deny:
             Rule.parse(rule)
     except (ValueError, RuleError) as exc:
         raise ConfigError(str(exc)) from None
@@ -361,6 +368,8 @@ def _validate(config: RuntimeConfig) -> None:
         raise ConfigError(f"selector must be one of {', '.join(SELECTORS)}, got {config.selector!r}")
     if not isinstance(config.selector_model, str) or not config.selector_model.strip():
         raise ConfigError("selector_model must be a model id")
+    if not isinstance(config.model, str) or not config.model.strip():
+        raise ConfigError(f"model must be a model id, got {config.model!r}")
     if config.base_url is not None:
         from urllib.parse import urlsplit
 

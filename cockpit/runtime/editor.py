@@ -128,7 +128,9 @@ class Editor:
     def _view_dir(self, path: Path) -> str:
         entries = []
         for p, is_dir in self.ws.walk(path, depth=2):
-            entries.append(self.ws.rel(p) + ("/" if is_dir else ""))
+            # a name that is not UTF-8 is shown with \xNN escapes (a lone surrogate cannot be sent)
+            name = self.ws.rel(p).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            entries.append(name + ("/" if is_dir else ""))
             if len(entries) >= MAX_DIR_ENTRIES:
                 entries.append(f"[stopped at {MAX_DIR_ENTRIES} entries]")
                 break
@@ -141,7 +143,12 @@ class Editor:
         command = data.get("command")
         if command == "create":
             _need(data, "path", "file_text")
+            if data["path"].rstrip().endswith("/"):
+                raise EditorError(f"create: {data['path']} names a folder; give a file path")
             path = self.ws.resolve(data["path"], for_write=True)
+            for parent in path.relative_to(self.ws.root).parents:
+                if (self.ws.root / parent).exists() and not (self.ws.root / parent).is_dir():
+                    raise EditorError(f"create: {parent.as_posix()} is a file, not a folder")
             if len(data["file_text"]) > MAX_CREATE_CHARS:
                 raise EditorError(f"create: file_text is over the {MAX_CREATE_CHARS:,}-character cap")
             old, newline = None, "\n"
@@ -173,6 +180,8 @@ class Editor:
             raise EditorError("str_replace: new_str must be a string")
         if not old_str:
             raise EditorError("str_replace: old_str is empty; give the exact text to replace")
+        if old_str == new_str.replace("\r\n", "\n"):
+            raise EditorError("str_replace: old_str and new_str are the same; nothing would change")
         count = old.count(old_str)
         if count == 0:
             raise EditorError(
@@ -206,6 +215,12 @@ class Editor:
         return self._plan(path, old, new, newline, message)
 
     def _plan(self, path: Path, old: str | None, new: str, newline: str, message: str) -> EditPlan:
+        if len(new) > MAX_FILE_BYTES:
+            raise EditorError(f"the edited file would be over the {MAX_FILE_BYTES:,}-character cap")
+        try:
+            new.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise EditorError(f"the new text is not valid Unicode ({exc.reason} at character {exc.start})") from None
         rel = self.ws.rel(path)
         diff, added, removed = _diff(rel, old, new)
         return EditPlan(path, rel, old, new, newline, diff, added, removed, message)

@@ -13,11 +13,16 @@ Modes (``--permission-mode``, config ``permission_mode``):
 Rules (config ``[permissions]`` ``allow = [...]`` / ``deny = [...]``, Claude Code's syntax):
 ``Bash`` (any command), ``Bash(pytest *)`` (wildcard; ``X *`` also matches bare ``X``),
 ``Bash(npm run test:*)`` (legacy prefix form), ``Bash(git status)`` (exact), ``Edit`` (any edit),
-``Edit(src/**)`` (edits to matching paths), ``Write`` (file creation), ``Read``,
-``memory_save`` / ``mcp__cockpit__memory_save``. Deny rules win over everything, then plan mode,
-then bypass, then allow rules (config, then those added with "allow for this session"), then the
-mode's default. A compound command (``a && b``, ``a | b``, ``a; b``) is allowed by rules only when
-every part is; one with command substitution (``$(…)``, backticks) is never allowed by a rule.
+``Edit(src/**)`` (edits to matching paths, relative to the working tree; ``/src/**`` and
+``./src/**`` mean the same; ``..`` or ``~`` in an Edit/Write allow rule is a config error),
+``Write`` (file creation), ``Read``, ``memory_save`` / ``mcp__cockpit__memory_save``. Deny rules
+win over everything, then plan mode, then bypass, then allow rules (config, then those added with
+"allow for this session"), then the mode's default. A compound command (``a && b``, ``a | b``,
+``a; b``, a second line) is allowed by rules only when every part is; one with command
+substitution (``$(…)``, backticks) or an output redirection out of the working tree
+(``> /etc/x``, ``>> ~/.bashrc``, ``> ../x``, ``> $HOME/x``) is never allowed by a rule narrower
+than ``Bash``. ``#`` never hides a following line from this check. A path is judged as it
+resolves: ``./.env``, an absolute path or a symlink meet ``Read(.env)``.
 """
 
 from __future__ import annotations
@@ -82,6 +87,19 @@ class Rule:
         spec = m.group(2)
         return cls(tool, spec.strip() if spec and spec.strip() not in ("*", "") else None)
 
+    @classmethod
+    def parse_allow(cls, text: str) -> Rule:
+        """An allow rule: as :meth:`parse`, and an edit path outside the working tree (``..``, ``~``,
+        ``//abs``) is an error — it could never match, so the user would believe in a rule that does
+        nothing. (Such deny rules are kept: harmless here, meaningful to Claude Code.)"""
+        rule = cls.parse(text)
+        spec = rule.spec
+        if spec and rule.tool in ("Edit", "Write"):  # (Claude Code may read outside: Read rules stay)
+            if spec.startswith(("~", "//")) or ".." in spec.split("/"):
+                raise RuleError(f"permission rule {text!r} names a path outside the working tree; paths in "
+                                f"rules are relative to it, e.g. 'Edit(src/**)'")
+        return rule
+
     def __str__(self) -> str:
         return self.tool if self.spec is None else f"{self.tool}({self.spec})"
 
@@ -104,26 +122,52 @@ class Decision:
 
 
 _SUBST = re.compile(r"\$\(|`|<\(|>\(")
+_SEPARATORS = set(";&|")
+# redirection operators that contain '&' or '|' but separate nothing
+_REDIRECT_OPS = {">", ">>", "<", "<<", "<<<", "<>", ">&", "<&", "&>", "&>>", ">|", ">>&"}
+_HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 
 
-def split_command(command: str) -> list[str] | None:
-    """The simple commands of a shell line (split on ``&& || ; | &`` and newlines), or None when
-    it cannot be analysed (unbalanced quotes, command substitution)."""
+def _simple_commands(command: str) -> list[list[str]] | None:
+    """The words of each simple command of a shell line, or None when it cannot be analysed."""
     if _SUBST.search(command):
         return None
     try:
-        lex = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|")
+        # '#' is an ordinary character here: as a comment it would hide what follows a newline
+        lex = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|<>")
+        lex.commenters = ""
         lex.whitespace_split = True
         tokens = list(lex)
     except ValueError:
         return None
     parts: list[list[str]] = [[]]
     for tok in tokens:
-        if tok and set(tok) <= set(";&|"):
+        if tok and set(tok) <= _SEPARATORS:
             parts.append([])
+        elif tok and set(tok) <= _SEPARATORS | set("<>") and tok not in _REDIRECT_OPS:
+            return None  # e.g. '&&>' or '>;': operators glued together, not analysed
         else:
             parts[-1].append(tok)
-    return [" ".join(p) for p in parts if p]
+    return [p for p in parts if p]
+
+
+def split_command(command: str) -> list[str] | None:
+    """The simple commands of a shell line (split on ``&& || ; | &`` and newlines), or None when
+    it cannot be analysed (unbalanced quotes, command substitution, glued operators)."""
+    parts = _simple_commands(command)
+    return None if parts is None else [" ".join(p) for p in parts]
+
+
+def writes_outside(words: list[str]) -> bool:
+    """True when a simple command redirects output to a path outside the working tree
+    (absolute, ``~``, ``..`` or a variable; ``/dev/null`` and friends excepted)."""
+    for op, target in zip(words, words[1:], strict=False):
+        if op in _REDIRECT_OPS and ">" in op and not target.isdigit():
+            if target in _HARMLESS_TARGETS:
+                continue
+            if target.startswith(("/", "~")) or ".." in target.split("/") or "$" in target:
+                return True  # a variable ($HOME/x) can name any place
+    return False
 
 
 def _one_matches(spec: str, cmd: str) -> bool:
@@ -140,7 +184,10 @@ def _one_matches(spec: str, cmd: str) -> bool:
 def _path_matches(spec: str | None, path: str) -> bool:
     if spec is None:
         return True
-    spec = spec.lstrip("./") if spec.startswith("./") else spec
+    if spec.startswith("./"):
+        spec = spec[2:]
+    elif spec.startswith("/"):  # Claude Code's "/x": relative to the project root
+        spec = spec[1:]
     if fnmatch.fnmatchcase(path, spec):
         return True
     if spec.endswith("/**"):
@@ -190,7 +237,7 @@ class PermissionPolicy:
     def __init__(self, mode: PermissionMode | str = PermissionMode.DEFAULT,
                  allow: list[str] | tuple[str, ...] = (), deny: list[str] | tuple[str, ...] = ()):
         self.mode = mode if isinstance(mode, PermissionMode) else PermissionMode.parse(mode)
-        self.allow = [Rule.parse(r) for r in allow]
+        self.allow = [Rule.parse_allow(r) for r in allow]
         self.deny = [Rule.parse(r) for r in deny]
         self.session_allow: list[Rule] = []
 
@@ -216,8 +263,10 @@ class PermissionPolicy:
         if self.mode is PermissionMode.BYPASS:
             return Decision("allow")
         rules = self.allow + self.session_allow
-        if action.kind == "bash" and split_command(action.target) is None:
-            rules = [r for r in rules if r.tool == "Bash" and r.spec is None]
+        if action.kind == "bash":
+            words = _simple_commands(action.target)
+            if words is None or any(writes_outside(w) for w in words):
+                rules = [r for r in rules if r.tool == "Bash" and r.spec is None]
         if rules and all(any(_rule_matches(r, part) for r in rules) for part in parts):
             return Decision("allow", "allowed by the permission rules")
         if action.kind in ("edit", "create", "memory_save") and self.mode is PermissionMode.ACCEPT_EDITS:

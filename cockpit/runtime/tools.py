@@ -208,7 +208,11 @@ class ToolRunner:
         if name == editor_tool.TOOL_NAME:
             command = data.get("command")
             if command == "view":
-                return PreparedCall(name, data, Action("read", str(data.get("path", ""))), editor_tool.summarize(data))
+                # judged by the path it resolves to: './.env', an absolute path or a symlink to it
+                # must meet the same Read rules as '.env'
+                given = data.get("path")
+                rel = self.workspace.rel(self.workspace.resolve(given)) if isinstance(given, str) else ""
+                return PreparedCall(name, data, Action("read", rel), editor_tool.summarize(data))
             plan = self.editor.plan(data)
             kind = "create" if plan.old is None else "edit"
             summary = f"{command} {plan.rel} (+{plan.added} -{plan.removed})"

@@ -31,6 +31,7 @@ The header (version 2) also holds ``backend``, ``cwd``, ``worktree`` (``path``, 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 VERSION = 1
+log = logging.getLogger("cockpit.transcript")
 
 
 def now_iso() -> str:
@@ -60,7 +62,12 @@ class TranscriptWriter:
         if self.closed:
             return
         rec = {"type": type_, "ts": now_iso(), **fields}
-        self._fh.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+        line = json.dumps(rec, ensure_ascii=False, default=str)
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (e.g. an undecodable file name): \u escapes
+            line = json.dumps(rec, default=str)
+        self._fh.write(line + "\n")
         self._fh.flush()
 
     def close(self) -> None:
@@ -83,21 +90,39 @@ def new_transcript_path(sessions_dir: Path, session_id: str) -> Path:
     return Path(sessions_dir) / f"{stamp}-{session_id}.jsonl"
 
 
-def read_transcript(path: Path) -> list[dict]:
-    """All complete records of a transcript (a torn last line is ignored).
+def read_transcript(path: Path, warnings: list[str] | None = None) -> list[dict]:
+    """All complete records of a transcript. A torn last line (a crash mid-write) is ignored; any
+    other line that is not a JSON object (garbage, undecodable bytes, a bare value) is skipped with
+    a warning naming the file and line — appended to ``warnings`` when given, else logged.
 
     Raises ``FileNotFoundError``; ``ValueError`` when the first record is not a header.
     """
-    records = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
+    records: list[dict] = []
+    skipped: list[str] = []
+    with open(path, "rb") as fh:
+        lines = fh.read().split(b"\n")
+    last = len(lines) - 1
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            skipped.append(f"{path}: line {number} skipped: not UTF-8")
+            continue
+        except json.JSONDecodeError as exc:
+            if number - 1 < last:  # the torn last line of a crash is expected, not worth a warning
+                skipped.append(f"{path}: line {number} skipped: not JSON ({exc.msg})")
+            continue
+        if not isinstance(rec, dict):
+            skipped.append(f"{path}: line {number} skipped: not a JSON object")
+            continue
+        records.append(rec)
+    if warnings is not None:
+        warnings.extend(skipped)
+    else:
+        for w in skipped:
+            log.warning("%s", w)
     if not records or records[0].get("type") != "header":
         raise ValueError(f"{path} is not a Cockpit transcript (no header)")
     return records
@@ -105,9 +130,12 @@ def read_transcript(path: Path) -> list[dict]:
 
 def load_messages(records: list[dict]) -> list[dict]:
     """The conversation (``[{role, content}]``) a transcript holds, made valid for a new request:
-    a trailing assistant message whose tool calls have no results (killed mid-tool) is dropped."""
-    msgs = [{"role": r["role"], "content": r["content"]} for r in records if r.get("type") == "message"]
-    if msgs and msgs[-1]["role"] == "assistant":
+    a trailing assistant message whose tool calls have no results (killed mid-tool) is dropped,
+    and so is a ``message`` record without a role or content (a damaged line)."""
+    msgs = [{"role": r["role"], "content": r["content"]} for r in records
+            if r.get("type") == "message" and r.get("role") in ("user", "assistant")
+            and isinstance(r.get("content"), (str, list))]
+    if msgs and msgs[-1]["role"] == "assistant" and isinstance(msgs[-1]["content"], list):
         if any(isinstance(b, dict) and b.get("type") == "tool_use" for b in msgs[-1]["content"]):
             msgs.pop()
     return msgs
@@ -135,7 +163,7 @@ def list_transcripts(sessions_dir: Path) -> list[TranscriptInfo]:
         return out
     for p in sorted(d.glob("*.jsonl"), reverse=True):
         try:
-            recs = read_transcript(p)
+            recs = read_transcript(p, [])  # damaged lines are reported when the transcript is read
         except (OSError, ValueError):
             continue
         h = recs[0]

@@ -11,9 +11,11 @@ so ``cockpit worktrees`` can list and prune worktrees a crashed run left behind.
 
 Review: :func:`diff` is the change against the base commit, committed or not, including new
 untracked (not ignored) files; computed with a temporary index, the worktree's own index is never
-touched. :func:`merge` commits what is pending on the session branch, then merges it into the
-branch the session started from (fast-forward when possible, else a merge commit; a conflict is
-aborted and reported, never forced). :func:`keep` commits and removes the worktree, keeping the
+touched; a patch over :data:`MAX_PATCH_CHARS` (or past :data:`MAX_DIFF_CHARS` for the whole
+diff) is cut at a line end with a line saying so (the file counts stay exact). :func:`merge`
+commits what is pending on the session branch, then merges it into the branch the session
+started from (fast-forward when possible, else a merge commit; a conflict is aborted and
+reported, never forced). :func:`keep` commits and removes the worktree, keeping the
 branch. :func:`discard` removes worktree and branch.
 
 All functions block (they run git): call them from a thread. Errors: :class:`WorktreeError` with
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -32,9 +35,12 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+log = logging.getLogger("cockpit.worktree")
 BRANCH_PREFIX = "cockpit/"
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
 FALLBACK_IDENTITY = ("-c", "user.name=Cockpit", "-c", "user.email=cockpit@localhost")
+MAX_PATCH_CHARS = 1_000_000  # one file's patch as shown (a generated file can be huge)
+MAX_DIFF_CHARS = 6_000_000  # all patches of one diff (it travels as one protocol line)
 
 
 class WorktreeError(RuntimeError):
@@ -109,6 +115,8 @@ class MergeResult:
 def git(*args: str, cwd: str | Path, env: dict | None = None, check: bool = True, timeout: float = 120) -> str:
     """Run git; stdout as text. Raises WorktreeError (with git's first error line) when it fails."""
     full_env = {**os.environ, **_GIT_ENV, **(env or {})}
+    if not Path(cwd).is_dir():  # else subprocess says "no such file" and it reads as "git missing"
+        raise WorktreeError(f"{cwd} no longer exists (deleted by hand?)")
     try:
         proc = subprocess.run(["git", *args], cwd=str(cwd), env=full_env, capture_output=True, text=True,
                               timeout=timeout, errors="replace")
@@ -180,15 +188,23 @@ def copy_included(repo: Path, dest: Path) -> list[str]:
     spec = repo / ".worktreeinclude"
     if not spec.is_file():
         return []
-    out = git("ls-files", "--others", "--ignored", "-z", f"--exclude-from={spec}", cwd=repo)
+    try:
+        out = git("ls-files", "--others", "--ignored", "-z", f"--exclude-from={spec}", cwd=repo)
+    except WorktreeError as exc:  # an unreadable .worktreeinclude: the session starts without those files
+        log.warning("%s: not used: %s", spec, exc)
+        return []
     copied = []
     for rel in filter(None, out.split("\0")):
         src = repo / rel
         if src.is_symlink() or not src.is_file():
             continue
         target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+        except OSError as exc:  # unreadable: skipped, the others are still copied
+            log.warning("%s: %s not copied into the worktree: %s", spec, rel, exc.strerror or exc)
+            continue
         copied.append(rel)
     return copied
 
@@ -230,13 +246,25 @@ def diff(info: WorktreeInfo, patches: bool = True) -> Diff:
     status = _with_temp_index(info, "diff", "--cached", "-M", "--name-status", "-z", info.base_commit)
     kinds = _parse_name_status(status)
     files = []
+    room = MAX_DIFF_CHARS
     for path, old, added, removed in _parse_numstat(num):
         patch = ""
         if patches:
             paths = [path] if old is None else [old, path]
-            patch = _with_temp_index(info, "diff", "--cached", "-M", info.base_commit, "--", *paths)
+            patch = _capped(_with_temp_index(info, "diff", "--cached", "-M", info.base_commit, "--", *paths),
+                            min(MAX_PATCH_CHARS, room))
+            room = max(0, room - len(patch))
         files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old))
     return Diff(tuple(files))
+
+
+def _capped(patch: str, limit: int) -> str:
+    """``patch`` cut at a line end within ``limit`` characters, with a line saying what is left out."""
+    if len(patch) <= limit:
+        return patch
+    cut = patch.rfind("\n", 0, limit) + 1
+    return (patch[:cut] + f"[… {len(patch) - cut:,} more characters of this patch not shown; "
+            "git diff in the worktree shows all]\n")
 
 
 def _parse_numstat(out: str):
@@ -305,6 +333,19 @@ def _checked_out_at(repo: str, branch: str) -> str | None:
     return None
 
 
+def _operation_in_progress(checkout: str) -> str | None:
+    """"merge", "rebase", "cherry-pick" or "revert" when ``checkout`` is in the middle of one (or
+    has unmerged paths: "merge"), else None. A merge into it must not start, nor abort the user's."""
+    for name, what in (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"),
+                       ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+        where = git("rev-parse", "--path-format=absolute", "--git-path", name, cwd=checkout, check=False).strip()
+        if where and Path(where).exists():
+            return what
+    if git("ls-files", "--unmerged", cwd=checkout, check=False).strip():
+        return "merge"
+    return None
+
+
 def merge(info: WorktreeInfo, message: str) -> MergeResult:
     """Commit pending changes, then merge the session branch into ``info.base_branch``. On
     success the worktree and the (merged) branch are removed. Never forces: a conflict or a
@@ -316,8 +357,14 @@ def merge(info: WorktreeInfo, message: str) -> MergeResult:
     ahead = int(git("rev-list", "--count", f"{info.base_commit}..{info.branch}", cwd=info.repo).strip() or 0)
     if ahead == 0:
         return MergeResult(False, "no changes to merge")
+    if not git("rev-parse", "--verify", "-q", f"refs/heads/{info.base_branch}", cwd=info.repo, check=False).strip():
+        return MergeResult(False, f"the base branch {info.base_branch} no longer exists: nothing was merged; "
+                                  f"the changes are kept on the branch {info.branch}")
     target = _checked_out_at(info.repo, info.base_branch)
     temp: str | None = None
+    if target is not None and (busy := _operation_in_progress(target)):
+        return MergeResult(False, f"{target} is in the middle of a {busy}: finish or abort it first; nothing "
+                                  f"was merged, the branch {info.branch} is kept")
     if target is None:
         temp = tempfile.mkdtemp(prefix="cockpit-merge-")
         os.rmdir(temp)
@@ -331,13 +378,15 @@ def merge(info: WorktreeInfo, message: str) -> MergeResult:
         )
         if proc.returncode != 0:
             conflicts = git("diff", "--name-only", "--diff-filter=U", cwd=target, check=False).split()
-            if conflicts or (Path(target) / ".git").exists():
+            if _operation_in_progress(target) == "merge":  # ours began (none was before): undo it
                 git("merge", "--abort", cwd=target, check=False)
-            text = (proc.stdout + proc.stderr).strip().splitlines()
+            text = [ln.strip() for ln in (proc.stderr.strip() or proc.stdout).splitlines()
+                     if ln.strip() and ln.strip() != "Aborting"]
             if conflicts:
                 return MergeResult(False, f"merge conflict in {', '.join(conflicts)}: nothing was merged; "
                                           f"the branch {info.branch} is kept", conflicts=tuple(conflicts))
-            return MergeResult(False, f"merge refused: {text[-1] if text else 'git merge failed'}")
+            why = " ".join(text)[:300] if text else "git merge failed"  # git's reason and the files it names
+            return MergeResult(False, f"merge refused: {why}; nothing was merged, the branch {info.branch} is kept")
         head = git("rev-parse", "HEAD", cwd=target).strip()
     finally:
         if temp is not None:
@@ -362,6 +411,10 @@ def discard(info: WorktreeInfo) -> str:
 
 
 def _remove(info: WorktreeInfo, delete_branch: str | None) -> None:
+    if not Path(info.repo).is_dir():  # the repository is gone: only our folder and record are left
+        shutil.rmtree(info.path, ignore_errors=True)
+        info.meta_path.unlink(missing_ok=True)
+        return
     if Path(info.path).exists():
         git("worktree", "remove", "--force", info.path, cwd=info.repo, check=False)
         if Path(info.path).exists():

@@ -93,9 +93,12 @@ def start_server(timeout: float = START_TIMEOUT_S, listen: str | None = None) ->
     cmd = [sys.executable, "-m", "cockpit", "server", "run", "--ready-fd", str(w)]
     if listen:
         cmd += ["--listen", listen]
+    # the key comes with each spawn from its client; kept out of the server's own environment, a
+    # session's shell cannot read it from its parent's /proc/<pid>/environ
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(w,),
-                                start_new_session=True, close_fds=True, cwd="/")
+                                start_new_session=True, close_fds=True, cwd="/", env=env)
     os.close(w)
     try:
         ready, _, _ = select.select([r], [], [], timeout)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import json
 import logging
@@ -37,16 +38,20 @@ from typing import Any
 
 from cockpit import wire
 from cockpit.events import (
+    ApprovalRequested,
     Event,
     SessionDone,
     SessionSpawned,
     SessionStatus,
     StatusChanged,
+    ToolCall,
+    ToolResult,
     Usage,
     UsageUpdate,
     WorktreeRef,
 )
 from cockpit.runtime import RuntimeConfig, SessionManager
+from cockpit.runtime.claude_code import looks_like_session_id
 from cockpit.runtime.config import ConfigError, load_config
 from cockpit.runtime.manager import SessionClosed
 from cockpit.runtime.transcript import append_record, read_transcript
@@ -59,6 +64,7 @@ log = logging.getLogger("cockpit.server")
 _REPLIED = object()  # a handler that sent its reply itself
 MAX_CONNECTIONS = 512
 MAX_PENDING_EVENTS = 200_000  # per subscriber; a client that stops reading is disconnected
+SNAPSHOT_FIELD_CHARS = 16_000  # a tool's output, input or approval detail in a snapshot (the transcript has all)
 
 
 class AlreadyRunning(RuntimeError):
@@ -382,18 +388,43 @@ class Server:
         return load_config(overrides, env={}, config_file=Path(os.devnull), base=self.config)
 
     def _engine(self, params: dict):
-        notes = params.get("notes")
+        notes = self._abs_path(params, "notes")
         if not notes:
             return None
-        return self.engines.get(str(notes), params.get("index"))
+        return self.engines.get(notes, self._abs_path(params, "index"))
 
     def _need_engine(self, params: dict):
-        notes = params.get("notes")
+        notes = self._abs_path(params, "notes")
         if not notes:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "notes (a folder path) is required")
-        if not Path(str(notes)).is_dir():
+        if not Path(notes).is_dir():
             raise rpc.RpcError(rpc.UNAVAILABLE, f"notes folder not found: {notes}")
-        return self.engines.get(str(notes), params.get("index"))
+        return self.engines.get(notes, self._abs_path(params, "index"))
+
+    @staticmethod
+    def _abs_path(params: dict, key: str) -> str | None:
+        """``params[key]`` when it is an absolute path (None when absent). A relative one is refused:
+        it would be read against the server's current folder, not the client's."""
+        value = params.get(key)
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str) or "\x00" in value:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, f"{key} must be a path string")
+        if not os.path.isabs(os.path.expanduser(value)):
+            raise rpc.RpcError(rpc.INVALID_PARAMS, f"{key} must be an absolute path, got {value!r} (the server "
+                                                   "does not share the client's current folder)")
+        return value
+
+    @staticmethod
+    def _typed(params: dict, types: dict[str, type]) -> None:
+        """Refuse a parameter of the wrong JSON type (None means "not given")."""
+        names = {str: "a string", int: "an integer", bool: "true or false"}
+        for key, typ in types.items():
+            value = params.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+                raise rpc.RpcError(rpc.INVALID_PARAMS, f"{key} must be {names[typ]}, got {value!r}"[:200])
 
     @staticmethod
     def _str(params: dict, key: str) -> str:
@@ -432,9 +463,35 @@ class Server:
                 sub.close()
 
         # the reply (with the snapshot) goes out before the first event the pump sends
-        await conn.send(rpc.response(p["_rpc_id"], {"events": [wire.event_to_json(e) for e in events]}))
+        await conn.send(rpc.response(p["_rpc_id"], {"events": self._snapshot_json(events)}))
         conn.pump = asyncio.get_running_loop().create_task(pump())
         return _REPLIED
+
+    def _snapshot_json(self, events: list[Event]) -> list[dict]:
+        """``events`` as JSON for a subscribe reply, small enough for one protocol line: long tool
+        output, tool input and approval details are cut (each session's transcript has them whole),
+        and if that is still too much, the oldest finished sessions are left out (oldest first)."""
+        budget = rpc.MAX_LINE * 3 // 4  # the reply is one line: it must fit a client's line limit
+        rows = [wire.event_to_json(_cut(e)) for e in events]
+        sizes = [len(json.dumps(r, ensure_ascii=False, default=str).encode()) for r in rows]
+        total = sum(sizes)
+        if total <= budget:
+            return rows
+        live = {s.id for s in self.mgr.sessions if not s.status.is_final}
+        by_session: dict[str, int] = {}
+        for e, size in zip(events, sizes, strict=True):
+            by_session[e.session_id] = by_session.get(e.session_id, 0) + size
+        dropped: set[str] = set()
+        for sid, size in by_session.items():  # first seen = oldest
+            if total <= budget:
+                break
+            if sid not in live:
+                dropped.add(sid)
+                total -= size
+        if dropped:
+            log.warning("snapshot: %d finished session(s) left out to fit one line (see their transcripts)",
+                        len(dropped))
+        return [r for e, r in zip(events, rows, strict=True) if e.session_id not in dropped]
 
     async def h_list(self, conn: Connection, p: dict) -> dict:
         rows = [g.to_dict() for g in self.ghosts.values()]
@@ -449,10 +506,15 @@ class Server:
 
     async def h_spawn(self, conn: Connection, p: dict) -> dict:
         task = self._str(p, "task")
+        self._typed(p, {"model": str, "top_k": int, "preseed": bool, "interactive": bool, "permission_mode": str,
+                        "worktree": bool, "tools": str, "backend": str})
+        workspace = self._abs_path(p, "workspace")
+        if workspace is None:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "workspace (an absolute folder path) is required")
         cfg = self._config(p)
         engine = await asyncio.to_thread(self._engine, p)
         s = await self.mgr.spawn(
-            task, workspace=p.get("workspace"), model=p.get("model"), preseed=p.get("preseed"),
+            task, workspace=workspace, model=p.get("model"), preseed=p.get("preseed"),
             top_k=p.get("top_k"), interactive=bool(p.get("interactive", True)),
             permission_mode=p.get("permission_mode"), worktree=p.get("worktree"), tools=p.get("tools"),
             backend=p.get("backend"), config=cfg, engine=engine,
@@ -468,7 +530,10 @@ class Server:
         return {}
 
     async def h_answer(self, conn: Connection, p: dict) -> dict:
-        await self.mgr.answer(self._str(p, "id"), p.get("request_id"), bool(p.get("allow")),
+        if not isinstance(p.get("allow"), bool):  # "false" is a string, and bool("false") is True
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "allow must be true or false")
+        self._typed(p, {"request_id": str, "scope": str, "reason": str})
+        await self.mgr.answer(self._str(p, "id"), p.get("request_id"), p["allow"],
                               str(p.get("scope") or "once"), str(p.get("reason") or ""))
         return {}
 
@@ -482,10 +547,15 @@ class Server:
     async def h_resume(self, conn: Connection, p: dict) -> dict:
         sid = p.get("id")
         ghost = self.ghosts.get(sid) if isinstance(sid, str) else None
+        self._typed(p, {"interactive": bool})
         path = ghost.transcript if ghost else self._str(p, "path")
+        if not ghost and not os.path.isabs(path) and not looks_like_session_id(path):
+            raise rpc.RpcError(rpc.INVALID_PARAMS, f"path must be an absolute transcript path or a Claude Code "
+                                                   f"session id, got {path!r}")
         cfg = self._config(p)
-        notes = (ghost.header if ghost else {}).get("notes") or p.get("notes")
-        engine = await asyncio.to_thread(self.engines.get, str(notes), p.get("index")) if notes else None
+        notes = (ghost.header if ghost else {}).get("notes") or self._abs_path(p, "notes")
+        index = self._abs_path(p, "index")
+        engine = await asyncio.to_thread(self.engines.get, str(notes), index) if notes else None
         s = await self.mgr.resume(path, interactive=bool(p.get("interactive", True)), config=cfg, engine=engine)
         if ghost:
             self.ghosts.pop(ghost.id, None)
@@ -522,17 +592,20 @@ class Server:
         return engine
 
     async def h_mem_search(self, conn: Connection, p: dict) -> dict:
+        self._typed(p, {"top_k": int})
         engine = await self._ready_engine(p)
         hits = await asyncio.to_thread(engine.search, self._str(p, "query"), int(p.get("top_k") or 5))
         return {"hits": [h.to_dict() for h in hits]}
 
     async def h_mem_preseed(self, conn: Connection, p: dict) -> dict:
+        self._typed(p, {"top_k": int})
         engine = await self._ready_engine(p)
         top_k = p.get("top_k")
         pre = await asyncio.to_thread(engine.build_preseed, self._str(p, "query"), int(top_k) if top_k else None)
         return pre.to_dict()
 
     async def h_mem_save(self, conn: Connection, p: dict) -> dict:
+        self._typed(p, {"body": str, "priority": bool})
         engine = await asyncio.to_thread(self._need_engine, p)
         path = await asyncio.to_thread(engine.save, self._str(p, "name"), self._str(p, "description"),
                                        str(p.get("body") or ""), bool(p.get("priority", False)))
@@ -583,6 +656,25 @@ class Server:
     async def h_stop(self, conn: Connection, p: dict) -> dict:
         asyncio.get_running_loop().call_soon(self._stop.set)
         return {"stopping": True}
+
+
+def _cut(event: Event) -> Event:
+    """``event`` with its long tool output / input / approval detail cut to SNAPSHOT_FIELD_CHARS."""
+    def cut(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > SNAPSHOT_FIELD_CHARS:
+            more = len(value) - SNAPSHOT_FIELD_CHARS
+            return value[:SNAPSHOT_FIELD_CHARS] + f"\n[… {more:,} more characters in the transcript]"
+        if isinstance(value, dict):
+            return {k: cut(v) for k, v in value.items()}
+        return value
+
+    if isinstance(event, ToolResult):
+        return dataclasses.replace(event, content=cut(event.content))
+    if isinstance(event, ToolCall):
+        return dataclasses.replace(event, input=cut(event.input))
+    if isinstance(event, ApprovalRequested):
+        return dataclasses.replace(event, detail=cut(event.detail))
+    return event
 
 
 def _same_user(writer: asyncio.StreamWriter) -> bool:

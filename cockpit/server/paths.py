@@ -14,6 +14,7 @@ import hashlib
 import os
 import stat
 import tempfile
+import warnings
 from pathlib import Path
 
 SOCKET_MAX = 100
@@ -38,7 +39,10 @@ def runtime_dir() -> Path:
         return Path(env).expanduser() / "run"
     import platformdirs
 
-    path = platformdirs.user_runtime_path("cockpit")
+    # no XDG_RUNTIME_DIR (ssh, containers): take platformdirs' fallback without its warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = platformdirs.user_runtime_path("cockpit")
     if not os.environ.get("XDG_RUNTIME_DIR") and not path.parent.exists():
         path = Path(tempfile.gettempdir()) / f"cockpit-{os.getuid()}"
     return path

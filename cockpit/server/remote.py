@@ -72,8 +72,9 @@ class RemoteRuntime:
     def __init__(self, client: AsyncClient, config: RuntimeConfig, notes: str | None = None, index: str | None = None):
         self.client = client
         self.config = config
-        self.notes = notes
-        self.index = index
+        # made absolute here: the server does not share this process's current folder
+        self.notes = str(Path(notes).expanduser().resolve()) if notes else None
+        self.index = str(Path(index).expanduser().resolve()) if index else None
         self._snapshot: list[Event] = []
         self._totals = (Usage(), 0.0)
 
@@ -121,7 +122,9 @@ class RemoteRuntime:
         return wire.event_from_json(await self.client.call("review", id=session_id, action=action))
 
     async def resume(self, transcript_path: str | Path, **options: Any) -> SessionInfo:
-        row = await self.client.call("resume", path=str(transcript_path), notes=self.notes, index=self.index,
+        path = Path(transcript_path).expanduser()
+        given = str(path.resolve()) if path.exists() else str(transcript_path)  # else a Claude Code session id
+        row = await self.client.call("resume", path=given, notes=self.notes, index=self.index,
                                      interactive=options.get("interactive", True), config=config_payload(self.config))
         return SessionInfo(**row)
 
@@ -182,8 +185,8 @@ class RemoteEngine:
     def __init__(self, client: BlockingClient, notes: str | Path, index: str | Path | None = None):
         self.client = client
         self.notes_dir = Path(notes).expanduser().resolve()
-        self.index = str(index) if index else None
-        self.index_path: Path | None = Path(index) if index else None
+        self.index_path: Path | None = Path(index).expanduser().resolve() if index else None
+        self.index = str(self.index_path) if self.index_path else None  # the server's cwd is not ours
         self._ready = False
 
     def _call(self, method: str, **params: Any) -> Any:

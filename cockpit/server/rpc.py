@@ -44,7 +44,13 @@ class RpcError(Exception):
 
 
 def encode(obj: dict) -> bytes:
-    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    """One line of JSON. Text with a lone surrogate (an undecodable file name or argument) goes as
+    ``\\u`` escapes instead of failing: a notification that cannot be encoded would stop a client's events."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(obj, separators=(",", ":"), default=str) + "\n").encode("ascii")
 
 
 def request(msg_id: int, method: str, params: dict | None = None) -> bytes:

@@ -39,6 +39,7 @@ from textual.screen import Screen
 
 from cockpit import events as ev
 from cockpit.runtime.transcript import now_iso, read_transcript
+from cockpit.textsafe import clean_event, clean_tree
 from cockpit.tui import state as ui_state
 from cockpit.tui.attention import Attention
 from cockpit.tui.commands import SessionCommands
@@ -227,6 +228,7 @@ class CockpitApp(SessionCommands, Attention, App):
         """Fold one runtime event into its session's view; new sessions get a pane. ``live``:
         it just happened (not the attach snapshot): the app may announce it."""
         self.events_seen += 1
+        event = clean_event(event)  # escape sequences in model or tool text never reach the terminal
         sid = event.session_id
         if sid in self._closed_ids:
             return
@@ -263,7 +265,10 @@ class CockpitApp(SessionCommands, Attention, App):
         """Read a transcript (records up to ``cutoff``, an ISO time; all when None) and put the
         session's earlier output before what events have shown."""
         try:
-            records = read_transcript(Path(path))
+            skipped: list[str] = []
+            records = clean_tree(read_transcript(Path(path), skipped))
+            if skipped:
+                note = (note + " " if note else "") + f"({len(skipped)} damaged transcript line(s) skipped)"
         except (OSError, ValueError) as exc:
             records, note = [], f"(earlier output not shown: {exc})"
         if cutoff is not None:

@@ -18,6 +18,8 @@ from pygments.token import Token
 from textual.content import Content
 from textual.highlight import HighlightTheme, highlight
 
+from cockpit.textsafe import clean
+
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 MAX_HIGHLIGHT_CHARS = 200_000  # a bigger hunk is shown plain (Pygments on megabytes blocks)
 
@@ -56,7 +58,7 @@ def parse_patch(patch: str) -> list[DiffLine]:
     out: list[DiffLine] = []
     old = new = 0
     in_hunk = False
-    for raw in patch.splitlines():
+    for raw in clean(patch).splitlines():  # a file's escape sequences are shown, not obeyed
         m = _HUNK.match(raw)
         if m:
             old, new = int(m.group(1)), int(m.group(2))

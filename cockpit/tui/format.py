@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from cockpit.events import SessionStatus
+from cockpit.textsafe import one_line
 
 STATUS_GLYPH: dict[SessionStatus, str] = {
     SessionStatus.QUEUED: "…",
@@ -84,7 +85,7 @@ def bar(part: int, whole: int | None, width: int = 10) -> str:
 
 def short(text: str, limit: int) -> str:
     """One line of at most ``limit`` characters, with ``…`` when cut."""
-    line = " ".join(str(text).split())
+    line = one_line(text)  # no escape sequence or control character reaches a label
     return line if len(line) <= limit else line[: max(limit - 1, 0)] + "…"
 
 

@@ -135,7 +135,7 @@ class DiffScreen(Screen):
         added = "bin" if f.added is None else f"+{f.added}"
         removed = "" if f.removed is None else f"-{f.removed}"
         return Content.from_markup(f"[b {STATUS_STYLE.get(f.status, '')}]$st[/] $path [$text-success]$a[/] "
-                                   "[$text-error]$r[/]", st=f.status, path=f.path, a=added, r=removed)
+                                   "[$text-error]$r[/]", st=f.status, path=fmt.short(f.path, 200), a=added, r=removed)
 
     def _show_nothing(self, why: str) -> None:
         self.query_one("#diff-files", OptionList).clear_options()

@@ -29,6 +29,7 @@ from textual.widgets import (
     TabPane,
 )
 
+from cockpit.textsafe import clean, one_line
 from cockpit.tui import format as fmt
 
 DEBOUNCE_S = 0.25
@@ -114,7 +115,7 @@ class MemoryScreen(Screen):
             star = "[$accent]★[/]" if hit.priority else " "
             items.append(ListItem(Label(Content.from_markup(
                 f"{star} [b]$name[/b] [dim]$score[/]  $desc",
-                name=hit.name, score=fmt.score(hit.score), desc=fmt.short(hit.description, 70),
+                name=fmt.short(hit.name, 80), score=fmt.score(hit.score), desc=fmt.short(hit.description, 70),
             ))))
         if not items:
             items.append(ListItem(Label("[dim]no notes match[/]")))
@@ -138,7 +139,7 @@ class MemoryScreen(Screen):
 
     def _show_note(self, path: Path, text: str) -> None:
         self.opened = path
-        self.query_one("#memory-note", Markdown).update(f"`{path}`\n\n" + note_markdown(text))
+        self.query_one("#memory-note", Markdown).update(f"`{one_line(path)}`\n\n" + note_markdown(clean(text)))
 
     # -- warnings --------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="memory-lint")
@@ -162,11 +163,11 @@ class MemoryScreen(Screen):
             other = f" ↔ {issue.other}" if getattr(issue, "other", None) else ""
             parts.append(Content.from_markup(
                 "[$warning]$kind[/] $path$other: $msg",
-                kind=issue.kind, path=issue.path, other=other, msg=issue.message,
+                kind=issue.kind, path=one_line(issue.path), other=one_line(other), msg=one_line(issue.message),
             ))
         parts.append(Content(""))
         parts.append(Content.from_markup(f"[b]Index warnings[/b] ({len(status_warnings)})"))
-        parts += [Content(w) for w in status_warnings + extra]
+        parts += [Content(one_line(w)) for w in status_warnings + extra]
         self.query_one("#memory-warnings", Label).update(Content("\n").join(parts))
 
 

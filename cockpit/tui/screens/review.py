@@ -134,11 +134,17 @@ class ReviewScreen(Screen):
     @work(thread=True, exclusive=True, group="review-read")
     def _read(self, info: Any) -> None:
         from cockpit.runtime.transcript import read_transcript
+        from cockpit.textsafe import clean
 
         try:
-            text = render_transcript(read_transcript(info.path))
+            skipped: list[str] = []
+            text = clean(render_transcript(read_transcript(info.path, skipped)))
+            if skipped:  # damaged lines: say so above what could be read
+                text = "\n".join(f"warning: {w}" for w in skipped) + "\n\n" + text
         except (OSError, ValueError) as exc:
             text = f"cannot read {info.path}: {exc}"
+        except Exception as exc:  # records of the wrong shape: say so, never end the app
+            text = f"cannot show {info.path}: a damaged record ({type(exc).__name__}: {exc})"
         self.app.call_from_thread(cast(Any, self._set_text), info, text)
 
     def _set_text(self, info: Any, text: str) -> None:
@@ -219,8 +225,8 @@ class ReviewScreen(Screen):
         if cached is not None and cached[0] == mtime:
             return cached[1]
         try:
-            text = render_transcript(read_transcript(path))
-        except (OSError, ValueError):
+            text = render_transcript(read_transcript(path, []))  # warnings show when it is opened
+        except Exception:  # unreadable or damaged: nothing to search in
             text = ""
         self._texts[path] = (mtime, text)
         return text

@@ -57,7 +57,7 @@ def preview_markup(preseed: Any) -> str:
     for hit in hits:
         star = "[$accent]★[/]" if hit.priority else " "
         desc = escape(fmt.short(hit.description, 60))
-        lines.append(f"{star} {escape(hit.name)} [dim]{fmt.score(hit.score)}[/]  [dim]{desc}[/]")
+        lines.append(f"{star} {escape(fmt.short(hit.name, 60))} [dim]{fmt.score(hit.score)}[/]  [dim]{desc}[/]")
     return "\n".join(lines)
 
 

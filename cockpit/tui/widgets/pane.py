@@ -156,7 +156,7 @@ class SessionPane(Vertical):
             status.add_class(cls)
             self.add_class(cls)
             self._status_class = cls
-        detail = f" · {view.detail}" if view.detail else ""
+        detail = f" · {fmt.short(view.detail, 100)}" if view.detail else ""  # the status is one line
         facts = [view.model]
         if view.backend and view.backend != "cockpit":
             facts.append(view.backend)
