@@ -258,6 +258,7 @@ def install(args: Any) -> int:
     _check_shape(settings, path)
     backup = _backup(path)
     new_text: str | None
+    saved: Any = None
     if args.install:
         new = with_hook(json.loads(json.dumps(settings)), hook_command(args.notes, cwd))
         new_text = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
@@ -284,8 +285,14 @@ def install(args: Any) -> int:
     if not args.yes and not _ask(f"\n{'Write' if new_text is not None else 'Delete'} {path}? [y/N]"):
         print("nothing written")
         return 1
+    created_dir = not path.parent.exists()
     if new_text is None:
         path.unlink()
+        if isinstance(saved, dict) and saved.get("created_dir"):
+            try:
+                path.parent.rmdir()  # the .claude folder --install made, when nothing else is in it
+            except OSError:
+                pass
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".json.cockpit-tmp")
@@ -294,7 +301,8 @@ def install(args: Any) -> int:
     if args.install:
         backup.parent.mkdir(parents=True, exist_ok=True)
         original = None if old_bytes is None else base64.b64encode(old_bytes).decode()
-        backup.write_text(json.dumps({"path": str(path), "original": original, "written": new_text}), encoding="utf-8")
+        backup.write_text(json.dumps({"path": str(path), "original": original, "written": new_text,
+                                      "created_dir": created_dir}), encoding="utf-8")
         print(f"installed: Claude Code sessions in {cwd if not args.user else 'every project'} now start with "
               f"the notes their first prompt needs")
     else:

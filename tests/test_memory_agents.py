@@ -131,9 +131,17 @@ def test_hook_install_uninstall_round_trip_is_byte_identical(tmp_path, monkeypat
     monkeypatch.setattr("sys.stdin", __import__("io").StringIO("y\n"))
     assert main(["memory", "hook", "--uninstall", "--project"]) == 0
     if before is None:
-        assert not settings.exists()
+        assert not settings.exists() and not settings.parent.exists()  # the folder it made is gone too
     else:
         assert settings.read_bytes() == before
+
+
+def test_uninstall_keeps_a_claude_folder_that_was_there_before(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".claude").mkdir()
+    assert main(["memory", "hook", "--install", "--yes"]) == 0
+    assert main(["memory", "hook", "--uninstall", "--yes"]) == 0
+    assert (tmp_path / ".claude").is_dir() and not (tmp_path / ".claude" / "settings.json").exists()
 
 
 def test_hook_install_refused_answer_writes_nothing(tmp_path, monkeypatch, capsys):
