@@ -125,6 +125,8 @@ async def test_every_key_is_in_the_command_palette():
             shown = binding.key_display or app.get_key_display(binding)
             if binding.id == "quit":
                 ok = "Quit" in titles  # Textual's own Quit command (q)
+            elif binding.id == "detach":
+                ok = True  # only when attached: test_q_is_detach_when_attached_and_quit_in_process
             elif binding.id == "pane.1":
                 ok = True  # "1-9": jump keys, listed as the keys they are in the footer
             else:
@@ -672,6 +674,21 @@ async def test_review_and_diff_screens_leave_the_text_most_of_80_columns(tmp_pat
         await until(pilot, lambda: getattr(app.screen, "diff", None) is not None, "the diff screen")
         await pilot.pause()
         assert app.screen.query_one("#diff-view").region.width >= 44
+
+
+async def test_q_is_detach_when_attached_and_quit_in_process():
+    """The footer and the palette say what q does: attached to a server the sessions go on
+    ("Detach"); in-process q quits (and asks when that stops sessions)."""
+    for attached, label in ((True, "Detach"), (False, "Quit")):
+        mgr = FakeManager()
+        mgr.outlives_app = attached  # type: ignore[attr-defined]
+        app = CockpitApp(mgr, FakeEngine())
+        async with app.run_test(size=SIZE) as pilot:
+            assert app.screen.active_bindings["q"].binding.description == label
+            titles = {c.title for c in app.get_system_commands(app.screen)}
+            assert ("Detach" in titles) is attached
+            await pilot.press("q")
+            await until(pilot, lambda app=app: not app.is_running, "q quits the app")
 
 
 async def test_q_with_sessions_waiting_for_you_leaves_them_and_its_label_says_so():

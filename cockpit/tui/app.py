@@ -80,6 +80,8 @@ class CockpitApp(SessionCommands, Attention, App):
     CSS_PATH = str(Path(__file__).with_name("cockpit.tcss"))
     TITLE = "cockpit"
     BINDINGS = [
+        # attached to a server, q is "Detach" (first binding of the key wins while enabled)
+        Binding("q", "detach", "Detach", id="detach"),
         Binding("q", "quit", "Quit", id="quit"),
         Binding("Q", "stop_and_quit", "Stop working & quit", show=False, id="quit.stop"),
         Binding("ctrl+t", "pick_theme", "Theme", id="theme"),

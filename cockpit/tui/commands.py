@@ -246,6 +246,17 @@ class SessionCommands(App):
         self.push_screen(MemoryScreen(self.engine, tab=tab))
 
     # -- quitting --------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``detach`` (the q key's label when attached to a server) only exists when attached;
+        otherwise q falls through to ``quit``."""
+        if action == "detach":
+            return bool(getattr(self.manager, "outlives_app", False))
+        return True
+
+    async def action_detach(self) -> None:
+        """Quit the app; the sessions go on in the server (same as ``quit`` when attached)."""
+        await self.action_quit()
+
     async def action_quit(self) -> None:
         """Quit. Attached to a server (``manager.outlives_app``), this detaches at once: the
         sessions go on there. In-process, sessions still working are stopped, so it asks first."""
