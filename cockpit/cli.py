@@ -48,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         return fast_main(argv[2:])
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "no_server", False):
+        # `cockpit --no-server memory search …` and `cockpit memory search … --no-server` mean the
+        # same as COCKPIT_NO_SERVER=1, which every sub-command (and the hook, the MCP server) reads
+        import os
+
+        os.environ["COCKPIT_NO_SERVER"] = "1"
     try:
         return int(args.func(args) or 0)
     except CockpitError as exc:

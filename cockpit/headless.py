@@ -95,7 +95,7 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--detach", action="store_true",
                    help="return at once with the session ids (they run on in the server: cockpit ls / attach)")
-    p.add_argument("--no-server", action="store_true",
+    p.add_argument("--no-server", action="store_true", default=argparse.SUPPRESS,
                    help="run the sessions in this process instead of the background server")
     p.set_defaults(func=run)
 
@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     if not cfg.api_key and cfg.backend == "cockpit":  # Claude Code may use its own login instead
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
     _check_writable(cfg.resolved_sessions_dir())
-    if not (args.no_server or os.environ.get("COCKPIT_NO_SERVER")):
+    if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
         report = _run_remote(args, list(zip(tasks, models, strict=True)), cfg, pricing)
         return _print_report(args, report)
     if args.detach:

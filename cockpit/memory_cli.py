@@ -10,6 +10,7 @@ non-zero exit).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -32,6 +33,7 @@ def add_parser(sub) -> None:
                         help="notes folder (default: ./notes)")
         sp.add_argument("--index", default=None, metavar="PATH",
                         help="index file (default: $COCKPIT_INDEX or the per-user cache)")
+        no_server_arg(sp)
         return sp
 
     sp = common(msub.add_parser("index", help="sync the index with the notes folder"))
@@ -95,6 +97,13 @@ def _selector_arg(sp) -> None:
     sp.add_argument("--selector", choices=("embedded", "model"), default=None,
                     help="embedded ranking + gate (default), or a small model choosing from the "
                          "shortlist (needs ANTHROPIC_API_KEY; config [preseed] selector)")
+
+
+def no_server_arg(sp) -> None:
+    """``--no-server`` on a sub-command: the same as ``cockpit --no-server …`` or
+    ``COCKPIT_NO_SERVER=1`` (:func:`cockpit.cli.main` turns any of them into the variable)."""
+    sp.add_argument("--no-server", action="store_true", default=argparse.SUPPRESS,
+                    help="load the engine in this process, never through a running Cockpit server")
 
 
 def _usage(p) -> int:

@@ -35,6 +35,8 @@ def add_parser(sub) -> None:
                    help="session id (or a unique prefix, or suffix of ≥ 4 characters) for merge/keep/discard")
     p.add_argument("--json", action="store_true", help="list as JSON")
     p.add_argument("--yes", action="store_true", help="discard without asking")
+    p.add_argument("--no-server", action="store_true", default=argparse.SUPPRESS,
+                   help="act on the worktrees directly, never through a running Cockpit server")
     p.set_defaults(func=run)
 
 

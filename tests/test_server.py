@@ -371,6 +371,19 @@ def test_second_server_exits_at_once(server_proc):
     assert proc.returncode == 3 and "already runs" in proc.stderr
 
 
+@pytest.mark.parametrize("argv", [["--no-server", "memory", "search", "staging port"],
+                                  ["memory", "search", "staging port", "--no-server"]])
+def test_no_server_keeps_memory_commands_in_process(server_proc, tmp_path, capsys, monkeypatch, argv):
+    notes, _ws = write_seed(tmp_path)
+    start_server()
+    monkeypatch.setenv("COCKPIT_NO_SERVER", "")  # main() sets it: restored to unset afterwards
+    monkeypatch.delenv("COCKPIT_NO_SERVER")
+    assert main([*argv, "--notes", str(notes), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["name"] == "staging-stack"
+    with BlockingClient() as c:
+        assert c.call("server.status")["engines"] == []  # the server never saw this search
+
+
 def test_memory_clients_use_the_servers_warm_engine(server_proc, tmp_path, capsys):
     notes, _ws = write_seed(tmp_path)
     start_server()
