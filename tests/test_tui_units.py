@@ -75,6 +75,14 @@ def test_the_strip_shows_the_selector_call():
     assert "selector" not in strip_markup(_fold(ev.Preseeded("s1", notes, 60, "<notes/>")))
 
 
+def test_a_failed_preseed_is_never_shown_as_none_qualified():
+    from cockpit.tui.widgets.strip import strip_markup
+
+    failed = strip_markup(_fold(ev.Preseeded("s1", (), 0, "", error="index made with another model")))
+    assert "preseed failed" in failed and "none qualified" not in failed
+    assert "none qualified" in strip_markup(_fold(ev.Preseeded("s1", (), 0, "")))
+
+
 def test_a_retry_drops_the_partial_text_of_that_turn_only():
     view = _fold(
         ev.StatusChanged("s1", S.STREAMING), ev.TextDelta("s1", "first turn"),

@@ -22,6 +22,8 @@ def strip_markup(view: SessionView, width: int = 22) -> str:
         lines.append("[dim]preseed off[/]")
     elif not view.preseeded:
         lines.append("[dim]…[/]")
+    elif view.preseed_error:  # never "(none qualified)": the engine failed, it did not decide
+        lines.append("[$error]preseed failed[/]")
     elif not view.notes:
         lines.append("[dim](none qualified)[/]")
     name_w = max(width - 6, 6)
@@ -29,8 +31,6 @@ def strip_markup(view: SessionView, width: int = 22) -> str:
         star = "[$accent]★[/]" if note.priority else " "
         name = escape(fmt.short(note.name, name_w - 1))
         lines.append(f"{star}{name:<{name_w - 1}} [dim]{fmt.score(note.score)}[/]")
-    if view.preseed_error:
-        lines.append("[$error]preseed failed[/]")
     lines += ["", "[b]changes[/b]", changes_markup(view)]
     u = view.usage
     lines += [
