@@ -78,6 +78,7 @@ class MemoryEngine:
         self._sync_started = False  # a sync has begun in this process
         self._first_sync = threading.Event()  # … and one has ended (ok or not)
         self.watch_status: str | None = None  # set by watch(): one line for a header
+        self.watch_state: str | None = None  # … and its state: "watching", "missing", "recovered"
         self._paths: dict[str, Path] = {}  # note path (relative) → absolute Path, for hits
 
     # ------------------------------------------------------------------ model
@@ -589,7 +590,7 @@ class MemoryEngine:
         try:
             watch_notes(self, stop, on_sync, debounce_ms, on_status)
         finally:
-            self.watch_status = None
+            self.watch_status = self.watch_state = None
             self.mark_watched(False)
 
     def status(self) -> EngineStatus:
@@ -603,7 +604,8 @@ class MemoryEngine:
             model_state=self.embedder.state, model=self.embedder.model_id,
             model_error=getattr(self.embedder, "error", None), notes=n,
             last_sync=self._last_sync, warnings=warnings, binding=self.store.binding,
-            index_path=self.index_path, notes_dir=self.notes_dir, watch=self.watch_status)
+            index_path=self.index_path, notes_dir=self.notes_dir, watch=self.watch_status,
+            watch_state=self.watch_state)
 
     def close(self) -> None:
         """Close the index connection (the shared model stays loaded)."""

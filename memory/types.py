@@ -176,7 +176,8 @@ class EngineStatus:
     ``last_sync``: epoch seconds of the last completed sync in this process, or None.
     ``watch``: the watcher's state as one line ("watching notes", "notes folder … missing:
     waiting for it", "watching notes (re-watched … after the folder was re-created …)"), None
-    when no watcher runs."""
+    when no watcher runs; ``watch_state`` the same as a word: "watching", "missing" or
+    "recovered" (None when no watcher runs) — what a client of a server follows."""
 
     model_state: str
     model: str
@@ -188,3 +189,4 @@ class EngineStatus:
     index_path: Path
     notes_dir: Path
     watch: str | None = None
+    watch_state: str | None = None

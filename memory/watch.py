@@ -62,7 +62,7 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
     folder = engine.notes_dir
 
     def status(state: str, detail: str) -> None:
-        engine.watch_status = detail
+        engine.watch_status, engine.watch_state = detail, state
         if on_status is not None:
             on_status(state, detail)
 

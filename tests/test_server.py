@@ -416,6 +416,44 @@ def test_memory_clients_use_the_servers_warm_engine(server_proc, tmp_path, capsy
     assert "6443" in json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
+def test_a_client_follows_the_servers_watcher_when_the_notes_folder_is_recreated(server_proc, tmp_path):
+    """The app attached to a server shows what the server's watcher sees (RemoteEngine.watch
+    forwards its state): the folder missing, then re-watched after a full resync."""
+    import queue
+    import shutil
+
+    from cockpit.server.remote import RemoteEngine
+
+    notes, _ws = write_seed(tmp_path)
+    start_server()
+    engine = RemoteEngine(BlockingClient(), notes)
+    assert engine.wait_ready(120)
+    states: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    t = threading.Thread(target=engine.watch, args=(stop,), daemon=True,
+                         kwargs={"on_status": lambda state, detail: states.put((state, detail))})
+    t.start()
+
+    def until(state: str) -> str:
+        while True:
+            got, detail = states.get(timeout=30)
+            if got == state:
+                return detail
+
+    try:
+        until("watching")
+        shutil.rmtree(notes)
+        assert "missing" in until("missing")
+        notes.mkdir()
+        (notes / "fresh.md").write_text("---\nname: fresh\ndescription: Written after the folder came back.\n---\nx\n")
+        assert "re-created" in until("recovered")
+        assert [h.name for h in engine.search("folder came back", 5)] == ["fresh"]
+    finally:
+        stop.set()
+        t.join(10)
+        engine.close()
+
+
 async def test_tcp_needs_the_token_printed_at_start(tmp_path):
     srv = Server(RuntimeConfig(api_key="k"), listen=("127.0.0.1", 0))
     await srv.start()

@@ -20,10 +20,20 @@ class EngineRegistry:
         self._stops: dict[tuple[str, str | None], threading.Event] = {}
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _key(notes: str, index: str | None) -> tuple[str, str | None]:
+        return (str(Path(notes).expanduser().resolve()), str(Path(index).expanduser()) if index else None)
+
+    def existing(self, notes: str, index: str | None = None) -> Any:
+        """The engine already made for ``notes`` and ``index``, or None (never makes one): e.g. to
+        report its watcher's state while the folder is missing."""
+        with self._lock:
+            return self._engines.get(self._key(notes, index))
+
     def get(self, notes: str, index: str | None = None) -> Any:
         """The engine for ``notes`` (made absolute). Raises ``memory.MemoryEngineError`` when the
         index cannot be opened (as a ValueError subclass for the protocol's error reply)."""
-        key = (str(Path(notes).expanduser().resolve()), str(Path(index).expanduser()) if index else None)
+        key = self._key(notes, index)
         with self._lock:
             engine = self._engines.get(key)
             if engine is not None:

@@ -255,9 +255,13 @@ class RemoteEngine:
     def lint(self) -> list[Any]:
         return [_obj(i) for i in self._call("memory.lint")["issues"]]
 
-    def watch(self, stop: threading.Event, on_sync: Any = None, **_: Any) -> None:
-        """The server watches the folder; this follows its syncs (a status poll each second)."""
+    def watch(self, stop: threading.Event, on_sync: Any = None, on_status: Any = None, **_: Any) -> None:
+        """The server watches the folder; this follows its syncs and its watcher's state (a
+        status poll each second): ``on_sync`` and ``on_status(state, detail)`` as
+        :meth:`memory.MemoryEngine.watch` calls them — e.g. "missing" while the notes folder is
+        gone, "recovered" once the server re-watched it after a full resync."""
         last = None
+        last_watch: tuple[Any, Any] = (None, None)
         while not stop.is_set():
             try:
                 st = self.status()
@@ -267,6 +271,11 @@ class RemoteEngine:
                 last = st.last_sync
                 if on_sync is not None:
                     on_sync(SimpleNamespace(added=0, updated=0, removed=0, changed=False, skipped=[], warnings=[]))
+            state = (getattr(st, "watch_state", None), getattr(st, "watch", None)) if st is not None else last_watch
+            if state != last_watch and state[0] is not None:
+                if on_status is not None:
+                    on_status(state[0], state[1] or "")
+            last_watch = state
             stop.wait(1.0)
 
     def close(self) -> None:
