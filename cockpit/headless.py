@@ -249,8 +249,9 @@ def _print_report(args: argparse.Namespace, report: dict) -> int:
 async def _run(tasks, cfg, pricing, engine, workspace) -> dict:
     from cockpit.runtime import SessionManager
     from cockpit.runtime import worktree as wt
+    from cockpit.runtime.protocols import BatchRuntime
 
-    mgr = SessionManager(engine, cfg, pricing=pricing)
+    mgr: BatchRuntime = SessionManager(engine, cfg, pricing=pricing)
     try:
         try:
             sessions = [await mgr.spawn(t, workspace=workspace, model=m) for t, m in tasks]

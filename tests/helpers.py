@@ -58,3 +58,57 @@ def stop_server() -> None:
             pass
     if not wait_for_stop(pid, 30):
         os.kill(pid, signal.SIGKILL)
+
+
+def assert_implements(impl: type, protocol: type) -> None:
+    """``impl`` has every member ``protocol`` names: each method, with the same async-ness and a
+    signature that accepts every parameter the protocol passes (by name, or through ``**kwargs``)
+    and needs no other; each property or attribute (on the class, or as a dataclass field). What
+    a fake must satisfy so that it cannot drift from the real class it stands in for."""
+    import dataclasses
+    import inspect
+    import re
+
+    fields = {f.name for f in dataclasses.fields(impl)} if dataclasses.is_dataclass(impl) else set()
+    for klass in impl.__mro__:  # attributes set in __init__ and the like: ``self.name = …``
+        try:
+            fields |= set(re.findall(r"self\.(\w+)\s*(?::[^=\n]*)?=", inspect.getsource(klass)))
+        except (OSError, TypeError):
+            pass
+    members: dict[str, object] = {}
+    for klass in reversed(protocol.__mro__):
+        if klass is object or not getattr(klass, "_is_protocol", False):
+            continue
+        members.update({n: None for n in getattr(klass, "__annotations__", {})})
+        members.update({n: v for n, v in vars(klass).items()
+                        if not n.startswith("_") and (inspect.isfunction(v) or isinstance(v, property))})
+    problems = []
+    for name, want in members.items():
+        if not (hasattr(impl, name) or name in fields):
+            problems.append(f"no {name}")
+            continue
+        if not inspect.isfunction(want):
+            continue
+        have = inspect.getattr_static(impl, name)
+        if isinstance(have, (staticmethod, classmethod)):
+            have = have.__func__
+        if not callable(have):
+            problems.append(f"{name} is not a method")
+            continue
+        if inspect.iscoroutinefunction(want) != inspect.iscoroutinefunction(have):
+            problems.append(f"{name}: async-ness differs")
+        w = [p for p in inspect.signature(want).parameters.values() if p.name != "self"]
+        h = [p for p in inspect.signature(have).parameters.values() if p.name != "self"]
+        var_kw = any(p.kind is p.VAR_KEYWORD for p in h)
+        var_pos = any(p.kind is p.VAR_POSITIONAL for p in h)
+        names = {p.name for p in h}
+        for p in w:
+            if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            if p.name not in names and not var_kw and not (var_pos and p.kind is p.POSITIONAL_ONLY):
+                problems.append(f"{name}: does not take {p.name}")
+        wanted = {p.name for p in w}
+        for p in h:
+            if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in wanted:
+                problems.append(f"{name}: needs {p.name}, which the protocol never passes")
+    assert not problems, f"{impl.__name__} does not implement {protocol.__name__}: {'; '.join(problems)}"

@@ -14,12 +14,12 @@ import pytest
 
 pytest.importorskip("claude_agent_sdk", reason="the claude-code extra is not installed (pip install -e '.[claude-code]')")
 
-from helpers import make_repo, stop_server  # noqa: E402
-from seed_data import FACTS, QUESTION, WRONG, write_seed  # noqa: E402
-from standin import FactResponder, Reply, StandIn, ToolUse  # noqa: E402
+from helpers import assert_implements, make_repo, stop_server
+from seed_data import FACTS, QUESTION, WRONG, write_seed
+from standin import FactResponder, Reply, StandIn, ToolUse
 
-from cockpit.cli import main  # noqa: E402
-from cockpit.events import (  # noqa: E402
+from cockpit.cli import main
+from cockpit.events import (
     ApprovalRequested,
     ApprovalResolved,
     Preseeded,
@@ -29,7 +29,7 @@ from cockpit.events import (  # noqa: E402
     UsageUpdate,
     WorktreeChanged,
 )
-from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript  # noqa: E402
+from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
 
 S = SessionStatus
 KEY = "sk-test-cockpit-key-0123456789"
@@ -179,6 +179,12 @@ class NotesEngine:
         path = self.folder / f"{name}.md"
         path.write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}\n")
         return path
+
+
+def test_the_notes_engine_fake_implements_the_memory_backend():
+    from cockpit.runtime.protocols import MemoryBackend
+
+    assert_implements(NotesEngine, MemoryBackend)
 
 
 def tool_results(body) -> list[dict]:

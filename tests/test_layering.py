@@ -4,6 +4,8 @@ anthropic); the session engine and headless mode never import textual."""
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -81,20 +83,32 @@ def test_the_tui_reaches_sessions_only_through_the_runtime_protocol():
                 raise AssertionError(f"{f.relative_to(ROOT)} reads manager.{node.attr} (a Session)")
 
 
-def test_the_tui_test_fake_implements_the_runtime_protocol():
-    import inspect
+def test_real_classes_and_their_fakes_implement_the_same_protocols():
+    """Each seam's Protocol is met by the real classes and by every test fake standing in for
+    them (same members, async-ness and parameters), so a fake cannot drift from what it fakes."""
     import sys
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from tui_fakes import FakeManager
+    from helpers import assert_implements
+    from test_runtime_tools import FakeEngine as ToolsFakeEngine
+    from tui_fakes import FakeEngine, FakeManager
 
-    from cockpit.runtime.protocols import Runtime
+    from cockpit.runtime.manager import SessionManager
+    from cockpit.runtime.protocols import AppEngine, BatchRuntime, MemoryBackend, Runtime, SessionHost
+    from cockpit.server.remote import RemoteEngine, RemoteRuntime
+    from memory import MemoryEngine
 
-    wanted = {name for name, _ in inspect.getmembers(Runtime, inspect.isfunction) if not name.startswith("_")}
-    assert wanted >= {"spawn", "send", "kill", "answer", "review", "diff", "resume", "continue_fresh",
-                      "subscribe", "snapshot", "aclose"}
-    missing = {name for name in wanted if not callable(getattr(FakeManager, name, None))}
-    assert not missing, f"FakeManager lacks {missing}"
-    for name in wanted:
-        real = inspect.iscoroutinefunction(getattr(Runtime, name))
-        assert inspect.iscoroutinefunction(getattr(FakeManager, name)) == real, name
+    for impl in (MemoryEngine, RemoteEngine, FakeEngine):
+        assert_implements(impl, AppEngine)
+    assert_implements(ToolsFakeEngine, MemoryBackend)
+    for impl in (SessionManager, RemoteRuntime, FakeManager):
+        assert_implements(impl, Runtime)
+    assert_implements(SessionManager, BatchRuntime)
+    assert_implements(SessionManager, SessionHost)
+    # the check itself can fail: a fake missing a method, or with another signature
+    with pytest.raises(AssertionError, match="no save"):
+        assert_implements(type("NoSave", (), {"ready": True, "wait_ready": lambda self, timeout=None: True,
+                                              "build_preseed": lambda self, query, top_k=5: None,
+                                              "search": lambda self, query, top_k=5: []}), MemoryBackend)
+    with pytest.raises(AssertionError, match="does not take top_k"):
+        assert_implements(type("NoTopK", (ToolsFakeEngine,), {"search": lambda self, query: []}), MemoryBackend)

@@ -19,6 +19,13 @@ class FakeEngine:
     def __init__(self):
         self.saved = []
 
+    def wait_ready(self, timeout=None):
+        return True
+
+    def build_preseed(self, query, top_k=5):
+        from types import SimpleNamespace as NS
+        return NS(text="", hits=[], tokens=0)
+
     def search(self, query, top_k=5):
         from types import SimpleNamespace as NS
         return [NS(name="n1", description="d1", snippet="s1", priority=True, score=0.9, path=Path("n1.md"))]

@@ -194,6 +194,9 @@ class FakeEngine:
     def lint(self):
         return list(self.lint_issues)
 
+    def save(self, name, description, body, priority=False):
+        raise ValueError("FakeEngine keeps no notes")
+
     def watch(self, stop: threading.Event, on_sync=None, on_status=None):
         stop.wait()
 

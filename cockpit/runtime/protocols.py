@@ -2,6 +2,9 @@
 
 - :class:`MemoryBackend`: what the runtime needs of the memory engine (``memory.MemoryEngine``
   satisfies it, and so does the server's remote engine client).
+- :class:`AppEngine`: what the app (and the memory screens) need of an engine besides that: warm
+  it, sync and watch the folder, its status, lint advice (``memory.MemoryEngine`` and the remote
+  engine client satisfy it).
 - :class:`SessionHost`: what a session needs of whoever runs it (the ``SessionManager``): the
   config, prices, the model client, the concurrency slots, the event bus. A session gets this
   narrow view, never the manager itself.
@@ -10,6 +13,8 @@
   build on ``cockpit.runtime.session_base.SessionBase``).
 - :class:`Runtime`: what a client (the TUI, ``cockpit run``, the server) needs of a session
   manager. The TUI learns facts only from events; these calls are its only way to act.
+- :class:`BatchRuntime`: what ``cockpit run --no-server`` needs besides: wait for every session
+  to settle, each one's report row, the totals.
 
 Test fakes implement the same protocols (``tests/tui_fakes.py``), so they cannot drift.
 """
@@ -48,6 +53,30 @@ class MemoryBackend(Protocol):
     def save(self, name: str, description: str, body: str, priority: bool = False) -> Path:
         """Raises FileExistsError / ValueError when refused."""
         ...
+
+
+@runtime_checkable
+class AppEngine(MemoryBackend, Protocol):
+    """The memory engine as the app uses it (blocking calls: thread workers only)."""
+
+    def start_warmup(self) -> None: ...
+
+    def sync(self, progress: Any = None) -> Any:
+        """A ``memory.SyncReport``: added, updated, removed, changed, skipped, warnings."""
+        ...
+
+    def status(self) -> Any:
+        """A ``memory.EngineStatus``: model state, notes, last sync, warnings, watch, watch_state."""
+        ...
+
+    def lint(self) -> list[Any]: ...
+
+    def watch(self, stop: Any, on_sync: Any = None, on_status: Any = None) -> None:
+        """Sync, then keep the index in step until ``stop`` (a ``threading.Event``) is set;
+        ``on_status(state, detail)`` on each change of the watcher's state."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class SessionHost(Protocol):
@@ -162,6 +191,26 @@ class Runtime(Protocol):
 
     def snapshot(self) -> list[Event]:
         """Events that rebuild every live session's view (for a client attaching late)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class BatchRuntime(Protocol):
+    """A session manager as the in-process headless runner uses it (``SessionManager``)."""
+
+    async def spawn(self, task: str, **options: Any) -> Any: ...
+
+    async def wait_idle(self, timeout: float | None = None) -> bool:
+        """Until every session is final or waits for the user; False on timeout."""
+        ...
+
+    async def describe(self, session_id: str) -> dict:
+        """The session's row of the ``cockpit run --json`` report (``to_dict()`` + ``diff``)."""
+        ...
+
+    def totals(self) -> tuple[Usage, float | None]:
+        """Summed usage in tokens, and USD (None when nothing was priced)."""
         ...
 
     async def aclose(self) -> None: ...

@@ -620,9 +620,8 @@ class Server:
         # an engine the server already has answers even while its folder is missing: its watcher
         # says so ("missing"), which is what an attached app shows in its header
         notes, index = self._abs_path(p, "notes"), self._abs_path(p, "index")
-        engine = self.engines.existing(notes, index) if notes else None
-        if engine is None:
-            engine = await asyncio.to_thread(self._need_engine, p)
+        known = self.engines.existing(notes, index) if notes else None
+        engine = known if known is not None else await asyncio.to_thread(self._need_engine, p)
         st = await asyncio.to_thread(engine.status)
         return {**wire.to_plain(st), "index_path": str(st.index_path), "notes_dir": str(st.notes_dir),
                 "ready": bool(engine.ready)}
