@@ -521,18 +521,15 @@ class MemoryEngine:
         """The whole note named ``name`` as the index holds it — ``{name, description, body,
         priority, type, path}`` (``path`` relative to the notes folder) — or None. When two
         files share a name (lint reports it), the first by path."""
-        rows = self.store.query(
-            "SELECT name, description, body, priority, type, path FROM notes WHERE name = ? ORDER BY path LIMIT 1",
-            (name,))
-        if not rows:
+        row = self.store.note_by_name(name)
+        if row is None:
             return None
-        n, d, b, p, t, path = rows[0]
+        n, d, b, p, t, path = row
         return {"name": n, "description": d, "body": b, "priority": bool(p), "type": t, "path": path}
 
     def list_notes(self) -> list[dict]:
         """Every indexed note's ``{name, description, priority, path}``, ★ first, then by name."""
-        rows = self.store.query(
-            "SELECT name, description, priority, path FROM notes ORDER BY priority DESC, name, path")
+        rows = self.store.note_list()
         return [{"name": n, "description": d, "priority": bool(p), "path": path} for n, d, p, path in rows]
 
     # ------------------------------------------------------------------ lint / watch / status

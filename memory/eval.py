@@ -188,7 +188,7 @@ def run_eval(engine, queries: list[dict], top_k: int | None = None, selector=Non
     (a typo there would read as a miss)."""
     from .preseed import MAX_LINES
 
-    notes = engine.store.query("SELECT name, name || ' ' || description || ' ' || body FROM notes")
+    notes = engine.store.note_texts_all()
     known = {n.casefold() for n, _ in notes}
     base = KeywordBaseline(notes)
     lines = top_k or MAX_LINES

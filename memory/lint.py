@@ -45,7 +45,7 @@ def lint(engine) -> list[LintIssue]:
     """Run every check on ``engine``'s current index → issues sorted by (kind, path)."""
     store = engine.store
     issues: list[LintIssue] = []
-    rows = store.query("SELECT id, path, name, description, body, has_description FROM notes")
+    rows = store.lint_rows()
     by_id = {r[0]: r for r in rows}
 
     for r in rows:
@@ -65,8 +65,7 @@ def lint(engine) -> list[LintIssue]:
                                         other=rs[0][1]))
 
     # title vectors
-    tv = store.query("SELECT c.note_id, v.embedding FROM chunks c JOIN vec_chunks v ON v.rowid = c.id "
-                     "WHERE c.kind = 'title' ORDER BY c.note_id") if store.has_vec_table() else []
+    tv = store.title_vectors()
     if tv:
         ids = np.array([t[0] for t in tv])
         mat = np.frombuffer(b"".join(t[1] for t in tv), np.float32).reshape(len(tv), -1)
@@ -109,7 +108,7 @@ def lint(engine) -> list[LintIssue]:
                         f"{r[1]}: the body says something the description does not cover "
                         f"({s[:80]!r}); split it into its own note or widen the description"))
 
-    for p, why in store.query("SELECT path, reason FROM skipped"):
+    for p, why in store.skipped_files():
         issues.append(LintIssue("skipped", p, f"{p} is not indexed: {why}"))
     issues.sort(key=lambda i: (i.kind, i.path, i.other or ""))
     return issues

@@ -390,16 +390,14 @@ class KeywordStats:
     def refresh(self, store, generation: int) -> None:
         if generation != self.generation:
             self.generation = generation
-            self.total = store.query("SELECT count(*) FROM notes")[0][0]
+            self.total = store.note_count()
             self.df = {}
 
     def count(self, store, phrase: str, cap: int) -> int:
         """Notes containing ``phrase`` (counting stops at ``cap`` + 1)."""
         n = self.df.get(phrase)
         if n is None:
-            n = store.query(
-                "SELECT count(*) FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH ? LIMIT ?)",
-                (quote(phrase), cap + 1))[0][0]
+            n = store.fts_count(quote(phrase), cap)
             self.df[phrase] = n
         return n
 
@@ -423,16 +421,12 @@ def bm25_notes(store, query: str, limit: int = CANDIDATES,
             items = [t for t in items if stats.count(store, t, cap) <= cap]
     ranked: list[int] = []
     if items:
-        ranked = [r[0] for r in store.query(
-            "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? "
-            "ORDER BY bm25(notes_fts, 4.0, 2.0, 1.0) LIMIT ?",
-            (" OR ".join(quote(t) for t in items), limit))]
+        ranked = store.fts_bm25(" OR ".join(quote(t) for t in items), limit)
     ident_ids: set[int] = set()
     for phrase in idents:
-        rows = store.query("SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? LIMIT ?",
-                           (quote(phrase), IDENT_MAX_NOTES + 1))
-        if 0 < len(rows) <= IDENT_MAX_NOTES:
-            ident_ids.update(r[0] for r in rows)
+        found = store.fts_ids(quote(phrase), IDENT_MAX_NOTES + 1)
+        if 0 < len(found) <= IDENT_MAX_NOTES:
+            ident_ids.update(found)
     return ranked, ident_ids
 
 

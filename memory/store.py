@@ -300,6 +300,54 @@ class Store:
                 out[r[0]] = r
         return out
 
+    def note_by_name(self, name: str) -> tuple[str, str, str, int, str | None, str] | None:
+        """``(name, description, body, priority, type, path)`` of the note named exactly ``name``
+        (the first by path when two share it), or None."""
+        rows = self.query("SELECT name, description, body, priority, type, path FROM notes "
+                          "WHERE name = ? ORDER BY path LIMIT 1", (name,))
+        return rows[0] if rows else None
+
+    def note_list(self) -> list[tuple[str, str, int, str]]:
+        """``(name, description, priority, path)`` of every note, ★ first, then by name and path."""
+        return self.query("SELECT name, description, priority, path FROM notes ORDER BY priority DESC, name, path")
+
+    def note_texts_all(self) -> list[tuple[str, str]]:
+        """``(name, "name description body")`` of every note (the eval's keyword baseline)."""
+        return self.query("SELECT name, name || ' ' || description || ' ' || body FROM notes")
+
+    def lint_rows(self) -> list[tuple[int, str, str, str, str, int]]:
+        """``(id, path, name, description, body, has_description)`` of every note."""
+        return self.query("SELECT id, path, name, description, body, has_description FROM notes")
+
+    def title_vectors(self) -> list[tuple[int, bytes]]:
+        """``(note_id, float32 vector bytes)`` of each note's title vector, by note id; [] when
+        the index has no vector table yet."""
+        if not self.has_vec_table():
+            return []
+        return self.query("SELECT c.note_id, v.embedding FROM chunks c JOIN vec_chunks v ON v.rowid = c.id "
+                          "WHERE c.kind = 'title' ORDER BY c.note_id")
+
+    def skipped_files(self) -> list[tuple[str, str]]:
+        """``(path, reason)`` of each file the last syncs skipped."""
+        return self.query("SELECT path, reason FROM skipped")
+
+    # ------------------------------------------------------------------ keyword lane (FTS5)
+    def fts_count(self, match: str, cap: int) -> int:
+        """Notes the FTS5 expression ``match`` finds, counting stops at ``cap`` + 1."""
+        return self.query("SELECT count(*) FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH ? LIMIT ?)",
+                          (match, cap + 1))[0][0]
+
+    def fts_bm25(self, match: str, limit: int) -> list[int]:
+        """Note ids the FTS5 expression ``match`` finds, best BM25 first (name 4×, description
+        2×, body 1×), at most ``limit``."""
+        return [r[0] for r in self.query("SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? "
+                                         "ORDER BY bm25(notes_fts, 4.0, 2.0, 1.0) LIMIT ?", (match, limit))]
+
+    def fts_ids(self, match: str, limit: int) -> list[int]:
+        """Note ids the FTS5 expression ``match`` finds, in no order, at most ``limit``."""
+        return [r[0] for r in self.query("SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? LIMIT ?",
+                                         (match, limit))]
+
     def notes_named(self, name: str) -> list[tuple[str, str, str, int]]:
         """``(path, description, body, priority)`` of notes whose name equals ``name``
         (case-insensitive)."""
