@@ -29,7 +29,7 @@ from .search import CANDIDATES, KeywordStats, VectorMirror, bm25_notes, fuse
 from .selector import SHORTLIST, Selector, SelectorCandidate, SelectorResult
 from .store import Store
 from .sync import Applied, SyncWrite, plan_sync
-from .text import coverage, note_texts, query_terms, snippet
+from .text import bound_query, coverage, note_texts, query_terms, snippet
 from .tokens import estimate_tokens
 from .types import EngineStatus, Hit, IndexModelError, LintIssue, NoteExistsError, Preseed, SyncReport
 
@@ -367,6 +367,7 @@ class MemoryEngine:
         """
         if not query.strip() and query_vector is None:
             return []
+        query = bound_query(query)
         cands, fetch = self._rank(query, query_vector)
         rows = fetch(cands[:top_k])
         return [self._hit(c, rows[c.note_id], query) for c in cands[:top_k] if c.note_id in rows]
@@ -395,6 +396,7 @@ class MemoryEngine:
             raise ValueError("top_k must be at least 1")
         if not query.strip():
             return Preseed("", [], 0, [])
+        query = bound_query(query)
         max_lines = top_k or _preseed.MAX_LINES
         gate = load_gate()
         cands, fetch = self._rank(query, query_vector)

@@ -6,6 +6,20 @@ from __future__ import annotations
 import functools
 import re
 
+MAX_QUERY_CHARS = 4000  # a longer query is searched as its head and tail (see bound_query)
+
+
+def bound_query(text: str) -> str:
+    """The text a query is searched with: ``text`` itself up to ``MAX_QUERY_CHARS`` characters,
+    else its head and tail (half each) — a 1 MB task pasted from a log would otherwise cost one
+    FTS5 term per word and seconds per search. The encoder reads only its first 256 tokens
+    anyway."""
+    if len(text) <= MAX_QUERY_CHARS:
+        return text
+    half = MAX_QUERY_CHARS // 2
+    return text[:half] + "\n…\n" + text[-half:]
+
+
 # words, keeping identifiers whole: ship-v2, pgb.stg.qm.internal:6432, HBL-LED-4091, hbl_test_
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[-_.:/][A-Za-z0-9]+)*")
 _PART = re.compile(r"[A-Za-z0-9]+")

@@ -104,6 +104,24 @@ def test_unrelated_task_gets_no_block(seed):
     assert seed.preseed("") == ""
 
 
+def test_a_huge_task_is_searched_by_its_head_and_tail_only(seed, monkeypatch):
+    """A 1 MB task (a log pasted in) costs what a 4000-character one does: the engine bounds
+    the text it searches with, in search and in preseed, whoever calls it."""
+    from memory import search as search_mod
+    from memory.text import MAX_QUERY_CHARS
+
+    seen: list[str] = []
+    real = search_mod.fts_terms
+    monkeypatch.setattr(search_mod, "fts_terms", lambda q: seen.append(q) or real(q))
+    task = "what port does staging run on? " + " ".join(f"word{i}" for i in range(150_000)) + " deploy host"
+    assert len(task) > 1_000_000
+    pre = seed.build_preseed(task)
+    hits = seed.search(task, 3)
+    assert seen and all(len(q) <= MAX_QUERY_CHARS + 3 for q in seen)
+    assert all(q.startswith("what port does staging") and q.endswith("deploy host") for q in seen)
+    assert "staging-stack" in [h.name for h in pre.considered] and hits  # the head still leads the ranking
+
+
 def test_short_question_opens_the_gate_through_term_coverage(seed):
     # MiniLM scores short questions low, but every content word of the task is in the note:
     # the gate's coverage signal opens it, and the note that answers comes first.

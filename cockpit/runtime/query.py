@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-PRESEED_QUERY_CHARS = 4000
+from memory.text import MAX_QUERY_CHARS as PRESEED_QUERY_CHARS
+from memory.text import bound_query
 
 
 def preseed_query(task: str) -> str:
-    """The text the notes are searched with: the task, bounded (a 1 MB task pasted from a log
-    would otherwise cost one search term per word); head and tail kept."""
-    if len(task) <= PRESEED_QUERY_CHARS:
-        return task
-    half = PRESEED_QUERY_CHARS // 2
-    return task[:half] + "\n…\n" + task[-half:]
+    """The text the notes are searched with: the task, bounded (``memory.text.bound_query``: at
+    most ``PRESEED_QUERY_CHARS`` characters, head and tail kept). The engine bounds every query
+    itself too; bounding here keeps a huge task off the wire to a server."""
+    return bound_query(task)
+
+
+__all__ = ["PRESEED_QUERY_CHARS", "preseed_query"]
