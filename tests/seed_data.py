@@ -1,25 +1,23 @@
 """The seed's end-to-end setup, shared by every backend's test: two notes whose facts appear
-nowhere else, and a workspace README that is wrong about all three."""
+nowhere else (copied from the memory tests' fixture folder, ``tests/data/memory/seed``: one
+spelling of the seed everywhere), and a workspace README that is wrong about all three."""
 
+import shutil
 from pathlib import Path
 
 QUESTION = "what port does staging run on, which host do we deploy to, and with what command?"
 FACTS = ("6443", "callisto", "make ship-v2")
 WRONG = ("8080", "ganymede", "make deploy")
+FIXTURE = Path(__file__).resolve().parent / "data" / "memory" / "seed"  # the memory tests' seed folder
+SEED_NOTES = ("staging-stack", "deploy-command")  # the two whose facts appear nowhere else
 
 
 def write_seed(root: Path) -> tuple[Path, Path]:
     """(notes folder, workspace folder) under ``root``."""
     notes = root / "notes"
     notes.mkdir()
-    (notes / "staging-stack.md").write_text(
-        "---\nname: staging-stack\ndescription: Staging stack - staging runs on port 6443, deploy host callisto\n"
-        "priority: high\n---\nThe staging stack listens on port 6443. We deploy to host callisto.\n"
-    )
-    (notes / "deploy-command.md").write_text(
-        "---\nname: deploy-command\ndescription: Deploy command - we deploy with make ship-v2\n---\n"
-        "To deploy, run `make ship-v2` from the repository root.\n"
-    )
+    for name in SEED_NOTES:  # the same two files the memory tests' fixture folder holds
+        shutil.copyfile(FIXTURE / f"{name}.md", notes / f"{name}.md")
     ws = root / "workspace"
     ws.mkdir()
     (ws / "README.md").write_text(

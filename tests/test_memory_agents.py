@@ -55,13 +55,13 @@ def test_mcp_server_tools_and_resource(notes, tmp_path):
     assert tools == ["memory_get", "memory_save", "memory_search"]
     hits = found.structured_content["result"]
     assert hits[0]["name"] == "staging-stack" and hits[0]["priority"] is True and 0 < hits[0]["score"] <= 1
-    assert json.loads(note.content[0].text)["body"] == "To deploy, run `make ship-v2` from the repository root."
+    assert json.loads(note.content[0].text)["body"].startswith("Run `make ship-v2` from the repository root.")
     assert missing.is_error and "no note named 'no-such-note'" in missing.content[0].text
     assert bad.is_error and "empty" in bad.content[0].text
     assert not saved.is_error and (notes / "db-port.md").exists()
     assert again.is_error and "exists" in again.content[0].text  # never overwrites
     text = index.contents[0].text
-    assert "★ staging-stack: Staging stack - staging runs on port 6443" in text and "db-port" in text
+    assert "★ staging-stack: Staging runs on port 6443" in text and "db-port" in text
     (notes / "db-port.md").unlink()
 
 

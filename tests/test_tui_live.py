@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from seed_data import write_seed
 from standin import HTTPError, Reply, StandIn
 from tui_fakes import text_of, until
 
@@ -76,16 +77,7 @@ def is_subsequence(wanted: list, seen: list) -> bool:
 async def test_spawn_through_dialog_states_notes_and_cost(api, tmp_path, workspace):
     from memory import MemoryEngine
 
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "staging.md").write_text(
-        "---\nname: staging-env\ndescription: Staging runs on port 6443 on host callisto\n"
-        "priority: high\n---\nStaging listens on port 6443; we deploy to callisto.\n"
-    )
-    (notes / "deploy.md").write_text(
-        "---\nname: deploy-command\ndescription: Deploy with make ship-v2\n---\n"
-        "The deploy command is `make ship-v2`.\n"
-    )
+    notes, _ws = write_seed(tmp_path)
     engine = MemoryEngine(notes, index_path=tmp_path / "index.sqlite")
     usage = {"input": 1000, "output": 500, "cache_write": 2000, "cache_read": 4000}
     api.script(Reply("Staging runs on **port 6443** on callisto; deploy with `make ship-v2`.", usage=usage))
@@ -103,7 +95,7 @@ async def test_spawn_through_dialog_states_notes_and_cost(api, tmp_path, workspa
             await pilot.press(*task)
             # the live preview shows the notes this task would get
             await until(pilot, lambda: dialog.preview_for == task, "notes preview")
-            assert "staging-env" in text_of(dialog.query_one("#spawn-preview"))
+            assert "staging-stack" in text_of(dialog.query_one("#spawn-preview"))
             await pilot.press("enter")
             await until(pilot, lambda: len(app.views) == 1, "a pane")
             (sid, view), = app.views.items()
@@ -120,13 +112,13 @@ async def test_spawn_through_dialog_states_notes_and_cost(api, tmp_path, workspa
             # the strip lists exactly what the runtime injected, and it reached the model
             session = mgr.get(sid)
             injected = [n.name for n in session.injected]
-            assert "staging-env" in injected
+            assert "staging-stack" in injected
             strip = text_of(pane.query_one("#pane-strip"))
             for name in injected:
                 assert name in strip
-            assert "★staging-env" in strip.replace(" ", "")
+            assert "★staging-stack" in strip.replace(" ", "")
             first_user = json.dumps(api.message_requests[0]["messages"][0])
-            assert "6443" in first_user and "staging-env" in first_user
+            assert "6443" in first_user and "staging-stack" in first_user
 
             # cost = the stand-in's usage × the price table (USD per Mtok)
             expected = (1000 * 2.0 + 500 * 10.0 + 2000 * 2.5 + 4000 * 0.2) / 1e6
