@@ -133,6 +133,22 @@ async def test_bad_files_are_tool_errors(runner):
     assert out.is_error and "cap" in out.content
 
 
+async def test_a_device_file_in_the_tree_is_refused_before_it_is_read(runner):
+    """/dev/zero's twin inside the working tree: reading it would never end (an OOM kill at
+    20 GB, once). Refused as not a regular file, as a FIFO is, before it is opened."""
+    import stat
+
+    dev = runner.workspace.root / "zero"
+    try:
+        os.mknod(dev, 0o644 | stat.S_IFCHR, os.makedev(1, 5))  # the device /dev/zero is
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot make a device node here: {exc}")
+    for cmd in (view("zero"), {"command": "str_replace", "path": "zero", "old_str": "a", "new_str": "b"},
+                {"command": "insert", "path": "zero", "insert_line": 0, "insert_text": "x"}):
+        out = await asyncio.wait_for(runner.run(EDIT, cmd), 5)
+        assert out.is_error and "not a regular file" in out.content, out.content
+
+
 async def test_edits_that_would_do_nothing_or_go_wrong_are_refused_before_any_write(runner):
     from cockpit.runtime import editor
 
