@@ -324,6 +324,22 @@ async def test_error_in_one_session_leaves_others_running(api, workspace):
     await mgr.aclose()
 
 
+async def test_an_unwritable_transcripts_folder_ends_the_session_in_error_at_once(api, workspace, tmp_path):
+    """The app's side of it (``cockpit run`` refuses before it starts, exit 2): the session
+    does not sit in "preseeding" forever — it ends in error, saying which folder and why."""
+    import os
+
+    blocked = tmp_path / "sessions"
+    blocked.write_text("a file where the transcripts folder should be")
+    api.script(Reply("never asked"))
+    mgr = make_mgr(api, sessions_dir=str(blocked))
+    s, events = await run_one(mgr, workspace=workspace)
+    assert s.status == S.ERROR and s.error.kind == "io" and str(blocked) in s.error.message
+    assert [e for e in events if isinstance(e, SessionErrorEvent)] and isinstance(events[-1], SessionDone)
+    assert not os.path.isdir(blocked) and api.requests == []  # no model call made without a transcript
+    await mgr.aclose()
+
+
 async def test_a_preseed_failure_is_recorded_and_shown_never_no_note_qualified(api, workspace):
     from cockpit.events import Preseeded
     from cockpit.headless import format_report
