@@ -53,6 +53,67 @@ def test_deny_rules_win_even_in_bypass():
     assert p.check(Action("bash", "ls")).verdict == "allow"
 
 
+@pytest.mark.parametrize("command", [
+    "echo $'\\'' ; touch /tmp/x ; #'",          # ANSI-C quoting: shlex read it as one word
+    "pytest () ( touch /tmp/x ); pytest",       # a function named pytest
+    "(touch /tmp/x); pytest",                   # a subshell
+    "{ touch /tmp/x; }; pytest",                # a brace group
+    "echo hi > {/tmp/x,}",                      # brace expansion in a redirection target
+    "echo hi > /tmp/*",                         # a glob there
+    "for f in a; do touch /tmp/x; done",        # compound commands
+    "if true; then touch /tmp/x; fi",
+    "$CMD /tmp/x",                              # a command name bash expands
+    "git difftool -y -x 'touch /tmp/x #' --no-index a b",  # git diff:* is a word prefix, not a string one
+    "cd .. && echo x > f",                      # a relative target after a cd
+])
+def test_lines_the_rules_cannot_judge_are_never_allowed_by_a_narrow_rule(command):
+    p = PermissionPolicy("default", allow=["Bash(echo *)", "Bash(pytest *)", "Bash(git diff:*)", "Bash(cd *)"])
+    assert p.check(Action("bash", command)).verdict == "ask", command
+    assert PermissionPolicy("default", allow=["Bash"]).check(Action("bash", command)).verdict == "allow"
+
+
+@pytest.mark.parametrize("command", [
+    "timeout 1 rm -rf x", "env A=1 rm x", "sudo -u root rm x", "nice -n 5 rm x", "xargs -I{} rm {}",
+    "bash -c 'rm -rf x'", "sh -ec 'ls; rm x'", "eval rm x", "A=1 rm x", "for f in a; do rm $f; done",
+    "! rm x", "command rm x", "/usr/bin/env rm x", "echo $'\\'' ; rm -rf x ; #'", "ls | xargs rm",
+])
+def test_deny_rules_see_through_wrappers_keywords_and_nested_shells(command):
+    p = PermissionPolicy("bypassPermissions", deny=["Bash(rm *)"])
+    assert p.check(Action("bash", command)).verdict == "deny", command
+    assert p.check(Action("bash", "echo 'rm x'")).verdict == "allow"  # quoted text is not a command
+
+
+def test_a_redirection_is_judged_where_it_lands(tmp_path):
+    root = tmp_path / "tree"
+    (root / "sub").mkdir(parents=True)
+    outside = tmp_path / "outside.txt"
+    (root / "link-out").symlink_to(outside)
+    (root / "sub" / "up").symlink_to(tmp_path)
+    p = PermissionPolicy("default", allow=["Bash(echo *)"], root=root)
+    assert p.check(Action("bash", "echo x >> link-out", cwd=str(root))).verdict == "ask"
+    assert p.check(Action("bash", "echo x > up/f", cwd=str(root / "sub"))).verdict == "ask"
+    assert p.check(Action("bash", "echo x > out.txt", cwd=str(root / "sub"))).verdict == "allow"
+    assert p.check(Action("bash", "echo x > sub/new.txt", cwd=str(root))).verdict == "allow"
+
+
+def test_allow_for_the_session_covers_each_part_and_never_a_wrapper_prefix():
+    from cockpit.runtime.permissions import session_rules_for
+
+    assert [str(r) for r in session_rules_for(Action("bash", "ls -la && cat calc.py"))] == ["Bash(ls *)", "Bash(cat *)"]
+    p = PermissionPolicy("default")
+    for rule in session_rules_for(Action("bash", "ls -la && cat calc.py")):
+        p.add_session_rule(rule)
+    assert p.check(Action("bash", "ls -la && cat calc.py")).verdict == "allow"  # not asked again
+    for cmd, then in (("timeout 60 python -m pytest -q", "timeout 1 rm -rf x"),
+                      ("PYTHONPATH=src pytest -q", "PYTHONPATH=src rm -rf x"),
+                      ("bash -c 'pytest -q'", "bash -c 'rm -rf x'")):
+        p = PermissionPolicy("default")
+        for rule in session_rules_for(Action("bash", cmd)):
+            p.add_session_rule(rule)
+        assert p.check(Action("bash", cmd)).verdict == "allow", cmd  # that command again
+        assert p.check(Action("bash", then)).verdict == "ask", then  # never anything it wraps
+
+
 def test_session_rules():
     p = PermissionPolicy("default")
     rule = session_rule_for(Action("bash", "python -m pytest -q"))
@@ -88,7 +149,7 @@ def test_a_comment_cannot_hide_the_next_line_from_an_allow_rule():
     p = PermissionPolicy("default", allow=["Bash(pytest *)"])
     assert p.check(Action("bash", "pytest #\nrm -rf ~")).verdict == "ask"
     assert p.check(Action("bash", "pytest # just a comment")).verdict == "allow"
-    assert split_command("pytest #\nrm x") == ["pytest #", "rm x"]
+    assert split_command("pytest #\nrm x") == ["pytest", "rm x"]  # a comment ends at the newline, as in bash
 
 
 def test_redirections_are_not_separators_and_cannot_write_out_of_the_tree():

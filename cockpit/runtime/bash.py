@@ -162,6 +162,17 @@ class BashSession:
         self._proc.stdin.write(b"exec 198>&1\n")
         return self._proc
 
+    def current_dir(self) -> str:
+        """The shell's current folder (absolute; the working tree until a command ran ``cd``),
+        read from ``/proc``; the working tree when there is no shell yet or it cannot be read."""
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            try:
+                return os.readlink(f"/proc/{proc.pid}/cwd")
+            except OSError:
+                pass
+        return self.cwd
+
     async def run(self, command: str) -> BashResult:
         """Run ``command`` in the persistent shell; returns its (capped) output and exit code."""
         proc = self._proc if self._proc is not None and self._proc.returncode is None else await self._start()

@@ -41,7 +41,7 @@ from cockpit.runtime import prompts
 from cockpit.runtime.bash import session_env
 from cockpit.runtime.editor import EditorError
 from cockpit.runtime.model_call import ContextFull, ModelCaller, SessionFailure, block_to_param, one_line
-from cockpit.runtime.permissions import PermissionPolicy, session_rule_for
+from cockpit.runtime.permissions import PermissionPolicy, rules_text, session_rules_for
 from cockpit.runtime.protocols import MemoryBackend, SessionHost
 from cockpit.runtime.query import preseed_query
 from cockpit.runtime.session_base import HOST_ENGINE, S, SessionBase, SessionSpec, denial_message
@@ -70,7 +70,7 @@ class Session(SessionBase):
         self.instruction_files: tuple[str, ...] = ()
         self._path_rules: list = []  # path-scoped rules not yet given to the model
         self._described: list = []  # "agent requested" rules (matched to the task by meaning)
-        self.policy = PermissionPolicy(spec.permission_mode, self._cfg.allow, self._cfg.deny)
+        self.policy = PermissionPolicy(spec.permission_mode, self._cfg.allow, self._cfg.deny, root=spec.cwd)
         env = session_env(dict(os.environ), secrets_to_strip=tuple(s for s in (self._cfg.api_key,) if s),
                           extra={"COCKPIT_SESSION_ID": session_id})
         self.tools = ToolRunner(spec.cwd, self.engine, spec.top_k, env=env, bash_timeout=self._cfg.bash_timeout)
@@ -288,12 +288,13 @@ class Session(SessionBase):
 
     async def _ask(self, tool_use_id: str, call: PreparedCall) -> tuple[bool, str]:
         """Ask the user (any client) about ``call``; (allowed, reason)."""
-        rule = session_rule_for(call.action)
+        rules = session_rules_for(call.action)
         ask = ApprovalRequested(self.id, tool_use_id, call.name, call.action.kind, call.summary,
-                                call.detail or call.summary, str(rule))
+                                call.detail or call.summary, rules_text(rules))
         allowed, scope, reason = await self._await_answer(ask)
         if allowed and scope == "session":
-            self.policy.add_session_rule(rule)
+            for rule in rules:
+                self.policy.add_session_rule(rule)
         return allowed, reason
 
 

@@ -204,7 +204,8 @@ class ToolRunner:
             cmd = data.get("command")
             if not isinstance(cmd, str) or not cmd.strip():
                 raise ToolInputError("bash: give a non-empty 'command' (or restart: true)")
-            return PreparedCall(name, data, Action("bash", cmd.strip()), cmd.strip(), cmd)
+            # the shell's folder: a relative redirection is judged where it will land
+            return PreparedCall(name, data, Action("bash", cmd.strip(), cwd=self.bash.current_dir()), cmd.strip(), cmd)
         if name == editor_tool.TOOL_NAME:
             command = data.get("command")
             if command == "view":
