@@ -139,8 +139,8 @@ def parse(raw: bytes) -> tuple[dict, str]:
         fields = yaml.safe_load(front)
         if not isinstance(fields, dict):
             fields = _raw_fields(front)
-    except yaml.YAMLError:
-        fields = _raw_fields(front)
+    except (yaml.YAMLError, RecursionError, ValueError, OverflowError, TypeError):
+        fields = _raw_fields(front)  # e.g. a leading `*` or `{`, or a date like 2025-02-30
     return fields, body.strip()
 
 

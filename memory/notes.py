@@ -151,6 +151,9 @@ def parse_bytes(raw: bytes, rel: str, mtime_ns: int = 0, size: int | None = None
             raise NoteError(f"invalid YAML frontmatter: {first}") from None
         except RecursionError:
             raise NoteError("YAML frontmatter nested too deeply") from None
+        except (ValueError, OverflowError, TypeError) as exc:  # a value SafeLoader cannot build:
+            # `created: 2025-02-30` (day out of range), an integer of over 4300 digits …
+            raise NoteError(f"invalid YAML value in the frontmatter: {exc}") from None
         loaded = getattr(handler, "loaded", None)
         if loaded is not None and not isinstance(loaded, dict):
             warnings.append("frontmatter is not a mapping; ignored")

@@ -141,6 +141,9 @@ def plan_sync(root: str, entries, scan_skipped: list[tuple[str, str]], rows: dic
         except NoteError as exc:
             skipped[rel] = Skip(mtime_ns, size, str(exc))
             continue
+        except Exception as exc:  # one file must never stop the others from indexing
+            skipped[rel] = Skip(mtime_ns, size, f"could not be read: {type(exc).__name__}: {exc}")
+            continue
         plan.warnings.extend(f"{note.rel}: {w}" for w in note.warnings)
         r = rows.get(rel)
         if r is not None and r.hash == note.hash and r.embedded:
