@@ -334,6 +334,25 @@ def test_garbage_oversize_and_floods_leave_the_server_up(server_proc):
 
 @pytest.mark.skipif(os.getuid() != 0 or not os.path.exists("/usr/bin/python3"),
                     reason="creating a process of another uid needs root (and a system python it can run)")
+def test_resume_of_a_file_that_is_no_transcript_is_refused_and_the_server_stays_up(server_proc, tmp_path):
+    """A FIFO blocked the server's event loop for good, /dev/zero grew it to 23 GB: every such
+    path is refused before it is read, each with an error reply, and nothing else waits."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    passwd = tmp_path / "passwd"
+    passwd.write_text("".join(f"user{i}:x:{i}:{i}::/home/u:/bin/sh\n" for i in range(500)))
+    start_server()
+    with BlockingClient() as c:
+        for path, why in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file"),
+                          (tmp_path, "not a regular file"), (passwd, "no header")):
+            with pytest.raises(RemoteError) as refused:
+                c.call("resume", path=str(path))
+            assert refused.value.code == rpc.REFUSED and why in str(refused.value), path
+        assert c.call("list")["sessions"] == []  # still answering
+    log = paths.log_path().read_text()
+    assert "Traceback" not in log and "user42" not in log  # no warning per line of a non-transcript
+
+
 def test_another_user_cannot_connect(server_proc, monkeypatch):
     import shutil
     import tempfile

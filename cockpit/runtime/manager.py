@@ -311,7 +311,7 @@ class SessionManager:
             if found is None:
                 raise FileNotFoundError(f"no transcript in {sessions} records Claude Code session {transcript_path}")
             path = found
-        records = read_transcript(path)
+        records = await asyncio.to_thread(read_transcript, path)  # never on the event loop
         h = records[0]
         backend = h.get("backend") or "cockpit"
         cls = self._session_class(backend)

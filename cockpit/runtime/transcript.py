@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import stat
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -90,17 +92,44 @@ def new_transcript_path(sessions_dir: Path, session_id: str) -> Path:
     return Path(sessions_dir) / f"{stamp}-{session_id}.jsonl"
 
 
+MAX_TRANSCRIPT_BYTES = 1 << 30  # 1 GiB: far beyond any session's; /dev/zero's twin is refused
+
+
+def _is_header(line: bytes) -> bool:
+    try:
+        rec = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(rec, dict) and rec.get("type") == "header"
+
+
 def read_transcript(path: Path, warnings: list[str] | None = None) -> list[dict]:
     """All complete records of a transcript. A torn last line (a crash mid-write) is ignored; any
     other line that is not a JSON object (garbage, undecodable bytes, a bare value) is skipped with
     a warning naming the file and line — appended to ``warnings`` when given, else logged.
 
-    Raises ``FileNotFoundError``; ``ValueError`` when the first record is not a header.
+    Raises ``FileNotFoundError``; ``ValueError`` when the first record is not a header, or the
+    path is not a regular file (a FIFO, a device, a folder: refused before anything is read, so
+    a resume request can never block the server) or is over ``MAX_TRANSCRIPT_BYTES``.
     """
     records: list[dict] = []
     skipped: list[str] = []
-    with open(path, "rb") as fh:
-        lines = fh.read().split(b"\n")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once instead of blocking
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path} is not a Cockpit transcript (not a regular file)")
+        if st.st_size > MAX_TRANSCRIPT_BYTES:
+            raise ValueError(f"{path} is not a Cockpit transcript (over {MAX_TRANSCRIPT_BYTES >> 20} MiB)")
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            head = fh.readline()
+            if not _is_header(head):
+                raise ValueError(f"{path} is not a Cockpit transcript (no header)")
+            lines = (head + fh.read()).split(b"\n")
+    finally:
+        if fd >= 0:
+            os.close(fd)
     last = len(lines) - 1
     for number, raw in enumerate(lines, 1):
         if not raw.strip():

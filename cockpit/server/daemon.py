@@ -365,8 +365,9 @@ class Server:
         except KeyError as exc:
             missing = rpc.RpcError(rpc.NOT_FOUND, str(exc.args[0]) if exc.args else "not found")
             await conn.send(rpc.error(msg_id, missing))
-        except (ValueError, TypeError, SessionClosed, WorktreeError, ConfigError, FileNotFoundError,
-                FileExistsError) as exc:  # FileExistsError: memory.save of a name taken (NoteExistsError)
+        except (ValueError, TypeError, SessionClosed, WorktreeError, ConfigError, OSError) as exc:
+            # OSError: a path the request names that cannot be read (missing, a folder, no
+            # permission); FileExistsError: memory.save of a name taken (NoteExistsError)
             await conn.send(rpc.error(msg_id, rpc.RpcError(rpc.REFUSED, str(exc))))
         except Exception as exc:  # a bug: answer, log, stay up
             log.exception("handler %s failed", method)
