@@ -133,6 +133,19 @@ async def test_bad_files_are_tool_errors(runner):
     assert out.is_error and "cap" in out.content
 
 
+async def test_a_symlink_loop_or_an_overlong_name_is_a_tool_error_not_the_sessions_end(runner):
+    root = runner.workspace.root
+    os.symlink("loopb", root / "loopa")
+    os.symlink("loopa", root / "loopb")
+    for cmd in (view("loopa"), {"command": "create", "path": "loopa/x.txt", "file_text": "x"}):
+        out = await runner.run(EDIT, cmd)
+        assert out.is_error and "cannot be resolved" in out.content, out.content
+    listing = await runner.run(EDIT, view("."))
+    assert not listing.is_error and "a.txt" in listing.content  # the loop is left out, the rest listed
+    out = await runner.run(EDIT, {"command": "create", "path": "x" * 300 + ".txt", "file_text": "x"})
+    assert out.is_error and "longer than 255 bytes" in out.content
+
+
 async def test_a_device_file_in_the_tree_is_refused_before_it_is_read(runner):
     """/dev/zero's twin inside the working tree: reading it would never end (an OOM kill at
     20 GB, once). Refused as not a regular file, as a FIFO is, before it is opened."""

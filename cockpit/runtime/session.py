@@ -270,6 +270,8 @@ class Session(SessionBase):
             return ToolOutcome(str(exc), True), False
         except (FileNotFoundError, IsADirectoryError) as exc:
             return ToolOutcome(f"{name}: no such file or a folder: {exc}", True), False
+        except (OSError, RuntimeError) as exc:  # a tool call's problem, never the session's end
+            return ToolOutcome(f"{name}: {type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}", True), False
         decision = self.policy.check(prepared.action)
         if decision.verdict == "deny":
             return ToolOutcome(f"Permission denied: {decision.reason}", True), False

@@ -260,6 +260,8 @@ class ToolRunner:
             return ToolOutcome(str(exc), True)
         except (FileNotFoundError, IsADirectoryError) as exc:
             return ToolOutcome(f"{name}: no such file or a folder: {exc}", True)
+        except (OSError, RuntimeError) as exc:
+            return ToolOutcome(f"{name}: {type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}", True)
         return await self.execute(call)
 
     async def close(self) -> None:

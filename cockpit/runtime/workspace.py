@@ -49,7 +49,14 @@ class Workspace:
                 )
         else:
             candidate = self.root / rel
-        target = candidate.resolve()
+        long = next((part for part in Path(rel).parts if len(os.fsencode(part)) > 255), None)
+        if long is not None:
+            raise PathRefused(f"refused: a name in '{rel[:80]}…' is longer than 255 bytes, the file system's limit")
+        try:
+            target = candidate.resolve()
+        except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError before 3.13, ELOOP after)
+            raise PathRefused(f"refused: '{rel}' cannot be resolved ({exc.__class__.__name__}: "
+                              f"{getattr(exc, 'strerror', None) or exc})") from None
         if not (target == self.root or target.is_relative_to(self.root)):
             raise PathRefused(f"refused: '{rel}' resolves outside the working tree (symlink)")
         if for_write and ".git" in target.relative_to(self.root).parts:
@@ -75,7 +82,7 @@ class Workspace:
                 try:
                     if not p.resolve().is_relative_to(self.root):
                         continue
-                except OSError:
+                except (OSError, RuntimeError):  # a symlink loop: left out of the listing
                     continue
                 yield p, False
             if depth is not None and level + 1 >= depth:
