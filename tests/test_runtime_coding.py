@@ -1,6 +1,7 @@
 """Coding sessions end to end against the stand-in: worktrees, approvals, modes, diff, merge."""
 
 import asyncio
+import json
 import subprocess
 from pathlib import Path
 
@@ -462,3 +463,24 @@ def test_merge_never_aborts_a_merge_the_user_is_in_the_middle_of(tmp_path):
     assert not res.ok and "in the middle of a merge" in res.message and res.conflicts == ()
     assert (repo / ".git" / "MERGE_HEAD").exists() and (repo / "calc.py").read_text() == "my careful resolution\n"
     assert info.branch in git(repo, "branch", "--list")
+
+
+async def test_a_command_that_prints_the_api_key_hands_on_stars(api, repo, tmp_path):
+    """The key is never in the shell's environment, but a command can still find it (a file, a
+    parent's /proc/<pid>/environ under --no-server): its output reaches the model, the events
+    and the transcript with the key replaced by ***."""
+    key = "sk-ant-test-SECRET-0123456789"
+    (tmp_path / "leak.txt").write_text(f"ANTHROPIC_API_KEY={key}\n")
+    api.script(Reply("Reading.", [ToolUse("bash", {"command": f"cat {tmp_path / 'leak.txt'}; env"})]),
+               Reply("Done."))
+    mgr = make_mgr(api, tmp_path, api_key=key)
+    sub = mgr.subscribe()
+    s = await mgr.spawn("look", workspace=repo, permission_mode="bypassPermissions")
+    assert await mgr.wait_idle(timeout=30)
+    sub.close()
+    events = [e async for e in sub]
+    result = [r for r in api.message_requests[1]["messages"][-1]["content"] if r["type"] == "tool_result"][0]
+    assert "ANTHROPIC_API_KEY=***" in str(result["content"]) and key not in json.dumps(api.message_requests[1])
+    assert all(key not in repr(e) for e in events)
+    assert key not in s.transcript_path.read_text() and "***" in s.transcript_path.read_text()
+    await mgr.aclose()

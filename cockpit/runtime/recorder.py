@@ -15,7 +15,8 @@ from cockpit.runtime.transcript import TranscriptWriter
 
 
 class Recorder:
-    """``publish``: the manager's event bus. ``redact``: applied to error text before it is kept."""
+    """``publish``: the manager's event bus. ``redact``: applied to every string a record holds
+    (error text, tool results, messages) before it is written."""
 
     def __init__(self, path: Path, publish: Callable[[Event], None], redact: Callable[[str], str] = lambda s: s):
         self.path = Path(path)
@@ -35,8 +36,19 @@ class Recorder:
             self._tw.write("header", **header)
 
     def record(self, type_: str, **fields: Any) -> None:
+        """Append one record; every string in it passes through ``redact`` first (a tool's
+        output that printed the API key is kept with ``***`` in its place)."""
         if self._tw is not None:
-            self._tw.write(type_, **fields)
+            self._tw.write(type_, **{k: self._scrub(v) for k, v in fields.items()})
+
+    def _scrub(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {k: self._scrub(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self._scrub(v) for v in value]
+        return value
 
     def emit(self, event: Event) -> None:
         self._publish(event)

@@ -281,6 +281,9 @@ class Session(SessionBase):
                 return ToolOutcome(denial_message(reason), True), False
             self._set(S.RUNNING_TOOL, name)
         out = await self.tools.execute(prepared)
+        # a command that prints the API key (`env`, `cat /proc/$PPID/environ`) must not hand it to
+        # the model, the panes or the transcript
+        out = ToolOutcome(self._redact(out.content), out.is_error)
         changed = prepared.action.kind in ("bash", "edit", "create")
         if prepared.name == "str_replace_based_edit_tool" and not out.is_error:
             rules = self._rules_for_path(tool_use_id, str(prepared.data.get("path", "")))
