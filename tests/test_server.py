@@ -605,6 +605,23 @@ async def test_a_big_history_still_fits_the_subscribe_reply(monkeypatch):
         await srv.shutdown()
 
 
+def test_a_huge_live_event_still_fits_one_line_of_a_client():
+    """A 10 MB file's approval diff (or editor input, or tool output) made an event line over the
+    clients' 16 MiB limit: every attached app's event stream died silently. Live events are cut
+    like snapshot ones, at a size that fits even when JSON escapes every character."""
+    from cockpit.server.daemon import LIVE_FIELD_CHARS, _cut
+
+    nasty = '"\x01\\' * 3_500_000  # each character escaped by JSON: up to 6 bytes
+    for event in (ev.ApprovalRequested("s1", "r1", "str_replace_based_edit_tool", "edit", "create data.json",
+                                       nasty, "Edit"),
+                  ev.ToolCall("s1", "t1", "str_replace_based_edit_tool", {"command": "create", "file_text": nasty,
+                                                                          "edits": [{"new_string": nasty}]}),
+                  ev.ToolResult("s1", "t1", "bash", nasty, False)):
+        line = rpc.notification("event", wire.event_to_json(_cut(event, LIVE_FIELD_CHARS)))
+        assert len(line) < rpc.MAX_LINE, type(event).__name__
+        assert b"more characters in the transcript" in line
+
+
 def test_a_lone_surrogate_is_encoded_not_a_dead_event_stream():
     line = rpc.encode({"jsonrpc": "2.0", "method": "event", "params": {"text": "caf\udce9 ✓"}})
     assert json.loads(line)["params"]["text"] == "caf\udce9 ✓" and line.endswith(b"\n")

@@ -65,6 +65,9 @@ _REPLIED = object()  # a handler that sent its reply itself
 MAX_CONNECTIONS = 512
 MAX_PENDING_EVENTS = 200_000  # per subscriber; a client that stops reading is disconnected
 SNAPSHOT_FIELD_CHARS = 16_000  # a tool's output, input or approval detail in a snapshot (the transcript has all)
+# … and in a live event: one event is one line, which must fit a client's line limit (rpc.MAX_LINE)
+# even when JSON escapes every character (up to 6 bytes each)
+LIVE_FIELD_CHARS = 1_000_000
 
 
 class AlreadyRunning(RuntimeError):
@@ -449,7 +452,7 @@ class Server:
 
         async def forward() -> None:
             async for event in sub:
-                queue.put_nowait(rpc.notification("event", wire.event_to_json(event)))
+                queue.put_nowait(rpc.notification("event", wire.event_to_json(_cut(event, LIVE_FIELD_CHARS))))
                 if queue.qsize() > MAX_PENDING_EVENTS:
                     conn.close()
                     return
@@ -663,14 +666,17 @@ class Server:
         return {"stopping": True}
 
 
-def _cut(event: Event) -> Event:
-    """``event`` with its long tool output / input / approval detail cut to SNAPSHOT_FIELD_CHARS."""
+def _cut(event: Event, limit: int = SNAPSHOT_FIELD_CHARS) -> Event:
+    """``event`` with its long tool output / input / approval detail cut to ``limit`` characters
+    (a line saying how many more the transcript holds)."""
     def cut(value: Any) -> Any:
-        if isinstance(value, str) and len(value) > SNAPSHOT_FIELD_CHARS:
-            more = len(value) - SNAPSHOT_FIELD_CHARS
-            return value[:SNAPSHOT_FIELD_CHARS] + f"\n[… {more:,} more characters in the transcript]"
+        if isinstance(value, str) and len(value) > limit:
+            more = len(value) - limit
+            return value[:limit] + f"\n[… {more:,} more characters in the transcript]"
         if isinstance(value, dict):
             return {k: cut(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [cut(v) for v in value]
         return value
 
     if isinstance(event, ToolResult):
