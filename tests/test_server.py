@@ -294,6 +294,11 @@ def test_garbage_oversize_and_floods_leave_the_server_up(server_proc):
     assert "incomplete" in reply["error"]["message"]
     reply = json.loads(raw(b'[1, 2, 3]\n'))
     assert reply["error"]["code"] == rpc.INVALID_REQUEST
+    reply = json.loads(raw(b"[" * 100_000 + b"]" * 100_000 + b"\n"))  # RecursionError in the parser
+    assert reply["error"]["code"] == rpc.PARSE_ERROR and "nested too deeply" in reply["error"]["message"]
+    for bad_id in (b"1e400", b"NaN", b"Infinity"):  # ids no JSON can carry back
+        reply = json.loads(raw(b'{"jsonrpc": "2.0", "id": ' + bad_id + b', "method": "hello"}\n'))
+        assert reply["error"]["code"] in (rpc.INVALID_REQUEST, rpc.PARSE_ERROR) and reply["id"] is None
 
     # a 100 MB line: an error reply, the connection closed, the server alive
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -10,6 +10,7 @@ anything here that asyncio's streams do not already give (they frame by length o
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -69,12 +70,18 @@ def notification(method: str, params: Any) -> bytes:
     return encode({"jsonrpc": "2.0", "method": method, "params": params})
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_request(line: bytes) -> tuple[Any, str, dict]:
     """(id, method, params) of one request line. Raises RpcError (PARSE_ERROR / INVALID_REQUEST)."""
     try:
-        msg = json.loads(line.decode("utf-8"))
+        msg = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise RpcError(PARSE_ERROR, f"not a JSON line: {exc}") from None
+    except RecursionError:
+        raise RpcError(PARSE_ERROR, "not a JSON line: nested too deeply") from None
     if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
         raise RpcError(INVALID_REQUEST, "expected a JSON-RPC 2.0 request object with a method")
     params = msg.get("params", {})
@@ -84,4 +91,9 @@ def parse_request(line: bytes) -> tuple[Any, str, dict]:
         raise RpcError(INVALID_PARAMS, "params must be an object")
     if "id" not in msg:
         raise RpcError(INVALID_REQUEST, "requests need an id (the server sends no replies to notifications)")
-    return msg["id"], msg["method"], params
+    msg_id = msg["id"]
+    if not (msg_id is None or isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool))
+            or (isinstance(msg_id, float) and math.isfinite(msg_id))):
+        # JSON-RPC: a string, a number or null; 1e400 reads as inf, which no JSON can carry back
+        raise RpcError(INVALID_REQUEST, "id must be a string, a finite number or null")
+    return msg_id, msg["method"], params
