@@ -54,11 +54,16 @@ def main(argv: list[str] | None = None) -> int:
         import os
 
         os.environ["COCKPIT_NO_SERVER"] = "1"
+    from cockpit.server.client import RemoteError, RemoteRefused, ServerError
+
     try:
         return int(args.func(args) or 0)
     except CockpitError as exc:
         print(f"cockpit: error: {exc}", file=sys.stderr)
         return exc.code
+    except (RemoteError, ServerError) as exc:  # the server refused, or cannot be reached: one line
+        print(f"cockpit: error: {getattr(exc, 'message', None) or exc}", file=sys.stderr)
+        return 2 if isinstance(exc, RemoteRefused) else 1
     except KeyboardInterrupt:
         print("cockpit: interrupted", file=sys.stderr)
         return 130

@@ -235,6 +235,16 @@ def _ask(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+def _settings_text(settings: dict) -> str:
+    """``settings`` as Claude Code's settings.json text (2-space indent, UTF-8). A lone surrogate
+    (what a ``\\ud800`` escape in the file reads as) is written back as that escape: it has no
+    UTF-8 form."""
+    import re
+
+    text = json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def install(args: Any) -> int:
     import base64
     import difflib
@@ -261,7 +271,7 @@ def install(args: Any) -> int:
     saved: Any = None
     if args.install:
         new = with_hook(json.loads(json.dumps(settings)), hook_command(args.notes, cwd))
-        new_text = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
+        new_text = _settings_text(new)
     else:
         try:
             saved = json.loads(backup.read_text(encoding="utf-8")) if backup.exists() else None
@@ -273,7 +283,7 @@ def install(args: Any) -> int:
             new_text = None if original is None else base64.b64decode(original).decode("utf-8", "surrogateescape")
         else:
             new = without_hook(json.loads(json.dumps(settings)))
-            new_text = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
+            new_text = _settings_text(new)
     old_text = old_bytes.decode("utf-8", "replace") if old_bytes is not None else ""
     if (new_text or "") == old_text and (new_text is not None or old_bytes is None):
         print(f"{path}: nothing to change")
@@ -281,7 +291,7 @@ def install(args: Any) -> int:
     diff = difflib.unified_diff(old_text.splitlines(keepends=True), (new_text or "").splitlines(keepends=True),
                                 str(path) if old_bytes is not None else "/dev/null",
                                 str(path) if new_text is not None else "/dev/null")
-    sys.stdout.writelines(diff)
+    sys.stdout.writelines(line.encode("utf-8", "backslashreplace").decode("utf-8") for line in diff)
     if not args.yes and not _ask(f"\n{'Write' if new_text is not None else 'Delete'} {path}? [y/N]"):
         print("nothing written")
         return 1

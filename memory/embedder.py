@@ -17,6 +17,7 @@ export) the embedder falls back to torch and says why in :attr:`Embedder.fallbac
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import os
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH_SIZE = 64
 RUNTIMES = ("onnx", "torch")
+EXIT_WAIT_S = 30.0  # at exit, how long a process waits for a model still loading (see Embedder.start)
 
 def resolve_model(model: str | os.PathLike | None = None) -> tuple[str, str]:
     """Return ``(model_id, load_target)``. ``model_id`` is what the index records (the hub name
@@ -131,6 +133,11 @@ class Embedder:
             if self._started:
                 return
             self._started = True
+        # a process that ends while the model is still loading (a CLI command that failed
+        # early) waits for it first: tearing the interpreter down under ONNX Runtime's
+        # half-built thread pool aborts the process ("terminate called without an active
+        # exception", exit 134)
+        atexit.register(self._ready.wait, EXIT_WAIT_S)
         threading.Thread(target=self._load, name="cockpit-embedder-warmup", daemon=True).start()
 
     def _load(self) -> None:

@@ -23,7 +23,7 @@ from . import lint as _lint
 from . import preseed as _preseed
 from .embedder import Embedder, get_embedder
 from .gate import load_gate
-from .notes import INDEX_FILE_NAMES, scan_paths, walk
+from .notes import INDEX_FILE_NAMES, MAX_FRONTMATTER_CHARS, MAX_NOTE_BYTES, scan_paths, walk
 from .paths import default_index_path
 from .search import CANDIDATES, KeywordStats, VectorMirror, bm25_notes, fuse
 from .selector import SHORTLIST, Selector, SelectorCandidate, SelectorResult
@@ -477,7 +477,7 @@ class MemoryEngine:
             raise ValueError(f"invalid note name {name!r}: use letters, digits, '.', '-', '_'")
         if f"{name}.md" in INDEX_FILE_NAMES:
             raise ValueError(f"invalid note name {name!r}: {name}.md is Claude Code's index file, not a note")
-        if not description or "\n" in description:
+        if not description or len(description.splitlines()) != 1:
             raise ValueError("description must be one non-empty line")
         body = (body or "").strip()
         self.notes_dir.mkdir(parents=True, exist_ok=True)
@@ -487,6 +487,13 @@ class MemoryEngine:
         if priority:
             post.metadata["priority"] = "high"
         text = frontmatter.dumps(post, sort_keys=False, width=1000) + "\n"
+        # never write a note the indexer would then skip (its name taken, never searchable)
+        if len(text.encode("utf-8")) > MAX_NOTE_BYTES:
+            raise ValueError(f"the note would be larger than {MAX_NOTE_BYTES} bytes; "
+                             "split it into notes of one fact each")
+        if len(text) - len(body) > MAX_FRONTMATTER_CHARS:
+            raise ValueError(f"the description is too long (a note's header holds at most {MAX_FRONTMATTER_CHARS} "
+                             "characters); keep it to one line that says what the note is about")
         self.sync()
         same = self.store.notes_named(name)
         for p, d, b, pr in same:

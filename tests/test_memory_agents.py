@@ -109,7 +109,8 @@ def test_hook_process_output_is_claude_code_json(notes):
     assert proc.returncode == 0 and "callisto" in out["hookSpecificOutput"]["additionalContext"]
 
 
-@pytest.mark.parametrize("existing", [None, '{\n    "model": "opus",\n    "hooks": {"PreToolUse": []}\n}\n', "{}"])
+@pytest.mark.parametrize("existing", [None, '{\n    "model": "opus",\n    "hooks": {"PreToolUse": []}\n}\n', "{}",
+                                      '{"x": "\\ud800", "hooks": {}}\n'])  # a lone surrogate escape
 def test_hook_install_uninstall_round_trip_is_byte_identical(tmp_path, monkeypatch, capsys, existing):
     monkeypatch.chdir(tmp_path)
     settings = tmp_path / ".claude" / "settings.json"

@@ -61,11 +61,22 @@ def test_save_refuses_an_unindexed_file_in_the_way(eng):
 
 
 @pytest.mark.parametrize("name,desc", [("../escape", "d"), ("", "d"), ("a b", "d"),
-                                       ("ok-name", ""), ("ok-name", "two\nlines"),
+                                       ("ok-name", ""), ("ok-name", "two\nlines"), ("ok-name", "two\rlines"),
+                                       ("ok-name", "two\u2028lines"),
                                        ("MEMORY", "Claude Code's index file is not a note")])
 def test_save_validates(eng, name, desc):
     with pytest.raises(ValueError):
         eng.save(name, desc, "b")
+
+
+@pytest.mark.parametrize("desc, body, why", [("word " * 14_000, "b", "description is too long"),
+                                             ("fine", "x" * 1_000_001, "larger than 1000000 bytes")])
+def test_save_never_writes_a_note_the_indexer_would_skip(eng, desc, body, why):
+    """It wrote the file, printed its path, and the next sync skipped it: never searchable, its
+    name taken."""
+    with pytest.raises(ValueError, match=why):
+        eng.save("too-big", desc, body)
+    assert not (eng.notes_dir / "too-big.md").exists()
 
 
 def test_concurrent_saves_of_one_name_create_one_file(eng):
