@@ -99,6 +99,13 @@ def run(args: argparse.Namespace) -> int:
 
     if config.backend == "claude-code" and not claude_code.available():
         raise CockpitError(claude_code.INSTALL_HINT)
+    from cockpit.tui import state as ui_state
+    from cockpit.tui.keymap import check_keymap
+
+    try:
+        check_keymap(ui_state.load_keymap())
+    except ValueError as exc:
+        raise CockpitError(f"{ui_state.config_path()}: {exc}") from None
     import os
 
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):

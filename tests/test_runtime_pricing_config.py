@@ -99,8 +99,16 @@ def test_known_tables_pass(tmp_path):
     ('model = ""\n', "model must be a model id"),
     ("bash_timeout = nan\n", "bash_timeout must be a number of seconds"),
     ("timeout = inf\n", "timeout must be a number of seconds"),
-    ("top_k = 1e99\n", "'top_k' must be int"),
-    ("max_turns = 2.5\n", "'max_turns' must be int"),
+    ("top_k = 1e99\n", "'top_k' must be a whole number"),
+    ("max_turns = 2.5\n", "'max_turns' must be a whole number"),
+    # TOML values of another type are mistakes, never coerced
+    ('model = ["a", "b"]\n', "'model' must be a string, got \\['a', 'b'\\]"),
+    ("max_tokens = true\n", "'max_tokens' must be a whole number, got True"),
+    ("base_url = 8080\n", "'base_url' must be a string"),
+    ('bash_timeout = "30"\n', "'bash_timeout' must be a number"),
+    ("pricing = 3\n", "'pricing' must be a path string"),
+    ("runtime = 5\n", "runtime must be a table"),
+    ("keymap = 5\n", "keymap must be a table"),
 ])
 def test_config_values_no_flag_would_accept_are_errors(tmp_path, text, message):
     cfg = tmp_path / "config.toml"
@@ -113,3 +121,26 @@ def test_a_config_file_that_is_a_folder_is_an_error_not_ignored(tmp_path):
     (tmp_path / "config.toml").mkdir()
     with pytest.raises(ConfigError, match="is a folder"):
         load_config(env={}, config_file=tmp_path / "config.toml")
+
+
+@pytest.mark.parametrize("keymap, message", [
+    ({"spawn": ""}, "gives no key"),
+    ({"spwan": "ctrl+n"}, "has no binding 'spwan'"),
+    ({"spawn": "q"}, "gives 'q' to .*spawn.* on the main screen"),
+    ({"diff.merge": "x"}, "gives 'x' to diff.discard and diff.merge on the diff screen"),
+])
+def test_a_keymap_that_would_lose_or_shadow_a_binding_is_refused(keymap, message):
+    from cockpit.tui.keymap import check_keymap
+
+    with pytest.raises(ValueError, match=message):
+        check_keymap(keymap)
+    check_keymap({"spawn": "ctrl+n", "quit": "ctrl+q", "detach": "ctrl+q"})  # fine: q's pair keeps sharing
+
+
+def test_a_bad_keymap_stops_the_app_with_one_line(tmp_path, monkeypatch, capsys):
+    from cockpit.cli import main
+
+    monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path))
+    (tmp_path / "config.toml").write_text('[keymap]\nspawn = "q"\n')
+    assert main(["--no-server", "--workspace", str(tmp_path)]) == 2
+    assert "gives 'q' to" in capsys.readouterr().err

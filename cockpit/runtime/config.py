@@ -243,6 +243,9 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
     _refuse_unknown(path, data)
+    for name in ("runtime", "keymap"):  # (preseed is both: `preseed = false` and a [preseed] table)
+        if name in data and not isinstance(data[name], dict):
+            raise ConfigError(f"{path}: {name} must be a table ([{name}]), got {data[name]!r}")
     table = dict(data.get("runtime", {})) if isinstance(data.get("runtime"), dict) else {}
     for key in _FILE_KEYS:
         if key in data and not isinstance(data[key], dict):
@@ -257,22 +260,36 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
             continue
         value = table[key]
         try:
+            # TOML has types: a value of another type is a mistake, never coerced
+            # (model = ["a", "b"] became the model "['a', 'b']", max_tokens = true became 1)
             if typ is bool:
                 if not isinstance(value, bool):
                     raise TypeError
                 out[key] = value
             elif typ is Path:
-                out["pricing_path"] = Path(str(value)).expanduser()
+                if not isinstance(value, str):
+                    raise TypeError
+                out["pricing_path"] = Path(value).expanduser()
             elif typ == "sources":
                 out[key] = parse_setting_sources(value)
-            elif typ is int and isinstance(value, float):  # 1e99 or 2.5: not a count
-                raise TypeError
+            elif typ is int:
+                if isinstance(value, bool) or not isinstance(value, int):  # 1e99 or 2.5: not a count
+                    raise TypeError
+                out[key] = value
+            elif typ is float:
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise TypeError
+                out[key] = float(value)
             else:
-                out[key] = typ(value)
+                if not isinstance(value, str):
+                    raise TypeError
+                out[key] = value
         except ConfigError as exc:
             raise ConfigError(f"{path}: {exc}") from None
         except (TypeError, ValueError):
-            raise ConfigError(f"{path}: '{key}' must be {typ.__name__}, got {value!r}") from None
+            what = {str: "a string", int: "a whole number", float: "a number", bool: "true or false",
+                    Path: "a path string"}.get(typ, getattr(typ, "__name__", str(typ)))
+            raise ConfigError(f"{path}: '{key}' must be {what}, got {value!r}") from None
     perms = data.get("permissions")
     if perms is not None:
         if not isinstance(perms, dict):
