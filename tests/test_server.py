@@ -216,6 +216,51 @@ def test_sigkill_mid_stream_then_interrupted_and_resume(api, ws, server_proc):
         assert all(r["id"] != row["id"] for r in c.call("list")["sessions"])
 
 
+def test_sigkill_leaves_no_shell_running_and_interrupted_sessions_stay_until_resumed(api, ws, server_proc, tmp_path):
+    """A dead server's session shells (and what they started) are killed by the next server,
+    and the interrupted sessions stay listed across later restarts until resumed."""
+    marker = tmp_path / "started"
+    api.script(Reply("Running.", [ToolUse("bash", {"command": f"touch {marker}; sleep 171717"})]))
+    start_server()
+    pid = _pid()
+    with BlockingClient() as c:
+        row = c.call("spawn", task="sleep", workspace=str(ws), permission_mode="bypassPermissions",
+                     config={"api_key": "test-key", "base_url": api.base_url})
+
+    def sleepers() -> list[int]:
+        out = subprocess.run(["pgrep", "-f", "sleep 171717"], capture_output=True, text=True).stdout
+        return [int(p) for p in out.split()]
+
+    for _ in range(200):  # the shell runs the command
+        if marker.exists() and sleepers():
+            break
+        threading.Event().wait(0.05)
+    assert sleepers()
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for_stop(pid, 10)
+    assert sleepers()  # orphaned, still running
+    start_server()
+    for _ in range(100):
+        if not sleepers():
+            break
+        threading.Event().wait(0.05)
+    assert not sleepers()
+    for _restart in range(2):  # stop and start again: still interrupted, still listed
+        with BlockingClient() as c:
+            assert [(r["id"], r["status"]) for r in c.call("list")["sessions"]] == [(row["id"], "interrupted")]
+        _stop_server()
+        start_server()
+    with BlockingClient() as c:
+        api.script(Reply("resumed"))
+        new = c.call("resume", id=row["id"], config={"api_key": "test-key", "base_url": api.base_url},
+                     interactive=False)
+        c.call("wait", ids=[new["id"]], until="final")
+    _stop_server()
+    start_server()
+    with BlockingClient() as c:  # resumed: no longer listed as interrupted
+        assert all(r["id"] != row["id"] for r in c.call("list")["sessions"])
+
+
 def test_sigterm_ends_sessions_cleanly(api, ws, server_proc):
     api.script(Reply("finished answer"), Reply("a b c d e f g", stall_after=4))
     start_server()

@@ -122,17 +122,20 @@ class Ghost:
 
 
 class LiveRegistry:
-    """``live.json``: session id → transcript path of every session not yet ended, written
-    atomically (fsync before rename) whenever one starts or ends."""
+    """``live.json``: session id → transcript path of every session not yet ended
+    (``sessions``), and of those a dead server left ``interrupted`` that nobody resumed or closed
+    yet (they stay listed across restarts). Written atomically (fsync before rename) whenever
+    one starts or ends."""
 
     def __init__(self, path: Path):
         self.path = path
         self.live: dict[str, str] = {}
+        self.interrupted: dict[str, str] = {}
 
-    def load(self) -> dict[str, str]:
+    def load(self, key: str = "sessions") -> dict[str, str]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            return {str(k): str(v) for k, v in data.get("sessions", {}).items()}
+            return {str(k): str(v) for k, v in data.get(key, {}).items()}
         except (OSError, ValueError, AttributeError):
             return {}
 
@@ -140,7 +143,7 @@ class LiveRegistry:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"pid": os.getpid(), "sessions": self.live}, fh)
+            json.dump({"pid": os.getpid(), "sessions": self.live, "interrupted": self.interrupted}, fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
@@ -153,9 +156,39 @@ class LiveRegistry:
         if self.live.pop(sid, None) is not None:
             self._write()
 
-    def clear(self) -> None:
+    def clear(self, interrupted: dict[str, str] | None = None) -> None:
+        """No live sessions (a new server); ``interrupted``: the ones still waiting for a resume."""
         self.live = {}
+        self.interrupted = dict(interrupted or {})
         self._write()
+
+    def drop_interrupted(self, sid: str) -> None:
+        if self.interrupted.pop(sid, None) is not None:
+            self._write()
+
+
+def reap_orphans(session_ids: set[str]) -> list[int]:
+    """Kill what a dead server's sessions left running — their shells and whatever those started
+    (a ``sleep`` in the background, a dev server) — found by the ``COCKPIT_SESSION_ID=…``
+    every session's shell environment carries (so a reused pid is never hit). Linux ``/proc``;
+    elsewhere nothing. Returns the pids killed."""
+    if not session_ids or not os.path.isdir("/proc"):
+        return []
+    marks = {f"COCKPIT_SESSION_ID={sid}".encode() for sid in session_ids}
+    killed = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = set(fh.read().split(b"\0"))
+        except OSError:  # gone, or not ours
+            continue
+        if env & marks:
+            with contextlib.suppress(OSError):
+                os.kill(int(entry), signal.SIGKILL)
+                killed.append(int(entry))
+    return killed
 
 
 class Connection:
@@ -255,7 +288,11 @@ class Server:
         self._watch_task = asyncio.get_running_loop().create_task(self._track_live())
 
     def _recover(self) -> None:
-        for sid, transcript in self.registry.load().items():
+        live = self.registry.load()
+        reaped = reap_orphans(set(live))
+        if reaped:
+            log.warning("killed %d processes the interrupted sessions left running: %s", len(reaped), reaped)
+        for sid, transcript in {**self.registry.load("interrupted"), **live}.items():
             try:
                 records = read_transcript(Path(transcript))
             except (OSError, ValueError):
@@ -266,8 +303,9 @@ class Server:
                                   reason="the server stopped while the session ran", final_text="",
                                   stop_reason=None, usage=None, cost_usd=None, requests=None)
             self.ghosts[sid] = Ghost.from_records(sid, transcript, records)
-            log.info("session %s was interrupted by the previous server's end", sid)
-        self.registry.clear()
+            if sid in live:
+                log.info("session %s was interrupted by the previous server's end", sid)
+        self.registry.clear({g.id: g.transcript for g in self.ghosts.values()})
 
     async def _track_live(self) -> None:
         assert self.manager is not None
@@ -563,6 +601,7 @@ class Server:
         s = await self.mgr.resume(path, interactive=bool(p.get("interactive", True)), config=cfg, engine=engine)
         if ghost:
             self.ghosts.pop(ghost.id, None)
+            self.registry.drop_interrupted(ghost.id)
         return s.to_dict()
 
     async def h_continue(self, conn: Connection, p: dict) -> dict:
