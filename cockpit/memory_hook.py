@@ -48,7 +48,8 @@ def add_arguments(sp: Any) -> None:
     sp.add_argument("--notes", default=None, metavar="DIR",
                     help="notes folder, or 'auto' (Claude Code's memory folder); default: ./notes of the session's cwd")
     sp.add_argument("--index", default=None, metavar="PATH")
-    sp.add_argument("--top-k", type=int, default=None, metavar="N")
+    sp.add_argument("--top-k", type=int, default=None, metavar="N",
+                    help="at most N notes (default: what the token budget holds, as for a Cockpit session)")
     sp.add_argument("--install", action="store_true",
                     help="add the hook to a Claude Code settings.json (shows the change, asks)")
     sp.add_argument("--uninstall", action="store_true", help="remove exactly what --install added")
@@ -100,8 +101,9 @@ def first_time(session_id: str) -> bool:
         return True
 
 
-def block_for(prompt: str, notes: Path, index: str | None, top_k: int) -> str:
-    """The preseed block for ``prompt`` ("" when none qualifies)."""
+def block_for(prompt: str, notes: Path, index: str | None, top_k: int | None) -> str:
+    """The preseed block for ``prompt`` ("" when none qualifies): the block a Cockpit session
+    gets (``top_k`` None: as many notes as the token budget holds)."""
     from cockpit.runtime.query import preseed_query
 
     query = preseed_query(prompt)
@@ -121,7 +123,7 @@ def block_for(prompt: str, notes: Path, index: str | None, top_k: int) -> str:
         return engine.build_preseed(query, top_k).text
 
 
-def handle(payload: Any, notes_arg: str | None, index: str | None, top_k: int) -> dict | None:
+def handle(payload: Any, notes_arg: str | None, index: str | None, top_k: int | None) -> dict | None:
     """The hook output for one input (None: print nothing)."""
     if not isinstance(payload, dict):
         return None
@@ -148,7 +150,7 @@ def main(args: Any) -> int:
         return install(args)
     try:
         raw = sys.stdin.buffer.read(4 * 1024 * 1024)
-        out = handle(json.loads(raw.decode("utf-8", "replace")), args.notes, args.index, args.top_k or 5)
+        out = handle(json.loads(raw.decode("utf-8", "replace")), args.notes, args.index, args.top_k)
         if out is not None:
             sys.stdout.write(json.dumps(out, ensure_ascii=False))
             sys.stdout.flush()

@@ -84,6 +84,28 @@ def test_hook_preseeds_the_first_prompt_only(notes):
     assert handle(_payload("s-4", prompt="bake a sourdough loaf"), str(notes), None, 5) is None
 
 
+def test_the_hook_gives_the_block_a_cockpit_session_gets(notes, tmp_path):
+    """Not a smaller one: without --top-k the hook's block is the token-budgeted block (it was
+    cut to 5 notes)."""
+    from memory import MemoryEngine
+
+    for i in range(8):  # more notes that the question's words reach than 5
+        (notes / f"staging-extra-{i}.md").write_text(
+            f"---\nname: staging-extra-{i}\ndescription: Staging detail {i} - the staging deploy host runs check {i}\n"
+            f"---\nStaging port checks, part {i}.\n")
+    proc = subprocess.run([sys.executable, "-m", "cockpit", "memory", "hook", "--notes", str(notes)],
+                          input=json.dumps(_payload("s-budget")).encode(), capture_output=True, timeout=120,
+                          env={**os.environ, "COCKPIT_NO_SERVER": "1"})
+    out = json.loads(proc.stdout)
+    with MemoryEngine(notes, index_path=tmp_path / "i.sqlite") as engine:
+        engine.start_warmup()
+        engine.sync()
+        block = engine.build_preseed(QUESTION).text
+    assert out["hookSpecificOutput"]["additionalContext"] == block and block.count("staging-extra-") > 3
+    for i in range(8):
+        (notes / f"staging-extra-{i}.md").unlink()
+
+
 def test_hook_is_silent_inside_a_cockpit_claude_code_session(notes, monkeypatch):
     """Cockpit's claude-code backend preseeds the first prompt itself; a hook from the user's
     settings must not add the block a second time."""
