@@ -25,6 +25,8 @@ import sys
 
 from cockpit.errors import CockpitError
 
+FINAL_STATES = {"done", "error", "killed", "interrupted"}  # a session in one of these has ended
+
 ID_HELP = "session id, or a unique prefix or suffix of at least 4 characters (see cockpit ls)"
 
 
@@ -155,7 +157,10 @@ def _fmt_row(r: dict) -> str:
     from cockpit.tui import format as fmt
 
     usage = r.get("usage") or {}
-    branch = (r.get("worktree") or {}).get("branch") or r.get("placement") or ""
+    w = r.get("worktree") or {}
+    branch = w.get("branch") or r.get("placement") or ""
+    if w and w.get("removed"):  # the session changed nothing: its worktree and branch are gone
+        branch = "(no changes, worktree removed)"
     from cockpit.textsafe import one_line
 
     task = one_line(r.get("task", ""))
@@ -186,7 +191,12 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
+    before = _call("get", id=args.id)
+    if before.get("status") in FINAL_STATES:
+        print(f"{before['id']} already ended ({before['status']}): nothing to kill")
+        return 0
     _call("kill", id=args.id)
+    print(f"{before['id']} killed")
     return 0
 
 

@@ -156,6 +156,8 @@ def test_detached_run_ls_attach_then_stop(api, ws, server_proc, capsys):
     assert sorted(r["id"] for r in rows) == sorted(ids) and {r["status"] for r in rows} == {"done"}
     assert main(["ls"]) == 0
     assert "first task" in capsys.readouterr().out
+    assert main(["kill", ids[0]]) == 0  # already done: says so (it printed nothing)
+    assert "already ended (done): nothing to kill" in capsys.readouterr().out
     assert main(["attach", "zzzzzz"]) == 2
     assert main(["server", "stop"]) == 0
     assert not server_running()
