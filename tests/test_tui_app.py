@@ -726,3 +726,28 @@ async def test_escape_sequences_in_task_model_and_tool_text_never_reach_the_term
         assert "\n" not in str(pane.border_title)
         await until(pilot, lambda: "second line" in text_of(pane.query_one("#pane-status")), "status detail")
         assert "first line second line" in text_of(pane.query_one("#pane-status")).replace("\n", "|")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_dialogs_question_wraps_and_every_button_shows(size):
+    """At 160 columns the discard warning was cut after "and its" and the fourth button read
+    "Dif": the question wraps inside the box and every button fits in it."""
+    from textual.widgets import Button, Label
+
+    from cockpit.tui.screens.dialogs import ChoiceDialog
+
+    question = ("1ngyb9jvz70r left changes in its worktree (1 file +1 -0 on cockpit/1ngyb9jvz70r-fix-the-add-"
+                "function-in-calc-p). Merge them, keep the branch, discard them, or look at the diff first?")
+    app = CockpitApp(FakeManager(), None)
+    async with app.run_test(size=size) as pilot:
+        app.push_screen(ChoiceDialog(question, [("merge", "Merge", "m"), ("keep", "Keep branch", "k"),
+                                                ("discard", "Discard", "x"), ("diff", "Diff", "d")]))
+        await pilot.pause()
+        dialog = app.screen
+        box = dialog.query_one(".dialog-box").region
+        shown = " ".join(str(s.text).strip() for s in dialog.query_one(Label).render_lines(
+            dialog.query_one(Label).region.reset_offset))
+        assert " ".join(question.split()) in " ".join(shown.split())
+        for button in dialog.query(Button):
+            r = button.region
+            assert box.contains_region(r) and r.width >= len(str(button.label)) + 2, button.label
