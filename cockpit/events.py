@@ -297,6 +297,12 @@ class SessionDone(Event):
     extra: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class SessionForgotten(Event):
+    """A finished session closed by a client (the pane's close): it leaves the server's list and
+    every client's grid. Its transcript, worktree and branch stay; its spend stays in the totals."""
+
+
 def _concrete_events() -> dict[str, type[Event]]:
     out: dict[str, type[Event]] = {}
     stack = list(Event.__subclasses__())

@@ -409,3 +409,30 @@ def test_a_lone_surrogate_cannot_break_a_transcript_line(tmp_path):
     w.close()
     records = read_transcript(path)
     assert records[1]["content"] == "caf\udce9.txt"
+
+
+async def test_forget_drops_a_finished_session_and_refuses_a_running_one(api, workspace):
+    from cockpit.events import SessionForgotten
+
+    api.script(Reply("done"), Reply("slow " * 20, stall_after=4))
+    mgr = make_mgr(api)
+    sub = mgr.subscribe()
+    done, _ = await run_one(mgr, workspace=workspace)
+    running = await mgr.spawn("slow", workspace=workspace)
+    async for e in sub:
+        if isinstance(e, TextDelta) and e.session_id == running.id:
+            break
+    with pytest.raises(ValueError, match="still"):
+        await mgr.forget(running.id)
+    await mgr.forget(done.id)
+    assert [s.id for s in mgr.sessions] == [running.id]
+    assert all(e.session_id != done.id for e in mgr.snapshot())  # a late client never sees it
+    async for e in sub:
+        if isinstance(e, SessionForgotten):
+            assert e.session_id == done.id
+            break
+    with pytest.raises(KeyError):
+        await mgr.forget(done.id)
+    await mgr.kill(running.id)
+    api.release()
+    await mgr.aclose()

@@ -93,3 +93,35 @@ async def test_sessions_outlive_the_app_and_a_new_app_shows_them(server, tmp_pat
         assert main(["ls", "--json"]) == 0
         listed = json.loads(capsys.readouterr().out)["sessions"]
         assert sorted(r["id"] for r in listed) == ids
+
+
+async def test_a_closed_pane_stays_closed_in_every_app_and_the_next_attach(server, tmp_path, capsys):
+    """Closing a finished session's pane hid it in that one app: it came back at every attach
+    and stayed in the other apps. The server now drops it (its transcript stays)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with StandIn() as api:
+        api.responder = lambda body: Reply("answer to " + body["messages"][0]["content"][-1]["text"])
+        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
+                               interactive=False)
+        one, two = attached_app(config, ws), attached_app(config, ws)
+        async with one.run_test(size=SIZE) as p1, two.run_test(size=SIZE) as p2:
+            for task in ("keep me", "close me"):
+                one.spawn(task)
+            await until(p1, lambda: len(one.views) == 2 and all(v.status is S.DONE for v in one.views.values()),
+                        "two sessions done")
+            await until(p2, lambda: len(two.views) == 2 and all(v.status is S.DONE for v in two.views.values()),
+                        "the other app has them too")
+            closing = next(sid for sid, v in one.views.items() if v.task == "close me")
+            one.screen.focus_pane(one.panes[closing])
+            await p1.press("backspace")
+            await until(p1, lambda: closing not in one.views, "closed here")
+            await until(p2, lambda: closing not in two.views and len(two.views) == 1, "closed in the other app")
+            transcript = one.closed[-1].transcript_path
+        assert main(["ls", "--json"]) == 0
+        assert [r["task"] for r in json.loads(capsys.readouterr().out)["sessions"]] == ["keep me"]
+        again = attached_app(config, ws)
+        async with again.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: len(again.views) == 1, "the kept one")  # the snapshot came whole
+            assert [v.task for v in again.views.values()] == ["keep me"]
+        assert os.path.exists(transcript)  # the record stays

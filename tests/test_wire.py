@@ -39,6 +39,13 @@ def test_every_event_type_round_trips(name):
     assert event_from_json(wire) == event
 
 
+def test_the_protocol_document_names_every_event_type():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
+    assert not [name for name in ev.EVENT_TYPES if f"`{name}`" not in doc]
+
+
 def test_event_types_are_complete():
     expected = {"SessionSpawned", "StatusChanged", "Preseeded", "TextDelta", "ToolCall", "ToolResult",
                 "UsageUpdate", "UserMessage", "ApprovalRequested", "ApprovalResolved", "WorktreeChanged",

@@ -47,6 +47,7 @@ class FakeManager:
         self.killed: list[str] = []
         self.answers: list[tuple] = []
         self.reviews: list[tuple[str, str]] = []
+        self.forgotten: list[str] = []
         self.diffs: dict = {}  # session id → cockpit.runtime.worktree.Diff for ``diff``
         self._n = 0
 
@@ -99,6 +100,10 @@ class FakeManager:
 
     async def continue_fresh(self, session_id):
         raise KeyError(session_id)
+
+    async def forget(self, session_id):
+        self.forgotten.append(session_id)
+        self.emit(ev.SessionForgotten(session_id))
 
     async def aclose(self):
         for q in self.subs:

@@ -29,6 +29,7 @@ from typing import Any
 from cockpit.events import (
     Event,
     Reviewed,
+    SessionForgotten,
     SessionSpawned,
     TextDelta,
     Usage,
@@ -175,6 +176,18 @@ class SessionManager:
         if self._unpriced and self._total_cost == 0.0:
             return self._total_usage, None
         return self._total_usage, self._total_cost
+
+    async def forget(self, session_id: str) -> None:
+        """Drop a finished session from this manager (``cockpit ls``, every client's grid) and
+        publish :class:`~cockpit.events.SessionForgotten`. Its transcript, worktree and branch
+        stay; the totals keep its spend. Raises KeyError for an unknown id, ValueError for a
+        session still running (kill it first)."""
+        s = self.get(session_id)
+        if not s.status.is_final:
+            raise ValueError(f"session {s.id} is still {s.status.value}: kill it first")
+        self._sessions.pop(s.id, None)
+        self.publish(SessionForgotten(s.id))
+        self._logs.pop(s.id, None)  # after publish: a late-attaching client never sees it again
 
     def snapshot(self) -> list[Event]:
         """The events so far of every session of this manager, in order per session (consecutive

@@ -187,6 +187,10 @@ class Runtime(Protocol):
 
     async def continue_fresh(self, session_id: str) -> Any: ...
 
+    async def forget(self, session_id: str) -> None:
+        """Drop a finished session from every client's list (``SessionForgotten``)."""
+        ...
+
     def subscribe(self) -> Subscription: ...
 
     def snapshot(self) -> list[Event]:

@@ -41,6 +41,7 @@ from cockpit.events import (
     ApprovalRequested,
     Event,
     SessionDone,
+    SessionForgotten,
     SessionSpawned,
     SessionStatus,
     StatusChanged,
@@ -241,6 +242,7 @@ class Server:
         self.socket_path = paths.socket_path()
         self.handlers: dict[str, Callable[[Connection, dict], Any]] = {
             "hello": self.h_hello, "subscribe": self.h_subscribe, "list": self.h_list, "get": self.h_get,
+            "forget": self.h_forget,
             "spawn": self.h_spawn, "send": self.h_send, "kill": self.h_kill, "answer": self.h_answer,
             "diff": self.h_diff, "review": self.h_review, "resume": self.h_resume, "continue": self.h_continue,
             "wait": self.h_wait, "totals": self.h_totals,
@@ -545,6 +547,16 @@ class Server:
         if sid in self.ghosts:
             return self.ghosts[sid].to_dict()
         return await self.mgr.describe(self.mgr.get(sid).id)
+
+    async def h_forget(self, conn: Connection, p: dict) -> dict:
+        sid = self._str(p, "id")
+        ghost = self.ghosts.pop(sid, None)
+        if ghost is not None:  # an interrupted session the user closed instead of resuming
+            self.registry.drop_interrupted(sid)
+            self.mgr.publish(SessionForgotten(sid))
+            return {}
+        await self.mgr.forget(sid)
+        return {}
 
     async def h_spawn(self, conn: Connection, p: dict) -> dict:
         task = self._str(p, "task")

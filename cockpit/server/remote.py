@@ -137,6 +137,9 @@ class RemoteRuntime:
     async def continue_fresh(self, session_id: str) -> SessionInfo:
         return SessionInfo(**await self.client.call("continue", id=session_id))
 
+    async def forget(self, session_id: str) -> None:
+        await self.client.call("forget", id=session_id)
+
     async def list(self) -> list[dict]:
         return (await self.client.call("list"))["sessions"]
 

@@ -234,6 +234,9 @@ class CockpitApp(SessionCommands, Attention, App):
         sid = event.session_id
         if sid in self._closed_ids:
             return
+        if isinstance(event, ev.SessionForgotten):  # closed in another app (or this one)
+            await self.remove_pane(sid, forget=False)
+            return
         view = self.views.get(sid)
         before = view.status if view is not None else None
         if view is None:
@@ -295,14 +298,17 @@ class CockpitApp(SessionCommands, Attention, App):
             self._focus_new = False
             main.focus_pane(pane)
 
-    async def remove_pane(self, session_id: str) -> None:
+    async def remove_pane(self, session_id: str, forget: bool = True) -> None:
         """Close a session's pane (its events are ignored from now on; its spend stays in the
-        totals). The next pane is selected."""
+        totals). The next pane is selected. ``forget``: the runtime drops the finished session
+        too, so it does not come back when an app attaches again, and other apps close it."""
         pane = self.panes.pop(session_id, None)
         view = self.views.pop(session_id, None)
         if view is not None:
             self.closed.append(view)
             self._closed_ids.add(session_id)
+            if forget and view.status.is_final:
+                self._forget(session_id)
         self._dirty.discard(session_id)
         self._urgent.discard(session_id)
         main = self.screen_stack[0]

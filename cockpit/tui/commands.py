@@ -185,6 +185,16 @@ class SessionCommands(App):
         if result.ok and close:
             await self.remove_pane(session_id)
 
+    @work(group="manager", name="forget")
+    async def _forget(self, session_id: str) -> None:
+        """The runtime drops a closed, finished session (it would come back on the next attach)."""
+        try:
+            await self.manager.forget(session_id)
+        except (KeyError, ValueError):
+            pass  # already gone (another app closed it), or not finished after all
+        except Exception as exc:  # the server went away: the pane is closed here all the same
+            self.notify(f"could not close {session_id} in the server: {exc}", severity="warning")
+
     # -- closing a pane --------------------------------------------------------------
     def close_pane(self, session_id: str) -> None:
         """Close a finished session's pane; a worktree still holding changes is dealt with first
