@@ -343,3 +343,14 @@ async def test_a_file_name_that_is_not_utf8_is_listed_with_escapes(runner):
     out = await runner.run(EDIT, view("."))
     assert not out.is_error and "caf\\xe9.txt" in out.content
     out.content.encode("utf-8")  # no lone surrogate: it can go to the API and into the transcript
+
+
+@pytest.mark.parametrize("poison", ["enable -n printf", "builtin() { :; }", "printf() { :; }",
+                                    "shopt -s expand_aliases; alias case=echo", "pwd() { echo /; }"])
+async def test_a_command_that_shadows_the_shells_builtins_does_not_break_the_next_one(runner, poison):
+    """These hung every later command for the full timeout (the tool's end-of-output line uses
+    printf, builtin, case and pwd) or made each one a syntax error until a restart."""
+    first = await asyncio.wait_for(runner.run("bash", {"command": poison}), 10)
+    assert not first.is_error, first.content  # not even that command waits for its timeout
+    out = await asyncio.wait_for(runner.run("bash", {"command": "echo still here"}), 10)
+    assert not out.is_error and "still here" in out.content
