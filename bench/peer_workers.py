@@ -5,9 +5,13 @@ object a line each way). Run by each engine's own Python (its own venv)::
 
 Commands (``{"cmd": ...}``) and answers:
 
-* ``index`` ``{"notes_dir", "manifest"}`` → cold index of the corpus: ``{"seconds", "notes",
-  "texts"}``. The manifest is a JSON list of ``{"id", "rel", "text"}``: peers embed ``text`` (the
-  whole note: name, description and body, one text per note); Cockpit reads the folder itself.
+* ``index`` ``{"notes_dir", "manifest", "vectors"?}`` → cold index of the corpus: ``{"seconds",
+  "notes", "texts"}``. The manifest is a JSON list of ``{"id", "rel", "text"}``: peers embed
+  ``text`` (the whole note: name, description and body, one text per note); Cockpit reads the
+  folder itself. ``vectors`` (a peer only): a ``.npy`` float32 matrix, one row per manifest text,
+  already embedded — the peer builds its index from those rows instead of embedding (the
+  driver's ``--prebuilt-above``: a 100k cold index of each peer would take hours on two cores);
+  queries and edits still go through the peer's own model.
 * ``round`` ``{"queries": [...], "mode": ...}`` → one pass over the queries, each timed alone:
   ``{"ms": [...], "top": [[ids]...]}``. Modes: ``query`` (the engine's query, text in → top 5
   out; Cockpit: ``build_preseed``, its query-vector cache cleared first, so each text is new),
@@ -146,16 +150,44 @@ class Txtai:
     def __init__(self, work: Path):
         self.work = work
 
-    def index(self, notes_dir, manifest):
+    def index(self, notes_dir, manifest, vectors=None):
         from txtai import Embeddings
 
         docs = json.loads(Path(manifest).read_text())
+        if vectors:
+            return self._index_prebuilt(docs, vectors)
         self.emb = Embeddings(path=_model_dir(), method="sentence-transformers")
         self.emb.index([("warm-up", "warm up", None)])  # loads the model outside the clock
         t = time.perf_counter()
         self.emb.index([(d["rel"], d["text"], None) for d in docs])
         sec = time.perf_counter() - t
         return {"seconds": sec, "notes": len(docs), "texts": len(docs)}
+
+    def _index_prebuilt(self, docs, vectors):
+        """txtai's "external" vectors method: ``transform`` hands it the prebuilt rows while the
+        index is built, and embeds any other text (queries, edits) with SentenceTransformer —
+        what its "sentence-transformers" method calls too."""
+        import numpy as np
+        from sentence_transformers import SentenceTransformer
+        from txtai import Embeddings
+
+        model = SentenceTransformer(_model_dir(), device="cpu")
+        model.encode(["warm up"])
+        mat = np.load(vectors, mmap_mode="r")
+        table = {d["text"]: i for i, d in enumerate(docs)}
+
+        def transform(inputs):
+            rows = [table.get(t) for t in inputs]
+            new = [t for t, r in zip(inputs, rows, strict=True) if r is None]
+            enc = iter(model.encode(new, normalize_embeddings=True)) if new else iter(())
+            return np.array([mat[r] if r is not None else next(enc) for r in rows], dtype=np.float32)
+
+        self.emb = Embeddings({"method": "external", "transform": transform})
+        t = time.perf_counter()
+        self.emb.index([(d["rel"], d["text"], None) for d in docs])
+        sec = time.perf_counter() - t
+        table.clear()  # from now on every text is new: embedded by the model
+        return {"seconds": sec, "notes": len(docs), "texts": 0, "prebuilt": True}
 
     def round(self, queries, mode):
         ms, top = [], []
@@ -208,7 +240,7 @@ class SqliteVec:
         sqlite_vec.load(c)
         return c
 
-    def index(self, notes_dir, manifest):
+    def index(self, notes_dir, manifest, vectors=None):
         import numpy as np
         from sentence_transformers import SentenceTransformer
 
@@ -219,14 +251,18 @@ class SqliteVec:
         t = time.perf_counter()
         self.c.execute("CREATE VIRTUAL TABLE vec USING vec0(embedding float[384])")
         self.c.execute("CREATE TABLE docs (id INTEGER PRIMARY KEY, rel TEXT, text TEXT)")
-        vecs = self.model.encode([d["text"] for d in docs], batch_size=64, normalize_embeddings=True)
+        if vectors:  # rows embedded already (see the module doc): the build without the encode
+            vecs = np.load(vectors, mmap_mode="r")
+        else:
+            vecs = self.model.encode([d["text"] for d in docs], batch_size=64, normalize_embeddings=True)
         self.c.executemany("INSERT INTO docs(id, rel, text) VALUES (?,?,?)",
                            [(i + 1, d["rel"], d["text"]) for i, d in enumerate(docs)])
         self.c.executemany("INSERT INTO vec(rowid, embedding) VALUES (?, ?)",
                            [(i + 1, np.asarray(v, np.float32).tobytes()) for i, v in enumerate(vecs)])
         self.c.commit()
         self.rowid = {d["rel"]: i + 1 for i, d in enumerate(docs)}
-        return {"seconds": time.perf_counter() - t, "notes": len(docs), "texts": len(docs)}
+        return {"seconds": time.perf_counter() - t, "notes": len(docs), "texts": 0 if vectors else len(docs),
+                "prebuilt": bool(vectors)}
 
     def _knn(self, v):
         import numpy as np
