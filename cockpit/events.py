@@ -149,13 +149,16 @@ class SelectorInfo:
 class Preseeded(Event):
     """The block put into the first user message (``text`` exactly as sent; "" when none).
     ``error``: why preseeding failed ("" when it did not) — a failure is never shown as
-    "no note qualified"; ``selector``: the model selector's call, when one was configured."""
+    "no note qualified"; ``selector``: the model selector's call, when one was configured;
+    ``memory``: False when the session has no memory engine (no notes folder), so "no note
+    qualified" is not said either."""
 
     notes: tuple[InjectedNote, ...]
     tokens: int  # estimated tokens of ``text``
     text: str
     error: str = ""
     selector: SelectorInfo | None = None
+    memory: bool = True
 
 
 @dataclass(frozen=True)

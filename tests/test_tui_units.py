@@ -81,6 +81,8 @@ def test_a_failed_preseed_is_never_shown_as_none_qualified():
     failed = strip_markup(_fold(ev.Preseeded("s1", (), 0, "", error="index made with another model")))
     assert "preseed failed" in failed and "none qualified" not in failed
     assert "none qualified" in strip_markup(_fold(ev.Preseeded("s1", (), 0, "")))
+    no_engine = strip_markup(_fold(ev.Preseeded("s1", (), 0, "", memory=False)))
+    assert "no notes folder" in no_engine and "none qualified" not in no_engine
 
 
 def test_a_retry_drops_the_partial_text_of_that_turn_only():

@@ -381,7 +381,7 @@ class SessionBase:
                 )
                 info = self._account_selector(getattr(pre, "selector", None))
         self.rec.emit(Preseeded(self.id, self.injected, self.preseed_tokens, self.preseed_text, self.preseed_error,
-                                info))
+                                info, memory=engine is not None))
 
     def _account_selector(self, res: Any) -> SelectorInfo | None:
         """Add a selector call's usage to the session's totals (transcript ``usage`` record with

@@ -63,6 +63,7 @@ class SessionView:
     preseed_tokens: int = 0
     preseed_text: str = ""
     preseed_error: str = ""
+    memory: bool = True  # False: the session had no memory engine (no notes folder)
     selector: ev.SelectorInfo | None = None  # the model selector's call, when one was made
     usage: Usage = field(default_factory=Usage)  # running totals, tokens (live while streaming)
     cost_usd: float | None = 0.0  # running total, USD (live while streaming)
@@ -140,6 +141,7 @@ class SessionView:
             self.preseed_tokens = event.tokens
             self.preseed_text = event.text
             self.preseed_error = event.error
+            self.memory = event.memory
             self.selector = event.selector
             self.preseeded = True
         elif isinstance(event, ev.SessionSpawned):

@@ -24,6 +24,8 @@ def strip_markup(view: SessionView, width: int = 22) -> str:
         lines.append("[dim]…[/]")
     elif view.preseed_error:  # never "(none qualified)": the engine failed, it did not decide
         lines.append("[$error]preseed failed[/]")
+    elif not view.memory:  # nothing was asked: there are no notes to qualify
+        lines.append("[dim](no notes folder)[/]")
     elif not view.notes:
         lines.append("[dim](none qualified)[/]")
     name_w = max(width - 6, 6)
