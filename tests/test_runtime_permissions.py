@@ -65,6 +65,15 @@ def test_deny_rules_win_even_in_bypass():
     "$CMD /tmp/x",                              # a command name bash expands
     "git difftool -y -x 'touch /tmp/x #' --no-index a b",  # git diff:* is a word prefix, not a string one
     "cd .. && echo x > f",                      # a relative target after a cd
+    # a second round of bypasses: each one ran its payload in bash with Bash(echo *) / Bash(cat *)
+    "echo ${x:- #}; touch /tmp/x",              # '#' inside ${…} is no comment
+    "cat <<EOF\necho '\nEOF\ntouch /tmp/x #'",  # a here-document body is not shell code
+    "echo ${a['$(touch /tmp/x)']}",             # array subscripts evaluate code
+    "echo '$(touch /tmp/x)' ${BASH_COMMAND@P}", # so do ${x@P}, ${!x}, ${x:…}, $[…]
+    "echo 'a[$(touch /tmp/x)]'; echo $[_]",
+    "echo hi > x=~/y",                          # a tilde after '=' expands in a redirection
+    "ln -s / lnk && echo hi > lnk/tmp/x",       # a symlink made earlier in the line
+    "echo '[diff]' >> .git/config",             # git runs what .git/config says
 ])
 def test_lines_the_rules_cannot_judge_are_never_allowed_by_a_narrow_rule(command):
     p = PermissionPolicy("default", allow=["Bash(echo *)", "Bash(pytest *)", "Bash(git diff:*)", "Bash(cd *)"])
@@ -76,11 +85,39 @@ def test_lines_the_rules_cannot_judge_are_never_allowed_by_a_narrow_rule(command
     "timeout 1 rm -rf x", "env A=1 rm x", "sudo -u root rm x", "nice -n 5 rm x", "xargs -I{} rm {}",
     "bash -c 'rm -rf x'", "sh -ec 'ls; rm x'", "eval rm x", "A=1 rm x", "for f in a; do rm $f; done",
     "! rm x", "command rm x", "/usr/bin/env rm x", "echo $'\\'' ; rm -rf x ; #'", "ls | xargs rm",
+    # the second round: substitutions, bodies, decoding, options of wrappers, nested scripts
+    "echo $(rm x)", 'echo "$(rm x)"', "echo `rm x`", "cat <(rm x)", "for f in $(rm x); do :; done",
+    "f(){ rm x; }; f", "function f { rm x; }; f", "case y in y) rm x;; esac", "coproc N { rm x; }",
+    "\"rm\" x\n'", "cat <<E\n'\nE\n\\rm x", "echo $$'\\' ; rm x #'", "$'\\x72m' x", "$'\\162m' x",
+    "time -p rm x", "exec -a foo rm x", "bash -o errexit -c 'rm x'", "bash -c -- 'rm x'", "env -S'rm x'",
+    "env --split-string='rm x'", "env -iu X rm x", "stdbuf -o 0 rm x", "flock -w 5 l rm x", "flock l -c 'rm x'",
+    "strace -o /dev/null rm x", "xargs --arg-file /dev/null rm x", "echo v | xargs -0n 1 rm", "timeout -vk 1 5 rm x",
+    "su -c 'rm x'", "su root -c 'rm x'", "eval eval eval eval eval eval eval eval eval eval eval rm x",
+    "command " * 9 + "rm x", "$x rm x", '"$@" rm x', "trap 'rm x' EXIT", "bash <<< 'rm x'", "echo 'rm x' | sh",
+    "/bin/rm x", "find . -name x -exec rm {} \\;",
 ])
 def test_deny_rules_see_through_wrappers_keywords_and_nested_shells(command):
     p = PermissionPolicy("bypassPermissions", deny=["Bash(rm *)"])
     assert p.check(Action("bash", command)).verdict == "deny", command
     assert p.check(Action("bash", "echo 'rm x'")).verdict == "allow"  # quoted text is not a command
+    push = PermissionPolicy("bypassPermissions", deny=["Bash(git push *)"])
+    for cmd in ("git -C . push origin HEAD", "git -c x.y=1 push origin", "git --no-pager push origin",
+                "git $'\\x70ush' origin HEAD", "cat <<E\nit's\nE\ngit pu''sh origin HEAD"):
+        assert push.check(Action("bash", cmd)).verdict == "deny", cmd
+
+
+def test_what_the_deny_check_cannot_follow_asks_even_in_bypass():
+    import shlex
+
+    p = PermissionPolicy("bypassPermissions", deny=["Bash(rm *)"])
+    deep = "rm x"
+    for _ in range(10):  # scripts in scripts, deeper (and longer) than the check follows
+        deep = "bash -c " + shlex.quote(deep)
+    assert p.check(Action("bash", deep)).verdict == "ask"
+    assert "nested too deeply" in p.check(Action("bash", deep)).reason
+    assert PermissionPolicy("bypassPermissions").check(Action("bash", deep)).verdict == "allow"  # no deny rules
+    assert p.check(Action("bash", "echo hi > a\x00b")).verdict == "allow"  # a NUL: no exception
+    assert PermissionPolicy("default", allow=["Bash(echo *)"]).check(Action("bash", "echo hi > a\x00b")).verdict == "ask"
 
 
 def test_a_redirection_is_judged_where_it_lands(tmp_path):
@@ -112,6 +149,12 @@ def test_allow_for_the_session_covers_each_part_and_never_a_wrapper_prefix():
             p.add_session_rule(rule)
         assert p.check(Action("bash", cmd)).verdict == "allow", cmd  # that command again
         assert p.check(Action("bash", then)).verdict == "ask", then  # never anything it wraps
+    for cmd in ("'e*' x", "git -C . status"):  # a glob in the kept words, a runner's option: exact
+        assert [r.exact for r in session_rules_for(Action("bash", cmd))] == [True], cmd
+    p = PermissionPolicy("default")
+    for rule in session_rules_for(Action("bash", "sh -c ls '; touch /tmp/x'")):  # harmless: '; touch' is $0
+        p.add_session_rule(rule)
+    assert p.check(Action("bash", "sh -c 'ls ; touch /tmp/x'")).verdict == "ask"  # same words joined, not the same
 
 
 def test_session_rules():

@@ -29,7 +29,9 @@ a brace group, a compound-command keyword (``for``, ``if`` …), an expanded com
 line, or one whose symlinks lead out, resolved from the shell's current folder). ``Bash(x:*)``
 is a word prefix (``git diff:*`` never matches ``git difftool``). A deny rule is matched against
 every part, the part under its wrappers (``timeout 5 rm``, ``env X=1 rm``, ``sudo rm``, ``xargs
-rm``, ``for …; do rm``) and the scripts of ``bash -c`` / ``eval``. "Allow for this session" adds
+rm``, ``for …; do rm``, ``/bin/rm``), the scripts of ``bash -c`` / ``eval`` / ``su -c`` /
+``trap``, the bodies of ``$(…)``, backticks, functions and ``case`` branches; a line nested
+deeper than that check follows asks, even in ``bypassPermissions``. "Allow for this session" adds
 one rule per part (``Bash(ls *)``, ``Bash(cat *)``), and for a command that runs another
 (``timeout 60 pytest``, ``PYTHONPATH=src pytest``, ``bash -c …``) that exact command only. A
 path is judged as it resolves: ``./.env``, an absolute path or a symlink meet ``Read(.env)``.
@@ -41,9 +43,20 @@ import enum
 import fnmatch
 import os
 import re
-from dataclasses import dataclass
+import shlex
+from dataclasses import dataclass, field
 
-from cockpit.runtime.shellwords import KEYWORDS, ShellSyntax, Word, lex, redirect_targets, simple_commands, words_of
+from cockpit.runtime.shellwords import (
+    KEYWORDS,
+    Lexed,
+    ShellSyntax,
+    Word,
+    command_groups,
+    lex,
+    redirect_targets,
+    simple_commands,
+    words_of,
+)
 
 
 class PermissionMode(enum.StrEnum):
@@ -125,6 +138,7 @@ class Action:
     kind: str
     target: str = ""
     cwd: str = ""  # bash: the shell's current folder (absolute) when known
+    quoted: str = ""  # bash, one simple command: its words shell-quoted (what an exact rule compares)
 
 
 @dataclass(frozen=True)
@@ -136,111 +150,258 @@ class Decision:
 
 
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
-_MOVES = {"cd", "pushd", "popd"}
+# after one of these in the same line a relative path can mean anything: the folder moved, or a
+# symlink was just made (`ln -s / x && echo > x/etc/…`)
+_MOVES = {"cd", "pushd", "popd", "ln", "cp", "mv", "rsync", "tar", "unzip", "git", "install", "mkdir"}
 # commands that run the rest of their words as a command (after options): what a deny rule must
 # see through (`timeout 5 rm -rf x`, `env X=1 rm x`, `sudo rm x`, `xargs rm`), and what "allow
 # for this session" must not turn into a prefix rule (`Bash(timeout *)` would allow anything)
 _WRAPPERS = {"command", "builtin", "exec", "nohup", "sudo", "doas", "env", "nice", "timeout", "xargs", "stdbuf",
              "ionice", "chrt", "taskset", "strace", "ltrace", "setsid", "flock", "unbuffer", "time", "watch",
-             "chroot", "runuser", "su", "nsenter", "unshare", "firejail"}
-_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish", "busybox"}
-_OPT_VALUE = {  # options that take the next word as their value
-    "timeout": {"-s", "--signal", "-k", "--kill-after"}, "nice": {"-n", "--adjustment"},
-    "xargs": {"-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a", "--max-args", "--max-procs", "--delimiter"},
-    "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}, "env": {"-u", "--unset", "-C", "--chdir"},
-    "ionice": {"-c", "-n", "-p"}, "su": {"-c", "-s", "-g"}, "runuser": {"-u", "-g", "-c"}, "watch": {"-n", "-d"},
+             "chroot", "runuser", "su", "nsenter", "unshare", "firejail", "caffeinate", "systemd-run"}
+_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish", "busybox", "mksh", "ash"}
+_OPT_VALUE = {  # options that take the next word as their value (short letters and long names)
+    "timeout": set("sk") | {"--signal", "--kill-after"}, "nice": set("n") | {"--adjustment"},
+    "xargs": set("IndPLsEaeSlR") | {"--max-args", "--max-procs", "--delimiter", "--arg-file", "--max-chars",
+                                   "--max-lines", "--eof", "--replace", "--process-slot-var"},
+    "sudo": set("ugCDhprtUT") | {"--user", "--group", "--chdir", "--host", "--prompt", "--role", "--type"},
+    "env": set("uCS") | {"--unset", "--chdir", "--split-string", "--default-signal", "--ignore-signal"},
+    "ionice": set("cnp"), "su": set("csgG") | {"--command", "--shell", "--group"},
+    "runuser": set("ugcs") | {"--user", "--group", "--command", "--shell"}, "watch": set("n") | {"--interval"},
+    "stdbuf": set("ioe") | {"--input", "--output", "--error"}, "flock": set("wEc") | {"--timeout", "--command"},
+    "strace": set("oeEpPsuaIbX") | {"--output"}, "ltrace": set("oeEpsua"), "exec": set("a"),
+    "chrt": set(), "taskset": set(), "time": set("fo") | {"--format", "--output"},
+    "systemd-run": {"--unit", "-u", "-p", "--property", "--uid", "--gid"}, "unshare": set(), "nsenter": set("tS"),
 }
 _POSITIONAL = {"timeout": 1, "chrt": 1, "taskset": 1, "flock": 1, "chroot": 1}  # words before the command
+_SCRIPT_OPTS = {"su": {"-c", "--command"}, "runuser": {"-c", "--command"}, "flock": {"-c", "--command"},
+                "env": {"-S", "--split-string"}}
+_SHELL_OPT_VALUE = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
+_GIT_OPT_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"}
+MAX_ANALYSED_CHARS = 100_000  # a longer line is not lexed: nothing narrower than Bash allows it
+_MAX_DEPTH = 10  # scripts inside scripts (bash -c 'eval "…"'), followed this deep
+_MAX_UNWRAPS = 64
 
 
-def _unwrap(words: list[str]) -> tuple[list[str], str | None] | None:
-    """``words`` with one leading wrapper (an assignment, a keyword, ``timeout 5``, ``env X=1``,
-    ``sudo -u x`` …) taken off, and the script when it was ``bash -c SCRIPT`` / ``eval …``;
-    None when the first word wraps nothing."""
+def _skip_options(name: str, rest: list[str]) -> tuple[int, str | None]:
+    """How many of ``rest`` are ``name``'s own options (and their values), and the script an
+    option carries (``su -c CMD``, ``env -S CMD``), if any."""
+    takes = _OPT_VALUE.get(name, set())
+    scripted = _SCRIPT_OPTS.get(name, set())
+    k, script = 0, None
+    while k < len(rest) and rest[k].startswith("-") and rest[k] not in ("-", "--"):
+        w = rest[k]
+        if w.startswith("--"):
+            key = w.split("=", 1)[0]
+            if key in scripted:
+                script = w.split("=", 1)[1] if "=" in w else (rest[k + 1] if k + 1 < len(rest) else "")
+            k += 1 if "=" in w or key not in takes else 2
+            continue
+        if w in scripted:
+            script = rest[k + 1] if k + 1 < len(rest) else ""
+        letters = w[1:]
+        for pos, letter in enumerate(letters):  # a cluster: -vk 1, -0n 1, -S'cmd'
+            if letter in takes:
+                if f"-{letter}" in scripted and pos + 1 < len(letters):
+                    script = letters[pos + 1:]
+                if pos + 1 == len(letters):
+                    k += 1  # the value is the next word
+                break
+        k += 1
+    if k < len(rest) and rest[k] == "--":
+        k += 1
+    return k, script
+
+
+def _unwrap(words: list[str]) -> tuple[list[str], list[str]] | None:
+    """``words`` with one leading wrapper taken off — an assignment, a keyword, an empty-looking
+    expansion (``$x rm``), ``timeout 5``, ``env X=1``, ``sudo -u x``, ``git -C . ``… — and the
+    scripts it runs (``bash -c S``, ``eval …``, ``su -c S``, ``trap S``, ``find -exec …``); None
+    when the first word wraps nothing."""
     if not words:
         return None
     first, rest = words[0], words[1:]
-    if _ASSIGNMENT.match(first):
-        return rest, None
-    if first in KEYWORDS:
-        return rest, None
+    if first == "time":  # the keyword, with its own options: time -p cmd, time -- cmd
+        k = 0
+        while k < len(rest) and rest[k] in ("-p", "--"):
+            k += 1
+        return rest[k:], []
+    if _ASSIGNMENT.match(first) or first in KEYWORDS or first.startswith("$"):
+        return rest, []
     name = first.rsplit("/", 1)[-1]
-    if name == "eval":
-        return [], " ".join(rest)
+    if name != first:  # /bin/rm is rm
+        return [name, *rest], []
+    if name == "eval":  # its words joined are the script; plain words unwrap here, not by recursion
+        joined = " ".join(rest)
+        return (rest, []) if not set(joined) & set(";&|<>()`$\\'\"\n{}#*?[~") else ([], [joined])
+    if name in ("source", "."):
+        return None
+    if name == "trap":
+        return [], rest[:1]
+    if name == "mapfile" or name == "readarray":
+        return [], [rest[k + 1] for k, w in enumerate(rest[:-1]) if w == "-C"]
+    if name in ("find", "fd"):
+        out, k = [], 0
+        while k < len(rest):
+            if rest[k] in ("-exec", "-execdir", "-ok", "-okdir", "-x", "--exec"):
+                j = k + 1
+                while j < len(rest) and rest[j] not in (";", "+", "\\;"):
+                    j += 1
+                out.append(" ".join(rest[k + 1:j]))
+                k = j
+            k += 1
+        return ([], out) if out else None
+    if name == "git":
+        k = 0
+        while k < len(rest) and rest[k].startswith("-"):
+            k += 2 if rest[k] in _GIT_OPT_VALUE else 1
+        return (["git", *rest[k:]], []) if k else None
     if name in _SHELLS:
-        for k, w in enumerate(rest):
+        k = 0
+        while k < len(rest) and rest[k][:1] in ("-", "+") and rest[k] != "--":
+            w = rest[k]
             if w == "-c" or (w.startswith("-") and not w.startswith("--") and "c" in w[1:]):
-                return [], rest[k + 1] if k + 1 < len(rest) else ""
-            if not w.startswith("-"):
-                break
+                k += 1
+                while k < len(rest) and rest[k][:1] in ("-", "+"):  # bash -c -- 'cmd', -c -e
+                    k += 2 if rest[k] in _SHELL_OPT_VALUE else 1
+                return [], rest[k:k + 1]
+            k += 2 if w in _SHELL_OPT_VALUE else 1
         return None
     if name not in _WRAPPERS:
         return None
-    k, takes = 0, _OPT_VALUE.get(name, set())
-    while k < len(rest) and rest[k].startswith("-") and rest[k] != "--":
-        k += 2 if rest[k] in takes else 1
-    if k < len(rest) and rest[k] == "--":
-        k += 1
+    k, script = _skip_options(name, rest)
     if name == "env":
         while k < len(rest) and _ASSIGNMENT.match(rest[k]):
             k += 1
-    return rest[k + _POSITIONAL.get(name, 0):], None
+    if name in ("su", "runuser") and script is None and k < len(rest):  # su root -c 'cmd'
+        k2, script = _skip_options(name, rest[k + 1:])
+        if script is not None:
+            return [], [script]
+    if name == "flock" and script is None and k + 1 < len(rest) and rest[k + 1] in ("-c", "--command"):
+        return [], rest[k + 2:k + 3]
+    scripts = [script] if script is not None else []
+    return rest[k + _POSITIONAL.get(name, 0):], scripts
 
 
 @dataclass
 class BashLine:
     """A command line as the rules judge it (see :func:`analyse`). ``parts``: each simple
-    command's words, joined; ``deny_views``: every spelling a deny rule is matched against (the
-    parts, the parts with wrappers taken off, the scripts of ``bash -c`` / ``eval``);
-    ``judged``: rules narrower than ``Bash`` may allow it; ``why``: why not, when not."""
+    command's words, joined; ``quoted``: the same, shell-quoted (what an exact rule compares);
+    ``deny_views``: every spelling a deny rule is matched against (each command bash may run —
+    in groups, subshells, function bodies, substitutions — with its wrappers taken off, and the
+    scripts of ``bash -c`` / ``eval`` / ``trap``…); ``judged``: rules narrower than ``Bash`` may
+    allow it; ``why``: why not, when not."""
 
     parts: list[str]
     deny_views: list[str]
     judged: bool
     why: str = ""
+    quoted: list[str] = field(default_factory=list)
+    exhausted: bool = False  # nested deeper than the deny check follows (eval eval … ×64)
 
 
 def _crude_parts(line: str) -> list[str]:
-    return [p.strip() for p in re.split(r"[;&|\n()`{}]+|\$\(", line) if p.strip()]
+    parts = re.split(r"[;&|\n()`{}]+|\$\(", line)
+    return [" ".join(p.replace("'", "").replace('"', "").replace("\\", "").split()) for p in parts if p.strip()]
 
 
 def _escapes(target: Word, root: str | None, cwd: str | None, moved: bool) -> bool:
-    """True when writing to ``target`` may land outside the working tree ``root``."""
+    """True when writing to ``target`` may land outside the working tree ``root`` (or in .git)."""
     text = target.text
     if text in _HARMLESS_TARGETS:
         return False
-    if target.flags or not text:
+    if target.flags or not text or "\x00" in text:
         return True  # $HOME/x, {a,b}, *.txt, ~/x: bash decides where
-    if text.startswith("/") or ".." in text.split("/"):
-        return True
+    if text.startswith("/") or ".." in text.split("/") or ".git" in text.split("/"):
+        return True  # (.git: the editor refuses it too; git runs what .git/config says)
     if moved:
-        return True  # after a cd in the same line a relative path can mean anything
+        return True
     if root is None:
         return False
-    base = os.path.realpath(root)
-    where = os.path.realpath(os.path.join(cwd or root, text))  # symlinks resolved
+    try:
+        base = os.path.realpath(root)
+        where = os.path.realpath(os.path.join(cwd or root, text))  # symlinks resolved
+    except (ValueError, OSError):
+        return True
     return not (where == base or where.startswith(base.rstrip("/") + "/"))
+
+
+def _views(lexed: Lexed, depth: int) -> tuple[list[str], bool]:
+    """What deny rules are matched against (see :class:`BashLine`), and whether some of it was
+    nested too deep to follow."""
+    views: list[str] = []
+    exhausted = False
+
+    def nested(script: str) -> None:
+        nonlocal exhausted
+        if depth >= _MAX_DEPTH:
+            exhausted = True
+            return
+        sub = analyse(script, _depth=depth + 1)
+        views.extend(sub.deny_views)
+        exhausted = exhausted or sub.exhausted
+
+    groups = command_groups(lexed)
+    for g, words in enumerate(groups):
+        texts = [w.text for w in words]
+        views.append(" ".join(texts))
+        todo, seen = [texts], 0
+        while todo:
+            seen += 1
+            if seen > _MAX_UNWRAPS:
+                exhausted = True
+                break
+            un = _unwrap(todo.pop())
+            if un is None:
+                continue
+            rest, scripts = un
+            if rest:
+                views.append(" ".join(rest))
+                todo.append(rest)
+            for script in scripts:
+                nested(script)
+        name = texts[0].rsplit("/", 1)[-1] if texts else ""
+        if name in _SHELLS and g > 0:  # echo 'rm x' | sh: the piped words run
+            for prev in groups[g - 1][1:]:
+                nested(prev.text)
+    for tok_i, tok in enumerate(lexed.tokens):  # bash <<< 'rm x': a here-string fed to a shell
+        following = lexed.tokens[tok_i + 1] if tok_i + 1 < len(lexed.tokens) else None
+        if tok == "<<<" and isinstance(following, Word):
+            nested(following.text)
+    for script in lexed.scripts:  # $(…), backticks, <(…), here-document substitutions
+        nested(script)
+    return views, exhausted
 
 
 def analyse(command: str, root: str | None = None, cwd: str | None = None, _depth: int = 0) -> BashLine:
     """How the permission rules see ``command`` (see :mod:`cockpit.runtime.shellwords`). With
     ``root`` (the working tree) and ``cwd`` (the shell's current folder), a relative redirection
     target is resolved — symlinks included — and judged inside or out."""
+    if len(command) > MAX_ANALYSED_CHARS:
+        crude = _crude_parts(command[:MAX_ANALYSED_CHARS])
+        return BashLine(crude or [command[:200]], [command, *crude], False, "a line too long to judge",
+                        exhausted=True)
     try:
         lexed = lex(command)
     except ShellSyntax as exc:
+        # bash runs the lines before the one it cannot parse: judge each line on its own too
         crude = _crude_parts(command)
-        return BashLine(crude or [command], [command, *crude], False, str(exc))
+        views = [command, *crude]
+        if _depth < _MAX_DEPTH:
+            for row in command.split("\n"):
+                if row.strip() and row != command:
+                    views.extend(analyse(row, _depth=_depth + 1).deny_views)
+        return BashLine(crude or [command], views, False, str(exc))
     parts: list[str] = []
-    views: list[str] = []
+    quoted: list[str] = []
     why = ", ".join(sorted(lexed.risky))
     moved = False
     for part in simple_commands(lexed):
         words = words_of(part)
         texts = [w.text for w in words]
         parts.append(" ".join(texts))
-        views.append(parts[-1])
+        quoted.append(shlex.join(texts))
         if not words:
             why = why or "a redirection without a command"
         elif texts[0] in KEYWORDS:
@@ -250,25 +411,14 @@ def analyse(command: str, root: str | None = None, cwd: str | None = None, _dept
         for op, target in redirect_targets(part):
             if ">" not in op and op != "<>":
                 continue
-            if op in (">&", "<&") and (target.text.isdigit() or target.text == "-"):
+            if op in (">&", "<&") and ((target.text.isascii() and target.text.isdigit()) or target.text == "-"):
                 continue
             if _escapes(target, root, cwd, moved):
                 why = why or f"output redirected to {target.text or '?'}, which may be outside the working tree"
-        if texts and texts[0] in _MOVES:
+        if texts and texts[0].rsplit("/", 1)[-1] in _MOVES:
             moved = True
-        seen, todo = 0, [texts]
-        while todo and seen < 8:  # the command under its wrappers, and scripts run by a shell
-            seen += 1
-            un = _unwrap(todo.pop())
-            if un is None:
-                continue
-            rest, script = un
-            if rest:
-                views.append(" ".join(rest))
-                todo.append(rest)
-            if script is not None and _depth < 3:
-                views.extend(analyse(script, _depth=_depth + 1).deny_views)
-    return BashLine(parts, views, not why, why)
+    views, exhausted = _views(lexed, _depth)
+    return BashLine(parts, views, not why, why, quoted, exhausted)
 
 
 def split_command(command: str) -> list[str] | None:
@@ -309,7 +459,13 @@ def _path_matches(spec: str | None, path: str) -> bool:
 def _rule_matches(rule: Rule, action: Action) -> bool:
     """For bash: ``action.target`` is one simple command (see :meth:`PermissionPolicy.check`)."""
     if action.kind == "bash":
-        return rule.tool == "Bash" and (rule.spec is None or _one_matches(rule.spec, action.target, rule.exact))
+        if rule.tool != "Bash":
+            return False
+        if rule.spec is None:
+            return True
+        if rule.exact:  # shell-quoted on both sides: `sh -c ls '; x'` is not `sh -c 'ls ; x'`
+            return rule.spec == (action.quoted or action.target)
+        return _one_matches(rule.spec, action.target)
     if action.kind in ("edit", "create"):
         if rule.tool == "Edit" or (rule.tool == "Write" and action.kind == "create"):
             return _path_matches(rule.spec, action.target)
@@ -323,19 +479,29 @@ _RUNNERS = {"python", "python3", "npm", "npx", "pnpm", "yarn", "uv", "poetry", "
             "pip", "pip3", "node", "bundle", "docker", "dotnet", "mvn", "gradle", "bun", "deno", "rake"}
 
 
-def _prefix_rule(part: str) -> Rule:
+def _prefix_rule(part: str, quoted: str) -> Rule:
+    """``Bash(<leading words> *)`` for one simple command, or the command exactly (``quoted``,
+    shell-quoted) when a prefix would allow more than the user saw: a wrapper or a shell, an
+    assignment, a keyword, a runner followed by an option (``git -C . status`` is not
+    ``Bash(git *)``), or glob characters in the words the rule would keep (``'e*' x``)."""
     words = part.split()
+    exact = Rule("Bash", quoted, exact=True)
     if not words:
-        return Rule("Bash", part, exact=True)
+        return exact
     first = words[0].rsplit("/", 1)[-1]
     if _ASSIGNMENT.match(words[0]) or first in _WRAPPERS or first in _SHELLS or first == "eval" or first in KEYWORDS:
-        return Rule("Bash", part, exact=True)  # `Bash(timeout *)` would allow any command: this one only
+        return exact  # `Bash(timeout *)` would allow any command: this one only
     take = 1
-    if words[0] in _RUNNERS and len(words) > 1 and not words[1].startswith("-"):
-        take = 2
     if words[:2] in (["python", "-m"], ["python3", "-m"]) and len(words) > 2:
         take = 3
-    return Rule("Bash", " ".join(words[:take]) + " *")
+    elif words[0] in _RUNNERS and len(words) > 1:
+        if words[1].startswith("-"):
+            return exact
+        take = 2
+    kept = words[:take]
+    if any(set(w) & set("*?[]") for w in kept):
+        return exact
+    return Rule("Bash", " ".join(kept) + " *")
 
 
 def session_rules_for(action: Action) -> list[Rule]:
@@ -350,8 +516,9 @@ def session_rules_for(action: Action) -> list[Rule]:
     if action.kind == "bash":
         line = analyse(action.target)
         rules: list[Rule] = []
-        for part in line.parts or [action.target]:
-            rule = _prefix_rule(part)
+        pairs = list(zip(line.parts, line.quoted, strict=False)) or [(action.target, action.target)]
+        for part, quoted in pairs:
+            rule = _prefix_rule(part, quoted)
             if rule not in rules:
                 rules.append(rule)
         return rules
@@ -394,11 +561,15 @@ class PermissionPolicy:
             # a deny rule matches any spelling of any part (the parts, under their wrappers, the
             # scripts of bash -c / eval); an allow rule narrower than Bash must cover every part
             # of a line the rules can judge
-            parts = [Action("bash", p) for p in line.parts]
+            parts = [Action("bash", p, quoted=q) for p, q in zip(line.parts, line.quoted or line.parts, strict=False)]
             views = [Action("bash", v) for v in line.deny_views]
             for rule in self.deny:
                 if any(_rule_matches(rule, v) for v in views):
                     return Decision("deny", f"denied by the permission rule {rule} in the user's config")
+            if self.deny and line.exhausted and self.mode is not PermissionMode.PLAN:
+                # eval eval … ×64, or scripts in scripts ten deep: what it runs is not known, so the
+                # deny rules cannot be said to hold — the user decides (headless: denied)
+                return Decision("ask", "nested too deeply to check against the deny rules")
         else:
             for rule in self.deny:
                 if _rule_matches(rule, action):

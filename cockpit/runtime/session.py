@@ -41,7 +41,7 @@ from cockpit.runtime import prompts
 from cockpit.runtime.bash import session_env
 from cockpit.runtime.editor import EditorError
 from cockpit.runtime.model_call import ContextFull, ModelCaller, SessionFailure, block_to_param, one_line
-from cockpit.runtime.permissions import PermissionPolicy, rules_text, session_rules_for
+from cockpit.runtime.permissions import Decision, PermissionPolicy, rules_text, session_rules_for
 from cockpit.runtime.protocols import MemoryBackend, SessionHost
 from cockpit.runtime.query import preseed_query
 from cockpit.runtime.session_base import HOST_ENGINE, S, SessionBase, SessionSpec, denial_message
@@ -272,7 +272,10 @@ class Session(SessionBase):
             return ToolOutcome(f"{name}: no such file or a folder: {exc}", True), False
         except (OSError, RuntimeError) as exc:  # a tool call's problem, never the session's end
             return ToolOutcome(f"{name}: {type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}", True), False
-        decision = self.policy.check(prepared.action)
+        try:  # a long line takes milliseconds to judge: off the event loop
+            decision = await asyncio.to_thread(self.policy.check, prepared.action)
+        except Exception as exc:  # never a crash of the turn: the user decides (headless: denied)
+            decision = Decision("ask", f"the permission check failed ({type(exc).__name__}: {exc})")
         if decision.verdict == "deny":
             return ToolOutcome(f"Permission denied: {decision.reason}", True), False
         if decision.verdict == "ask":
