@@ -56,6 +56,14 @@ class Lexed:
     scripts: list[str] = field(default_factory=list)
 
 
+def _quote_end(line: str, i: int) -> int:
+    """Index of the ``'`` closing the single quote that opens at ``line[i]``."""
+    j = line.find("'", i + 1)
+    if j < 0:
+        raise ShellSyntax("unterminated single quote")
+    return j
+
+
 def _matching(line: str, i: int, open_: str, close: str) -> int:
     """Index of the ``close`` that ends the group opened just before ``i`` (quotes, escapes and
     nested groups skipped). Raises ShellSyntax when there is none."""
@@ -66,10 +74,7 @@ def _matching(line: str, i: int, open_: str, close: str) -> int:
             i += 2
             continue
         if c == "'":
-            j = line.find("'", i + 1)
-            if j < 0:
-                raise ShellSyntax("unterminated single quote")
-            i = j + 1
+            i = _quote_end(line, i) + 1
             continue
         if c == '"':
             j = i + 1
@@ -160,17 +165,21 @@ def lex(line: str) -> Lexed:
     def raw_since(start: int) -> str:
         return line[start:i]
 
+    def substituted(start: int, body: int, end: int) -> int:
+        """A substitution ``line[start:end + 1]`` whose code is ``line[body:end]``: into the word
+        (as an expansion) and into ``scripts``; returns the index after it."""
+        risky.add("substitution")
+        scripts.append(line[body:end])
+        buf.append(line[start:end + 1])
+        flags.add("expansion")
+        return end + 1
+
     def dollar(j: int, quoted: bool) -> int:
         """Read an expansion starting at ``line[j] == "$"`` into the word; returns the next index."""
         if line.startswith("$(", j):
             if line.startswith("$((", j):
                 risky.add("arithmetic expansion")
-            end = _matching(line, j + 2, "(", ")")
-            risky.add("substitution")
-            scripts.append(line[j + 2:end])
-            buf.append(line[j:end + 1])
-            flags.add("expansion")
-            return end + 1
+            return substituted(j, j + 2, _matching(line, j + 2, "(", ")"))
         if line.startswith("${", j):
             end = _matching(line, j + 2, "{", "}")
             inner = line[j + 2:end]
@@ -208,9 +217,7 @@ def lex(line: str) -> Lexed:
             i += 2
             continue
         if c == "'":
-            j = line.find("'", i + 1)
-            if j < 0:
-                raise ShellSyntax("unterminated single quote")
+            j = _quote_end(line, i)
             buf.append(line[i + 1:j])
             in_word = True
             i = j + 1
@@ -241,11 +248,7 @@ def lex(line: str) -> Lexed:
                     j += 2
                     continue
                 if line[j] == "`":
-                    end = _backtick_end(line, j + 1)
-                    risky.add("substitution")
-                    scripts.append(line[j + 1:end])
-                    buf.append(line[j:end + 1])
-                    j = end + 1
+                    j = substituted(j, j + 1, _backtick_end(line, j + 1))
                     continue
                 if line[j] == "$":
                     j = dollar(j, True)
@@ -284,26 +287,16 @@ def lex(line: str) -> Lexed:
             i += 1
             continue
         if c == "`":
-            end = _backtick_end(line, i + 1)
-            risky.add("substitution")
-            scripts.append(line[i + 1:end])
-            buf.append(line[i:end + 1])
-            flags.add("expansion")
+            i = substituted(i, i + 1, _backtick_end(line, i + 1))
             in_word = True
-            i = end + 1
             continue
         if c == "$":
             i = dollar(i, False)
             in_word = True
             continue
         if c in "<>" and line.startswith("(", i + 1):  # process substitution: a word (a file name)
-            end = _matching(line, i + 2, "(", ")")
-            risky.add("substitution")
-            scripts.append(line[i + 2:end])
-            buf.append(line[i:end + 1])
-            flags.add("expansion")
+            i = substituted(i, i + 2, _matching(line, i + 2, "(", ")"))
             in_word = True
-            i = end + 1
             continue
         op = next((o for o in _OPERATORS if line.startswith(o, i)), None)
         if op is not None:
