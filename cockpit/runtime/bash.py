@@ -187,19 +187,18 @@ class BashSession:
         # to its root, flagged in the sentinel line
         tree = _quote(self._real_cwd.rstrip("/"))
         # the rest of the line is the tool's own, and the command may shadow what it uses
-        # (`builtin() { :; }`, `enable -n printf`): undone right after the command; an alias
-        # (`alias case=echo` with expand_aliases) applies when a line is read, so alias
-        # expansion is also turned off on a line of its own before the next command's line
+        # (`builtin() { :; }`, `enable -n printf`): undone right after the command. An alias
+        # (`alias case=echo` with expand_aliases) only applies to lines read later — this one
+        # was read before the command ran — and expansion is off again when the next one is read
         restore = ("\\unset -f builtin printf pwd cd 2>/dev/null; "
                    "\\builtin enable printf pwd cd 2>/dev/null; \\builtin shopt -u expand_aliases 2>/dev/null")
-        undo = (restore + "\n").encode()
         line = (f"{{ . {_quote(str(script))} < /dev/null 198>&-; }} >&198 2>&1; __cockpit_rc=$?; {restore}; "
                 f"case \"$(builtin pwd -P 2>/dev/null)/\" in {tree}/*) __cockpit_cd='';; "
                 f"*) builtin cd -- {_quote(self.cwd)} 2>/dev/null; __cockpit_cd=' reset';; esac; "
                 f"builtin printf '\\n%s %d%s\\n' '{self._sentinel}' \"$__cockpit_rc\" \"$__cockpit_cd\" >&198\n")
         cap = _Capture(self.max_output, self._sentinel.encode())
         try:
-            proc.stdin.write(undo + line.encode())
+            proc.stdin.write(line.encode())
             await proc.stdin.drain()
         except (BrokenPipeError, ConnectionResetError):
             code = await proc.wait()

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from memory.text import MAX_QUERY_CHARS as PRESEED_QUERY_CHARS
 from memory.text import bound_query
 
 
 def preseed_query(task: str) -> str:
     """The text the notes are searched with: the task, bounded (``memory.text.bound_query``: at
-    most ``PRESEED_QUERY_CHARS`` characters, head and tail kept). The engine bounds every query
+    most ``memory.text.MAX_QUERY_CHARS`` characters, head and tail kept). The engine bounds every query
     itself too; bounding here keeps a huge task off the wire to a server."""
     return bound_query(task)
 
 
-__all__ = ["PRESEED_QUERY_CHARS", "preseed_query"]
+__all__ = ["preseed_query"]

@@ -39,13 +39,12 @@ from typing import TYPE_CHECKING, Any
 from cockpit.events import ApprovalRequested, ContextNotice, InstructionsLoaded, RuleApplied, ToolCall, ToolResult
 from cockpit.runtime import prompts
 from cockpit.runtime.bash import session_env
-from cockpit.runtime.editor import EditorError
 from cockpit.runtime.model_call import ContextFull, ModelCaller, SessionFailure, block_to_param, one_line
 from cockpit.runtime.permissions import Decision, PermissionPolicy, rules_text, session_rules_for
 from cockpit.runtime.protocols import MemoryBackend, SessionHost
 from cockpit.runtime.query import preseed_query
 from cockpit.runtime.session_base import HOST_ENGINE, S, SessionBase, SessionSpec, denial_message
-from cockpit.runtime.tools import PreparedCall, ToolInputError, ToolOutcome, ToolRunner, tool_definitions
+from cockpit.runtime.tools import PreparedCall, ToolOutcome, ToolRunner, tool_definitions
 from cockpit.runtime.workspace import PathRefused
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -264,14 +263,9 @@ class Session(SessionBase):
 
     async def _one_tool(self, tool_use_id: str, name: str, raw: Any) -> tuple[ToolOutcome, bool]:
         """(outcome, may have changed files)."""
-        try:
-            prepared = await asyncio.to_thread(self.tools.prepare, name, raw)
-        except (ToolInputError, PathRefused, EditorError) as exc:
-            return ToolOutcome(str(exc), True), False
-        except (FileNotFoundError, IsADirectoryError) as exc:
-            return ToolOutcome(f"{name}: no such file or a folder: {exc}", True), False
-        except (OSError, RuntimeError) as exc:  # a tool call's problem, never the session's end
-            return ToolOutcome(f"{name}: {type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}", True), False
+        prepared = await self.tools.prepare_call(name, raw)
+        if isinstance(prepared, ToolOutcome):
+            return prepared, False
         try:  # a long line takes milliseconds to judge: off the event loop
             decision = await asyncio.to_thread(self.policy.check, prepared.action)
         except Exception as exc:  # never a crash of the turn: the user decides (headless: denied)

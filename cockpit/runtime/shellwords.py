@@ -174,7 +174,7 @@ def lex(line: str) -> Lexed:
         flags.add("expansion")
         return end + 1
 
-    def dollar(j: int, quoted: bool) -> int:
+    def dollar(j: int) -> int:
         """Read an expansion starting at ``line[j] == "$"`` into the word; returns the next index."""
         if line.startswith("$(", j):
             if line.startswith("$((", j):
@@ -251,7 +251,7 @@ def lex(line: str) -> Lexed:
                     j = substituted(j, j + 1, _backtick_end(line, j + 1))
                     continue
                 if line[j] == "$":
-                    j = dollar(j, True)
+                    j = dollar(j)
                     continue
                 buf.append(line[j])
                 j += 1
@@ -291,7 +291,7 @@ def lex(line: str) -> Lexed:
             in_word = True
             continue
         if c == "$":
-            i = dollar(i, False)
+            i = dollar(i)
             in_word = True
             continue
         if c in "<>" and line.startswith("(", i + 1):  # process substitution: a word (a file name)

@@ -252,17 +252,23 @@ class ToolRunner:
         except Exception as exc:  # a tool must never crash the session
             return ToolOutcome(f"{call.name} failed: {type(exc).__name__}: {exc}", True)
 
-    async def run(self, name: str, data: Any) -> ToolOutcome:
-        """prepare + execute without any permission check (tests, trusted callers)."""
+    async def prepare_call(self, name: str, data: Any) -> PreparedCall | ToolOutcome:
+        """:meth:`prepare` in a thread; a call it refuses, or one whose file cannot be read (a
+        symlink loop, a name too long), comes back as the error result the model reads — never
+        an exception that would end the session."""
         try:
-            call = await asyncio.to_thread(self.prepare, name, data)
+            return await asyncio.to_thread(self.prepare, name, data)
         except (ToolInputError, PathRefused, EditorError) as exc:
             return ToolOutcome(str(exc), True)
         except (FileNotFoundError, IsADirectoryError) as exc:
             return ToolOutcome(f"{name}: no such file or a folder: {exc}", True)
         except (OSError, RuntimeError) as exc:
             return ToolOutcome(f"{name}: {type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}", True)
-        return await self.execute(call)
+
+    async def run(self, name: str, data: Any) -> ToolOutcome:
+        """prepare + execute without any permission check (tests, trusted callers)."""
+        call = await self.prepare_call(name, data)
+        return call if isinstance(call, ToolOutcome) else await self.execute(call)
 
     async def close(self) -> None:
         """Kill the shell (and its process group)."""
