@@ -133,12 +133,15 @@ class LiveRegistry:
         self.live: dict[str, str] = {}
         self.interrupted: dict[str, str] = {}
 
-    def load(self, key: str = "sessions") -> dict[str, str]:
+    def load(self) -> tuple[dict[str, str], dict[str, str]]:
+        """What the file says: ``(sessions live, sessions interrupted)``, id → transcript path
+        (empty when it is missing or damaged)."""
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            return {str(k): str(v) for k, v in data.get(key, {}).items()}
+            live, interrupted = (data.get(key, {}) for key in ("sessions", "interrupted"))
+            return ({str(k): str(v) for k, v in live.items()}, {str(k): str(v) for k, v in interrupted.items()})
         except (OSError, ValueError, AttributeError):
-            return {}
+            return {}, {}
 
     def _write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -290,11 +293,11 @@ class Server:
         self._watch_task = asyncio.get_running_loop().create_task(self._track_live())
 
     def _recover(self) -> None:
-        live = self.registry.load()
+        live, interrupted = self.registry.load()
         reaped = reap_orphans(set(live))
         if reaped:
             log.warning("killed %d processes the interrupted sessions left running: %s", len(reaped), reaped)
-        for sid, transcript in {**self.registry.load("interrupted"), **live}.items():
+        for sid, transcript in {**interrupted, **live}.items():
             try:
                 records = read_transcript(Path(transcript))
             except (OSError, ValueError):
