@@ -429,9 +429,7 @@ def split_command(command: str) -> list[str] | None:
     return line.parts if line.judged else None
 
 
-def _one_matches(spec: str, cmd: str, exact: bool = False) -> bool:
-    if exact:
-        return cmd == spec
+def _one_matches(spec: str, cmd: str) -> bool:
     if spec.endswith(":*"):  # Claude Code's legacy prefix form, on a word boundary
         prefix = spec[:-2]
         return cmd == prefix or cmd.startswith(prefix + " ")
