@@ -5,7 +5,7 @@
 ``cockpit run "task" …``    headless sessions, one report
 ``cockpit worktrees …``     the sessions' git worktrees: list, merge, keep, discard, prune
 ``cockpit server …``        the background server that owns the sessions (run/start/status/stop)
-``cockpit ls|send|kill|attach|approve|deny``   act on the server's sessions
+``cockpit ls|send|kill|attach|approve|deny|budget``   act on the server's sessions
 
 Each sub-command lives in its own module, which adds its parser through ``add_parser(subparsers)``
 and runs through the ``func`` default it sets. Errors a user can fix print one line to stderr and
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tui_cli.add_arguments(parser)
     sub = parser.add_subparsers(dest="command",
-                                metavar="{memory,run,ls,send,kill,attach,approve,deny,worktrees,server}")
+                                metavar="{memory,run,ls,send,kill,attach,approve,deny,budget,worktrees,server}")
     memory_cli.add_parser(sub)
     headless.add_parser(sub)
     server_cli.add_parsers(sub)

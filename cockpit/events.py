@@ -20,7 +20,9 @@ class SessionStatus(enum.StrEnum):
     queued → starting → preseeding → streaming ⇄ running tool (⇄ needs approval) → waiting for
     you → … → done | error | killed | interrupted. ``queued`` = spawned past the concurrency cap,
     waiting for a slot; ``needs approval`` = a tool call waits for the user's yes/no;
-    ``interrupted`` = the process that ran it died (found on the next start).
+    ``budget reached`` = a spend cap (the session's or the server's) was reached: it waits until
+    the user raises the cap (``cockpit.runtime.budget``); ``interrupted`` = the process that ran
+    it died (found on the next start).
     """
 
     QUEUED = "queued"
@@ -30,6 +32,7 @@ class SessionStatus(enum.StrEnum):
     RUNNING_TOOL = "running tool"
     NEEDS_APPROVAL = "needs approval"
     WAITING = "waiting for you"
+    BUDGET_REACHED = "budget reached"
     DONE = "done"
     ERROR = "error"
     KILLED = "killed"
@@ -41,8 +44,8 @@ class SessionStatus(enum.StrEnum):
 
     @property
     def needs_user(self) -> bool:
-        """The session is blocked on the user (an approval or a follow-up)."""
-        return self in (SessionStatus.NEEDS_APPROVAL, SessionStatus.WAITING)
+        """The session is blocked on the user (an approval, a follow-up, a higher spend cap)."""
+        return self in (SessionStatus.NEEDS_APPROVAL, SessionStatus.WAITING, SessionStatus.BUDGET_REACHED)
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,8 @@ class SessionSpawned(Event):
     tools: str = "anthropic"
     resumed_from: str = ""
     continued_from: str = ""
+    sandbox: str = ""  # bubblewrap | claude-code | "" (unconfined: commands run as the user)
+    sandbox_note: str = ""  # what the sandbox allows, or why there is none
 
 
 @dataclass(frozen=True)
@@ -287,9 +292,26 @@ class ContextNotice(Event):
 
 
 @dataclass(frozen=True)
+class BudgetNotice(Event):
+    """A spend cap (``cockpit.runtime.budget``). ``level``: reached (the session pauses in
+    ``budget reached``; a headless one ends ``error``, kind ``budget``) | raised (the cap was set
+    anew; the session goes on once it is no longer reached). ``scope``: session | server (the sum
+    over every session); ``limit_usd`` / ``limit_tokens``: the cap (None = no cap of that kind);
+    ``spent_usd`` / ``spent_tokens``: the spend it is measured against; ``message``: one line."""
+
+    level: str
+    scope: str
+    spent_usd: float | None
+    spent_tokens: int
+    limit_usd: float | None = None
+    limit_tokens: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class SessionErrorEvent(Event):
     message: str  # one line, never contains the API key
-    kind: str = "error"  # "rate_limit", "overloaded", "auth", "connection", "interrupted", "api", "internal"
+    kind: str = "error"  # "rate_limit", "overloaded", "auth", "connection", "interrupted", "api", "internal", "budget"
 
 
 @dataclass(frozen=True)

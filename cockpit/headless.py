@@ -15,8 +15,8 @@ leaves none. ``--json`` prints the same as one JSON object::
                    "stop_reason", "answer", "error": {"kind", "message"} | null, "preseed",
                    "preseed_error", "injected": [{"name", "priority", "score"}], "preseed_tokens",
                    "usage": {"input", "output", "cache_write", "cache_read", "total"}, "cost_usd",
-                   "cost_source": "pricing" | "claude-code", "requests", "transcript",
-                   "claude_session_id" (claude-code sessions only)}],
+                   "cost_source": "pricing" | "claude-code", "requests", "budget": {"usd", "tokens"},
+                   "transcript", "claude_session_id" (claude-code sessions only)}],
      "totals": {"usage": {…}, "cost_usd"}, "pricing": {"source", "date"}}
 
 Tasks come from the arguments, from ``--task-file FILE`` (one task per file; ``-`` reads stdin)
@@ -28,10 +28,15 @@ Cockpit's own loop: same preseed, worktrees, permission modes and report; the co
 Code's own ``total_cost_usd`` (``cost_source: "claude-code"``); no API key is needed when Claude
 Code is logged in itself.
 
+Spend caps: ``--max-budget-usd X`` / ``--max-budget-tokens N`` cap each session (see
+:mod:`cockpit.runtime.budget`); nobody can raise a cap here, so a session that reaches one (or
+the server's) ends ``error`` with kind ``budget`` and the report says "budget reached".
+
 Exit code: 0 when every session ended ``done``; 1 when any ended in ``error`` (report still
 printed; an auth/connection failure is also named in one ``cockpit: error:`` line); 2 for
 usage errors (missing API key, missing notes folder, bad config, empty task, unwritable
-transcripts folder, the claude-code backend without its extra) — one line, no traceback.
+transcripts folder, the claude-code backend without its extra) — one line, no traceback;
+:data:`EXIT_BUDGET` (4) when a session stopped at a spend cap and none failed otherwise.
 
 Configuration precedence: flags > ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``/``COCKPIT_*`` >
 ``config.toml`` > defaults (see :mod:`cockpit.runtime.config`). Notes folder: ``--notes`` (``auto``:
@@ -49,6 +54,10 @@ from pathlib import Path
 
 from cockpit.errors import CockpitError
 from cockpit.textsafe import clean, one_line
+
+EXIT_BUDGET = 4
+"""``cockpit run``'s exit code when a session stopped at a spend cap (``--max-budget-usd``,
+``--max-budget-tokens``, the server's budget) and no session failed otherwise (that is 1)."""
 
 
 def add_parser(sub) -> None:
@@ -92,6 +101,12 @@ def add_parser(sub) -> None:
     p.add_argument("--max-turns", type=int, default=None, help="model turns per session (default 25)")
     p.add_argument("--max-tokens", type=int, default=None, help="output tokens per response (default 4096)")
     p.add_argument("--concurrency", type=int, default=None, help="sessions at once (default 9)")
+    p.add_argument("--max-budget-usd", type=float, default=None, metavar="USD",
+                   help=f"spend cap per session in USD (default: config max_budget_usd / none); a session "
+                        f"that reaches it ends ('budget reached', exit code {EXIT_BUDGET})")
+    p.add_argument("--max-budget-tokens", type=int, default=None, metavar="N",
+                   help="spend cap per session in tokens (input, output and cache; default: config "
+                        "max_budget_tokens / none)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--detach", action="store_true",
                    help="return at once with the session ids (they run on in the server: cockpit ls / attach)")
@@ -180,6 +195,10 @@ def run(args: argparse.Namespace) -> int:
         v = getattr(args, name)
         if v is not None and v < 1:
             raise CockpitError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.max_budget_usd is not None and not 0 < args.max_budget_usd < float("inf"):
+        raise CockpitError("--max-budget-usd must be a number of dollars > 0")
+    if args.max_budget_tokens is not None and args.max_budget_tokens < 1:
+        raise CockpitError("--max-budget-tokens must be at least 1")
     try:
         cfg = load_config(
             {
@@ -192,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
                 "max_turns": args.max_turns,
                 "max_tokens": args.max_tokens,
                 "concurrency": args.concurrency,
+                "max_budget_usd": args.max_budget_usd,
+                "max_budget_tokens": args.max_budget_tokens,
                 "preseed": False if args.no_preseed else None,
                 "interactive": False,
                 "backend": args.backend,
@@ -212,6 +233,10 @@ def run(args: argparse.Namespace) -> int:
         return _print_report(args, report)
     if args.detach:
         raise CockpitError("--detach needs the server (drop --no-server)")
+    if cfg.api_key or cfg.auth_token:  # this process runs the shells: the key out of their reach
+        from cockpit.runtime import keyguard
+
+        keyguard.guard_process()
     import asyncio
 
     engine = _open_engine(args)
@@ -242,8 +267,15 @@ def _print_report(args: argparse.Namespace, report: dict) -> int:
         fatal = [s["error"] for s in errors if s["error"] and s["error"]["kind"] in ("auth", "connection")]
         if fatal:
             raise CockpitError(fatal[0]["message"], code=1)
+        if all(_budget_reached(s) for s in errors):
+            return EXIT_BUDGET
         return 1
     return 0
+
+
+def _budget_reached(s: dict) -> bool:
+    """The session stopped at a spend cap (``cockpit.runtime.budget``)."""
+    return bool(s.get("error")) and s["error"].get("kind") == "budget"
 
 
 async def _run(tasks, cfg, pricing, engine, workspace) -> dict:
@@ -363,7 +395,8 @@ def format_report(report: dict) -> str:
     out = []
     for s in report["sessions"]:
         u = s["usage"]
-        out.append(f"── session {s['id']} · {s['status']} · {s['model']} · {s['permission_mode']}"
+        status = "budget reached" if _budget_reached(s) else s["status"]
+        out.append(f"── session {s['id']} · {status} · {s['model']} · {s['permission_mode']}"
                    + (f" · {s['backend']}" if s.get("backend", "cockpit") != "cockpit" else ""))
         task = one_line(s["task"])
         out.append(f"task: {task if len(task) < 300 else task[:299] + '…'}")
@@ -386,7 +419,11 @@ def format_report(report: dict) -> str:
                 out.append(f"preseed: {notes or '(no note qualified)'} · {s['preseed_tokens']} tokens")
         else:
             out.append("preseed: off")
-        if s["error"]:
+        if _budget_reached(s):
+            how = ("cockpit budget --server --usd N raises it" if s["error"]["message"].startswith("server")
+                   else "rerun with a higher --max-budget-usd / --max-budget-tokens")
+            out.append(f"{s['error']['message']} — {how}")
+        elif s["error"]:
             out.append(f"error ({s['error']['kind']}): {s['error']['message']}")
         denied = s.get("denied") or []
         if denied:

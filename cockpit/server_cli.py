@@ -10,6 +10,9 @@
 ``cockpit attach ID``                        follow one session's output until it waits or ends
 ``cockpit approve ID [--session]``           allow its pending tool call (once, or for the session)
 ``cockpit deny ID [--reason TEXT]``          deny it; the reason goes back to the model
+``cockpit budget [ID | --server] [--usd X] [--tokens N] [--clear]``
+                                             a session's spend cap, or the server's: shown, or
+                                             set (a session paused in ``budget reached`` goes on)
 
 ``ID``: a session id, or a unique prefix/suffix of at least 4 characters. None of these start a
 server (there would be no session to act on); they say so when none runs. Exit codes: 0, 1 when
@@ -67,6 +70,17 @@ def add_parsers(sub) -> None:
     p.add_argument("id", help=ID_HELP)
     p.add_argument("--session", action="store_true", help="allow such calls for the rest of the session")
     p.set_defaults(func=cmd_approve)
+
+    p = sub.add_parser("budget", help="show or raise a session's spend cap, or the server's",
+                       description="A session's spend cap (ID), or the server's on the sum over every session "
+                                   "(--server): shown, or set with --usd / --tokens. A session paused in "
+                                   "'budget reached' goes on once no cap is reached.")
+    p.add_argument("id", nargs="?", default=None, help=ID_HELP)
+    p.add_argument("--server", action="store_true", help="the server's cap (all sessions together)")
+    p.add_argument("--usd", default=None, metavar="USD", help="the new cap in USD, e.g. 5 or 2.50")
+    p.add_argument("--tokens", default=None, metavar="N", help="the new cap in tokens")
+    p.add_argument("--clear", action="store_true", help="no cap (then --usd / --tokens, if given, set one anew)")
+    p.set_defaults(func=cmd_budget)
 
     p = sub.add_parser("deny", help="deny a session's pending tool call")
     p.add_argument("id", help=ID_HELP)
@@ -210,6 +224,30 @@ def cmd_deny(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_budget(args: argparse.Namespace) -> int:
+    from cockpit.runtime.budget import BudgetError, parse_tokens, parse_usd
+    from cockpit.tui import format as fmt
+
+    if args.server == (args.id is not None):
+        raise CockpitError("give a session ID or --server (the cap of all sessions together)")
+    try:
+        usd = None if args.usd is None else parse_usd(args.usd, "--usd")
+        tokens = None if args.tokens is None else parse_tokens(args.tokens, "--tokens")
+    except BudgetError as exc:
+        raise CockpitError(str(exc)) from None
+    where = {"server": True} if args.server else {"id": args.id}
+    info = _call("budget", **where, usd=usd, tokens=tokens, clear=args.clear)
+    caps = [f"{fmt.usd(info['usd'])}" if info["usd"] is not None else "",
+            f"{info['tokens']:,} tokens" if info["tokens"] is not None else ""]
+    cap = " or ".join(c for c in caps if c) or "none"
+    spent = f"{fmt.usd(info['spent_usd'])} · {info['spent_tokens']:,} tokens"
+    who = "server (all sessions)" if info["scope"] == "server" else f"{info['id']} ({info['status']})"
+    print(f"{who}: cap {cap} · spent {spent}{' · reached' if info['reached'] else ''}")
+    if info["paused"]:
+        print(f"paused in 'budget reached': {', '.join(info['paused'])}")
+    return 0
+
+
 def cmd_attach(args: argparse.Namespace) -> int:
     from cockpit.server.client import server_running
 
@@ -258,6 +296,12 @@ async def _attach(query: str) -> int:
             elif isinstance(e, ev.StatusChanged):
                 if e.status is ev.SessionStatus.WAITING:
                     out.write(f"\n[{sid} is waiting for you: cockpit send {sid} '…']\n")
+                    out.flush()
+                    return 0
+                if e.status is ev.SessionStatus.BUDGET_REACHED:
+                    server = e.detail.startswith("server")
+                    out.write(f"\n[{sid}: {e.detail.split(' — ')[0]} — raise it: "
+                              f"cockpit budget {'--server' if server else sid} --usd …]\n")
                     out.flush()
                     return 0
                 if e.status.is_final:

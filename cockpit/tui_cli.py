@@ -111,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
         return _run_attached(args, config, workspace)
 
+    if config.api_key or config.auth_token:  # this process runs the shells: the key out of their reach
+        from cockpit.runtime import keyguard
+
+        keyguard.guard_process()
     from cockpit.notes_location import resolve_notes
 
     engine = _DeferredEngine(resolve_notes(args.notes, Path.cwd()))

@@ -6,6 +6,7 @@ them; this command does the same from a shell — for ``cockpit run`` results, a
 crashed run left behind::
 
     cockpit worktrees                 # each worktree: session, branch, base, changes, state
+    cockpit worktrees diff ID         # its change against the base commit: files, then patches
     cockpit worktrees merge ID        # commit pending changes, merge into the base branch
     cockpit worktrees keep ID         # commit, remove the worktree, keep the branch
     cockpit worktrees discard ID      # remove worktree and branch (asks first; --yes to skip)
@@ -14,6 +15,10 @@ crashed run left behind::
 
 ``ID`` is a session id, a unique prefix, or a unique suffix of at least 4 characters. Exit code 1
 when a merge is refused (conflict), 2 for usage errors.
+
+``diff`` and ``merge`` print a warning line for each changed protected path (a git hook, editor or
+agent config that can run code outside the sandbox: :mod:`cockpit.runtime.protected`); in a
+terminal, ``merge`` then asks again (``--yes`` skips the question).
 """
 
 from __future__ import annotations
@@ -30,11 +35,12 @@ from cockpit.textsafe import one_line
 def add_parser(sub) -> None:
     p = sub.add_parser("worktrees", help="list, merge, keep, discard or prune session worktrees",
                        description="The sessions' git worktrees: list them, merge, keep, discard, prune.")
-    p.add_argument("action", nargs="?", default="list", choices=["list", "merge", "keep", "discard", "prune"])
+    p.add_argument("action", nargs="?", default="list", choices=["list", "diff", "merge", "keep", "discard", "prune"])
     p.add_argument("session", nargs="?",
-                   help="session id (or a unique prefix, or suffix of ≥ 4 characters) for merge/keep/discard")
+                   help="session id (or a unique prefix, or suffix of ≥ 4 characters) for diff/merge/keep/discard")
     p.add_argument("--json", action="store_true", help="list as JSON")
-    p.add_argument("--yes", action="store_true", help="discard without asking")
+    p.add_argument("--yes", action="store_true",
+                   help="discard, or merge changed protected paths, without asking")
     p.add_argument("--no-server", action="store_true", default=argparse.SUPPRESS,
                    help="act on the worktrees directly, never through a running Cockpit server")
     p.set_defaults(func=run)
@@ -67,6 +73,64 @@ def _row(info) -> dict:
         except wt.WorktreeError as exc:
             row["state"] = f"unreadable: {exc}"
     return row
+
+
+def protected_lines(diff) -> list[str]:
+    """The warning lines for a diff's changed protected paths: how many, then one per file; none
+    when no protected path changed."""
+    from cockpit.runtime import worktree as wt
+
+    protected = diff.protected
+    if not protected:
+        return []
+    return [f"⚠ {wt.protected_warning(len(protected))}",
+            *(f"    {one_line(f.path)}  {wt.protected_line(f)}" for f in protected)]
+
+
+def _file_line(change) -> str:
+    from cockpit.runtime import worktree as wt
+
+    added = "bin" if change.added is None else f"+{change.added} -{change.removed}"
+    mark = f"  {wt.protected_line(change)}" if change.protected else ""
+    return f"{change.status} {one_line(change.path)}  {added}{mark}"
+
+
+def _print_diff(info) -> int:
+    """``worktrees diff``: the protected-path warnings, the files, then the patches."""
+    from cockpit.runtime import worktree as wt
+
+    diff = wt.diff(info)
+    if not diff.files:
+        print(f"{info.branch}: no changes against {info.base_commit[:10]}")
+        return 0
+    for line in protected_lines(diff):
+        print(line)
+    print(f"{info.branch} against {info.base_commit[:10]}: {diff.stat}")
+    for change in diff.files:
+        print(f"  {_file_line(change)}")
+    for change in diff.files:
+        if change.patch:
+            print()
+            print(change.patch, end="" if change.patch.endswith("\n") else "\n")
+    return 0
+
+
+def _confirm_protected(info, yes: bool) -> bool:
+    """Before a merge: print the warnings for changed protected paths; in a terminal (without
+    ``yes``) ask whether to merge anyway. True: go on."""
+    from cockpit.runtime import worktree as wt
+
+    if not Path(info.path).is_dir():
+        return True
+    try:
+        lines = protected_lines(wt.diff(info, patches=False))
+    except wt.WorktreeError:  # the merge reports what is wrong
+        return True
+    for line in lines:
+        print(line)
+    if not lines or yes or not sys.stdin.isatty():
+        return True
+    return input("merge anyway? [y/N] ").strip().lower() in ("y", "yes")
 
 
 def _through_server(session_id: str, action: str) -> int | None:
@@ -171,6 +235,14 @@ def run(args: argparse.Namespace) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             print("not discarded")
             return 1
+    try:
+        if args.action == "diff":
+            return _print_diff(info)
+        if args.action == "merge" and not _confirm_protected(info, args.yes):
+            print("not merged")
+            return 1
+    except wt.WorktreeError as exc:
+        raise CockpitError(str(exc), code=1) from None
     routed = _through_server(info.session_id, args.action)
     if routed is not None:
         return routed

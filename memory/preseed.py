@@ -34,14 +34,20 @@ both go in: the better-ranked one does.
 text can close (or re-open) the fence: anything a lenient reader could take for a
 ``project-notes`` tag — any case, spaces or tabs inside, zero-width or other invisible
 characters, fullwidth or other look-alike brackets, HTML-escaped brackets, ``_`` or a space for
-the hyphen — is rewritten to ``(project-notes)`` before rendering (see :func:`neutralise`).
+the hyphen, look-alike letters (Cyrillic ``о``, Greek ``ο``, small capitals, accented letters),
+escaped characters (``&#112;``, ``\\u002f``, ``%3C``) and any non-letter noise between its
+letters or after its bracket (``<\\/project-notes>``, ``</project-- -notes>``) — is rewritten to
+``(project-notes)`` before rendering (see :func:`neutralise`); a whole line is checked again
+once its parts are put together.
 """
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
 
 from .tokens import estimate_tokens
 from .types import Hit
@@ -62,9 +68,25 @@ MAX_DESCRIPTION_CHARS = 300
 # (‹ 〈 ⟨ ❮ ⧼ ˂ ❬ ⦑ ⟪), and HTML escapes. Fullwidth ＜ and small ﹤ fold to "<" under NFKC.
 _LT = r"(?:<|&lt;?|&#0*60;?|&#x0*3c;?|[\u2039\u3008\u27e8\u276e\u29fc\u02c2\u276c\u2991\u27ea])"
 _GT = r"(?:>|&gt;?|&#0*62;?|&#x0*3e;?|[\u203a\u3009\u27e9\u276f\u29fd\u02c3\u276d\u2992\u27eb])"
-# the tag, with or without its closing bracket (up to 40 characters of attributes before it)
-_TAG = re.compile(_LT + r"\s*/?\s*project[\W_]{0,3}notes(?![a-z0-9])(?:[^<>\n]{0,40}?" + _GT + ")?",
+# Noise a lenient reader looks through: anything but a letter, a digit or a bracket (spaces,
+# punctuation, "\\", "_", combining marks). The tag, matched in the folded text (:func:`_fold`):
+# a bracket, noise (the "/" included), the letters of "project" and "notes" with noise between
+# any two, then up to 40 characters of attributes and the closing bracket, or no bracket.
+_N = r"(?:[^\w<>\n]|_)*"
+_TAG = re.compile(_LT + _N + _N.join("projectnotes") + r"(?![a-z0-9])(?:[^<>\n]{0,40}?" + _GT + ")?",
                   re.IGNORECASE)
+# Escapes a reader may decode: HTML (&#112; &#x70; &hyphen;), backslash (\\u002f \\x2f) and percent (%2F).
+_ESCAPE = re.compile(r"&#x[0-9a-f]{1,6};?|&#[0-9]{1,7};?|&[a-z][a-z0-9]{1,31};|\\u[0-9a-f]{4}|\\x[0-9a-f]{2}"
+                     r"|%[0-9a-f]{2}", re.IGNORECASE)
+# Letters that look like Latin ones and that NFKC keeps apart: Cyrillic, Greek, Armenian, small
+# capitals and other IPA letters (accented letters fold to their base letter in :func:`_fold_char`).
+_CONFUSABLES = str.maketrans({
+    **dict(zip("аеорсухіјѕԁԛԝһӏкмнвтгпьцԍ", "aeopcyxijsdqwhlkmhbtrnbug", strict=True)),
+    **dict(zip("АВЕКМНОРСТХУЅІЈԌԚԜ", "ABEKMHOPCTXYSIJGQW", strict=True)),
+    **dict(zip("οαερτικυχνωηςϲϳΑΒΕΗΙΚΜΝΟΡΤΧΥΖϹϺ", "oaeptikuxvwnccjABEHIKMNOPTXYZCM", strict=True)),
+    **dict(zip("օոսհցզ", "onuhgq", strict=True)),
+    **dict(zip("ᴀʙᴄᴅᴇғɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢɑɡıȷɩɵꞃ", "abcdefghijklmnoprstuvwyzagijior", strict=True)),
+})
 _INVISIBLE = {"Cf", "Cc", "Co", "Cn"}  # format (zero-width, bidi marks, tags), controls, unassigned
 
 
@@ -83,12 +105,60 @@ def _visible(s: str) -> str:
     return " ".join(s.split())
 
 
+@lru_cache(maxsize=4096)
+def _fold_char(c: str) -> str:
+    """The Latin letter ``c`` looks like (``c`` itself when none): a confusable, or the base
+    letter of an accented one. Always one character."""
+    folded = c.translate(_CONFUSABLES)
+    if folded != c or c.isascii():
+        return folded
+    base = unicodedata.normalize("NFD", c)[0]
+    return base.translate(_CONFUSABLES) if base != c else c
+
+
+_PAD = "\0"  # noise that _visible leaves in no text: where an escape was
+
+
+def _unescape(m: re.Match[str]) -> str:
+    """An escape as the character it stands for, padded with noise to the escape's length."""
+    e = m.group()
+    if e[0] == "\\":
+        char = chr(int(e[2:], 16))
+    elif e[0] == "%":
+        char = chr(int(e[1:], 16))
+    else:
+        char = html.unescape(e if e.endswith(";") else e + ";")
+        if len(char) != 1:  # not an entity html knows
+            return e
+    return _fold_char(char) + _PAD * (len(e) - 1)
+
+
+def _fold(s: str) -> str:
+    """``s`` as a reader who looks through disguises sees it, same length (so a match's span is
+    the span in ``s``): escapes decoded (padded), look-alike letters as the Latin ones."""
+    if not s.isascii():
+        s = "".join(map(_fold_char, s))
+    if "&" in s or "\\" in s or "%" in s:
+        s = _ESCAPE.sub(_unescape, s)
+    return s
+
+
 def neutralise(s: str) -> str:
     """Note text made safe to put between the fence tags: visible characters only, NFKC,
-    one line, and every tag-like ``project-notes`` form replaced by ``(project-notes)``."""
+    one line, and every tag-like ``project-notes`` form replaced by ``(project-notes)``
+    (found in :func:`_fold`'s view of the text: look-alike letters, escapes, noise)."""
     s = _visible(s)
-    if "<" in s or "&" in s or not s.isascii():  # no bracket, no escape: no tag
-        s = _TAG.sub("(project-notes)", s)
+    if not any(c in s for c in "<&\\%") and s.isascii():  # no bracket, no escape: no tag
+        return s
+    folded = _fold(s)
+    spans = []
+    for m in _TAG.finditer(folded):
+        end = m.end()
+        while end < len(folded) and folded[end] == _PAD:  # the rest of an escaped ">" (&#62;)
+            end += 1
+        spans.append((m.start(), end))
+    for start, end in reversed(spans):
+        s = s[:start] + "(project-notes)" + s[end:]
     return s
 
 
@@ -113,7 +183,7 @@ def _line(hit: Hit, with_snippet: bool) -> str:
         snip = neutralise(hit.snippet)
         if snip and snip not in desc:
             line += f" — {snip}"
-    return line
+    return neutralise(line)  # a tag cut in two between the name and the description
 
 
 def render(hits: list[Hit], budget_tokens: int = DEFAULT_BUDGET_TOKENS,
@@ -159,7 +229,7 @@ def render(hits: list[Hit], budget_tokens: int = DEFAULT_BUDGET_TOKENS,
     for i in rest:
         if len(kept) + len(named) >= max_lines:
             break
-        longer = (names or NAMES_HEADING) + f" [{neutralise(candidates[i].name)}]"
+        longer = neutralise((names or NAMES_HEADING) + f" [{neutralise(candidates[i].name)}]")
         cost = estimate_tokens(longer + "\n")
         if used - names_cost + cost <= budget_tokens:
             names, used, names_cost = longer, used - names_cost + cost, cost

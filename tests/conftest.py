@@ -14,6 +14,10 @@ def _isolated_state(tmp_path_factory, monkeypatch):
     clients run in-process unless a test asks for the server (``COCKPIT_NO_SERVER`` unset)."""
     monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path_factory.mktemp("cockpit-data")))
     monkeypatch.setenv("COCKPIT_NO_SERVER", "1")
+    yield
+    from cockpit.runtime import keyguard
+
+    keyguard.forget()  # a key an in-process run took out of the environment is not the next test's
 
 
 @pytest.fixture(autouse=True, scope="session")

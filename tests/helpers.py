@@ -25,6 +25,7 @@ def make_repo(path: Path, files: dict[str, str] | None = None, untracked: dict[s
     git(path, "config", "user.email", "dev@example.com")
     git(path, "config", "user.name", "Dev")
     for name, text in (files if files is not None else {"calc.py": CALC}).items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
         (path / name).write_text(text)
         git(path, "add", name)
     for name, text in (untracked or {}).items():

@@ -104,7 +104,7 @@ def test_coding_run_reports_worktree_and_diff_then_worktrees_merge(tmp_path, rep
     assert code == 0
     s = out["sessions"][0]
     assert s["status"] == "done" and s["permission_mode"] == "bypassPermissions"
-    assert s["worktree"]["branch"].startswith(f"cockpit/{s['id']}-") and s["diff"] == {"files": 1, "added": 2, "removed": 0}
+    assert s["worktree"]["branch"].startswith(f"cockpit/{s['id']}/") and s["diff"] == {"files": 1, "added": 2, "removed": 0}
     assert (tmp_path / "repo" / "app.py").exists() is False
     from pathlib import Path
     assert (Path(s["worktree"]["path"]) / "app.py").exists()

@@ -72,7 +72,7 @@ async def test_scripted_coding_session_in_its_worktree_then_merge(api, repo, tmp
     assert await mgr.wait_idle(timeout=30)
     assert s.status == S.WAITING and s.final_text.startswith("Done")
     w = s.worktree
-    assert w is not None and w.branch.startswith(f"cockpit/{s.id}-") and Path(w.path).is_dir()
+    assert w is not None and w.branch.startswith(f"cockpit/{s.id}/") and Path(w.path).is_dir()
     assert (Path(w.path) / "hello.py").read_text() == "print('hi from cockpit')\n"
     assert not (repo / "hello.py").exists()  # the user's checkout is untouched
     assert (Path(w.path) / ".env").read_text() == "TOKEN=local\n"  # .worktreeinclude
@@ -235,7 +235,7 @@ async def test_resume_after_discard_gets_a_new_worktree_never_the_checkout(api, 
     assert r.worktree is not None and r.spec.placement == "worktree" and r.worktree.path != s.worktree.path
     assert Path(r.spec.cwd) == Path(r.worktree.cwd) and (Path(r.worktree.path) / "again.txt").exists()
     assert not (repo / "again.txt").exists()  # the user's checkout is never written
-    assert r.worktree.branch.startswith(f"cockpit/{r.id}-")
+    assert r.worktree.branch.startswith(f"cockpit/{r.id}/")
     await mgr.aclose()
 
 

@@ -18,12 +18,14 @@ READ, SAVE, SEARCH = Action("read", "a.py"), Action("memory_save", "fact"), Acti
 
 @pytest.mark.parametrize("mode, expected", [
     ("default", {"edit": "ask", "create": "ask", "bash": "ask", "read": "allow", "memory_save": "ask", "memory_search": "allow"}),
-    ("acceptEdits", {"edit": "allow", "create": "allow", "bash": "ask", "read": "allow", "memory_save": "allow", "memory_search": "allow"}),
+    # memory_save writes outside the tree, into every later session's first message: it asks
+    ("acceptEdits", {"edit": "allow", "create": "allow", "bash": "ask", "read": "allow", "memory_save": "ask", "memory_search": "allow"}),
     ("plan", {"edit": "deny", "create": "deny", "bash": "deny", "read": "allow", "memory_save": "deny", "memory_search": "allow"}),
     ("bypassPermissions", {"edit": "allow", "create": "allow", "bash": "allow", "read": "allow", "memory_save": "allow", "memory_search": "allow"}),
+    ("auto", {"edit": "allow", "create": "allow", "bash": "allow", "read": "allow", "memory_save": "ask", "memory_search": "allow"}),
 ])
 def test_modes(mode, expected):
-    policy = PermissionPolicy(mode)
+    policy = PermissionPolicy(mode, sandboxed=mode == "auto")
     got = {a.kind: policy.check(a).verdict for a in (EDIT, CREATE, BASH, READ, SAVE, SEARCH)}
     assert got == expected
 
@@ -116,7 +118,8 @@ def test_what_the_deny_check_cannot_follow_asks_even_in_bypass():
     assert p.check(Action("bash", deep)).verdict == "ask"
     assert "nested too deeply" in p.check(Action("bash", deep)).reason
     assert PermissionPolicy("bypassPermissions").check(Action("bash", deep)).verdict == "allow"  # no deny rules
-    assert p.check(Action("bash", "echo hi > a\x00b")).verdict == "allow"  # a NUL: no exception
+    # a NUL: no exception; the line cannot be judged and a deny rule exists, so it asks even here
+    assert p.check(Action("bash", "echo hi > a\x00b")).verdict == "ask"
     assert PermissionPolicy("default", allow=["Bash(echo *)"]).check(Action("bash", "echo hi > a\x00b")).verdict == "ask"
 
 

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -144,8 +145,10 @@ def test_detached_run_ls_attach_then_stop(api, ws, server_proc, capsys):
     ids = [s["id"] for s in json.loads(capsys.readouterr().out)["sessions"]]
     assert len(ids) == 2
     environ = Path(f"/proc/{_pid()}/environ")  # what a session's shell could read of its parent
-    if environ.exists():
+    try:
         assert b"ANTHROPIC_API_KEY" not in environ.read_bytes()  # the key came with the spawns
+    except (FileNotFoundError, PermissionError):  # no /proc; or not dumpable (not root): unreadable
+        pass
     assert main(["attach", ids[0]]) == 0
     out = capsys.readouterr().out
     assert "answered: first task" in out and f"[{ids[0]} done]" in out
@@ -691,3 +694,76 @@ def test_no_runtime_dir_warning_without_xdg_runtime_dir(monkeypatch):
         path = paths.runtime_dir()
     assert [str(w.message) for w in caught] == []
     assert path.is_absolute() and "cockpit" in str(path)
+
+
+# -- the key out of the sessions' reach ------------------------------------------------------------
+@pytest.mark.parametrize("how", ["auto-started", "foreground-with-the-key-exported"])
+def test_a_session_cannot_find_the_servers_key_in_proc(api, ws, server_proc, monkeypatch, tmp_path, how):
+    """A session's shell looks for the key where a break-it round found it: its parent's
+    /proc/<pid>/environ, every process's environ, the server's by pid. The key is in none of
+    them (auto-started: it never was; foreground: taken out of the environment block), the
+    server is not dumpable, and what the key file the shell finds prints reaches the model and
+    the transcript as *** in every encoding."""
+    from test_key_guard import leaked
+
+    key = "sk-ant-api03-" + secrets.token_urlsafe(48)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "tok-" + key[-12:])
+    proc = None
+    if how == "auto-started":
+        start_server()
+    else:  # `cockpit server run` typed in a terminal where the key is exported
+        with open(tmp_path / "server.log", "wb") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "cockpit", "server", "run"], stdout=log, stderr=log,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        for _ in range(600):
+            if server_running():
+                break
+            assert proc.poll() is None, (tmp_path / "server.log").read_text()
+            threading.Event().wait(0.1)
+    pid = _pid()
+    leak = tmp_path / "found.env"  # a file the key was left in
+    leak.write_text(f"ANTHROPIC_API_KEY={key}\n")
+    command = "\n".join([
+        "echo ENVIRON-SCAN",
+        "tr '\\0' '\\n' < /proc/$PPID/environ | grep -a ANTHROPIC",
+        "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\" 2>/dev/null | grep -a '^ANTHROPIC_' "
+        "| sed \"s|^|$f |\"; done 2>/dev/null",
+        f"tr '\\0' '\\n' < /proc/{pid}/environ | grep -a ANTHROPIC",
+        f"base64 < /proc/{pid}/environ",
+        "echo FILE-SCAN",
+        f"base64 {leak}; (printf x; cat {leak}) | base64 -w0; echo; od -An -tx1 -v {leak}; rev {leak}",
+        f"python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(open(sys.argv[1]).read(), safe=\"\"))' {leak}",
+        "echo SCAN-DONE",
+    ])
+    api.script(Reply("Looking around.", [ToolUse("bash", {"command": command})]), Reply("Nothing found."))
+    config = {"base_url": api.base_url, "sandbox": False}  # the shell sees the machine's /proc, as unsandboxed
+    if proc is None:
+        config["api_key"] = key
+    with BlockingClient() as c:
+        row = c.call("spawn", task="find the key", workspace=str(ws), permission_mode="bypassPermissions",
+                     interactive=False, config=config)
+        done = c.call("wait", ids=[row["id"]], until="final")["sessions"][0]
+    assert done["status"] == "done", done
+    result = json.dumps(api.message_requests[1]["messages"][-1]["content"])
+    assert "SCAN-DONE" in result
+    found_in_proc, found_in_file = result.split("ENVIRON-SCAN")[-1].split("FILE-SCAN")
+    assert "***" not in found_in_proc  # nothing found there (not even something redacted)
+    assert found_in_file.count("***") >= 5  # the key file's forms: plain, base64 ×2, hex, reversed, URL
+    transcript = Path(row["transcript"]).read_text()
+    for text in (result, transcript, json.dumps(api.message_requests)):
+        assert not leaked(text, key) and not leaked(text, "tok-" + key[-12:])
+    sent = {v for r in api.requests if "/v1/messages" in r.path for k, v in r.headers.items()
+            if k.lower() == "authorization"}
+    assert sent == {f"Bearer {key}"}  # the server authenticates with the key it holds in memory
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except PermissionError:  # not dumpable: a process of the same user cannot read it
+        environ = None
+    if os.geteuid() != 0:
+        assert environ is None and Path(f"/proc/{pid}/environ").stat().st_uid == 0
+    else:  # root reads anything: the value is gone all the same
+        assert environ is not None and key.encode() not in environ and key[-12:].encode() not in environ
+    if proc is not None:
+        _stop_server()
+        assert proc.wait(30) == 0

@@ -48,6 +48,7 @@ class FakeManager:
         self.answers: list[tuple] = []
         self.reviews: list[tuple[str, str]] = []
         self.forgotten: list[str] = []
+        self.budgets: list[tuple] = []  # (session id or None for the server, usd, tokens, clear)
         self.diffs: dict = {}  # session id → cockpit.runtime.worktree.Diff for ``diff``
         self._n = 0
 
@@ -104,6 +105,11 @@ class FakeManager:
     async def forget(self, session_id):
         self.forgotten.append(session_id)
         self.emit(ev.SessionForgotten(session_id))
+
+    async def set_budget(self, session_id, usd=None, tokens=None, clear=False):
+        self.budgets.append((session_id, usd, tokens, clear))
+        return {"scope": "server" if session_id is None else "session", "id": session_id, "usd": usd,
+                "tokens": tokens, "reached": False, "paused": []}
 
     async def aclose(self):
         for q in self.subs:

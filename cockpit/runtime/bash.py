@@ -6,7 +6,8 @@ The tool's contract: state persists between calls (``cd``, variables, functions)
 - The shell is ``bash --noprofile --norc`` in the session's working tree, started in its own
   process group (``start_new_session``) with the environment the caller gives (the session
   strips the API key from it). stderr is merged into stdout, in order.
-- Each command is written to a file in a private temp folder and *sourced* with stdin from
+- Each command reaches the shell as a here-document on a file descriptor (never a file the
+  command could read or a program it starts could run) and is *sourced* from it with stdin from
   ``/dev/null`` (so a command that reads stdin cannot swallow the next one, and a syntax error
   cannot leave the shell waiting), followed by a sentinel line carrying ``$?``. Its stdout and
   stderr are restored after it, so a command that closes or redirects them (``exec >/dev/null``)
@@ -31,7 +32,7 @@ import re
 import secrets
 import shutil
 import signal
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +54,7 @@ class BashResult:
     elided: int = 0
     shell_exited: bool = False
     cwd_reset_to: str | None = None
+    state_changed: bool = False  # a guarded command did not run: the shell's state changed (see run())
 
     def for_model(self) -> str:
         text = self.output
@@ -78,8 +80,8 @@ class _Capture:
         self.recent = bytearray()  # the stream's last bytes, where the sentinel shows up
         self.total = 0
         self.dropped = 0
-        self.rx = re.compile(re.escape(sentinel) + rb" (-?\d+)( reset)?\n")
-        self.reset = False  # the shell left the working tree and was sent back
+        self.rx = re.compile(re.escape(sentinel) + rb" (-?\d+)(?: (reset|state))?\n")
+        self.flag = ""  # reset: the shell left the working tree and was sent back; state: see run()
         self.keep = len(sentinel) + 64
 
     def feed(self, chunk: bytes) -> None:
@@ -109,7 +111,7 @@ class _Capture:
             self.tail.clear()
         else:
             del self.tail[pos - (self.total - len(self.tail)):]
-        self.reset = m.group(2) is not None
+        self.flag = (m.group(2) or b"").decode()
         return int(m.group(1))
 
     def text(self) -> str:
@@ -133,14 +135,15 @@ class BashSession:
     tools one at a time)."""
 
     def __init__(self, cwd: Path | str, env: dict[str, str], timeout: float = DEFAULT_TIMEOUT_S,
-                 max_output: int = MAX_OUTPUT_BYTES):
+                 max_output: int = MAX_OUTPUT_BYTES, wrap: Callable[[list[str]], list[str]] | None = None):
         self.cwd = str(cwd)
+        self.wrap = wrap  # the sandbox: argv -> argv run inside it (None: unconfined)
+        self._baseline: str | None = None  # the shell's state at start (see run(guarded=True))
         self._real_cwd = os.path.realpath(self.cwd)
         self.env = dict(env)
         self.timeout = timeout
         self.max_output = max_output
         self._proc: asyncio.subprocess.Process | None = None
-        self._tmp: str | None = None
         self._sentinel = f"__COCKPIT_CMD_DONE_{secrets.token_hex(8)}__"
         self._n = 0
 
@@ -150,11 +153,13 @@ class BashSession:
         return self._proc.pid if self._proc is not None and self._proc.returncode is None else None
 
     async def _start(self) -> asyncio.subprocess.Process:
-        if self._tmp is None:
-            self._tmp = tempfile.mkdtemp(prefix="cockpit-bash-")
         bash = shutil.which("bash", path=self.env.get("PATH")) or shutil.which("bash") or "/bin/bash"
+        argv = [bash, "--noprofile", "--norc"]
+        if self.wrap is not None:
+            argv = self.wrap(argv)
+        self._baseline = None
         self._proc = await asyncio.create_subprocess_exec(
-            bash, "--noprofile", "--norc",
+            *argv,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             cwd=self.cwd, env=self.env, start_new_session=True,
         )
@@ -168,18 +173,55 @@ class BashSession:
         proc = self._proc
         if proc is not None and proc.returncode is None:
             try:
-                return os.readlink(f"/proc/{proc.pid}/cwd")
+                return os.readlink(f"/proc/{self._shell_pid(proc.pid)}/cwd")
             except OSError:
                 pass
         return self.cwd
 
-    async def run(self, command: str) -> BashResult:
-        """Run ``command`` in the persistent shell; returns its (capped) output and exit code."""
+    def _shell_pid(self, pid: int) -> int:
+        """The shell's own pid: ``pid`` itself, or inside a sandbox the first ``bash`` below it
+        (bwrap → its init → bash). The tree is mounted at the same path inside, so its cwd reads
+        the same from here."""
+        if self.wrap is None:
+            return pid
+        todo = [pid]
+        for _ in range(16):
+            if not todo:
+                break
+            cur = todo.pop(0)
+            try:
+                with open(f"/proc/{cur}/comm", encoding="utf-8") as f:
+                    if cur != pid and f.read().strip() == "bash":
+                        return cur
+                with open(f"/proc/{cur}/task/{cur}/children", encoding="utf-8") as f:
+                    todo += [int(c) for c in f.read().split()]
+            except (OSError, ValueError):
+                continue
+        return pid
+
+    async def run(self, command: str, guarded: bool = False) -> BashResult:
+        """Run ``command`` in the persistent shell; returns its (capped) output and exit code.
+
+        ``guarded`` (a command a permission *rule* allowed, no person saw it): first the shell's
+        hooks a rule cannot see are reset — aliases, functions, DEBUG/RETURN/ERR traps,
+        ``BASH_ENV``/``ENV``/``PROMPT_COMMAND``, ``extdebug``/``functrace`` — and when its exported
+        variables (``PATH``, ``LD_PRELOAD``, ``PYTEST_ADDOPTS``…), ``IFS`` or options still differ
+        from the shell's start, the command does not run: the result has ``state_changed`` set
+        (the session then asks the user)."""
         proc = self._proc if self._proc is not None and self._proc.returncode is None else await self._start()
-        assert proc.stdin is not None and proc.stdout is not None and self._tmp is not None
+        if guarded and self._baseline is None:
+            base = await self.run(f"{_RESET}; \\builtin printf '%s' \"$({_DIGEST})\"")
+            if base.exit_code != 0 or base.elided:
+                return BashResult("", None, state_changed=True)
+            self._baseline = base.output
+            proc = self._proc if self._proc is not None and self._proc.returncode is None else await self._start()
+        assert proc.stdin is not None and proc.stdout is not None
         self._n += 1
-        script = Path(self._tmp) / f"cmd-{self._n}.sh"
-        script.write_text(command + "\n", encoding="utf-8")
+        delim = f"__COCKPIT_EOF_{secrets.token_hex(8)}__"
+        script = "/dev/fd/197"
+        # the command reaches the shell as a here-document on fd 197 (a pipe, or a temp file bash
+        # unlinks at once): never a file on disk that the command itself, or a program it runs
+        # (pytest --doctest-glob, a glob over /tmp), could read or run while it runs
         # fd 198 is the shell's own stdout (saved at start): the command's stdout and stderr are
         # set from it and restored after it, so `exec >/dev/null` or `exec 1>&-` in a command
         # cannot hide the sentinel (or later output); the command itself never sees fd 198
@@ -192,10 +234,15 @@ class BashSession:
         # was read before the command ran — and expansion is off again when the next one is read
         restore = ("\\unset -f builtin printf pwd cd 2>/dev/null; "
                    "\\builtin enable printf pwd cd 2>/dev/null; \\builtin shopt -u expand_aliases 2>/dev/null")
-        line = (f"{{ . {_quote(str(script))} < /dev/null 198>&-; }} >&198 2>&1; __cockpit_rc=$?; {restore}; "
+        body = (f"{{ . {script} < /dev/null 198>&-; }} 197<<'{delim}' >&198 2>&1; __cockpit_rc=$?; {restore}; "
                 f"case \"$(builtin pwd -P 2>/dev/null)/\" in {tree}/*) __cockpit_cd='';; "
                 f"*) builtin cd -- {_quote(self.cwd)} 2>/dev/null; __cockpit_cd=' reset';; esac; "
-                f"builtin printf '\\n%s %d%s\\n' '{self._sentinel}' \"$__cockpit_rc\" \"$__cockpit_cd\" >&198\n")
+                f"builtin printf '\\n%s %d%s\\n' '{self._sentinel}' \"$__cockpit_rc\" \"$__cockpit_cd\" >&198")
+        if guarded:
+            body = (f"{_RESET}; if [[ \"$({_DIGEST})\" == {_quote(self._baseline or '')} ]]; then {body}; "
+                    f"else builtin printf '\\n%s 0 state\\n' '{self._sentinel}' >&198; fi")
+        text = command if command.endswith("\n") else command + "\n"
+        line = f"{body}\n{text}{delim}\n"
         cap = _Capture(self.max_output, self._sentinel.encode())
         try:
             proc.stdin.write(line.encode())
@@ -226,8 +273,10 @@ class BashSession:
                 cap.feed(chunk)
                 end = cap.find_end()
                 if end is not None:
+                    if cap.flag == "state":
+                        return BashResult("", None, state_changed=True)
                     return BashResult(_text(cap, script), end, elided=cap.dropped,
-                                      cwd_reset_to=self.cwd if cap.reset else None)
+                                      cwd_reset_to=self.cwd if cap.flag == "reset" else None)
         except TimeoutError:
             self._kill()
             return BashResult(_text(cap, script), None, timed_out=True, elided=cap.dropped)
@@ -236,12 +285,8 @@ class BashSession:
             raise
         finally:
             exited.cancel()
-            try:
-                script.unlink()
-            except OSError:
-                pass
 
-    async def _shell_exited(self, proc: asyncio.subprocess.Process, cap: _Capture, script: Path) -> BashResult:
+    async def _shell_exited(self, proc: asyncio.subprocess.Process, cap: _Capture, script: str) -> BashResult:
         """The shell ended (``exit``, ``set -e``): its background jobs end with it (they would
         otherwise outlive the session), and what they and the shell wrote is read to the end."""
         assert proc.stdout is not None
@@ -272,7 +317,7 @@ class BashSession:
             pass
 
     async def close(self) -> None:
-        """Kill the shell's process group and remove the temp folder. Idempotent."""
+        """Kill the shell's process group. Idempotent."""
         proc = self._proc
         self._kill()
         if proc is not None:
@@ -280,9 +325,6 @@ class BashSession:
                 await asyncio.wait_for(proc.wait(), 5)
             except (TimeoutError, ProcessLookupError):
                 pass
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
 
 
 def _exit_of(proc: asyncio.subprocess.Process) -> asyncio.Future:
@@ -312,9 +354,19 @@ def _exit_of(proc: asyncio.subprocess.Process) -> asyncio.Future:
     return done
 
 
-def _text(cap: _Capture, script: Path) -> str:
+def _text(cap: _Capture, script: str) -> str:
     """The captured output, the temp script's path shown as ``bash`` (as an interactive shell says it)."""
     return cap.text().replace(f"{script}: ", "bash: ")
+
+
+# a guarded command's prelude: the shell hooks no rule can see, undone (see BashSession.run)
+_RESET = ("\\builtin unalias -a 2>/dev/null; \\builtin unset -f $(\\builtin compgen -A function) 2>/dev/null; "
+          "\\builtin trap - DEBUG RETURN ERR 2>/dev/null; \\builtin set +T 2>/dev/null; "
+          "\\builtin shopt -u extdebug expand_aliases 2>/dev/null; "
+          "\\builtin unset BASH_ENV ENV PROMPT_COMMAND 2>/dev/null")
+# what must equal the shell's start for a rule to vouch for a command (cd is judged separately)
+_DIGEST = ("\\builtin unset PWD OLDPWD 2>/dev/null; \\builtin export -p; \\builtin compgen -A function; "
+           "\\builtin alias; \\builtin trap -p; \\builtin declare -p IFS; \\builtin echo \"$-\"")
 
 
 def _quote(s: str) -> str:

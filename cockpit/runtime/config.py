@@ -3,19 +3,23 @@
 Precedence (highest first):
 
 1. CLI flags (passed to :func:`load_config` as ``overrides``; ``None`` values are ignored),
-2. environment: ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``COCKPIT_MODEL``,
+2. environment: ``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``, ``ANTHROPIC_BASE_URL``, ``COCKPIT_MODEL``,
    ``COCKPIT_MAX_TOKENS``, ``COCKPIT_MAX_TURNS``, ``COCKPIT_CONCURRENCY``, ``COCKPIT_TOP_K``,
    ``COCKPIT_MAX_RETRIES``, ``COCKPIT_TIMEOUT``, ``COCKPIT_PRICING`` (path of a pricing override file),
    ``COCKPIT_PERMISSION_MODE``, ``COCKPIT_TOOLS``, ``COCKPIT_BASH_TIMEOUT``, ``COCKPIT_BACKEND``,
    ``COCKPIT_CLAUDE_SETTING_SOURCES`` (comma-separated ``user,project,local``; ``none`` = none),
    ``COCKPIT_SELECTOR`` (``embedded`` | ``model``), ``COCKPIT_SELECTOR_MODEL``, ``COCKPIT_SELECTOR_TIMEOUT``,
+   ``COCKPIT_MAX_BUDGET_USD``, ``COCKPIT_MAX_BUDGET_TOKENS``, ``COCKPIT_SERVER_BUDGET_USD``,
+   ``COCKPIT_SERVER_BUDGET_TOKENS``,
 3. the config file ``config.toml`` (``$COCKPIT_DATA_DIR/config.toml`` when that variable is set,
    else ``platformdirs.user_config_path("cockpit")/config.toml``), read with ``tomllib``. Keys
    at top level or under ``[runtime]``: ``model``, ``base_url``, ``max_tokens``, ``max_turns``,
    ``concurrency``, ``top_k``, ``preseed``, ``max_retries``, ``timeout``, ``pricing``,
    ``permission_mode``, ``tools``, ``worktrees``, ``bash_timeout``, ``context_management``,
    ``notify_os``, ``backend``, ``claude_setting_sources`` (a list, e.g. ``["project"]``),
-   ``selector``, ``selector_model``, ``selector_timeout``. A ``[permissions]`` table takes Claude
+   ``selector``, ``selector_model``, ``selector_timeout``, ``max_budget_usd``, ``max_budget_tokens``,
+   ``server_budget_usd``, ``server_budget_tokens`` (spend caps, :mod:`cockpit.runtime.budget`).
+   A ``[permissions]`` table takes Claude
    Code's ``allow`` / ``deny`` rule lists and ``defaultMode``; a ``[preseed]`` table takes
    ``selector``, ``model`` and ``timeout`` (the selector's), e.g.::
 
@@ -26,18 +30,24 @@ Precedence (highest first):
    The API key is never read from the config file (environment or flag only),
 4. the defaults of :class:`RuntimeConfig`.
 
-Nothing here prints or logs the API key; ``repr(RuntimeConfig)`` masks it.
+Nothing here prints or logs the API key; ``repr(RuntimeConfig)`` masks it (and the auth token). A
+process that took the key variables out of its environment (:mod:`cockpit.runtime.keyguard`)
+still finds them here.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.sandbox import SandboxSettings
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 BACKENDS = ("cockpit", "claude-code")
@@ -84,6 +94,9 @@ def worktrees_dir() -> Path:
     return platformdirs.user_data_path("cockpit") / "worktrees"
 
 
+_SECRET_FIELDS = ("api_key", "auth_token")  # never shown (repr), never logged
+
+
 @dataclass
 class RuntimeConfig:
     """Settings of a :class:`~cockpit.runtime.SessionManager`.
@@ -110,9 +123,13 @@ class RuntimeConfig:
     (5 when None). ``selector``: ``"embedded"`` (ranking + calibrated gate) or ``"model"``
     (:mod:`cockpit.runtime.selector`: ``selector_model`` picks from the shortlist, falling back
     to the embedded selection after ``selector_timeout`` seconds or on any failure).
+    ``max_budget_usd`` / ``max_budget_tokens``: a session's spend cap (USD / tokens; None = none);
+    ``server_budget_usd`` / ``server_budget_tokens``: the cap on the sum over every session of the
+    manager (the server's own, like ``concurrency``); see :mod:`cockpit.runtime.budget`.
     """
 
     api_key: str | None = field(default=None, repr=False)
+    auth_token: str | None = field(default=None, repr=False)  # ANTHROPIC_AUTH_TOKEN (a bearer token)
     base_url: str | None = None
     model: str = DEFAULT_MODEL
     max_tokens: int = 4096
@@ -140,10 +157,26 @@ class RuntimeConfig:
     notify_os: bool = True
     backend: str = "cockpit"
     claude_setting_sources: tuple[str, ...] | None = None
+    sandbox: bool = True
+    network: str = "off"
+    allow_hosts: tuple[str, ...] = ()
+    sandbox_hide: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
+    max_budget_usd: float | None = None
+    max_budget_tokens: int | None = None
+    server_budget_usd: float | None = None
+    server_budget_tokens: int | None = None
+
+    def sandbox_settings(self) -> SandboxSettings:
+        """The ``[sandbox]`` settings as the sandbox module takes them."""
+        from cockpit.runtime.sandbox import SandboxSettings
+
+        return SandboxSettings(self.sandbox, self.network, tuple(self.allow_hosts), tuple(self.sandbox_hide),
+                               tuple(self.protected))
 
     def __repr__(self) -> str:  # never show the key
-        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "api_key"]
-        parts.insert(0, f"api_key={'***' if self.api_key else None}")
+        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name not in _SECRET_FIELDS]
+        parts[:0] = [f"{name}={'***' if getattr(self, name) else None}" for name in _SECRET_FIELDS]
         return f"RuntimeConfig({', '.join(parts)})"
 
     def resolved_sessions_dir(self) -> Path:
@@ -155,6 +188,7 @@ class RuntimeConfig:
 
 _ENV: dict[str, tuple[str, Any]] = {
     "ANTHROPIC_API_KEY": ("api_key", str),
+    "ANTHROPIC_AUTH_TOKEN": ("auth_token", str),
     "ANTHROPIC_BASE_URL": ("base_url", str),
     "COCKPIT_MODEL": ("model", str),
     "COCKPIT_MAX_TOKENS": ("max_tokens", int),
@@ -172,6 +206,11 @@ _ENV: dict[str, tuple[str, Any]] = {
     "COCKPIT_SELECTOR": ("selector", str),
     "COCKPIT_SELECTOR_MODEL": ("selector_model", str),
     "COCKPIT_SELECTOR_TIMEOUT": ("selector_timeout", float),
+    "COCKPIT_NETWORK": ("network", str),
+    "COCKPIT_MAX_BUDGET_USD": ("max_budget_usd", float),
+    "COCKPIT_MAX_BUDGET_TOKENS": ("max_budget_tokens", int),
+    "COCKPIT_SERVER_BUDGET_USD": ("server_budget_usd", float),
+    "COCKPIT_SERVER_BUDGET_TOKENS": ("server_budget_tokens", int),
 }
 _FILE_KEYS: dict[str, Any] = {
     "model": str, "base_url": str, "max_tokens": int, "max_turns": int, "concurrency": int,
@@ -179,6 +218,7 @@ _FILE_KEYS: dict[str, Any] = {
     "permission_mode": str, "tools": str, "worktrees": bool, "bash_timeout": float,
     "context_management": str, "notify_os": bool, "backend": str, "claude_setting_sources": "sources",
     "selector": str, "selector_model": str, "selector_timeout": float,
+    "max_budget_usd": float, "max_budget_tokens": int, "server_budget_usd": float, "server_budget_tokens": int,
 }
 _PRESEED_TABLE = {"selector": "selector", "model": "selector_model", "timeout": "selector_timeout"}
 SELECTORS = ("embedded", "model")
@@ -205,7 +245,9 @@ class ConfigError(ValueError):
     """A config value cannot be used (bad TOML, wrong type). One-line message."""
 
 
-_TABLES = {"runtime": set(_FILE_KEYS), "permissions": {"allow", "deny", "defaultMode"},
+_SANDBOX_TABLE = {"enabled": "sandbox", "network": "network", "allow_hosts": "allow_hosts", "hide": "sandbox_hide",
+                  "protected": "protected"}
+_TABLES = {"runtime": set(_FILE_KEYS), "permissions": {"allow", "deny", "defaultMode"}, "sandbox": set(_SANDBOX_TABLE),
            "preseed": set(_PRESEED_TABLE), "keymap": None}  # keymap: binding ids, checked by the app
 
 
@@ -226,6 +268,32 @@ def _refuse_unknown(path: Path, data: dict) -> None:
         elif key not in _FILE_KEYS:
             hint = difflib.get_close_matches(key, sorted(set(_FILE_KEYS) | set(_TABLES)), n=1)
             raise ConfigError(f"{path}: unknown key {key!r}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+
+
+def _sandbox_table(path: Path, box: Any) -> dict[str, Any]:
+    """``[sandbox]``: enabled, network, allow_hosts, hide, protected (type-checked)."""
+    out: dict[str, Any] = {}
+    if box is None:
+        return out
+    if not isinstance(box, dict):
+        raise ConfigError(f"{path}: [sandbox] must be a table")
+    for key, name in _SANDBOX_TABLE.items():
+        if key not in box:
+            continue
+        value = box[key]
+        if key == "enabled":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{path}: sandbox.enabled must be true or false, got {value!r}")
+            out[name] = value
+        elif key == "network":
+            if not isinstance(value, str):
+                raise ConfigError(f"{path}: sandbox.network must be off, on or allow, got {value!r}")
+            out[name] = value
+        else:
+            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise ConfigError(f"{path}: sandbox.{key} must be a list of strings, got {value!r}")
+            out[name] = tuple(v.strip() for v in value)
+    return out
 
 
 def read_config_file(path: Path | None = None) -> dict[str, Any]:
@@ -290,6 +358,7 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
             what = {str: "a string", int: "a whole number", float: "a number", bool: "true or false",
                     Path: "a path string"}.get(typ, getattr(typ, "__name__", str(typ)))
             raise ConfigError(f"{path}: '{key}' must be {what}, got {value!r}") from None
+    out.update(_sandbox_table(path, data.get("sandbox")))
     perms = data.get("permissions")
     if perms is not None:
         if not isinstance(perms, dict):
@@ -319,7 +388,10 @@ def load_config(
     ``overrides`` keys are RuntimeConfig field names; ``None`` values mean "not given".
     Raises :class:`ConfigError` for a bad config file or a non-numeric numeric env value.
     """
-    env = os.environ if env is None else env
+    if env is None:  # with the key variables this process took out of its environment (keyguard)
+        from cockpit.runtime import keyguard
+
+        env = {**keyguard.taken(), **os.environ}
     values: dict[str, Any] = {}
     values.update(read_config_file(config_file))
     for var, (name, typ) in _ENV.items():
@@ -359,6 +431,15 @@ def _validate(config: RuntimeConfig) -> None:
         low = 1 if name in _POSITIVE else 0
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"{name} must be a whole number ≥ {low}, got {value!r}")
+    for name in ("max_budget_usd", "server_budget_usd"):  # spend caps: None = no cap
+        value = getattr(config, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0 < value < math.inf):
+            raise ConfigError(f"{name} must be a number of dollars > 0, got {value!r}")
+    for name in ("max_budget_tokens", "server_budget_tokens"):
+        value = getattr(config, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"{name} must be a whole number of tokens ≥ 1, got {value!r}")
     for name in ("timeout", "bash_timeout", "selector_timeout"):
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
@@ -373,6 +454,13 @@ def _validate(config: RuntimeConfig) -> None:
             Rule.parse(rule)
     except (ValueError, RuleError) as exc:
         raise ConfigError(str(exc)) from None
+    if config.network not in ("off", "on", "allow"):
+        raise ConfigError(f"network must be off, on or allow, got {config.network!r}")
+    if config.network == "allow" and not config.allow_hosts:
+        raise ConfigError('network "allow" needs [sandbox] allow_hosts, e.g. ["pypi.org", "*.npmjs.org"]')
+    for host in config.allow_hosts:
+        if not re.fullmatch(r"(\*\.)?[A-Za-z0-9.-]+(:\d+)?", host):
+            raise ConfigError(f"sandbox.allow_hosts: {host!r} is not a host name (e.g. pypi.org, *.npmjs.org)")
     if config.tools not in ("anthropic", "portable"):
         raise ConfigError(f"tools must be 'anthropic' or 'portable', got {config.tools!r}")
     if config.backend not in BACKENDS:

@@ -6,6 +6,9 @@ tree). Files are read only when they are regular files under :data:`MAX_FILE_BYT
 be UTF-8 (a file that is not is a tool error, never a crash). A file's line endings (LF or CRLF)
 are kept. An edit is computed first as an :class:`EditPlan` (old and new text, a unified diff for
 the approval prompt) and written only by :func:`apply_plan`, atomically (temp file + rename).
+Files are read and written through folder descriptors opened from the root down without
+following symlinks (:func:`~cockpit.runtime.workspace.open_dir`): a folder swapped for a symlink
+between the plan and the write is refused, nothing lands outside the tree.
 
 Errors are :class:`EditorError` (or ``PathRefused``) with a message for the model; the caller
 turns them into ``is_error`` tool results.
@@ -15,12 +18,11 @@ from __future__ import annotations
 
 import difflib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cockpit.runtime.workspace import PathRefused, Workspace, regular_file
+from cockpit.runtime.workspace import PathRefused, Workspace, open_dir, read_at, read_regular, replace_at
 
 TOOL_NAME = "str_replace_based_edit_tool"
 TOOL_TYPE = "text_editor_20250728"
@@ -39,7 +41,8 @@ class EditorError(ValueError):
 @dataclass(frozen=True)
 class EditPlan:
     """A change to one file, not yet written. ``old`` is None for a new file. ``diff`` is a
-    unified diff (relative path, 3 lines of context); ``added``/``removed`` count lines."""
+    unified diff (relative path, 3 lines of context); ``added``/``removed`` count lines;
+    ``root``: the working tree ``path`` is in (the write goes down from it)."""
 
     path: Path
     rel: str
@@ -50,12 +53,17 @@ class EditPlan:
     added: int
     removed: int
     message: str  # what the model is told once it is written
+    root: Path
 
 
-def _read_text(path: Path) -> tuple[str, str]:
-    """(text with LF line ends, the file's newline) of a regular UTF-8 file."""
-    regular_file(path, MAX_FILE_BYTES)
-    raw = path.read_bytes()
+def _read_text(root: Path, path: Path) -> tuple[str, str]:
+    """(text with LF line ends, the file's newline) of a regular UTF-8 file inside ``root`` (read
+    without following a symlink on the way)."""
+    return _decode(read_regular(root, path, MAX_FILE_BYTES), path)
+
+
+def _decode(raw: bytes, path: Path) -> tuple[str, str]:
+    """(text with LF line ends, the newline) of a file's bytes; EditorError unless UTF-8 text."""
     if b"\x00" in raw[:8192]:
         raise EditorError(f"{path.name} is a binary file; the editor handles text files only")
     try:
@@ -106,7 +114,7 @@ class Editor:
             raise EditorError(f"the path {data['path']} does not exist")
         if path.is_dir():
             return self._view_dir(path)
-        text, _ = _read_text(path)
+        text, _ = _read_text(self.ws.root, path)
         rng = data.get("view_range")
         start = 1
         if rng is not None:
@@ -155,7 +163,7 @@ class Editor:
             if path.exists():
                 if path.is_dir():
                     raise EditorError(f"create: {data['path']} is a folder")
-                old, newline = _read_text(path)
+                old, newline = _read_text(self.ws.root, path)
             new = data["file_text"].replace("\r\n", "\n")
             verb = "overwrote" if old is not None else "created"
             return self._plan(path, old, new, newline, f"File {verb} successfully at: {data['path']}")
@@ -166,7 +174,7 @@ class Editor:
                 raise EditorError(f"the path {data['path']} does not exist")
             if path.is_dir():
                 raise EditorError(f"{data['path']} is a folder")
-            old, newline = _read_text(path)
+            old, newline = _read_text(self.ws.root, path)
             if command == "str_replace":
                 return self._str_replace(path, old, newline, data)
             return self._insert(path, old, newline, data)
@@ -223,35 +231,38 @@ class Editor:
             raise EditorError(f"the new text is not valid Unicode ({exc.reason} at character {exc.start})") from None
         rel = self.ws.rel(path)
         diff, added, removed = _diff(rel, old, new)
-        return EditPlan(path, rel, old, new, newline, diff, added, removed, message)
+        return EditPlan(path, rel, old, new, newline, diff, added, removed, message, self.ws.root)
 
 
 def apply_plan(plan: EditPlan) -> None:
     """Write ``plan.new`` (with the file's own line ends) atomically; keeps an existing file's mode.
+    Every folder from the root down is opened without following a symlink (missing ones made for a
+    new file), and the file is checked and replaced inside the last one.
 
-    Raises EditorError when the file changed on disk since the plan was made."""
-    if plan.old is not None:
-        current, _ = _read_text(plan.path)
-        if current != plan.old:
-            raise EditorError(f"{plan.rel} changed on disk while waiting; view it again and redo the edit")
-    elif plan.path.exists():
-        raise EditorError(f"{plan.rel} was created by something else while waiting; view it first")
-    plan.path.parent.mkdir(parents=True, exist_ok=True)
-    data = plan.new.replace("\n", plan.newline).encode("utf-8")
-    mode = plan.path.stat().st_mode & 0o7777 if plan.path.exists() else None
-    fd, tmp = tempfile.mkstemp(dir=plan.path.parent, prefix=f".{plan.path.name}.", suffix=".cockpit-tmp")
+    Raises EditorError when the file changed on disk since the plan was made, PathRefused when a
+    folder on the way became a symlink."""
+    rel = plan.path.relative_to(plan.root)
+    dir_fd = open_dir(plan.root, rel.parent, create=plan.old is None)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, plan.path)
-    except BaseException:
+        mode = _unchanged_mode(plan, dir_fd)
+        replace_at(dir_fd, plan.path.name, plan.new.replace("\n", plan.newline).encode("utf-8"), mode)
+    finally:
+        os.close(dir_fd)
+
+
+def _unchanged_mode(plan: EditPlan, dir_fd: int) -> int | None:
+    """The permissions of the file the plan replaces (None: a new file), once it is checked to be
+    as the plan found it in the folder ``dir_fd``. Raises EditorError when it is not."""
+    if plan.old is None:
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            os.stat(plan.path.name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        raise EditorError(f"{plan.rel} was created by something else while waiting; view it first")
+    raw, st = read_at(dir_fd, plan.path, MAX_FILE_BYTES)
+    if _decode(raw, plan.path)[0] != plan.old:
+        raise EditorError(f"{plan.rel} changed on disk while waiting; view it again and redo the edit")
+    return st.st_mode & 0o7777
 
 
 def summarize(data: Any) -> str:

@@ -11,10 +11,15 @@ Each session gets its own git worktree when the workspace is in a repository (se
 ended without changing anything has its worktree and branch removed; one with changes keeps them
 until the user merges, keeps or discards (:meth:`SessionManager.review`).
 
+Spend caps (:mod:`cockpit.runtime.budget`): each session's own (``max_budget_usd`` /
+``max_budget_tokens``) and this manager's ``server_budget`` on the sum over every session; a
+session at one pauses in ``budget reached`` (slot given back) until :meth:`SessionManager.set_budget`
+raises it.
+
 Events (``cockpit.events``), per session in this order: ``SessionSpawned``, ``StatusChanged``…,
 ``Preseeded`` (when preseed is on), then any of ``TextDelta``/``ToolCall``/``ApprovalRequested``/
 ``ApprovalResolved``/``ToolResult``/``WorktreeChanged``/``UsageUpdate``/``ContextNotice``/
-``UserMessage``/``StatusChanged``, ``SessionErrorEvent`` (when it fails), then ``StatusChanged``
+``UserMessage``/``BudgetNotice``/``StatusChanged``, ``SessionErrorEvent`` (when it fails), then ``StatusChanged``
 (final) and ``SessionDone`` — always last, also for kills; ``Reviewed`` may follow. ``subscribe()``
 registers at once (no event published after the call is missed) and ends when the manager closes.
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +37,7 @@ from cockpit.events import (
     Reviewed,
     SessionForgotten,
     SessionSpawned,
+    SessionStatus,
     TextDelta,
     Usage,
     UsageUpdate,
@@ -38,6 +45,7 @@ from cockpit.events import (
 )
 from cockpit.runtime import ids
 from cockpit.runtime import worktree as wt
+from cockpit.runtime.budget import Budget, BudgetHit, check, parse_tokens, parse_usd
 from cockpit.runtime.config import RuntimeConfig
 from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.pricing import PricingTable, load_pricing
@@ -83,6 +91,23 @@ class Subscription:
         self._q.put_nowait(_CLOSE)
 
 
+def sandbox_for(cfg: RuntimeConfig, requested: bool | None, backend: str) -> tuple[str, str]:
+    """(sandbox backend name or "" when unconfined, one line saying so) for a new session.
+    ``requested``: None = the config's ``[sandbox] enabled``. Blocks (probes bwrap once)."""
+    from cockpit.runtime.sandbox import detect
+
+    if not (cfg.sandbox if requested is None else requested):
+        return "", "unconfined: the sandbox is off for this session (--no-sandbox)"
+    if backend == "claude-code":
+        return "claude-code", f"sandboxed by Claude Code's own sandbox, network {cfg.network}"
+    found = detect()
+    if found.backend is None:
+        return "", f"unconfined: {found.reason}"
+    net = {"off": "network off", "on": "network on", "allow": "network only to " + ", ".join(cfg.allow_hosts)}
+    return found.backend.name, f"sandboxed ({found.backend.name}): writes only in the worktree and /tmp, " \
+                               f"{net.get(cfg.network, cfg.network)}"
+
+
 class SessionManager:
     """Runs sessions. Must be created and used inside one running asyncio loop.
 
@@ -98,7 +123,7 @@ class SessionManager:
         self.config = config or RuntimeConfig()
         self.pricing = pricing or load_pricing(self.config.pricing_path)
         self._client = client
-        self._clients: dict[tuple[str | None, str | None, int, float], Any] = {}
+        self._clients: dict[tuple[str | None, str | None, str | None, int, float], Any] = {}
         self._own_client = client is None
         self._sessions: dict[str, SessionBase] = {}
         self._subs: list[Subscription] = []
@@ -110,18 +135,23 @@ class SessionManager:
         self._closed = False
         self._cm_supported: bool | None = None
         self._logs: dict[str, list[Event]] = {}
+        self.server_budget = Budget(self.config.server_budget_usd, self.config.server_budget_tokens)
 
     # -- SessionHost (what a session sees) -------------------------------------------------
     def client(self, config: RuntimeConfig | None = None) -> Any:
         if self._client is not None:
             return self._client
         cfg = config or self.config
-        key = (cfg.api_key, cfg.base_url, cfg.max_retries, cfg.timeout)
+        key = (cfg.api_key, cfg.auth_token, cfg.base_url, cfg.max_retries, cfg.timeout)
         client = self._clients.get(key)
         if client is None:
             import anthropic
 
-            kwargs: dict[str, Any] = dict(api_key=cfg.api_key, max_retries=cfg.max_retries, timeout=cfg.timeout)
+            kwargs: dict[str, Any] = dict(max_retries=cfg.max_retries, timeout=cfg.timeout)
+            if cfg.api_key or not cfg.auth_token:  # the SDK takes one credential; the key first, as it does
+                kwargs["api_key"] = cfg.api_key
+            else:
+                kwargs["auth_token"] = cfg.auth_token
             if cfg.base_url:
                 kwargs["base_url"] = cfg.base_url
             client = self._clients[key] = anthropic.AsyncAnthropic(**kwargs)
@@ -146,6 +176,48 @@ class SessionManager:
 
     def set_context_management_supported(self, value: bool) -> None:
         self._cm_supported = value
+
+    def server_budget_hit(self) -> BudgetHit | None:
+        usage, cost = self.totals()
+        return check("server", self.server_budget, usage, cost)
+
+    # -- spend caps ------------------------------------------------------------------------
+    async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,
+                         clear: bool = False) -> dict:
+        """Set a session's spend cap (``session_id``), or the server's (None: the sum over every
+        session): ``usd`` and/or ``tokens`` replace the cap's values where given; ``clear`` drops
+        both first (no cap). A session paused in ``budget reached`` re-checks and goes on when no
+        cap is reached any more (else it stays paused, with the new figures). Raises KeyError
+        (unknown id), SessionClosed (the session ended), ValueError (a bad amount, or nothing to
+        set). Returns :meth:`budget_info`."""
+        if usd is None and tokens is None and not clear:
+            raise ValueError("give a new cap: an amount in USD and/or tokens (or clear it)")
+        if session_id is None:
+            self.server_budget = self.server_budget.updated(usd, tokens, clear)
+            for s in self.sessions:
+                if not s.status.is_final:
+                    s.budget_changed(self.server_budget)
+            return self.budget_info(None)
+        s = self.get(session_id)
+        if s.status.is_final:
+            raise SessionClosed(f"session {s.id} has ended ({s.status.value})")
+        s.set_budget(s.budget.updated(usd, tokens, clear))
+        return self.budget_info(s.id)
+
+    def budget_info(self, session_id: str | None = None) -> dict:
+        """A cap and its spend: ``scope`` session | server, ``id`` (None for the server),
+        ``usd`` / ``tokens`` (the cap; None = none), ``spent_usd`` / ``spent_tokens``, ``reached``,
+        ``status`` (the session's), ``paused``: ids of the sessions in ``budget reached``."""
+        paused = [s.id for s in self.sessions if s.status is SessionStatus.BUDGET_REACHED]
+        if session_id is None:
+            usage, cost = self.totals()
+            budget, sid, status = self.server_budget, None, None
+        else:
+            s = self.get(session_id)
+            usage, cost, budget, sid, status = s.usage, s.cost_usd, s.budget, s.id, s.status.value
+        return {"scope": "server" if sid is None else "session", "id": sid, **budget.to_dict(),
+                "spent_usd": None if cost is None else round(cost, 6), "spent_tokens": usage.total,
+                "reached": budget.reached(usage, cost), "status": status, "paused": paused}
 
     # -- queries ---------------------------------------------------------------------------
     @property
@@ -235,12 +307,18 @@ class SessionManager:
         backend: str | None = None,
         config: RuntimeConfig | None = None,
         engine: MemoryBackend | None | object = ...,
+        max_budget_usd: float | None = None,
+        max_budget_tokens: int | None = None,
+        sandbox: bool | None = None,
+        network: str | None = None,
     ) -> SessionBase:
         """Start a session; returns once its worktree exists (status ``queued`` or ``starting``).
 
         ``None`` arguments take the config's value (workspace: current folder). ``config``: this
         session's settings (model client, caps) instead of the manager's (the server gets one per
-        client request); ``engine``: its memory backend instead of the manager's. Raises ValueError
+        client request); ``engine``: its memory backend instead of the manager's.
+        ``max_budget_usd`` / ``max_budget_tokens``: this session's spend cap instead of the
+        config's (:mod:`cockpit.runtime.budget`). Raises ValueError
         for an empty task, a workspace that is not a folder, a bad permission mode / tools
         style or an unknown / unavailable ``backend`` ("cockpit" is this package's own loop,
         "claude-code" Claude Code through the optional ``claude-agent-sdk``: see :attr:`backends`);
@@ -251,6 +329,8 @@ class SessionManager:
             raise RuntimeError("SessionManager is closed")
         if not task or not task.strip():
             raise ValueError("empty task")
+        usd = None if max_budget_usd is None else parse_usd(max_budget_usd, "max_budget_usd")
+        tokens = None if max_budget_tokens is None else parse_tokens(max_budget_tokens, "max_budget_tokens")
         ws = Path(workspace or Path.cwd()).expanduser().resolve()
         if not ws.is_dir():
             raise ValueError(f"workspace is not a folder: {ws}")
@@ -261,6 +341,15 @@ class SessionManager:
             raise ValueError(f"unknown tools style {style!r}; use 'anthropic' or 'portable'")
         backend = backend or cfg.backend
         cls = self._session_class(backend)
+        if network is not None:
+            cfg = replace(cfg, network=network)
+            if network not in ("off", "on", "allow"):
+                raise ValueError(f"network must be off, on or allow, got {network!r}")
+            if network == "allow" and not cfg.allow_hosts:
+                raise ValueError('network "allow" needs [sandbox] allow_hosts in config.toml')
+        box, box_note = await asyncio.to_thread(sandbox_for, cfg, sandbox, backend)
+        if mode is PermissionMode.AUTO and not box:
+            raise ValueError(f"auto mode needs the sandbox, and this session has none ({box_note})")
         sid = self._new_id()
         transcript = new_transcript_path(cfg.resolved_sessions_dir(), sid)
         info, placement = await self._place(ws, sid, task, str(transcript), worktree, cfg)
@@ -271,10 +360,13 @@ class SessionManager:
             top_k=top_k or cfg.top_k,
             interactive=cfg.interactive if interactive is None else interactive,
             permission_mode=mode, tools_style=style if backend == "cockpit" else backend, worktree=info,
-            placement=placement, backend=backend,
+            placement=placement, backend=backend, sandbox=box, sandbox_note=box_note, network=cfg.network,
         )
         extra: dict[str, Any] = {} if engine is ... else {"engine": engine}
-        return self._start(cls(self, spec, session_id=sid, transcript_path=transcript, config=cfg, **extra))
+        s = cls(self, spec, session_id=sid, transcript_path=transcript, config=cfg, **extra)
+        if usd is not None or tokens is not None:
+            s.budget = s.budget.updated(usd, tokens)
+        return self._start(s)
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -328,6 +420,12 @@ class SessionManager:
         h = records[0]
         backend = h.get("backend") or "cockpit"
         cls = self._session_class(backend)
+        # a resumed session is confined as it was (unconfined only when it was turned off then)
+        box, box_note = await asyncio.to_thread(sandbox_for, config or self.config,
+                                                False if h.get("sandbox_off") else None,
+                                                backend)
+        if h.get("permission_mode") == "auto" and not box:
+            raise ValueError(f"auto mode needs the sandbox, and this session would have none ({box_note})")
         if backend == "claude-code":
             h = {**h, **claude_code.resume_info(records)}
             if not h["claude_session_id"]:
@@ -361,7 +459,8 @@ class SessionManager:
             interactive=self.config.interactive if interactive is None else interactive,
             permission_mode=PermissionMode.parse(h.get("permission_mode") or self.config.permission_mode),
             tools_style=h.get("tools") or self.config.tools, worktree=info,
-            placement=placement, backend=backend,
+            placement=placement, backend=backend, sandbox=box, sandbox_note=box_note,
+            network=(config or self.config).network,
         )
         extra: dict[str, Any] = {} if engine is ... else {"engine": engine}
         s = cls(self, spec, session_id=sid, transcript_path=transcript, messages=messages, resumed_from=str(path),
@@ -380,6 +479,7 @@ class SessionManager:
                       transcript_path=new_transcript_path(old._cfg.resolved_sessions_dir(), sid),
                       first_content=first, config=old._cfg, engine=old.engine)
         s.injected, s.preseed_text, s.preseed_tokens = old.injected, old.preseed_text, old.preseed_tokens
+        s.budget = old.budget  # the cap as the user last set it
         s.continued_from = old.id
         old.continued_in = sid
         if not old.status.is_final:
@@ -399,7 +499,7 @@ class SessionManager:
         return SessionSpawned(s.id, s.task, s.spec.model, str(s.workspace), str(s.transcript_path),
                               s.preseed_enabled, s.spec.backend, s.spec.permission_mode.value, str(s.cwd), ref,
                               s.spec.placement, s.spec.tools_style, s.resumed_from or "",
-                              s.continued_from or "")
+                              s.continued_from or "", sandbox=s.spec.sandbox, sandbox_note=s.spec.sandbox_note)
 
     def _start(self, s: SessionBase) -> SessionBase:
         self._sessions[s.id] = s

@@ -46,6 +46,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from cockpit.runtime.protected import protected_reason
 from cockpit.runtime.shellwords import (
     KEYWORDS,
     Lexed,
@@ -64,6 +65,7 @@ class PermissionMode(enum.StrEnum):
     ACCEPT_EDITS = "acceptEdits"
     PLAN = "plan"
     BYPASS = "bypassPermissions"
+    AUTO = "auto"
 
     @classmethod
     def parse(cls, value: str) -> PermissionMode:
@@ -80,6 +82,8 @@ class PermissionMode(enum.StrEnum):
             "acceptEdits": "edits in the working tree are allowed; shell commands ask the user first",
             "plan": "read-only: view files and search notes, then propose a plan; no edits, no commands",
             "bypassPermissions": "edits and shell commands are allowed without asking",
+            "auto": ("commands run without asking inside the sandbox (worktree writable, network as configured); "
+                     "edits in the working tree are allowed; protected paths and memory_save ask"),
         }[self.value]
 
 
@@ -147,6 +151,7 @@ class Decision:
 
     verdict: str
     reason: str = ""
+    by_rule: bool = False  # allowed by an allow rule (no person saw it): run guarded (BashSession.run)
 
 
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
@@ -178,6 +183,14 @@ _SCRIPT_OPTS = {"su": {"-c", "--command"}, "runuser": {"-c", "--command"}, "floc
                 "env": {"-S", "--split-string"}}
 _SHELL_OPT_VALUE = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
+_GIT_PROGRAM_KEYS = {"core.pager", "core.editor", "core.sshcommand", "core.fsmonitor", "core.hookspath",
+                     "diff.external", "sequence.editor", "gpg.program", "credential.helper", "core.askpass",
+                     "pager.log", "pager.diff", "pager.show", "uploadpack.packobjectshook"}
+# inline code an interpreter runs: no rule narrower than Bash can say what it does
+_INLINE_CODE = {"python": {"-c"}, "python3": {"-c"}, "node": {"-e", "--eval", "-p", "--print"},
+                "perl": {"-e", "-E"}, "ruby": {"-e"}, "php": {"-r"}, "deno": {"eval"}, "bun": {"-e", "--eval"},
+                "lua": {"-e"}, "Rscript": {"-e"}, "osascript": {"-e"}}
+_GIT_RISKY_GLOBAL = ("-c", "--config-env", "-C", "--exec-path", "--git-dir", "--work-tree", "--namespace")
 _GIT_OPT_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"}
 MAX_ANALYSED_CHARS = 100_000  # a longer line is not lexed: nothing narrower than Bash allows it
 _MAX_DEPTH = 10  # scripts inside scripts (bash -c 'eval "…"'), followed this deep
@@ -253,10 +266,16 @@ def _unwrap(words: list[str]) -> tuple[list[str], list[str]] | None:
             k += 1
         return ([], out) if out else None
     if name == "git":
-        k = 0
+        k, scripts = 0, []
         while k < len(rest) and rest[k].startswith("-"):
+            if rest[k] == "-c" and k + 1 < len(rest):  # git -c alias.x='!rm …' x: that script runs
+                key, _, value = rest[k + 1].partition("=")
+                if key.lower().startswith("alias.") and value.startswith("!"):
+                    scripts.append(value[1:])
+                elif key.lower() in _GIT_PROGRAM_KEYS:
+                    scripts.append(value)
             k += 2 if rest[k] in _GIT_OPT_VALUE else 1
-        return (["git", *rest[k:]], []) if k else None
+        return (["git", *rest[k:]], scripts) if k else None
     if name in _SHELLS:
         k = 0
         while k < len(rest) and rest[k][:1] in ("-", "+") and rest[k] != "--":
@@ -408,6 +427,13 @@ def analyse(command: str, root: str | None = None, cwd: str | None = None, _dept
             why = why or f"the shell keyword {texts[0]!r}"
         elif words[0].flags:
             why = why or "a command name bash expands"
+        else:
+            name = texts[0].rsplit("/", 1)[-1]
+            inline = _INLINE_CODE.get(re.sub(r"[\d.]+$", "", name) if name.startswith("python") else name, set())
+            if any(t in inline or (t[:2] in inline and len(t) > 2 and not t.startswith("--")) for t in texts[1:]):
+                why = why or f"inline code run by {name}"
+            if name == "git" and any(t.split("=", 1)[0] in _GIT_RISKY_GLOBAL for t in texts[1:2]):
+                why = why or "git's global options (-c, -C, --git-dir …) can run other programs"
         for op, target in redirect_targets(part):
             if ">" not in op and op != "<>":
                 continue
@@ -429,14 +455,68 @@ def split_command(command: str) -> list[str] | None:
     return line.parts if line.judged else None
 
 
+# programs that run code the project (or an option) names: a wildcard in a rule for one of them
+# never stands for an option word, an assignment or a path out of the tree the user did not write
+# (`Bash(python -m pytest *)` is not `pytest --doctest-glob=… /tmp/…`, `npm test --prefix /x`)
+RUNNER_PROGRAMS = frozenset({
+    "python", "python3", "pytest", "py.test", "npm", "npx", "pnpm", "yarn", "bun", "bunx", "deno", "node", "make",
+    "gmake", "cargo", "go", "uv", "uvx", "poetry", "pip", "pip3", "tox", "nox", "rake", "bundle", "mvn", "gradle",
+    "gradlew", "dotnet", "jest", "vitest", "mocha", "ruby", "perl", "php", "java", "cmake", "ctest", "just",
+    "hatch", "pdm", "pipenv", "composer", "mix", "swift", "rustc", "gcc", "cc", "clang", "tsc", "ts-node", "tsx",
+    "phpunit", "rspec",
+})
+
+
+# options that only change what a runner prints or which tests it picks: allowed by a wildcard
+_QUIET_OPTIONS = {
+    "pytest": {"-q", "-qq", "-v", "-vv", "-x", "-s", "-l", "-ra", "-rA", "-rf", "--lf", "--ff", "--sw", "--co",
+               "--collect-only", "--no-header", "--tb=short", "--tb=line", "--tb=no", "--tb=long", "--tb=native",
+               "-k", "-m", "--exitfirst", "--quiet", "--verbose", "--last-failed", "--failed-first",
+               "--showlocals", "--durations=0", "--durations=10", "-p no:cacheprovider"},
+    "go": {"-v", "-race", "-count=1", "-short", "-run"},
+    "cargo": {"-q", "--quiet", "-v", "--verbose", "--release", "--all-features", "--workspace", "--lib", "--bins"},
+    "npm": {"--silent", "-s", "--quiet", "-q"},
+    "make": {"-s", "-k", "-j", "-j2", "-j4", "-j8", "--silent", "--keep-going"},
+}
+
+
+def _runner_of(words: list[str]) -> str:
+    """The runner a command's words start (``python -m pytest`` → ``pytest``), or ``""``."""
+    if not words:
+        return ""
+    first = words[0].rsplit("/", 1)[-1]
+    if first.startswith("python") and words[1:2] == ["-m"] and len(words) > 2:
+        return words[2]
+    return first if first in RUNNER_PROGRAMS else ""
+
+
+def _is_option_like(runner: str, word: str) -> bool:
+    """A word a wildcard must not stand for in a runner's command line (see :func:`_runner_extra_ok`)."""
+    if word in _QUIET_OPTIONS.get(runner, ()):
+        return False
+    return word.startswith(("-", "+", "/", "~")) or "=" in word or ".." in word.split("/")
+
+
+def _runner_extra_ok(spec: str, cmd: str) -> bool:
+    """For a runner (:data:`RUNNER_PROGRAMS`): every option word, assignment and path out of the
+    tree in ``cmd`` is written in the rule ``spec`` itself."""
+    words = cmd.split()
+    if not words or words[0].rsplit("/", 1)[-1] not in RUNNER_PROGRAMS:
+        return True
+    runner = _runner_of(words)
+    allowed = set(spec.replace(":*", " ").split())
+    start = 3 if runner != words[0].rsplit("/", 1)[-1] else 1  # python -m pytest: -m is the rule's
+    return all(w in allowed or not _is_option_like(runner, w) for w in words[start:])
+
+
 def _one_matches(spec: str, cmd: str) -> bool:
     if spec.endswith(":*"):  # Claude Code's legacy prefix form, on a word boundary
         prefix = spec[:-2]
-        return cmd == prefix or cmd.startswith(prefix + " ")
+        return (cmd == prefix or cmd.startswith(prefix + " ")) and _runner_extra_ok(spec, cmd)
     if spec.endswith(" *") and cmd == spec[:-2]:
         return True
     if "*" in spec:
-        return fnmatch.fnmatchcase(cmd, spec)
+        return fnmatch.fnmatchcase(cmd, spec) and _runner_extra_ok(spec, cmd)
     return cmd == spec
 
 
@@ -496,6 +576,9 @@ def _prefix_rule(part: str, quoted: str) -> Rule:
         if words[1].startswith("-"):
             return exact
         take = 2
+    runner = _runner_of(words)
+    if runner and any(_is_option_like(runner, w) for w in words[take:]):
+        return exact  # a prefix rule would not match this very command (see _runner_extra_ok)
     kept = words[:take]
     if any(set(w) & set("*?[]") for w in kept):
         return exact
@@ -510,6 +593,8 @@ def session_rules_for(action: Action) -> list[Rule]:
     a prefix rule there would allow anything). ``ls -la && cat x.py`` gives ``Bash(ls *)`` and
     ``Bash(cat *)``, so the same line is allowed next time."""
     if action.kind in ("edit", "create"):
+        if protected_reason(action.target):
+            return [Rule("Edit", action.target)]  # never every protected path at once
         return [Rule("Edit")]
     if action.kind == "bash":
         line = analyse(action.target)
@@ -533,6 +618,67 @@ def rules_text(rules: list[Rule]) -> str:
     return ", ".join(str(r) for r in rules)
 
 
+# programs that do the same job as a denied one: `Bash(rm *)` also denies `unlink x`, `find -delete`
+SAME_JOB = {
+    "rm": ("unlink", "shred", "rmdir", "srm", "trash", "trash-put", "gio"),
+    "curl": ("wget", "http", "https", "xh", "aria2c", "lynx", "links", "nc", "ncat", "netcat", "socat", "telnet"),
+    "wget": ("curl", "http", "https", "xh", "aria2c", "lynx", "links", "nc", "ncat", "netcat", "socat", "telnet"),
+    "chmod": ("chown", "chgrp", "setfacl"),
+    "dd": ("shred", "truncate"),
+}
+_BRACE = re.compile(r"\{([^{}\s]*,[^{}\s]*)\}")
+_IFS = re.compile(r"\$\{?IFS\}?")
+
+
+def _expand_braces(text: str, limit: int = 32) -> list[str]:
+    """``text`` with bash brace expansion done (``{rm,x}`` → ``rm x``, ``r{m,x}`` → ``rm rx``)."""
+    out = [text]
+    for _ in range(4):
+        nxt = []
+        for t in out:
+            m = _BRACE.search(t)
+            if m is None:
+                nxt.append(t)
+                continue
+            start = t.rfind(" ", 0, m.start()) + 1
+            end = t.find(" ", m.end())
+            end = len(t) if end < 0 else end
+            pre, post = t[start:m.start()], t[m.end():end]
+            words = " ".join(pre + alt + post for alt in m.group(1).split(","))
+            nxt.append(t[:start] + words + t[end:])
+        out = nxt[:limit]
+    return out
+
+
+def deny_spellings(views: list[str], deny: list[Rule]) -> list[str]:
+    """Every spelling a deny rule is matched against: each view, brace-expanded, with ``$IFS`` as
+    a space, with a glob in the command name standing for each denied name it matches
+    (``/bin/r?`` → ``rm``), and with a same-job program or ``find … -delete`` in the denied
+    program's place."""
+    names = {r.spec.split()[0].rstrip(":*") for r in deny if r.tool == "Bash" and r.spec and r.spec.split()}
+    out: list[str] = []
+    for view in views:
+        for text in _expand_braces(_IFS.sub(" ", view)):
+            out.append(text)
+            words = text.split()
+            if not words:
+                continue
+            first = words[0].rsplit("/", 1)[-1] if not set(words[0]) & set("*?[") else words[0]
+            rest = words[1:]
+            for name in names:
+                if set(first) & set("*?[") and (fnmatch.fnmatchcase(name, first.rsplit("/", 1)[-1])
+                                                 or fnmatch.fnmatchcase("/bin/" + name, first)
+                                                 or fnmatch.fnmatchcase("/usr/bin/" + name, first)):
+                    out.append(" ".join([name, *rest]))
+                if first in SAME_JOB.get(name, ()):
+                    out.append(" ".join([name, *rest]))
+            if first == "find" and "-delete" in rest and "rm" in names:
+                out.append(" ".join(["rm", *rest]))
+            if first == "git" and rest[:1] == ["clean"] and "rm" in names:
+                out.append(" ".join(["rm", *rest]))
+    return list(dict.fromkeys(out))
+
+
 class PermissionPolicy:
     """Decides allow / ask / deny for one session's actions (see module doc).
 
@@ -540,9 +686,16 @@ class PermissionPolicy:
 
     def __init__(self, mode: PermissionMode | str = PermissionMode.DEFAULT,
                  allow: list[str] | tuple[str, ...] = (), deny: list[str] | tuple[str, ...] = (),
-                 root: str | os.PathLike[str] | None = None):
+                 root: str | os.PathLike[str] | None = None, sandboxed: bool = False,
+                 hooks_path: str | None = None, protected: tuple[str, ...] = ()):
         self.root = os.fspath(root) if root is not None else None  # the working tree: redirections resolved in it
         self.mode = mode if isinstance(mode, PermissionMode) else PermissionMode.parse(mode)
+        if self.mode is PermissionMode.AUTO and not sandboxed:
+            raise ValueError("auto mode runs commands without asking only inside the sandbox, and this "
+                             "session has none")
+        self.sandboxed = sandboxed
+        self.hooks_path = hooks_path  # core.hooksPath, relative to the tree: protected too
+        self.protected = tuple(protected)  # [sandbox] protected globs
         self.allow = [Rule.parse_allow(r) for r in allow]
         self.deny = [Rule.parse(r) for r in deny]
         self.session_allow: list[Rule] = []
@@ -560,7 +713,7 @@ class PermissionPolicy:
             # scripts of bash -c / eval); an allow rule narrower than Bash must cover every part
             # of a line the rules can judge
             parts = [Action("bash", p, quoted=q) for p, q in zip(line.parts, line.quoted or line.parts, strict=False)]
-            views = [Action("bash", v) for v in line.deny_views]
+            views = [Action("bash", v) for v in deny_spellings(line.deny_views, self.deny)]
             for rule in self.deny:
                 if any(_rule_matches(rule, v) for v in views):
                     return Decision("deny", f"denied by the permission rule {rule} in the user's config")
@@ -568,6 +721,10 @@ class PermissionPolicy:
                 # eval eval … ×64, or scripts in scripts ten deep: what it runs is not known, so the
                 # deny rules cannot be said to hold — the user decides (headless: denied)
                 return Decision("ask", "nested too deeply to check against the deny rules")
+            if self.deny and not line.judged and self.mode is not PermissionMode.PLAN:
+                # a deny rule always wins, so a line it cannot be checked against asks in every mode
+                return Decision("ask", f"a deny rule exists and this line cannot be checked against it "
+                                       f"({line.why})")
         else:
             for rule in self.deny:
                 if _rule_matches(rule, action):
@@ -577,13 +734,25 @@ class PermissionPolicy:
         if self.mode is PermissionMode.PLAN:
             return Decision("deny", "plan mode is read-only: view files and search notes, then propose "
                                     "a plan in your answer; do not edit files or run commands")
+        if action.kind in ("edit", "create"):
+            why = protected_reason(action.target, self.hooks_path, self.protected)
+            if why:  # asks in every mode, unless a rule names this path
+                named = [r for r in self.allow + self.session_allow if r.tool in ("Edit", "Write") and r.spec]
+                if any(_rule_matches(r, action) for r in named):
+                    return Decision("allow", "allowed by the permission rules", by_rule=True)
+                return Decision("ask", f"protected path: {why}")
         if self.mode is PermissionMode.BYPASS:
             return Decision("allow")
+        if self.mode is PermissionMode.AUTO and action.kind in ("bash", "edit", "create"):
+            return Decision("allow", "inside the sandbox")
         rules = self.allow + self.session_allow
         if line is not None and not line.judged:
             rules = [r for r in rules if r.tool == "Bash" and r.spec is None]
         if rules and all(any(_rule_matches(r, part) for r in rules) for part in parts):
-            return Decision("allow", "allowed by the permission rules")
-        if action.kind in ("edit", "create", "memory_save") and self.mode is PermissionMode.ACCEPT_EDITS:
+            return Decision("allow", "allowed by the permission rules", by_rule=True)
+        if action.kind in ("edit", "create") and self.mode is PermissionMode.ACCEPT_EDITS:
             return Decision("allow")
+        if action.kind == "memory_save":
+            return Decision("ask", "memory_save writes a note into the notes folder, outside the working tree, "
+                                   "and every later session's first message can carry it")
         return Decision("ask")

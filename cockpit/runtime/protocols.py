@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from cockpit.events import ApprovalRequested, Event, InjectedNote, SessionErrorEvent, SessionStatus, Usage
 
 if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.budget import BudgetHit
     from cockpit.runtime.config import RuntimeConfig
     from cockpit.runtime.pricing import PricingTable
 
@@ -96,6 +97,14 @@ class SessionHost(Protocol):
 
     def add_usage(self, usage: Usage, cost_usd: float | None) -> None:
         """Count one finished response in the totals (tokens, USD or None when unpriced)."""
+        ...
+
+    def totals(self) -> tuple[Usage, float | None]:
+        """Summed usage of every session (tokens), and USD (None when nothing was priced)."""
+        ...
+
+    def server_budget_hit(self) -> BudgetHit | None:
+        """The server's spend cap when the sum over every session has reached it, else None."""
         ...
 
     @property
@@ -189,6 +198,13 @@ class Runtime(Protocol):
 
     async def forget(self, session_id: str) -> None:
         """Drop a finished session from every client's list (``SessionForgotten``)."""
+        ...
+
+    async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,
+                         clear: bool = False) -> dict:
+        """Set (raise) a session's spend cap, or the server's when ``session_id`` is None; a
+        session paused in ``budget reached`` goes on once no cap is reached. Returns the cap and
+        the spend (see ``SessionManager.budget_info``)."""
         ...
 
     def subscribe(self) -> Subscription: ...

@@ -102,10 +102,11 @@ class ModelSelector:
 
     def __init__(self, *, api_key: str | None, base_url: str | None = None,
                  model: str = DEFAULT_SELECTOR_MODEL, timeout: float = DEFAULT_TIMEOUT_S,
-                 client: Any = None):
+                 client: Any = None, auth_token: str | None = None):
         self.model = model
         self.timeout = timeout
         self._api_key = api_key
+        self._auth_token = auth_token
         self._base_url = base_url
         self._client = client
         self._lock = threading.Lock()
@@ -115,7 +116,9 @@ class ModelSelector:
             if self._client is None:
                 import anthropic
 
-                self._client = anthropic.Anthropic(api_key=self._api_key, base_url=self._base_url,
+                cred = ({"api_key": self._api_key} if self._api_key or not self._auth_token
+                        else {"auth_token": self._auth_token})  # the SDK takes one credential
+                self._client = anthropic.Anthropic(**cred, base_url=self._base_url,
                                                    max_retries=0, timeout=self.timeout)
             return self._client
 
@@ -170,11 +173,12 @@ def selector_for(config) -> ModelSelector | None:
     model and timeout), else None."""
     if getattr(config, "selector", "embedded") != "model":
         return None
-    key = (config.api_key, config.base_url, config.selector_model, config.selector_timeout)
+    key = (config.api_key, getattr(config, "auth_token", None), config.base_url, config.selector_model,
+           config.selector_timeout)
     with _cache_lock:
         sel = _cache.get(key)
         if sel is None:
-            sel = _cache[key] = ModelSelector(api_key=config.api_key, base_url=config.base_url,
+            sel = _cache[key] = ModelSelector(api_key=config.api_key, auth_token=key[1], base_url=config.base_url,
                                               model=config.selector_model,
                                               timeout=config.selector_timeout)
         return sel

@@ -9,8 +9,10 @@ is in flight) ⇄ ``running tool`` ⇄ ``needs approval`` (a tool call waits for
 full context; a follow-up via ``SessionManager.send`` resumes ``streaming``) → ``done`` |
 ``error`` | ``killed``. Non-interactive (headless) sessions go straight to ``done`` after the
 model ends its turn (``error`` when the turn cap is hit), and an approval nobody can answer is
-denied with the reason told to the model. A session waiting for the user (approval or follow-up)
-gives its concurrency slot back.
+denied with the reason told to the model. At a spend cap (:mod:`cockpit.runtime.budget`, checked
+after each response and before each request) an interactive session is ``budget reached`` until
+the cap is raised; a headless one ends ``error`` (kind ``budget``). A session waiting for the user
+(approval, follow-up or a higher cap) gives its concurrency slot back.
 
 Turn handling:
 
@@ -33,6 +35,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +55,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from cockpit.runtime.config import RuntimeConfig
 
 CONTEXT_WARN = 0.8
+STATE_CHANGED = ("An allow rule matches this command, but the shell's state changed since the session started "
+                 "(exported variables such as PATH, LD_PRELOAD or PYTEST_ADDOPTS, or shell options): a rule cannot "
+                 "vouch for what the command runs now.")
 
 
 class Session(SessionBase):
@@ -69,8 +76,12 @@ class Session(SessionBase):
         self.instruction_files: tuple[str, ...] = ()
         self._path_rules: list = []  # path-scoped rules not yet given to the model
         self._described: list = []  # "agent requested" rules (matched to the task by meaning)
-        self.policy = PermissionPolicy(spec.permission_mode, self._cfg.allow, self._cfg.deny, root=spec.cwd)
-        env = session_env(dict(os.environ), secrets_to_strip=tuple(s for s in (self._cfg.api_key,) if s),
+        self.policy = PermissionPolicy(spec.permission_mode, self._cfg.allow, self._cfg.deny, root=spec.cwd,
+                                       sandboxed=spec.sandbox == "bubblewrap", protected=tuple(self._cfg.protected))
+        self._sandbox_tmp: str | None = None
+        self._proxy: Any = None
+        keys = tuple(s for s in (self._cfg.api_key, self._cfg.auth_token) if s)
+        env = session_env(dict(os.environ), secrets_to_strip=keys,
                           extra={"COCKPIT_SESSION_ID": session_id})
         self.tools = ToolRunner(spec.cwd, self.engine, spec.top_k, env=env, bash_timeout=self._cfg.bash_timeout)
         self.model = ModelCaller(host, session_id, spec.model, self.acct, self.rec.emit, self.rec.record,
@@ -84,6 +95,7 @@ class Session(SessionBase):
 
     # -- main loop ------------------------------------------------------------------------
     async def _main(self) -> None:
+        await self._setup_sandbox()
         await self._load_instructions()
         if self.resumed_from is not None:
             self._resume_setup()
@@ -108,6 +120,41 @@ class Session(SessionBase):
 
     async def _cleanup(self) -> None:
         await self.tools.close()
+        if self._proxy is not None:
+            await self._proxy.close()
+        if self._sandbox_tmp is not None:
+            await asyncio.to_thread(shutil.rmtree, self._sandbox_tmp, True)
+
+    def _tree(self) -> Path:
+        """What the session may write: its worktree, or the workspace when it works in place."""
+        w = self.spec.worktree
+        return Path(w.path) if w is not None else Path(self.spec.cwd)
+
+    async def _setup_sandbox(self) -> None:
+        """The protected paths' hooks folder, and — when the session is sandboxed — the sandbox
+        its shell starts in (:mod:`cockpit.runtime.sandbox`), with the allowlist proxy when its
+        network is ``allow``."""
+        from cockpit.runtime import sandbox as sb
+        from cockpit.runtime.protected import hooks_path_of
+
+        tree = self._tree()
+        self.policy.hooks_path = await asyncio.to_thread(hooks_path_of, tree)
+        if self.spec.sandbox != "bubblewrap":
+            return
+        self._sandbox_tmp = tmp = await asyncio.to_thread(sb.session_tmp)
+        settings = replace(self._cfg.sandbox_settings(), network=self.spec.network)
+        proxy_sock = None
+        if self.spec.network == "allow":
+            from cockpit.runtime.netproxy import AllowlistProxy
+
+            proxy_sock = os.path.join(tmp, ".cockpit-proxy.sock")
+            self._proxy = AllowlistProxy(settings.allow_hosts, proxy_sock)
+            await self._proxy.start()
+        w = self.spec.worktree
+        conf = await asyncio.to_thread(sb.confinement_for, tree, self.spec.cwd, tmp, settings,
+                                       w.branch if w is not None else None, proxy_sock)
+        backend = sb.BACKENDS[self.spec.sandbox]
+        self.tools.bash.wrap = lambda argv: backend.command(conf, sb.with_forwarder(conf, argv))
 
     async def _load_instructions(self) -> None:
         """CLAUDE.md / AGENTS.md / rule files of the project (``memory.instructions``): always-apply
@@ -181,6 +228,7 @@ class Session(SessionBase):
         system = prompts.system_prompt(self.preseed_enabled)
         tools = tool_definitions(self.spec.tools_style)
         for _ in range(cap):
+            await self._budget_gate()  # at a spend cap: pause (headless: end) before the request
             request = self.model.build(system, tools, self.messages, self.instructions_text)
             try:
                 msg = await self.model.call(request, lambda d: self._set(S.STREAMING, d))
@@ -206,6 +254,7 @@ class Session(SessionBase):
                 self.final_text = text
             calls = [b for b in content if b["type"] == "tool_use"]
             if msg.stop_reason == "tool_use" and calls:
+                await self._budget_gate()  # the response that reached a cap: its tools wait too
                 await self._run_tools(msg, calls)
                 continue
             return "end", ""
@@ -273,11 +322,19 @@ class Session(SessionBase):
         if decision.verdict == "deny":
             return ToolOutcome(f"Permission denied: {decision.reason}", True), False
         if decision.verdict == "ask":
-            allowed, reason = await self._ask(tool_use_id, prepared)
+            allowed, reason = await self._ask(tool_use_id, prepared, decision.reason)
             if not allowed:
                 return ToolOutcome(denial_message(reason), True), False
             self._set(S.RUNNING_TOOL, name)
-        out = await self.tools.execute(prepared)
+        out = await self.tools.execute(prepared, guarded=decision.by_rule)
+        if out.state_changed:  # a rule cannot vouch for a command in a shell the model changed
+            allowed, reason = await self._ask(tool_use_id, prepared, STATE_CHANGED)
+            if not allowed:
+                return ToolOutcome(denial_message(reason), True), False
+            self._set(S.RUNNING_TOOL, name)
+            out = await self.tools.execute(prepared)
+        if self.spec.sandbox == "bubblewrap" and prepared.action.kind == "bash" and out.exit_code:
+            out = await self._blocked(tool_use_id, prepared, out)
         # a command that prints the API key (`env`, `cat /proc/$PPID/environ`) must not hand it to
         # the model, the panes or the transcript
         out = ToolOutcome(self._redact(out.content), out.is_error)
@@ -288,16 +345,46 @@ class Session(SessionBase):
                 out = ToolOutcome(out.content + "\n\n" + rules, out.is_error)
         return out, changed
 
-    async def _ask(self, tool_use_id: str, call: PreparedCall) -> tuple[bool, str]:
-        """Ask the user (any client) about ``call``; (allowed, reason)."""
-        rules = session_rules_for(call.action)
-        ask = ApprovalRequested(self.id, tool_use_id, call.name, call.action.kind, call.summary,
-                                call.detail or call.summary, rules_text(rules))
+    async def _ask(self, tool_use_id: str, call: PreparedCall, why: str = "",
+                   outside: bool = False) -> tuple[bool, str]:
+        """Ask the user (any client) about ``call``; (allowed, reason). ``why``: what the user is
+        told first (a protected path, the shell's state, what the sandbox blocked). ``outside``: a
+        re-run outside the sandbox — allowed once only, never as a rule."""
+        rules = [] if outside else session_rules_for(call.action)
+        detail = call.detail or call.summary
+        summary = f"outside the sandbox: {call.summary}" if outside else call.summary
+        ask = ApprovalRequested(self.id, tool_use_id, call.name, call.action.kind, summary,
+                                f"{why}\n\n{detail}" if why else detail, rules_text(rules))
         allowed, scope, reason = await self._await_answer(ask)
         if allowed and scope == "session":
             for rule in rules:
                 self.policy.add_session_rule(rule)
         return allowed, reason
+
+    async def _blocked(self, tool_use_id: str, call: PreparedCall, out: ToolOutcome) -> ToolOutcome:
+        """A sandboxed command failed: when its output shows the sandbox stopped it, the user is
+        asked whether to run it again outside (an interactive session; headless: the model is
+        told), and the model always learns what was blocked."""
+        from cockpit.runtime.sandbox import blocked_by
+
+        what = blocked_by(out.content, self.spec.network)
+        if not what:
+            return out
+        note = f"\n[the sandbox blocked {what}]"
+        if not self.interactive:
+            return ToolOutcome(out.content + note + " The user can allow it by running without the sandbox "
+                               "or with network on.", out.is_error, exit_code=out.exit_code)
+        allowed, reason = await self._ask(
+            tool_use_id, call, f"The sandbox blocked {what}. Run the command again OUTSIDE the sandbox, as you, "
+                               "with your files and network? (It ran once inside already.)", outside=True)
+        if not allowed:
+            return ToolOutcome(out.content + note + " The user did not allow running it outside the sandbox."
+                               + (f" The user said: {reason}" if reason else ""), out.is_error,
+                               exit_code=out.exit_code)
+        self._set(S.RUNNING_TOOL, call.name)
+        again = await self.tools.run_unconfined(call.data["command"])
+        return ToolOutcome(f"{out.content}{note}\n[run again outside the sandbox, allowed by the user:]\n"
+                           f"{again.content}", again.is_error, exit_code=again.exit_code)
 
 
 

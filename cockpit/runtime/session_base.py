@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.events import (
     ApprovalRequested,
     ApprovalResolved,
+    BudgetNotice,
     InjectedNote,
     Preseeded,
     SelectorInfo,
@@ -39,11 +40,13 @@ from cockpit.events import (
     WorktreeChanged,
 )
 from cockpit.runtime import worktree as wt
+from cockpit.runtime.budget import Budget, BudgetHit, check
 from cockpit.runtime.model_call import Accounting, SessionFailure, one_line
 from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.protocols import MemoryBackend, SessionHost
 from cockpit.runtime.query import preseed_query
 from cockpit.runtime.recorder import Recorder
+from cockpit.runtime.redact import redact
 from cockpit.runtime.transcript import now_iso
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,6 +74,9 @@ class SessionSpec:
     worktree: wt.WorktreeInfo | None = None
     placement: str = ""
     backend: str = "cockpit"
+    sandbox: str = ""  # the sandbox its commands run in (bubblewrap, claude-code), "" = unconfined
+    sandbox_note: str = ""  # one line: what the sandbox allows, or why there is none
+    network: str = "off"  # inside the sandbox: off | on | allow
 
 
 def headless_denial(mode: PermissionMode) -> str:
@@ -97,7 +103,7 @@ class SessionBase:
     block), ``preseed_text``, ``preseed_tokens``, ``preseed_error``, ``transcript_path``,
     ``final_text``, ``stop_reason``, ``error`` (SessionErrorEvent or None), ``messages`` (the
     conversation as recorded), ``requests`` (model requests), ``pending`` (the approval waiting,
-    or None), ``context_full``.
+    or None), ``context_full``, ``budget`` (its spend cap, :class:`~cockpit.runtime.budget.Budget`).
     """
 
     cost_source = "pricing"
@@ -142,6 +148,8 @@ class SessionBase:
         self.rec = Recorder(self.transcript_path, host.publish, self._redact)
         self._slot = False
         self._task: asyncio.Task | None = None
+        self.budget = Budget(self._cfg.max_budget_usd, self._cfg.max_budget_tokens)
+        self._budget_wake = asyncio.Event()  # set when a cap (the session's or the server's) changed
 
     # -- shortcuts ------------------------------------------------------------------------
     task = property(lambda self: self.spec.task)
@@ -190,10 +198,9 @@ class SessionBase:
         self.rec.emit(StatusChanged(self.id, status, detail))
 
     def _redact(self, text: str) -> str:
-        key = self._cfg.api_key
-        if key and len(key) >= 4:
-            text = text.replace(key, "***")
-        return text
+        """``text`` with the API key (and auth token), plain or encoded (base64, hex, URL,
+        reversed), as ``***`` (:mod:`cockpit.runtime.redact`)."""
+        return redact(redact(text, self._cfg.api_key), self._cfg.auth_token)
 
     async def _acquire(self) -> None:
         sem = self._host.slots
@@ -221,6 +228,8 @@ class SessionBase:
                                              "base_branch": w.base_branch, "repo": w.repo},
             placement=self.spec.placement,
             permission_mode=self.spec.permission_mode.value,
+            sandbox=self.spec.sandbox, sandbox_note=self.spec.sandbox_note,
+            sandbox_off=not self.spec.sandbox and "--no-sandbox" in self.spec.sandbox_note,
             tools=self.spec.tools_style,
             preseed_enabled=self.preseed_enabled,
             top_k=self.top_k,
@@ -232,6 +241,7 @@ class SessionBase:
             system_prompt=self.system_prompt(),
             started_at=self.started_at,
             resumed_from=self.resumed_from,
+            budget=self.budget.to_dict(),
             **self._header_extra(),
         )
 
@@ -286,6 +296,53 @@ class SessionBase:
         self._add_message("user", [{"type": "text", "text": text}])
         self.rec.emit(UserMessage(self.id, text))
         return text
+
+    # -- spend caps (cockpit.runtime.budget) ---------------------------------------------------
+    def _budget_hit(self) -> BudgetHit | None:
+        """The cap this session is at: its own, else the server's (the sum over every session)."""
+        return check("session", self.budget, self.usage, self.cost_usd) or self._host.server_budget_hit()
+
+    async def _budget_gate(self, forced: BudgetHit | None = None) -> None:
+        """Called after a response's usage was added (before its tools run) and before each model
+        request. At a spend cap an interactive session pauses in ``budget reached`` — its slot given
+        back — until the cap is raised; a headless one ends ``error`` (kind ``budget``).
+        ``forced``: a cap the backend itself stopped at (Claude Code's ``max_budget_usd``): pause
+        until the next change of a cap even when our own figures are just under it."""
+        hit = self._budget_hit() or forced
+        if hit is None:
+            return
+        self._budget_record("reached", hit.scope, hit.budget, hit.message())
+        if not self.interactive:
+            raise SessionFailure("budget", hit.message())
+        self._release()
+        while hit is not None:
+            self._budget_wake.clear()
+            self._set(S.BUDGET_REACHED, f"{hit.message()} — raise the cap to go on")
+            await self._budget_wake.wait()
+            hit = self._budget_hit()
+        await self._acquire()
+
+    def _budget_record(self, level: str, scope: str, budget: Budget, message: str = "") -> None:
+        """A ``budget`` transcript record and a :class:`BudgetNotice`."""
+        if scope == "server":
+            usage, cost = self._host.totals()
+        else:
+            usage, cost = self.usage, self.cost_usd
+        self.rec.record("budget", level=level, scope=scope, limit_usd=budget.usd, limit_tokens=budget.tokens,
+                        spent_usd=cost, spent_tokens=usage.total, message=message)
+        self.rec.emit(BudgetNotice(self.id, level, scope, cost, usage.total, budget.usd, budget.tokens, message))
+
+    def set_budget(self, budget: Budget) -> None:
+        """A new cap for this session (recorded, published); a session paused at it re-checks."""
+        self.budget = budget
+        self._budget_record("raised", "session", budget, f"session budget set to {budget.describe()}")
+        self._budget_wake.set()
+
+    def budget_changed(self, server: Budget) -> None:
+        """The server's cap changed: a session paused in ``budget reached`` records it and re-checks."""
+        if self.status is S.BUDGET_REACHED:
+            self._budget_record("raised", "server", server, f"server budget set to {server.describe()}")
+        self._budget_wake.set()
 
     async def _drop_unchanged_worktree(self) -> None:
         """A session that changed nothing leaves no worktree or branch behind."""
@@ -463,7 +520,8 @@ class SessionBase:
 
     @property
     def is_idle(self) -> bool:
-        return self.status.is_final or (self.status == S.WAITING and self._inbox.empty())
+        return (self.status.is_final or self.status is S.BUDGET_REACHED
+                or (self.status == S.WAITING and self._inbox.empty()))
 
     def to_dict(self) -> dict:
         """JSON-ready summary (the headless report; ``cockpit ls --json``)."""
@@ -480,6 +538,8 @@ class SessionBase:
                 "path": w.path, "branch": w.branch, "base_commit": w.base_commit, "base_branch": w.base_branch,
             },
             "permission_mode": self.spec.permission_mode.value,
+            "sandbox": self.spec.sandbox or None,
+            "sandbox_note": self.spec.sandbox_note,
             "status": self.status.value,
             "stop_reason": self.stop_reason,
             "answer": self.final_text,
@@ -495,6 +555,7 @@ class SessionBase:
             "cost_source": self.cost_source,
             "requests": self.requests,
             "denied": list(self.denied),
+            "budget": self.budget.to_dict(),
             "transcript": str(self.transcript_path),
         }
 

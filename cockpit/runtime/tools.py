@@ -127,6 +127,8 @@ TOOL_NAMES = (bash_tool.TOOL_NAME, editor_tool.TOOL_NAME, "memory_search", "memo
 class ToolOutcome:
     content: str
     is_error: bool = False
+    state_changed: bool = False  # a guarded command did not run (BashSession.run)
+    exit_code: int | None = None  # bash: the command's exit code
 
 
 class ToolInputError(ValueError):
@@ -225,15 +227,19 @@ class ToolRunner:
         return PreparedCall(name, data, Action("memory_search", data["query"]), f"search notes: {data['query']}")
 
     # -- step 2 ---------------------------------------------------------------------------
-    async def execute(self, call: PreparedCall) -> ToolOutcome:
-        """Do a prepared call. Never raises except on cancellation."""
+    async def execute(self, call: PreparedCall, guarded: bool = False) -> ToolOutcome:
+        """Do a prepared call. Never raises except on cancellation. ``guarded``: a command an allow
+        rule let through (see :meth:`BashSession.run`): when the shell's state changed it does not
+        run and the outcome has ``state_changed``."""
         try:
             if call.name == bash_tool.TOOL_NAME:
                 if call.data.get("restart") is True:
                     await self.bash.restart()
                     return ToolOutcome("bash tool has been restarted.")
-                result = await self.bash.run(call.data["command"])
-                return ToolOutcome(result.for_model(), is_error=result.timed_out)
+                result = await self.bash.run(call.data["command"], guarded=guarded)
+                if result.state_changed:
+                    return ToolOutcome("", state_changed=True)
+                return ToolOutcome(result.for_model(), is_error=result.timed_out, exit_code=result.exit_code)
             if call.name == editor_tool.TOOL_NAME:
                 if call.plan is None:
                     return ToolOutcome(await asyncio.to_thread(self.editor.view, call.data))
@@ -269,6 +275,16 @@ class ToolRunner:
         """prepare + execute without any permission check (tests, trusted callers)."""
         call = await self.prepare_call(name, data)
         return call if isinstance(call, ToolOutcome) else await self.execute(call)
+
+    async def run_unconfined(self, command: str) -> ToolOutcome:
+        """``command`` once in a new shell outside the sandbox (the user allowed it), from the
+        persistent shell's current folder, with the same environment."""
+        shell = bash_tool.BashSession(self.bash.current_dir(), self.bash.env, timeout=self.bash.timeout)
+        try:
+            result = await shell.run(command)
+        finally:
+            await shell.close()
+        return ToolOutcome(result.for_model(), is_error=result.timed_out, exit_code=result.exit_code)
 
     async def close(self) -> None:
         """Kill the shell (and its process group)."""

@@ -1,7 +1,7 @@
 """A git worktree per session: create, include files, diff, merge, keep, discard, list, prune.
 
 When a session's workspace is inside a git repository, it gets its own worktree on a new branch
-``cockpit/<session-id>-<slug>`` created from the repository's current HEAD, under the per-user
+``cockpit/<session-id>/<slug>`` created from the repository's current HEAD, under the per-user
 data folder (``<data>/worktrees/<repo>-<hash>/<session-id>``), so sessions never write over each
 other or over the user's checkout. A workspace in a sub-folder of the repository maps to the same
 sub-folder of the worktree. Untracked files listed (gitignore syntax) in ``.worktreeinclude`` at
@@ -32,13 +32,20 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from cockpit.runtime.protected import hooks_path_of, protected_reason
 
 log = logging.getLogger("cockpit.worktree")
 BRANCH_PREFIX = "cockpit/"
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
 FALLBACK_IDENTITY = ("-c", "user.name=Cockpit", "-c", "user.email=cockpit@localhost")
+# before every git command Cockpit runs: no repository hook (post-commit, post-merge, post-checkout,
+# reference-transaction…; ``--no-verify`` skips only some) and no fsmonitor command, whatever the
+# repository's config or a session's change to its hooks folder says
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 MAX_PATCH_CHARS = 1_000_000  # one file's patch as shown (a generated file can be huge)
 MAX_DIFF_CHARS = 6_000_000  # all patches of one diff (it travels as one protocol line)
 
@@ -73,7 +80,9 @@ class WorktreeInfo:
 @dataclass(frozen=True)
 class FileChange:
     """One file in a diff: ``status`` (A added, M modified, D deleted, R renamed, T type change),
-    lines ``added``/``removed`` (None for binary files), ``patch`` (unified diff text)."""
+    lines ``added``/``removed`` (None for binary files), ``patch`` (unified diff text),
+    ``protected``: why the path (or a rename's old path) is protected — a git hook, editor or
+    agent config that can run code outside the sandbox (:mod:`cockpit.runtime.protected`) — or ``""``."""
 
     path: str
     status: str
@@ -81,6 +90,7 @@ class FileChange:
     removed: int | None
     patch: str = ""
     old_path: str | None = None
+    protected: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,22 @@ class Diff:
     def stat(self) -> DiffStat:
         return DiffStat(len(self.files), sum(f.added or 0 for f in self.files), sum(f.removed or 0 for f in self.files))
 
+    @property
+    def protected(self) -> tuple[FileChange, ...]:
+        """The changed files whose paths are protected (see :attr:`FileChange.protected`)."""
+        return tuple(f for f in self.files if f.protected)
+
+
+def protected_warning(count: int) -> str:
+    """The one line saying that ``count`` protected paths changed (the diff screen's banner, the CLI's)."""
+    return (f"{count} protected path{'s' if count != 1 else ''} changed — they can run code outside the sandbox "
+            "(git hooks, editor or agent config): review before merging")
+
+
+def protected_line(change: FileChange) -> str:
+    """The warning for one protected file: ``⚠ protected: <reason>``."""
+    return f"⚠ protected: {change.protected}"
+
 
 @dataclass(frozen=True)
 class MergeResult:
@@ -113,13 +139,14 @@ class MergeResult:
 
 
 def git(*args: str, cwd: str | Path, env: dict | None = None, check: bool = True, timeout: float = 120) -> str:
-    """Run git; stdout as text. Raises WorktreeError (with git's first error line) when it fails."""
+    """Run git (never a repository hook: :data:`NO_HOOKS`); stdout as text. Raises WorktreeError
+    (with git's first error line) when it fails."""
     full_env = {**os.environ, **_GIT_ENV, **(env or {})}
     if not Path(cwd).is_dir():  # else subprocess says "no such file" and it reads as "git missing"
         raise WorktreeError(f"{cwd} no longer exists (deleted by hand?)")
     try:
-        proc = subprocess.run(["git", *args], cwd=str(cwd), env=full_env, capture_output=True, text=True,
-                              timeout=timeout, errors="replace")
+        proc = subprocess.run(["git", *NO_HOOKS, *args], cwd=str(cwd), env=full_env, capture_output=True,
+                              text=True, timeout=timeout, errors="replace")
     except FileNotFoundError:
         raise WorktreeError("git is not installed") from None
     except subprocess.TimeoutExpired:
@@ -164,7 +191,8 @@ def create(workspace: Path | str, session_id: str, task: str, root_dir: Path, tr
     folder = repo_folder(root_dir, repo)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / session_id
-    branch = f"{BRANCH_PREFIX}{session_id}-{slugify(task)}"
+    # its own ref folder: the sandbox lets the session move this one ref only
+    branch = f"{BRANCH_PREFIX}{session_id}/{slugify(task)}"
     git("worktree", "add", "-q", "-b", branch, str(path), head, cwd=repo)
     sub = Path(workspace).resolve().relative_to(repo)
     cwd = path / sub
@@ -240,21 +268,25 @@ def diff_stat(info: WorktreeInfo) -> DiffStat:
     return diff(info, patches=False).stat
 
 
-def diff(info: WorktreeInfo, patches: bool = True) -> Diff:
-    """The session's change against its base commit, file by file (see module doc)."""
+def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str] = ()) -> Diff:
+    """The session's change against its base commit, file by file (see module doc); each file's
+    ``protected`` says why its path is protected (``extra_protected``: the config's globs)."""
     num = _with_temp_index(info, "diff", "--cached", "-M", "--numstat", "-z", info.base_commit)
     status = _with_temp_index(info, "diff", "--cached", "-M", "--name-status", "-z", info.base_commit)
     kinds = _parse_name_status(status)
+    changed = list(_parse_numstat(num))
+    hooks = hooks_path_of(info.path) if changed else None
     files = []
     room = MAX_DIFF_CHARS
-    for path, old, added, removed in _parse_numstat(num):
+    for path, old, added, removed in changed:
         patch = ""
         if patches:
             paths = [path] if old is None else [old, path]
             patch = _capped(_with_temp_index(info, "diff", "--cached", "-M", info.base_commit, "--", *paths),
                             min(MAX_PATCH_CHARS, room))
             room = max(0, room - len(patch))
-        files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old))
+        why = protected_reason(path, hooks, extra_protected) or protected_reason(old or "", hooks, extra_protected)
+        files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old, why))
     return Diff(tuple(files))
 
 
@@ -372,8 +404,8 @@ def merge(info: WorktreeInfo, message: str) -> MergeResult:
         target = temp
     try:
         proc = subprocess.run(
-            ["git", *_identity(target), "merge", "--no-edit", "-m", f"Merge {info.branch}: {info.task[:60]}",
-             info.branch],
+            ["git", *NO_HOOKS, *_identity(target), "merge", "--no-edit", "-m",
+             f"Merge {info.branch}: {info.task[:60]}", info.branch],
             cwd=target, env={**os.environ, **_GIT_ENV}, capture_output=True, text=True, errors="replace",
         )
         if proc.returncode != 0:

@@ -95,7 +95,9 @@ def start_server(timeout: float = START_TIMEOUT_S, listen: str | None = None) ->
         cmd += ["--listen", listen]
     # the key comes with each spawn from its client; kept out of the server's own environment, a
     # session's shell cannot read it from its parent's /proc/<pid>/environ
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    from cockpit.runtime.keyguard import KEY_VARS
+
+    env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(w,),
                                 start_new_session=True, close_fds=True, cwd="/", env=env)

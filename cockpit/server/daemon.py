@@ -51,7 +51,7 @@ from cockpit.events import (
     UsageUpdate,
     WorktreeRef,
 )
-from cockpit.runtime import RuntimeConfig, SessionManager
+from cockpit.runtime import RuntimeConfig, SessionManager, keyguard
 from cockpit.runtime.claude_code import looks_like_session_id
 from cockpit.runtime.config import ConfigError, load_config
 from cockpit.runtime.manager import SessionClosed
@@ -248,7 +248,7 @@ class Server:
             "forget": self.h_forget,
             "spawn": self.h_spawn, "send": self.h_send, "kill": self.h_kill, "answer": self.h_answer,
             "diff": self.h_diff, "review": self.h_review, "resume": self.h_resume, "continue": self.h_continue,
-            "wait": self.h_wait, "totals": self.h_totals,
+            "wait": self.h_wait, "totals": self.h_totals, "budget": self.h_budget,
             "memory.search": self.h_mem_search, "memory.preseed": self.h_mem_preseed,
             "memory.save": self.h_mem_save, "memory.index": self.h_mem_index, "memory.status": self.h_mem_status,
             "memory.lint": self.h_mem_lint, "memory.wait_ready": self.h_mem_wait_ready,
@@ -429,7 +429,8 @@ class Server:
         given = params.get("config") or {}
         if not isinstance(given, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "config must be an object")
-        overrides = {k: (tuple(v) if k in ("allow", "deny") and isinstance(v, list) else v)
+        overrides = {k: (tuple(v) if k in ("allow", "deny", "allow_hosts", "sandbox_hide", "protected")
+                         and isinstance(v, list) else v)
                      for k, v in given.items() if k in CLIENT_CONFIG_KEYS}
         overrides["interactive"] = bool(params.get("interactive", True))
         return load_config(overrides, env={}, config_file=Path(os.devnull), base=self.config)
@@ -568,15 +569,47 @@ class Server:
         workspace = self._abs_path(p, "workspace")
         if workspace is None:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "workspace (an absolute folder path) is required")
+        usd, tokens = self._caps(p, "max_budget_usd", "max_budget_tokens")
         cfg = self._config(p)
         engine = await asyncio.to_thread(self._engine, p)
         s = await self.mgr.spawn(
             task, workspace=workspace, model=p.get("model"), preseed=p.get("preseed"),
             top_k=p.get("top_k"), interactive=bool(p.get("interactive", True)),
             permission_mode=p.get("permission_mode"), worktree=p.get("worktree"), tools=p.get("tools"),
-            backend=p.get("backend"), config=cfg, engine=engine,
+            backend=p.get("backend"), config=cfg, engine=engine, max_budget_usd=usd, max_budget_tokens=tokens,
         )
         return s.to_dict()
+
+    @staticmethod
+    def _caps(p: dict, usd_key: str, tokens_key: str) -> tuple[float | None, int | None]:
+        """A spend cap's params: USD a JSON number > 0, tokens an integer ≥ 1 (None: not given)."""
+        from cockpit.runtime.budget import BudgetError, parse_tokens, parse_usd
+
+        usd, tokens = p.get(usd_key), p.get(tokens_key)
+        try:
+            if usd is not None and not isinstance(usd, str):
+                usd = parse_usd(usd, usd_key)
+            elif usd is not None:
+                raise BudgetError(f"{usd_key} must be a JSON number of dollars, got {usd!r}")
+            if tokens is not None and not isinstance(tokens, str):
+                tokens = parse_tokens(tokens, tokens_key)
+            elif tokens is not None:
+                raise BudgetError(f"{tokens_key} must be a JSON integer, got {tokens!r}")
+        except BudgetError as exc:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, str(exc)[:200]) from None
+        return usd, tokens
+
+    async def h_budget(self, conn: Connection, p: dict) -> dict:
+        """A session's spend cap (``id``) or the server's (``server: true``): set it when ``usd``,
+        ``tokens`` or ``clear`` is given (a paused session goes on once no cap is reached), and
+        answer the cap with its spend either way."""
+        self._typed(p, {"server": bool, "clear": bool})
+        server = bool(p.get("server"))
+        sid = None if server else self._str(p, "id")
+        usd, tokens = self._caps(p, "usd", "tokens")
+        if usd is None and tokens is None and not p.get("clear"):
+            return self.mgr.budget_info(None if sid is None else self.mgr.get(sid).id)
+        return await self.mgr.set_budget(sid, usd, tokens, clear=bool(p.get("clear")))
 
     async def h_send(self, conn: Connection, p: dict) -> dict:
         await self.mgr.send(self._str(p, "id"), self._str(p, "text"))
@@ -768,6 +801,10 @@ def run_server(listen: tuple[str, int] | None = None, ready_fd: int | None = Non
         except ConfigError as exc:
             print(f"cockpit server: error: {exc}", file=sys.stderr)
             return 2
+        # a key exported where `cockpit server run` was typed: in the config now, out of the
+        # environment; and neither environ nor memory readable by the sessions' shells
+        if not keyguard.guard_process():
+            log.warning("could not make the server undumpable (prctl): its sessions' shells may read its memory")
         server = Server(config, listen)
         try:
             await server.start()

@@ -23,16 +23,18 @@ from cockpit.runtime.config import RuntimeConfig
 from cockpit.server.client import AsyncClient, BlockingClient
 
 CLIENT_CONFIG_KEYS = (
-    "api_key", "base_url", "model", "max_tokens", "max_turns", "top_k", "preseed", "max_retries", "timeout",
-    "permission_mode", "allow", "deny", "tools", "worktrees", "bash_timeout", "context_management", "backend",
-    "claude_setting_sources",
+    "api_key", "auth_token", "base_url", "model", "max_tokens", "max_turns", "top_k", "preseed", "max_retries",
+    "timeout", "permission_mode", "allow", "deny", "tools", "worktrees", "bash_timeout", "context_management",
+    "backend", "claude_setting_sources", "sandbox", "network", "allow_hosts", "sandbox_hide", "protected",
+    "max_budget_usd", "max_budget_tokens",
 )
 
 
 def config_payload(config: RuntimeConfig) -> dict:
     """The settings a client sends with a spawn (its own flags > environment > config file)."""
     data = {f.name: getattr(config, f.name) for f in fields(config) if f.name in CLIENT_CONFIG_KEYS}
-    data["allow"], data["deny"] = list(config.allow), list(config.deny)
+    for key in ("allow", "deny", "allow_hosts", "sandbox_hide", "protected"):
+        data[key] = list(getattr(config, key))
     return data
 
 
@@ -97,13 +99,21 @@ class RemoteRuntime:
     async def spawn(self, task: str, workspace: str | Path | None = None, model: str | None = None,
                     preseed: bool | None = None, top_k: int | None = None, interactive: bool | None = None,
                     permission_mode: str | None = None, worktree: bool | None = None, tools: str | None = None,
-                    backend: str | None = None, **_: Any) -> SessionInfo:
+                    backend: str | None = None, max_budget_usd: float | None = None,
+                    max_budget_tokens: int | None = None, **_: Any) -> SessionInfo:
         row = await self.client.call(
             "spawn", task=task, workspace=str(Path(workspace or Path.cwd()).resolve()), model=model, preseed=preseed,
             top_k=top_k, interactive=self.config.interactive if interactive is None else interactive,
             permission_mode=permission_mode, worktree=worktree, tools=tools, backend=backend,
+            max_budget_usd=max_budget_usd, max_budget_tokens=max_budget_tokens,
             notes=self.notes, index=self.index, config=config_payload(self.config))
         return SessionInfo(**row)
+
+    async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,
+                         clear: bool = False) -> dict:
+        """The ``budget`` RPC: a session's cap, or the server's (``session_id`` None)."""
+        where: dict[str, Any] = {"server": True} if session_id is None else {"id": session_id}
+        return await self.client.call("budget", **where, usd=usd, tokens=tokens, clear=clear)
 
     async def send(self, session_id: str, text: str) -> None:
         await self.client.call("send", id=session_id, text=text)
@@ -145,7 +155,7 @@ class RemoteRuntime:
 
     async def stop_all(self) -> None:
         """Kill every session of the server that is still working (queued, streaming, running a
-        tool, needing approval); finished and waiting ones are left for review."""
+        tool, needing approval, paused at a spend cap); finished and waiting ones are left for review."""
         for row in await self.list():
             if row["status"] not in ("done", "error", "killed", "interrupted", "waiting for you"):
                 await self.kill(row["id"], reason="stopped from the app")

@@ -509,6 +509,8 @@ class CockpitApp(SessionCommands, Attention, App):
             yield SystemCommand("Close pane", "Close the selected finished session's pane (backspace)",
                                 main.action_close)
             yield SystemCommand("Zoom pane", "The selected pane fills the screen, or back (z)", main.action_zoom)
+            yield SystemCommand("Budget", "Set (raise) the selected session's spend cap in USD ($)",
+                                main.action_budget)
             yield SystemCommand("Review transcripts", "Live and past sessions, whole (r)", main.action_review)
             yield SystemCommand("Memory search", "Search the notes, open one (m)", main.action_memory)
             yield SystemCommand("Memory warnings", "Lint and index warnings (w)", main.action_warnings)

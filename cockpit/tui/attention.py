@@ -1,6 +1,7 @@
 """Knowing which session needs you (a ``CockpitApp`` mixin).
 
-When a session turns ``needs approval`` or ``waiting for you`` and you are not looking at it —
+When a session turns ``needs approval``, ``waiting for you`` or ``budget reached`` (a spend cap:
+the toast names the cap and says ``$`` raises it) and you are not looking at it —
 it is not the selected pane, another screen is on top, or the app is not focused (Textual's
 ``AppBlur``/``AppFocus``, which terminals report with focus events) — the app rings the terminal
 bell, shows a Textual notification naming the session, and, when the app is not focused, raises
@@ -42,7 +43,7 @@ class Attention(App):
     def react(self, view: SessionView, before: SessionStatus | None, event: ev.Event) -> None:
         """Announce what needs the user after ``event`` was folded into ``view``."""
         status = view.status
-        if status is not before and status in (S.NEEDS_APPROVAL, S.WAITING):
+        if status is not before and status in (S.NEEDS_APPROVAL, S.WAITING, S.BUDGET_REACHED):
             self.needs_you(view)
         elif isinstance(event, ev.ContextNotice):
             self._context_notice(view, event)
@@ -57,6 +58,9 @@ class Attention(App):
         if view.status is S.NEEDS_APPROVAL:
             ask = view.pending
             what = f"needs approval: {fmt.short(ask.summary, 80)}" if ask else "needs approval"
+            severity = "warning"
+        elif view.status is S.BUDGET_REACHED:
+            what = f"{view.detail.split(' — ')[0] or 'budget reached'} — $ raises the cap"
             severity = "warning"
         else:
             what = view.detail if view.context_level == "full" else "waiting for you"

@@ -1,5 +1,6 @@
 """What the user asks of sessions, as ``CockpitApp`` methods (a mixin): spawn, kill, follow up,
-answer approvals, diff and review, continue in a fresh session, close a pane, resume, quit.
+answer approvals, diff and review, continue in a fresh session, set a spend cap, close a pane,
+resume, quit.
 
 Every call to the runtime goes through the ``Runtime`` protocol (``cockpit.runtime.protocols``)
 in an async worker, so the UI never waits on it; a refusal (``KeyError``, ``ValueError``,
@@ -19,6 +20,7 @@ from cockpit.events import SessionStatus
 from cockpit.tui import format as fmt
 from cockpit.tui.model import SessionView
 from cockpit.tui.screens.approval import Answer, ApprovalDialog
+from cockpit.tui.screens.budget import BudgetChange, BudgetDialog
 from cockpit.tui.screens.dialogs import ChoiceDialog, ConfirmDialog, FollowUpDialog, QuitDialog
 from cockpit.tui.screens.diff import DiffScreen
 from cockpit.tui.screens.memory import MemoryScreen
@@ -27,7 +29,7 @@ from cockpit.tui.screens.spawn import SpawnDialog, SpawnRequest
 from cockpit.tui.widgets.totals import MemoryState
 
 S = SessionStatus
-WORKING = (S.QUEUED, S.STARTING, S.PRESEEDING, S.STREAMING, S.RUNNING_TOOL, S.NEEDS_APPROVAL)
+WORKING = (S.QUEUED, S.STARTING, S.PRESEEDING, S.STREAMING, S.RUNNING_TOOL, S.NEEDS_APPROVAL, S.BUDGET_REACHED)
 """States of a session still doing (or about to do) its task: quitting stops them, so it asks."""
 
 
@@ -61,10 +63,12 @@ class SessionCommands(App):
     # -- spawn -----------------------------------------------------------------------
     def open_spawn(self) -> None:
         backends = tuple(getattr(self.manager, "backends", None) or ("cockpit",))
+        budget = getattr(getattr(self.manager, "config", None), "max_budget_usd", None)  # the configured cap
         self.push_screen(
             SpawnDialog(self.engine, self.top_k, self.preseed, model=self.model or "",
                         permission_mode=self.permission_mode, worktree=self.worktree,
-                        backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing),
+                        backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing,
+                        budget_usd=budget if isinstance(budget, (int, float)) else None),
             self._spawn_chosen,
         )
 
@@ -79,11 +83,12 @@ class SessionCommands(App):
         if isinstance(request, str):
             request = SpawnRequest(request, permission_mode=self.permission_mode, worktree=self.worktree,
                                    backend=self.backend)
+        budget = {} if request.max_budget_usd is None else {"max_budget_usd": request.max_budget_usd}
         try:
             await self.manager.spawn(
                 request.task, workspace=self.workspace, model=request.model or self.model,
                 preseed=self.preseed, top_k=self.top_k, permission_mode=request.permission_mode,
-                worktree=request.worktree, backend=request.backend,
+                worktree=request.worktree, backend=request.backend, **budget,
             )
         except Exception as exc:
             self._focus_new = False
@@ -145,6 +150,33 @@ class SessionCommands(App):
             self.notify("that approval was already answered (or the session ended)", severity="warning")
         except Exception as exc:
             self.notify(f"answer failed: {exc}", severity="error")
+
+    # -- spend caps ------------------------------------------------------------------
+    def open_budget(self, session_id: str) -> None:
+        """``$``: a new USD cap for the session — or for the server, when the session is paused at
+        the server's cap (the sum over every session)."""
+        view = self.views[session_id]
+        server = view.status is S.BUDGET_REACHED and view.budget_scope == "server"
+
+        def done(change: BudgetChange | None) -> None:
+            if change is not None:
+                self.set_budget(None if change.server else session_id, change.usd)
+
+        self.push_screen(BudgetDialog(session_id, view.task, spent_usd=view.cost_usd, cap_usd=view.budget_usd,
+                                      server=server,
+                                      detail=view.detail if view.status is S.BUDGET_REACHED else ""), done)
+
+    @work(group="manager", name="budget")
+    async def set_budget(self, session_id: str | None, usd: float) -> None:
+        """Set the session's cap (None: the server's); a paused session goes on when no cap is reached."""
+        try:
+            info = await self.manager.set_budget(session_id, usd=usd)
+        except Exception as exc:
+            self.notify(f"budget not set: {exc}", severity="error")
+            return
+        who = "server budget" if session_id is None else f"budget of {session_id}"
+        still = " — still reached: set a higher one" if isinstance(info, dict) and info.get("reached") else ""
+        self.notify(f"{who}: {fmt.usd(usd)}{still}", severity="warning" if still else "information", timeout=6)
 
     # -- diff, review actions, continue ----------------------------------------------
     def open_diff(self, session_id: str) -> None:

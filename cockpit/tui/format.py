@@ -20,6 +20,7 @@ STATUS_GLYPH: dict[SessionStatus, str] = {
     SessionStatus.RUNNING_TOOL: "⚙",
     SessionStatus.NEEDS_APPROVAL: "!",
     SessionStatus.WAITING: "?",
+    SessionStatus.BUDGET_REACHED: "$",
     SessionStatus.DONE: "✓",
     SessionStatus.ERROR: "✗",
     SessionStatus.KILLED: "■",

@@ -10,7 +10,7 @@ from typing import Any
 
 def _groups() -> dict[str, list[Any]]:
     from cockpit.tui.app import CockpitApp
-    from cockpit.tui.screens import approval, dialogs, diff, main, memory, review, spawn
+    from cockpit.tui.screens import approval, budget, dialogs, diff, main, memory, review, spawn
     from cockpit.tui.widgets import diffview
 
     app = list(CockpitApp.BINDINGS)  # active on every screen, beside the screen's own
@@ -25,6 +25,7 @@ def _groups() -> dict[str, list[Any]]:
         "the follow-up dialog": app + list(dialogs.FollowUpDialog.BINDINGS),
         "the choice dialog": app + list(dialogs.ChoiceDialog.BINDINGS),
         "the comment dialog": app + list(dialogs.CommentDialog.BINDINGS),
+        "the budget dialog": app + list(budget.BudgetDialog.BINDINGS),
     }
 
 

@@ -72,6 +72,9 @@ class SessionView:
     context_window: int | None = None
     context_level: str = ""  # "" | "warn" | "managed" | "full" (the last ContextNotice)
     context_message: str = ""
+    budget_scope: str = ""  # "" | "session" | "server": the cap the session last reached
+    budget_usd: float | None = None  # the session's own cap as last set (None: none known)
+    budget_tokens: int | None = None
     requests: int = 0  # finished model responses (live partial figures are not requests)
     error: str = ""
     pending: ev.ApprovalRequested | None = None  # the ask waiting for the user
@@ -117,6 +120,12 @@ class SessionView:
             self.detail = event.detail
             if event.status.is_final:
                 self.pending = None
+        elif isinstance(event, ev.BudgetNotice):
+            if event.level == "reached":
+                self.budget_scope = event.scope
+            if event.scope == "session":
+                self.budget_usd, self.budget_tokens = event.limit_usd, event.limit_tokens
+            self.blocks.append(Block("note", text=f"$ {event.message}"))
         elif isinstance(event, ev.ToolCall):
             self.blocks.append(
                 Block("tool", name=event.name, tool_use_id=event.tool_use_id, input=event.input)

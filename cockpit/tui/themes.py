@@ -34,6 +34,7 @@ STATUS_DEFAULTS: dict[str, str] = {
     "status-running-tool": "$accent",
     "status-needs-approval": "$error",
     "status-waiting": "$warning",
+    "status-budget-reached": "$warning",
     "status-done": "$success",
     "status-error": "$error",
     "status-killed": "$foreground-muted",

@@ -3,7 +3,10 @@
 What is passed (the SDK turns it into ``claude`` command-line flags):
 
 - ``cwd`` = the session's working tree; ``model``; ``permission_mode`` as given (the four modes
-  are Claude Code's own names); ``max_turns`` = the config's turn cap (per user message).
+  are Claude Code's own names); ``max_turns`` = the config's turn cap (per user message);
+  ``max_budget_usd`` = the session's USD spend cap (what is left of it when Claude Code is
+  restarted after a raise; :mod:`cockpit.runtime.budget`) — Claude Code stops at it itself
+  (an ``error_max_budget_usd`` result).
 - ``system_prompt``: Claude Code's own (``preset: claude_code``) with
   :func:`cockpit.runtime.prompts.claude_code_append` appended.
 - ``setting_sources``: the config's ``claude_setting_sources`` (None = all of the user's settings
@@ -16,7 +19,8 @@ What is passed (the SDK turns it into ``claude`` command-line flags):
 - ``disallowed_tools``: ``AskUserQuestion`` (a pane or a headless run cannot answer its form; the
   model asks in its answer instead and the session waits for you).
 - ``env`` (merged over this process's environment by the SDK): ``ANTHROPIC_BASE_URL`` when
-  configured, ``COCKPIT_SESSION_ID``, and ``ANTHROPIC_API_KEY`` set to the empty string.
+  configured, ``COCKPIT_SESSION_ID``, and ``ANTHROPIC_API_KEY``/``ANTHROPIC_AUTH_TOKEN`` set to the
+  empty string when Cockpit holds a key (``api_key``, else ``auth_token``: it goes through the helper).
 
 **The key.** Claude Code hands its environment to its Bash tool, hooks and MCP servers. So
 Cockpit does not pass ``ANTHROPIC_API_KEY`` (it is blanked in Claude Code's environment): the
@@ -96,13 +100,13 @@ def process_env(cfg: RuntimeConfig, session_id: str, key_file: KeyFile | None) -
     if cfg.base_url:
         env["ANTHROPIC_BASE_URL"] = cfg.base_url
     if key_file is not None:
-        env["ANTHROPIC_API_KEY"] = ""
+        env["ANTHROPIC_API_KEY"] = env["ANTHROPIC_AUTH_TOKEN"] = ""
     return env
 
 
 def agent_options(spec: SessionSpec, cfg: RuntimeConfig, *, session_id: str, key_file: KeyFile | None,
                   mcp_server: Any, can_use_tool: Callable, hooks: dict, stderr: Callable[[str], None],
-                  resume: str | None = None) -> ClaudeAgentOptions:
+                  resume: str | None = None, max_budget_usd: float | None = None) -> ClaudeAgentOptions:
     """The options of one session's ``ClaudeSDKClient``."""
     settings: dict[str, Any] = {"permissions": permission_rules(cfg, spec.permission_mode)}
     if key_file is not None:
@@ -113,6 +117,7 @@ def agent_options(spec: SessionSpec, cfg: RuntimeConfig, *, session_id: str, key
         model=spec.model,
         permission_mode=spec.permission_mode.value,
         max_turns=cfg.max_turns,
+        max_budget_usd=max_budget_usd,
         system_prompt={"type": "preset", "preset": "claude_code",
                        "append": prompts.claude_code_append(spec.preseed_enabled)},
         setting_sources=None if sources is None else list(sources),  # type: ignore[arg-type]

@@ -22,7 +22,11 @@ Mapping of what arrives (``claude_agent_sdk`` types):
   ``cost_source="claude-code"``; a ``result`` record; the answer is its ``result`` text. An error
   result ends the session ``error`` (kind from the HTTP status: ``auth``, ``rate_limit``,
   ``overloaded``, ``api``; ``turn_cap`` for ``error_max_turns`` when headless — interactive
-  sessions then wait for you; ``claude_code`` otherwise).
+  sessions then wait for you; ``claude_code`` otherwise). ``error_max_budget_usd`` (Claude Code
+  stopped at the session's USD cap, passed as its own ``max_budget_usd``): ``budget reached``
+  until the cap is raised, then Claude Code is restarted (resumed) with the new cap and the
+  session waits for you; headless: ``error``, kind ``budget``. The server's cap, and a token cap,
+  are checked before each turn.
 - Hooks: ``PreToolUse`` → ``running tool`` (and refuses file edits outside the working tree);
   ``PostToolUse`` / ``PostToolUseFailure`` of ``Bash``/``Edit``/``Write``… → ``WorktreeChanged``.
 - ``can_use_tool`` (Claude Code would ask) → ``ApprovalRequested`` / ``ApprovalResolved`` exactly
@@ -48,6 +52,7 @@ from claude_agent_sdk.types import PermissionRuleValue
 
 from cockpit.events import ApprovalRequested, TextDelta, ToolCall, ToolResult, Usage, UsageUpdate
 from cockpit.runtime import prompts
+from cockpit.runtime.budget import BudgetHit
 from cockpit.runtime.model_call import SessionFailure, one_line
 from cockpit.runtime.protocols import MemoryBackend, SessionHost
 from cockpit.runtime.session_base import HOST_ENGINE, S, SessionBase, SessionSpec, denial_message
@@ -136,6 +141,7 @@ class ClaudeCodeSession(SessionBase):
         self._turn_text = ""
         self._client: Any = None
         self._key_file: KeyFile | None = None
+        self._cc_cap: float | None = None  # the session's USD cap when Claude Code was started
 
     def system_prompt(self) -> str:
         return "(Claude Code's own system prompt, then:)\n" + prompts.claude_code_append(self.preseed_enabled)
@@ -168,6 +174,12 @@ class ClaudeCodeSession(SessionBase):
         await self._connect()
         while True:
             kind, detail = await self._turn(content) if content is not None else ("resumed", "")
+            if kind == "budget":  # Claude Code stopped at the USD cap it was given
+                same = self.budget.usd == self._cc_cap  # (not raised meanwhile: pause even if our figure is under)
+                await self._budget_gate(BudgetHit("session", self.budget, self.cost_usd, self.usage.total)
+                                        if same else None)
+                await self._reconnect()  # its cap is fixed per process: resume it with the new one
+                detail = "the budget was raised: send a follow-up to go on"
             if not self.interactive:
                 if kind == "turn_cap":
                     raise SessionFailure("turn_cap", detail)
@@ -178,8 +190,9 @@ class ClaudeCodeSession(SessionBase):
             content = [{"type": "text", "text": text}]
 
     async def _connect(self) -> None:
-        if self._cfg.api_key:
-            self._key_file = KeyFile(self._cfg.api_key)
+        key = self._cfg.api_key or self._cfg.auth_token  # apiKeyHelper's is sent as both headers
+        if key:
+            self._key_file = KeyFile(key)
         hooks = {
             "PreToolUse": [sdk.HookMatcher(hooks=[self._pre_tool])],
             "PostToolUse": [sdk.HookMatcher(hooks=[self._post_tool])],
@@ -187,7 +200,8 @@ class ClaudeCodeSession(SessionBase):
         }
         options = agent_options(self.spec, self._cfg, session_id=self.id, key_file=self._key_file,
                                 mcp_server=memory_server(self.engine, self.top_k), can_use_tool=self._can_use_tool,
-                                hooks=hooks, stderr=self._on_stderr, resume=self._resume_id)
+                                hooks=hooks, stderr=self._on_stderr, resume=self._resume_id,
+                                max_budget_usd=self._cc_budget())
         client = sdk.ClaudeSDKClient(options)
         try:
             await client.connect()
@@ -199,8 +213,33 @@ class ClaudeCodeSession(SessionBase):
             raise self._failure(exc) from None
         self._client = client
 
+    def _cc_budget(self) -> float | None:
+        """Claude Code's own ``max_budget_usd``: what is left of the session's USD cap (Claude Code
+        counts it per process, from its start)."""
+        cap = self._cc_cap = self.budget.usd
+        if cap is None:
+            return None
+        return max(cap - (self.cost_usd or 0.0), 1e-6)
+
+    async def _reconnect(self) -> None:
+        """A new ``claude`` process resuming the same conversation (after the cap was raised)."""
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                await asyncio.shield(client.disconnect())
+            except Exception:
+                pass
+        if self._key_file is not None:
+            self._key_file.remove()
+            self._key_file = None
+        self._resume_id = self.claude_session_id or self._resume_id
+        self._set(S.STARTING, "restarting Claude Code with the new budget")
+        await self._connect()
+
     async def _turn(self, content: list[dict]) -> tuple[str, str]:
-        """Send one user message and read until its result: (kind, detail); kind end | turn_cap."""
+        """Send one user message and read until its result: (kind, detail); kind end | turn_cap |
+        budget."""
+        await self._budget_gate()  # a cap reached (the session's tokens, the server's): pause first
         self._set(S.STREAMING)
         self._turn_text = ""
 
@@ -340,7 +379,9 @@ class ClaudeCodeSession(SessionBase):
         if self.acct.context_window is None:
             windows = [m.get("contextWindow") for m in (r.model_usage or {}).values() if isinstance(m, dict)]
             self.acct.context_window = next((int(w) for w in windows if w), None)
-        turn = _usage(r.usage) if r.usage else self._turn_live
+        turn = _usage(r.usage) if r.usage else Usage()
+        if not turn.total:  # e.g. an error_max_budget_usd result reports zeros: the stream's figures
+            turn = self._turn_live
         self._turn_live = Usage()
         self._account(turn, cost, r.total_cost_usd)
         self.rec.record("result", subtype=r.subtype, is_error=r.is_error, num_turns=r.num_turns,
@@ -356,6 +397,8 @@ class ClaudeCodeSession(SessionBase):
             detail = f"turn cap reached ({self._cfg.max_turns} model turns)"
             self._set(self.status, detail)
             return "turn_cap", detail
+        if r.subtype == "error_max_budget_usd":
+            return "budget", "Claude Code stopped at the session's budget"
         if r.is_error or r.subtype != "success":
             raise SessionFailure(*self._result_failure(r))
         return "end", ""

@@ -6,13 +6,16 @@ highlighted in the file's language with Textual's highlighter (``cockpit.tui.dif
 a line cursor. From the runtime only (``Runtime.diff`` / ``review`` / ``send``):
 
 - ``m`` merge into the branch the session started from (fast-forward or a merge commit; a
-  conflict is reported, nothing forced), ``k`` keep the branch (worktree removed), ``x`` discard
-  worktree and branch (asks first). The result shows on the screen's status line and in a toast;
-  the pane says it too (``Reviewed`` event).
+  conflict is reported, nothing forced; asks again when protected paths changed), ``k`` keep
+  the branch (worktree removed), ``x`` discard worktree and branch (asks first). The result
+  shows on the screen's status line and in a toast; the pane says it too (``Reviewed`` event).
 - Review comments: move the cursor (``up``/``down``), select a range (``shift+up``/``down`` or
   ``v``), press ``c``, type: the session gets a follow-up quoting the file, the line numbers
   (new file; old file for removed lines) and the lines themselves.
 - ``r`` reloads (the session may still be changing files), Esc goes back.
+
+A changed protected path (a git hook, editor or agent config: :mod:`cockpit.runtime.protected`)
+is marked ``⚠ protected: <reason>`` in the file list, and a banner above says how many changed.
 
 A session that runs in place (no worktree: not a git repository, or ``--no-worktree``) has no
 diff: the screen says so and why.
@@ -31,6 +34,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from cockpit.runtime.worktree import protected_line, protected_warning
 from cockpit.tui import format as fmt
 from cockpit.tui.diffrender import DiffLine, parse_patch, render_diff
 from cockpit.tui.model import SessionView
@@ -57,10 +61,22 @@ def comment_message(path: str, lines: list[DiffLine], comment: str) -> str:
     return (f"Review comment on {path}, {where}:\n\n```diff\n{quoted}\n```\n\n{comment}")
 
 
+def merge_question(protected: list[Any]) -> str:
+    """The confirmation a merge with changed protected paths asks: the warning, the paths (at most
+    8) with their reasons, the question."""
+    listed = [f"  {f.path}  {protected_line(f)}" for f in protected[:8]]
+    if len(protected) > 8:
+        listed.append(f"  … and {len(protected) - 8} more")
+    return "\n".join([protected_warning(len(protected)) + ":", *listed, "", "Merge anyway?"])
+
+
 class DiffScreen(Screen):
+    DEFAULT_CSS = """
+    #diff-protected { display: none; height: auto; padding: 0 1; color: $text-warning; background: $warning 15%; }
+    """
     BINDINGS = [
         Binding("escape", "back", "Back", id="diff.back"),
-        Binding("m", "review('merge')", "Merge", id="diff.merge"),
+        Binding("m", "merge", "Merge", id="diff.merge"),
         Binding("k", "review('keep')", "Keep branch", id="diff.keep"),
         Binding("x", "discard", "Discard", id="diff.discard"),
         Binding("c", "comment", "Comment", id="diff.comment"),
@@ -80,6 +96,7 @@ class DiffScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Label(self._title(), id="diff-title")
+        yield Static("", id="diff-protected")
         with Horizontal(id="diff-main"):
             with Vertical(id="diff-left"):
                 yield Label("[b]Files[/b]", id="diff-files-label")
@@ -122,6 +139,7 @@ class DiffScreen(Screen):
             self._show_nothing("no changes against the base commit yet")
             return
         files.add_options([Option(self._file_label(f)) for f in diff.files])
+        self._show_protected(len(diff.protected))
         stat = diff.stat
         self.query_one("#diff-files-label", Label).update(Content.from_markup(
             "[b]Files[/b] $n  [$text-success]+$a[/] [$text-error]-$r[/]", n=stat.files, a=stat.added, r=stat.removed))
@@ -134,10 +152,20 @@ class DiffScreen(Screen):
     def _file_label(self, f: Any) -> Content:
         added = "bin" if f.added is None else f"+{f.added}"
         removed = "" if f.removed is None else f"-{f.removed}"
-        return Content.from_markup(f"[b {STATUS_STYLE.get(f.status, '')}]$st[/] $path [$text-success]$a[/] "
-                                   "[$text-error]$r[/]", st=f.status, path=fmt.short(f.path, 200), a=added, r=removed)
+        label = Content.from_markup(f"[b {STATUS_STYLE.get(f.status, '')}]$st[/] $path [$text-success]$a[/] "
+                                    "[$text-error]$r[/]", st=f.status, path=fmt.short(f.path, 200), a=added, r=removed)
+        if getattr(f, "protected", ""):
+            label += Content.from_markup("\n  [b $text-warning]$why[/]", why=protected_line(f))
+        return label
+
+    def _show_protected(self, count: int) -> None:
+        """The banner above the files: how many protected paths changed (hidden when none)."""
+        banner = self.query_one("#diff-protected", Static)
+        banner.update(Content.from_markup("[b]⚠ $msg[/b]", msg=protected_warning(count)) if count else "")
+        banner.display = count > 0
 
     def _show_nothing(self, why: str) -> None:
+        self._show_protected(0)
         self.query_one("#diff-files", OptionList).clear_options()
         self.query_one("#diff-files-label", Label).update(Content.from_markup("[b]Files[/b]"))
         self.query_one(DiffView).set_lines([DiffLine("meta", why)], [Content.styled(why, "$text-muted")])
@@ -167,6 +195,32 @@ class DiffScreen(Screen):
 
     def action_reload(self) -> None:
         self.load()
+
+    @work(group="diff-merge", exclusive=True)
+    async def action_merge(self) -> None:
+        """Merge; when protected paths changed, only after a yes to :func:`merge_question`. Judged
+        on a fresh diff (the session may have changed files since the shown one was read)."""
+        if self.busy:
+            return
+        protected = await self._protected_now()
+        if not protected:
+            self.action_review("merge")
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.action_review("merge")
+
+        self.app.push_screen(ConfirmDialog(merge_question(protected)), done)
+
+    async def _protected_now(self) -> list[Any]:
+        """The changed protected files of the session's current diff (the shown diff's when it
+        cannot be read now)."""
+        try:
+            diff = await self.runtime.diff(self.session_id)
+        except Exception:  # the worktree is gone or git failed: the merge will say why
+            diff = self.diff
+        return list(getattr(diff, "protected", ()) or ())
 
     def action_discard(self) -> None:
         def done(yes: bool | None) -> None:

@@ -11,11 +11,12 @@ the session (both greyed out while nothing waits), ``enter`` opens the approval 
 waits for one (else the follow-up input when it waits for you), ``d`` its diff, ``c`` continues
 it in a fresh session when its context is full (or past 80 %), ``backspace`` closes a finished
 pane (asking what to do with a worktree that still holds changes), ``z`` zooms it to the whole
-screen (Textual's maximize; ``z`` or ``escape`` again restores).
+screen (Textual's maximize; ``z`` or ``escape`` again restores), ``$`` sets its spend cap in USD
+(the server's when it is paused at that one: see ``cockpit.tui.screens.budget``).
 
 Every binding has an id, so users remap it with ``App.set_keymap`` (see ``cockpit.tui.state``).
 Ids: ``spawn``, ``kill``, ``approve``, ``approve.once``, ``approve.session``, ``follow_up``,
-``diff``, ``continue``, ``close``, ``zoom``, ``review``, ``memory``, ``warnings``, ``pane.left``/
+``diff``, ``continue``, ``close``, ``zoom``, ``budget``, ``review``, ``memory``, ``warnings``, ``pane.left``/
 ``right``/``up``/``down``, ``pane.next``/``prev``, ``pane.1``…``pane.9``, ``page.next``/``prev``
 (plus the app's ``theme`` and ``quit``).
 """
@@ -56,6 +57,7 @@ class MainScreen(Screen):
         Binding("c", "continue_fresh", "Continue fresh", id="continue"),
         Binding("backspace", "close", "Close", id="close"),
         Binding("z", "zoom", "Zoom", id="zoom"),
+        Binding("dollar_sign", "budget", "Budget", key_display="$", show=False, id="budget"),
         Binding("r", "review", "Review", id="review"),
         Binding("m", "memory", "Memory", id="memory"),
         Binding("w", "warnings", "Warnings", show=False, id="warnings"),
@@ -129,6 +131,8 @@ class MainScreen(Screen):
             return None if pane is None or not pane.waiting else True
         if action in ("diff", "zoom"):
             return None if pane is None else True
+        if action == "budget":
+            return None if pane is None or pane.final else True
         if action == "continue_fresh":
             return view is not None and not view.status.is_final and view.context_high
         if action == "close":
@@ -249,6 +253,11 @@ class MainScreen(Screen):
         pane = self.focused_pane()
         if pane is not None and pane.final:
             self.cockpit.close_pane(pane.view.session_id)
+
+    def action_budget(self) -> None:
+        pane = self.focused_pane()
+        if pane is not None and not pane.final:
+            self.cockpit.open_budget(pane.view.session_id)
 
     def action_zoom(self) -> None:
         pane = self.focused_pane()

@@ -1,13 +1,15 @@
 """The spawn dialog: type a task, see the notes it would be given (live, debounced), choose the
-model, permission mode, worktree and backend; Enter spawns.
+model, permission mode, budget, worktree and backend; Enter spawns.
 
 The preview calls ``engine.build_preseed(task, top_k)`` in a thread worker 0.3 s after the last
 keystroke; a stale result (the text changed meanwhile) is dropped. Before the model is warm the
 preview says so and waits in its thread; the dialog itself stays responsive. A missing notes
 folder is said here (sessions then start without notes). Options: model (free text, default
 from config), permission mode (Claude Code's names; default from config), "own git worktree"
-(off = run in the workspace itself), backend (what the runtime offers). Dismisses with a
-:class:`SpawnRequest`, or ``None`` on Escape.
+(off = run in the workspace itself), backend (what the runtime offers), budget (the session's
+spend cap in USD, shown with the configured ``max_budget_usd``; empty = the configured cap, or
+none; a value that is not a number of dollars > 0 is said in the dialog, which stays open).
+Dismisses with a :class:`SpawnRequest`, or ``None`` on Escape.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
+from cockpit.runtime.budget import BudgetError, parse_usd
 from cockpit.tui import format as fmt
 
 DEBOUNCE_S = 0.3
@@ -44,6 +47,7 @@ class SpawnRequest:
     permission_mode: str | None = None  # None: the runtime's configured mode
     worktree: bool | None = None  # None: the runtime's configured choice
     backend: str | None = None
+    max_budget_usd: float | None = None  # the session's spend cap in USD (None: the configured one)
 
 
 def preview_markup(preseed: Any) -> str:
@@ -69,7 +73,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
     def __init__(self, engine: Any = None, top_k: int | None = None, preseed: bool = True, *,
                  model: str = "", permission_mode: str | None = None, worktree: bool | None = None,
                  backends: tuple[str, ...] = ("cockpit",), backend: str | None = None,
-                 notes_missing: str = "") -> None:
+                 notes_missing: str = "", budget_usd: float | None = None) -> None:
         super().__init__(id="spawn-dialog")
         self.engine = engine
         self.top_k = top_k
@@ -81,6 +85,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
         self.backends = tuple(backends) or ("cockpit",)
         self.backend = backend if backend in self.backends else self.backends[0]
         self.notes_missing = notes_missing
+        self.budget_usd = budget_usd  # the configured cap, shown; None: none
         self._debounce: Timer | None = None
         self.preview_for: str | None = None  # the task text the preview shows
 
@@ -106,8 +111,15 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
                     yield Label("backend", classes="spawn-option-label")
                     yield Select([(b, b) for b in self.backends], value=self.backend, allow_blank=False,
                                  id="spawn-backend", compact=True)
-            yield Checkbox("own git worktree (off: work in the workspace itself)", self.worktree, id="spawn-worktree",
-                           compact=True)
+            with Horizontal(id="spawn-row2"):
+                yield Checkbox("own git worktree (off: work in the workspace itself)", self.worktree,
+                               id="spawn-worktree", compact=True)
+                yield Label("budget $", id="spawn-budget-label")
+                shown = "" if self.budget_usd is None else f"{self.budget_usd:g}"
+                yield Input(shown, placeholder="none", id="spawn-budget", compact=True)
+            error = Label("", id="spawn-error")
+            error.display = False  # shown with the reason when a value is refused
+            yield error
             # last: on a small terminal a long preview is what gets cut, never the options
             yield Label("Notes it would be given:", id="spawn-preview-label")
             yield Static(self._idle_text(), id="spawn-preview")
@@ -122,8 +134,13 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
         return "[dim]type a task to see the notes it would get[/]"
 
     def request(self, task: str) -> SpawnRequest:
-        """The request the form describes for ``task``."""
+        """The request the form describes for ``task``. Raises ``BudgetError`` for a budget that
+        is not a number of dollars > 0."""
         model = self.query_one("#spawn-model", Input).value.strip() or None
+        budget_text = self.query_one("#spawn-budget", Input).value.strip()
+        budget = parse_usd(budget_text, "the budget") if budget_text else None
+        if budget == self.budget_usd:
+            budget = None  # left as shown: the configured cap applies
         mode = self.query_one("#spawn-mode", Select).value
         backend = self.query_one("#spawn-backend", Select).value
         worktree: bool | None = self.query_one("#spawn-worktree", Checkbox).value
@@ -137,6 +154,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             permission_mode=mode if isinstance(mode, str) else None,
             worktree=worktree,
             backend=backend if isinstance(backend, str) else None,
+            max_budget_usd=budget,
         )
 
     @on(Input.Changed, "#spawn-task")
@@ -150,11 +168,19 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             return
         self._debounce = self.set_timer(DEBOUNCE_S, lambda: self._preview(event.value))
 
-    @on(Input.Submitted, "#spawn-task, #spawn-model")
+    @on(Input.Submitted, "#spawn-task, #spawn-model, #spawn-budget")
     def _submitted(self, event: Input.Submitted) -> None:
         task = self.query_one("#spawn-task", Input).value.strip()
         if task:
-            self.dismiss(self.request(task))
+            try:
+                request = self.request(task)
+            except BudgetError as exc:
+                error = self.query_one("#spawn-error", Label)
+                error.update(Content.from_markup("[$error]$why[/]", why=str(exc)))
+                error.display = True
+                self.query_one("#spawn-budget", Input).focus()
+                return
+            self.dismiss(request)
         else:
             self.query_one("#spawn-task", Input).focus()
 

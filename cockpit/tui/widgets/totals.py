@@ -1,7 +1,8 @@
-"""The totals bar at the top: sessions by state ("needs approval" in reverse colours, so a
-session waiting for a yes/no stands out), total tokens and USD (moving live while responses
-stream), the memory engine's state (warming / N notes / last sync / warnings count — press ``w``
-to see them; a missing notes folder is said here), and the page.
+"""The totals bar at the top: sessions by state ("needs approval" and "budget reached" in
+reverse colours, so a session waiting for a yes/no or a higher spend cap stands out), total
+tokens and USD (moving live while responses stream), the memory engine's state (warming / N
+notes / last sync / warnings count — press ``w`` to see them; a missing notes folder is said
+here), and the page.
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
     counts = count_by_status(views)
     if counts:
         states = "  ".join(
-            f"[b $background on $status-needs-approval] {fmt.STATUS_GLYPH[s]} {n} {s.value} [/]"
-            if s is SessionStatus.NEEDS_APPROVAL
+            f"[b $background on ${fmt.status_class(s)}] {fmt.STATUS_GLYPH[s]} {n} {s.value} [/]"
+            if s in (SessionStatus.NEEDS_APPROVAL, SessionStatus.BUDGET_REACHED)
             else f"[{'$' + fmt.status_class(s)}]{fmt.STATUS_GLYPH[s]} {n} {s.value}[/]"
             for s, n in counts.items()
         )

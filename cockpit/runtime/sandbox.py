@@ -1,0 +1,348 @@
+"""The OS sandbox around a session's shell and everything it starts (Linux: bubblewrap).
+
+Inside (:class:`Confinement`, built by :func:`confinement_for`):
+
+- the session's working tree and its own temp folder (``$TMPDIR``, kept in Cockpit's hidden data
+  folder, so no other session sees it) are writable; the rest of the filesystem, ``/tmp``
+  included, is read-only;
+- the protected paths that exist in the tree (:mod:`cockpit.runtime.protected`: ``.git``, hook
+  folders, editor and agent config, ``.envrc``, ``CLAUDE.md`` …) stay read-only — an edit to one
+  goes through the editor, which asks;
+- git works on the session's own branch only: writable are the worktree's admin folder (less its
+  ``commondir``/``gitdir`` pointers), the object store, and the folders of that one branch's ref
+  and reflog (branches are ``cockpit/<id>/<slug>``, so no other ref shares them); the repository's
+  config, hooks and every other ref (``main``) are read-only;
+- hidden (an empty folder, or ``/dev/null`` for a file): the user's secrets (``~/.ssh``,
+  ``~/.aws``, ``~/.gnupg``, ``~/.netrc``, ``~/.config/gh``, ``~/.docker``, cloud CLIs' folders,
+  agents' credentials, and ``[sandbox] hide`` from config), Cockpit's own data, config, cache and
+  runtime folders — the server's socket with them, and with them other sessions' worktrees;
+- a new PID namespace (``/proc`` shows the session's processes only: not the server, not another
+  session), and ``--die-with-parent``: when the shell is killed or the server exits, everything
+  the session started dies with it, ``setsid`` or not;
+- network: ``off`` (default; a new network namespace with only its own loopback), ``on``, or
+  ``allow`` — only the hosts in ``allow_hosts`` (``[sandbox] allow_hosts``), through an HTTP(S)
+  proxy Cockpit runs outside (:mod:`cockpit.runtime.netproxy`) and reaches over a Unix socket;
+  the proxy is the only way out of the network namespace, so the allowlist is enforced by the
+  kernel, not by reading commands.
+
+Backends are a registry (:data:`BACKENDS`); :func:`detect` says which one works here, or why none
+does (no ``bwrap`` on PATH — Debian/Ubuntu ``apt install bubblewrap``, Fedora ``dnf install
+bubblewrap``, or ``COCKPIT_BWRAP=/path/to/bwrap`` — or user namespaces switched off, or not Linux).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+from cockpit.runtime.protected import existing_protected, hooks_path_of
+
+NETWORK_MODES = ("off", "on", "allow")
+PROXY_PORT = 3128  # inside the sandbox: 127.0.0.1:3128 leads to the allowlist proxy
+
+# relative to $HOME: hidden from every session
+SECRET_PATHS = (
+    ".ssh", ".aws", ".gnupg", ".netrc", ".config/gh", ".docker", ".kube", ".config/gcloud", ".azure",
+    ".config/doctl", ".oci", ".terraform.d", ".git-credentials", ".config/git/credentials", ".npmrc", ".pypirc",
+    ".password-store", ".local/share/keyrings", ".claude", ".claude.json", ".codex", ".gemini",
+    ".config/anthropic", ".config/op", ".vault-token", ".cargo/credentials", ".cargo/credentials.toml",
+    ".config/hub", ".gem/credentials", ".m2/settings.xml", ".pgpass", ".my.cnf", ".bash_history",
+    ".zsh_history", ".python_history",
+)
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """``[sandbox]`` of config.toml. ``enabled``: commands run sandboxed (False only when the user
+    turns it off); ``network``: off | on | allow; ``allow_hosts``: hosts (``pypi.org``,
+    ``*.npmjs.org``) reachable when network is ``allow``; ``hide``: more paths to hide (``~``
+    expanded); ``protected``: more protected path globs, relative to the working tree."""
+
+    enabled: bool = True
+    network: str = "off"
+    allow_hosts: tuple[str, ...] = ()
+    hide: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What one session's commands may touch (see the module doc); paths absolute."""
+
+    tree: str
+    cwd: str
+    tmp: str
+    writable: tuple[str, ...] = ()
+    readonly: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    network: str = "off"
+    allow_hosts: tuple[str, ...] = ()
+    proxy_socket: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """One line for the pane and the model: what the sandbox allows."""
+        net = {"off": "network off", "on": "network on",
+               "allow": f"network only to {', '.join(self.allow_hosts) or 'no host'}"}[self.network]
+        return f"sandboxed: writes only in the working tree and $TMPDIR, {net}"
+
+
+class SandboxBackend(Protocol):
+    """An OS sandbox implementation."""
+
+    name: str
+
+    def unavailable(self) -> str | None:
+        """Why it cannot run here (one line), or None when it works."""
+
+    def command(self, conf: Confinement, argv: list[str]) -> list[str]:
+        """``argv`` run inside the sandbox ``conf`` describes."""
+
+
+def _bwrap_path() -> str | None:
+    given = os.environ.get("COCKPIT_BWRAP")
+    if given:
+        return given if os.access(given, os.X_OK) else None
+    return shutil.which("bwrap")
+
+
+@lru_cache(maxsize=4)
+def _probe(bwrap: str) -> str | None:
+    try:
+        proc = subprocess.run([bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
+                               "--unshare-net", "--die-with-parent", "true"],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bubblewrap ({bwrap}) cannot run: {exc}"
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        return f"bubblewrap cannot create a sandbox here ({why}); unprivileged user namespaces may be off"
+    return None
+
+
+class Bubblewrap:
+    """bubblewrap (``bwrap``), as Claude Code and Codex use it on Linux."""
+
+    name = "bubblewrap"
+
+    def unavailable(self) -> str | None:
+        if not sys.platform.startswith("linux"):
+            return f"no sandbox implementation for {sys.platform} yet"
+        bwrap = _bwrap_path()
+        if bwrap is None:
+            return ("bubblewrap (bwrap) is not installed: apt install bubblewrap (Debian/Ubuntu), "
+                    "dnf install bubblewrap (Fedora), or set COCKPIT_BWRAP")
+        return _probe(bwrap)
+
+    def command(self, conf: Confinement, argv: list[str]) -> list[str]:
+        bwrap = _bwrap_path() or "bwrap"
+        args = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try", "--hostname", "cockpit-sandbox"]
+        if conf.network != "on":
+            args.append("--unshare-net")
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        inside = [p for p in conf.hidden if _inside(conf.tree, p)]
+        # hidden before the binds (a worktree inside Cockpit's data folder is bound back), except
+        # what lies inside the tree (a session in place in $HOME: ~/.ssh hidden after the bind)
+        args += _hide([p for p in conf.hidden if p not in inside])
+        args += ["--bind", conf.tree, conf.tree, "--bind", conf.tmp, conf.tmp]
+        args += _hide(inside)
+        for path in conf.writable:
+            if os.path.exists(path):
+                args += ["--bind", path, path]
+        for path in conf.readonly:
+            if os.path.lexists(path) and not os.path.islink(path):
+                args += ["--ro-bind", path, path]
+        for key, value in conf.env.items():
+            args += ["--setenv", key, value]
+        args += ["--chdir", conf.cwd, "--"]
+        return args + argv
+
+
+BACKENDS: dict[str, SandboxBackend] = {"bubblewrap": Bubblewrap()}
+
+
+def with_forwarder(conf: Confinement, argv: list[str]) -> list[str]:
+    """``argv``, preceded — when the network is ``allow`` — by the forwarder from
+    ``127.0.0.1:PROXY_PORT`` to the allowlist proxy's socket (in the session's ``/tmp``), waited
+    for (at most 2 s) so the first command finds it listening."""
+    if conf.network != "allow" or not conf.proxy_socket:
+        return argv
+    from cockpit.runtime.netproxy import FORWARDER
+
+    inside = conf.proxy_socket
+    start = (f'"{sys.executable}" -c "$0" {PROXY_PORT} {inside} >/dev/null 2>&1 & '
+             f"for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{PROXY_PORT}) 2>/dev/null && break; "
+             'sleep 0.02; done; exec "$@"')
+    return [argv[0], "--noprofile", "--norc", "-c", start, FORWARDER, *argv]
+
+
+@dataclass(frozen=True)
+class Availability:
+    """``backend`` when one works here, else None and ``reason``."""
+
+    backend: SandboxBackend | None
+    reason: str = ""
+
+
+def detect() -> Availability:
+    """The first backend of :data:`BACKENDS` that works here, or why none does."""
+    reasons = []
+    for backend in BACKENDS.values():
+        why = backend.unavailable()
+        if why is None:
+            return Availability(backend)
+        reasons.append(why)
+    return Availability(None, "; ".join(reasons) or "no sandbox backend")
+
+
+def cockpit_folders() -> list[str]:
+    """Cockpit's own per-user folders (data, config, cache, state, runtime, the socket's): hidden."""
+    from cockpit.runtime import config as cfg
+    from cockpit.server import paths
+
+    out = [str(paths.runtime_dir()), str(paths.socket_path().parent), str(cfg.sessions_dir().parent),
+           str(cfg.worktrees_dir().parent), str(cfg.config_path().parent)]
+    data = os.environ.get("COCKPIT_DATA_DIR")
+    if data:
+        out.append(data)
+    else:
+        try:
+            import platformdirs
+
+            out += [str(platformdirs.user_cache_path("cockpit")), str(platformdirs.user_state_path("cockpit")),
+                    str(platformdirs.user_data_path("cockpit"))]
+        except ImportError:  # pragma: no cover - a dependency
+            pass
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        out.append(xdg)  # the user's session bus, keyring and agent sockets
+    return out
+
+
+def secret_paths(extra: Iterable[str] = ()) -> list[str]:
+    home = Path.home()
+    out = [str(home / p) for p in SECRET_PATHS]
+    for sock in ("SSH_AUTH_SOCK", "GPG_AGENT_INFO"):
+        value = os.environ.get(sock, "").split(":")[0]
+        if value:
+            out.append(value)
+    out += [str(Path(os.path.expanduser(p))) for p in extra]
+    return out
+
+
+def _git_paths(tree: str, branch: str | None) -> tuple[list[str], list[str]]:
+    """(writable, read-only) for git in a session worktree on ``branch``."""
+
+    def rev(*args: str) -> str:
+        try:
+            out = subprocess.run(["git", "-C", tree, "rev-parse", *args], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    admin = rev("--absolute-git-dir")
+    common = rev("--git-common-dir")
+    if not admin or not common:
+        return [], []
+    common = os.path.realpath(os.path.join(tree, common))
+    writable, readonly = [], [os.path.join(tree, ".git")]
+    if os.path.realpath(admin) != common:  # a linked worktree: its own admin folder
+        writable.append(admin)
+        readonly += [os.path.join(admin, "commondir"), os.path.join(admin, "gitdir")]
+        writable.append(os.path.join(common, "objects"))
+        if branch and "/" in branch:
+            parent = branch.rsplit("/", 1)[0]
+            for base in ("refs/heads", "logs/refs/heads"):
+                folder = os.path.join(common, base, parent)
+                os.makedirs(folder, exist_ok=True)
+                writable.append(folder)
+    return writable, readonly
+
+
+def session_tmp() -> str:
+    """A new private temp folder for a session's sandbox, inside Cockpit's data folder (which every
+    sandbox hides, so only its own session sees it)."""
+    import tempfile
+
+    from cockpit.runtime.config import worktrees_dir
+
+    root = worktrees_dir().parent / "sandbox-tmp"
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return tempfile.mkdtemp(prefix="s-", dir=root)
+
+
+def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings: SandboxSettings,
+                    branch: str | None = None, proxy_socket: str | None = None) -> Confinement:
+    """The sandbox of a session working in ``tree`` (its worktree, or the workspace in place) from
+    ``cwd``, with ``tmp`` as its ``$TMPDIR``. ``branch``: the session's own branch (its ref is the
+    only one it may move). Blocks (runs git): call from a thread."""
+    tree = os.path.realpath(tree)
+    writable, readonly = _git_paths(tree, branch)
+    hooks = hooks_path_of(tree)
+    readonly += [str(p) for p in existing_protected(tree, hooks, settings.protected)]
+    hidden = [p for p in cockpit_folders() + secret_paths(settings.hide)
+              if os.path.realpath(p).rstrip("/") != tree.rstrip("/")]  # never the tree itself
+    network = settings.network if settings.network in NETWORK_MODES else "off"
+    tmp = os.path.realpath(tmp)
+    env = {"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp, "XDG_CACHE_HOME": f"{tmp}/.cache",
+           "npm_config_cache": f"{tmp}/.npm", "PIP_CACHE_DIR": f"{tmp}/.cache/pip", "GOCACHE": f"{tmp}/.cache/go",
+           "GOTMPDIR": tmp, "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "gc.auto",
+           "GIT_CONFIG_VALUE_0": "0", "GIT_CONFIG_KEY_1": "maintenance.auto", "GIT_CONFIG_VALUE_1": "false",
+           "COCKPIT_SANDBOX": "bubblewrap"}
+    if network == "allow":
+        proxy = f"http://127.0.0.1:{PROXY_PORT}"
+        env.update({"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy,
+                    "ALL_PROXY": proxy, "NO_PROXY": "localhost,127.0.0.1", "npm_config_proxy": proxy,
+                    "npm_config_https_proxy": proxy, "PIP_PROXY": proxy})
+    return Confinement(tree, os.path.realpath(cwd), str(tmp), tuple(dict.fromkeys(writable)),
+                       tuple(dict.fromkeys(readonly)), tuple(dict.fromkeys(hidden)), network,
+                       tuple(settings.allow_hosts), proxy_socket if network == "allow" else None, env)
+
+
+def _inside(tree: str, path: str) -> bool:
+    """``path`` is the tree or inside it."""
+    t = tree.rstrip("/") + "/"
+    return (os.path.realpath(path).rstrip("/") + "/").startswith(t)
+
+
+def _hide(paths: Iterable[str]) -> list[str]:
+    args: list[str] = []
+    for given in paths:
+        path = os.path.realpath(given)  # a symlinked ~/.ssh: its target is what must be hidden
+        if os.path.isdir(path) and not os.path.islink(path):
+            args += ["--tmpfs", path]
+        elif os.path.lexists(path) and not os.path.islink(path):
+            args += ["--ro-bind", "/dev/null", path]
+    return args
+
+
+# what a command's output says when the sandbox stopped it, and what the model is told
+_BLOCK_SIGNS = (
+    ("Read-only file system", "a write outside the working tree and $TMPDIR (read-only in the sandbox)"),
+    ("Network is unreachable", "network access (off for this session)"),
+    ("Temporary failure in name resolution", "network access (off for this session)"),
+    ("Could not resolve host", "network access (off for this session)"),
+    ("Name or service not known", "network access (off for this session)"),
+    ("getaddrinfo ENOTFOUND", "network access (off for this session)"),
+    ("EAI_AGAIN", "network access (off for this session)"),
+    ("403 Forbidden (cockpit sandbox", "a host not on the sandbox's network allowlist"),
+    ("CONNECT tunnel failed, response 403", "a host not on the sandbox's network allowlist"),
+)
+
+
+def blocked_by(output: str, network: str) -> str:
+    """What the sandbox blocked, judged from a failed command's output ("" when nothing shows)."""
+    for sign, what in _BLOCK_SIGNS:
+        if sign in output:
+            if network == "allow" and "network access" in what:
+                return "a host not on the sandbox's network allowlist"
+            return what
+    return ""

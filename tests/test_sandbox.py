@@ -1,0 +1,191 @@
+"""The OS sandbox around a session's shell (bubblewrap): what a command inside can and cannot do.
+
+Each test runs real commands in a real session worktree through :class:`BashSession` with the
+sandbox the session would get, and checks the effect on disk or on the host. CI installs
+bubblewrap (``.ci/run``); where it cannot run these tests skip and say why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from cockpit.runtime import sandbox as sb
+from cockpit.runtime import worktree as wt
+from cockpit.runtime.bash import BashSession, session_env
+from cockpit.runtime.config import worktrees_dir
+from tests.helpers import git, make_repo
+
+AVAIL = sb.detect()
+pytestmark = pytest.mark.skipif(AVAIL.backend is None, reason=f"no sandbox here: {AVAIL.reason}")
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A HOME with secrets in it, so hiding them is observable."""
+    h = tmp_path / "home"
+    (h / ".ssh").mkdir(parents=True)
+    (h / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-MATERIAL\n")
+    (h / ".aws").mkdir()
+    (h / ".aws" / "credentials").write_text("aws_secret=AWS-SECRET\n")
+    (h / ".netrc").write_text("machine x password NETRC-SECRET\n")
+    monkeypatch.setenv("HOME", str(h))
+    return h
+
+
+@pytest.fixture
+async def boxed(tmp_path, home):
+    """(worktree info, a sandboxed shell in it, its confinement)."""
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
+    info = await asyncio.to_thread(wt.create, repo, "s1", "try the sandbox", worktrees_dir())
+    tmp = sb.session_tmp()
+    conf = await asyncio.to_thread(sb.confinement_for, info.path, info.cwd, tmp, sb.SandboxSettings(),
+                                   info.branch)
+    backend = AVAIL.backend
+    assert backend is not None
+    shell = BashSession(info.cwd, session_env(dict(os.environ)), timeout=30,
+                        wrap=lambda argv: backend.command(conf, argv))
+    yield info, shell, conf
+    await shell.close()
+
+
+async def test_the_tree_and_tmpdir_are_writable_the_rest_is_not(boxed, tmp_path):
+    info, shell, conf = boxed
+    r = await shell.run("echo made > new.txt && cat new.txt && echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"")
+    assert r.exit_code == 0 and r.output.split() == ["made", "t"]
+    assert (Path(info.path) / "new.txt").read_text() == "made\n"
+    outside = tmp_path / "repo" / "evil.txt"  # the user's own checkout
+    r = await shell.run(f"echo x > {outside}")
+    assert r.exit_code != 0 and "Read-only file system" in r.output and not outside.exists()
+    r = await shell.run("touch /usr/local/evil-cockpit || touch /etc/evil-cockpit")
+    assert r.exit_code != 0 and not Path("/etc/evil-cockpit").exists()
+
+
+async def test_secrets_are_hidden(boxed, home):
+    _, shell, _ = boxed
+    r = await shell.run(f"cat {home}/.ssh/id_ed25519 {home}/.aws/credentials {home}/.netrc; ls -a {home}/.ssh")
+    assert "PRIVATE-KEY-MATERIAL" not in r.output and "AWS-SECRET" not in r.output
+    assert "NETRC-SECRET" not in r.output
+    assert (home / ".ssh" / "id_ed25519").read_text() == "PRIVATE-KEY-MATERIAL\n"  # outside: untouched
+
+
+async def test_the_server_socket_and_other_sessions_are_hidden(boxed, tmp_path):
+    from cockpit.server import paths
+
+    info, shell, _ = boxed
+    sock_path = paths.socket_path()
+    sock_path.parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(sock_path))
+    server.listen(1)
+    other = await asyncio.to_thread(wt.create, tmp_path / "repo", "s2", "another session", worktrees_dir())
+    (Path(other.path) / "theirs.txt").write_text("OTHER-SESSION\n")
+    try:
+        r = await shell.run(f"python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{sock_path}\")'"
+                            f" && echo CONNECTED; cat {other.path}/theirs.txt; ls {Path(other.path).parent}")
+        assert "CONNECTED" not in r.output and "OTHER-SESSION" not in r.output
+        assert "s2" not in r.output.split()
+    finally:
+        server.close()
+
+
+async def test_a_new_pid_namespace_hides_the_server_and_setsid_dies_with_the_session(boxed):
+    _, shell, _ = boxed
+    marker = "COCKPIT_TEST_MARKER_PID"
+    os.environ[marker] = "visible-outside-only"
+    try:
+        r = await shell.run("cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c COCKPIT_TEST_MARKER_PID; "
+                            "ls /proc | grep -c '^[0-9]'")
+        found, count = r.output.split()[:2]
+        assert found == "0" and int(count) < 10  # only the session's own few processes
+        r = await shell.run("setsid sleep 4242.5 >/dev/null 2>&1 & echo started")
+        assert "started" in r.output
+        assert _running("4242.5")
+    finally:
+        del os.environ[marker]
+    await shell.close()
+    for _ in range(200):  # wait on the condition: the namespace's processes die with it
+        if not _running("4242.5"):
+            break
+        await asyncio.sleep(0.05)
+    assert not _running("4242.5")
+
+
+def _running(needle: str) -> bool:
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if needle.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return True
+            except OSError:
+                pass
+    return False
+
+
+async def test_network_is_off_inside(boxed):
+    _, shell, _ = boxed
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        r = await shell.run(f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 3)' "
+                            "&& echo CONNECTED")
+        assert "CONNECTED" not in r.output and r.exit_code != 0
+    finally:
+        server.close()
+
+
+async def test_git_commits_on_its_own_branch_only(boxed, tmp_path):
+    info, shell, _ = boxed
+    repo = tmp_path / "repo"
+    main_before = git(repo, "rev-parse", "main").strip()
+    r = await shell.run("echo two >> a.txt && git add -A && git -c user.name=s -c user.email=s@x commit -qm work "
+                        "&& git log --oneline | wc -l")
+    assert r.exit_code == 0 and r.output.strip() == "2"
+    assert git(repo, "log", "--oneline", info.branch).count("\n") == 2  # the commit is on its branch
+    r = await shell.run("git update-ref refs/heads/main HEAD")
+    assert r.exit_code != 0
+    r = await shell.run("git config core.hooksPath .evil; git config --get core.hooksPath || echo unset")
+    assert "unset" in r.output
+    assert git(repo, "rev-parse", "main").strip() == main_before
+    r = await shell.run(f"echo evil > {repo}/.git/hooks/post-merge")
+    assert r.exit_code != 0 and not (repo / ".git" / "hooks" / "post-merge").exists()
+
+
+async def test_protected_paths_in_the_tree_stay_read_only(tmp_path, home):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "x\n", ".envrc": "export A=1\n", "CLAUDE.md": "rules\n",
+                                         ".githooks/pre-commit": "#!/bin/sh\n"})
+    info = await asyncio.to_thread(wt.create, repo, "s3", "protected", worktrees_dir())
+    conf = await asyncio.to_thread(sb.confinement_for, info.path, info.cwd, sb.session_tmp(), sb.SandboxSettings(),
+                                   info.branch)
+    backend = AVAIL.backend
+    assert backend is not None
+    shell = BashSession(info.cwd, session_env(dict(os.environ)), timeout=30,
+                        wrap=lambda argv: backend.command(conf, argv))
+    try:
+        r = await shell.run("echo evil >> .envrc; echo evil >> CLAUDE.md; echo evil > .githooks/pre-commit; "
+                            "echo ok > fine.txt && echo wrote")
+        assert "wrote" in r.output
+        assert (Path(info.path) / ".envrc").read_text() == "export A=1\n"
+        assert (Path(info.path) / "CLAUDE.md").read_text() == "rules\n"
+        assert (Path(info.path) / ".githooks" / "pre-commit").read_text() == "#!/bin/sh\n"
+    finally:
+        await shell.close()
+
+
+async def test_blocked_commands_are_named():
+    assert "read-only" in sb.blocked_by("bash: x: Read-only file system", "off")
+    assert "network" in sb.blocked_by("curl: (6) Could not resolve host: pypi.org", "off")
+    assert "allowlist" in sb.blocked_by("Tunnel connection failed: 403 Forbidden (cockpit sandbox: host", "allow")
+    assert sb.blocked_by("all fine", "off") == ""
+
+
+async def test_unavailable_sandbox_says_why(monkeypatch):
+    monkeypatch.setenv("COCKPIT_BWRAP", "/nonexistent/bwrap")
+    why = sb.Bubblewrap().unavailable()
+    assert why and "bubblewrap" in why
