@@ -60,6 +60,20 @@ EXIT_BUDGET = 4
 ``--max-budget-tokens``, the server's budget) and no session failed otherwise (that is 1)."""
 
 
+def _say_if_unconfined(cfg) -> None:
+    """Once at start: the sessions' commands will run unconfined (no sandbox here, or turned off)."""
+    if cfg.backend != "cockpit":
+        return
+    if not cfg.sandbox:
+        print("cockpit: commands run unconfined (--no-sandbox): they can touch anything you can", file=sys.stderr)
+        return
+    from cockpit.runtime.sandbox import detect
+
+    found = detect()
+    if found.backend is None:
+        print(f"cockpit: commands run unconfined: {found.reason}", file=sys.stderr)
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("run", help="run sessions headless and print one report",
                        description="Run one session per task concurrently, no UI; print one report.")
@@ -75,7 +89,7 @@ def add_parser(sub) -> None:
                    help="model id (free text; default COCKPIT_MODEL / config / claude-sonnet-5-5); "
                         "once for all sessions or once per task")
     p.add_argument("--permission-mode", default=None,
-                   choices=["default", "acceptEdits", "plan", "bypassPermissions"],
+                   choices=["default", "acceptEdits", "plan", "bypassPermissions", "auto"],
                    help="what sessions may do without asking (default: config / default); headless "
                         "asks are denied")
     p.add_argument("--tools", default=None, choices=["anthropic", "portable"],
@@ -89,6 +103,10 @@ def add_parser(sub) -> None:
                         "from user,project,local, or none (default: all, as Claude Code does)")
     p.add_argument("--no-worktree", action="store_true",
                    help="run in the workspace itself instead of a git worktree per session")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run the sessions' commands unconfined, as you (default: in the OS sandbox)")
+    p.add_argument("--network", default=None, choices=["off", "on", "allow"],
+                   help="network inside the sandbox: off (default), on, or allow ([sandbox] allow_hosts only)")
     p.add_argument("--base-url", default=None, help="Messages API base URL (default ANTHROPIC_BASE_URL / Anthropic)")
     p.add_argument("--top-k", type=int, default=None,
                    help="at most N notes in the preseed block (default: as many as its 600-token "
@@ -206,6 +224,8 @@ def run(args: argparse.Namespace) -> int:
                 "permission_mode": args.permission_mode,
                 "tools": args.tools,
                 "worktrees": False if args.no_worktree else None,
+                "sandbox": False if args.no_sandbox else None,
+                "network": args.network,
                 "top_k": args.top_k,
                 "selector": args.selector,
                 "max_turns": args.max_turns,
@@ -228,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
     if not cfg.api_key and cfg.backend == "cockpit":  # Claude Code may use its own login instead
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
     _check_writable(cfg.resolved_sessions_dir())
+    _say_if_unconfined(cfg)
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
         report = _run_remote(args, list(zip(tasks, models, strict=True)), cfg, pricing)
         return _print_report(args, report)

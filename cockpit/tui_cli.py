@@ -39,10 +39,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--claude-setting-sources", metavar="LIST", default=None,
                    help="claude-code sessions read these of the user's Claude Code settings: comma-separated "
                         "user,project,local, or none (default: all)")
-    g.add_argument("--permission-mode", default=None, choices=["default", "acceptEdits", "plan", "bypassPermissions"],
+    g.add_argument("--permission-mode", default=None,
+                   choices=["default", "acceptEdits", "plan", "bypassPermissions", "auto"],
                    help="what sessions may do without asking (the spawn dialog's default; default: config / default)")
     g.add_argument("--no-worktree", action="store_true",
                    help="sessions run in the workspace itself (the spawn dialog's default: a worktree each)")
+    g.add_argument("--no-sandbox", action="store_true",
+                   help="new sessions' commands run unconfined, as you (default: in the OS sandbox)")
+    g.add_argument("--network", default=None, choices=["off", "on", "allow"],
+                   help="network inside the sandbox for new sessions: off (default), on, or allow "
+                        "([sandbox] allow_hosts only)")
     g.add_argument("--no-server", action="store_true",
                    help="run the sessions in this process (they end with the app) instead of the background server")
 
@@ -92,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
             else parse_setting_sources(args.claude_setting_sources),
             "permission_mode": getattr(args, "permission_mode", None),
             "worktrees": False if getattr(args, "no_worktree", False) else None,
+            "sandbox": False if getattr(args, "no_sandbox", False) else None,
+            "network": getattr(args, "network", None),
         })
     except ConfigError as exc:
         raise CockpitError(str(exc)) from None

@@ -359,7 +359,8 @@ async def test_context_management_is_asked_for_near_the_window_and_dropped_when_
 async def test_a_kill_during_a_command_kills_its_process_group(api, repo, tmp_path):
     marker = tmp_path / "started"
     api.script(Reply("", [ToolUse("bash", {"command": f"sleep 300 & echo $! > {marker}; wait"})]))
-    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
+    # unconfined (the sandbox's own kill-everything is tests/test_sandbox.py's): the marker is outside
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions", sandbox=False)
     s = await mgr.spawn("hang", workspace=repo)
     while not marker.exists() or not marker.read_text().strip():
         await asyncio.sleep(0.02)

@@ -228,9 +228,9 @@ def test_sigkill_leaves_no_shell_running_and_interrupted_sessions_stay_until_res
     api.script(Reply("Running.", [ToolUse("bash", {"command": f"touch {marker}; sleep 171717"})]))
     start_server()
     pid = _pid()
-    with BlockingClient() as c:
+    with BlockingClient() as c:  # unconfined: a sandboxed shell dies with its server (test below)
         row = c.call("spawn", task="sleep", workspace=str(ws), permission_mode="bypassPermissions",
-                     config={"api_key": "test-key", "base_url": api.base_url})
+                     config={"api_key": "test-key", "base_url": api.base_url, "sandbox": False})
 
     def sleepers() -> list[int]:
         out = subprocess.run(["pgrep", "-f", "sleep 171717"], capture_output=True, text=True).stdout
@@ -264,6 +264,36 @@ def test_sigkill_leaves_no_shell_running_and_interrupted_sessions_stay_until_res
     start_server()
     with BlockingClient() as c:  # resumed: no longer listed as interrupted
         assert all(r["id"] != row["id"] for r in c.call("list")["sessions"])
+
+
+def test_a_sandboxed_shell_and_its_setsid_children_die_with_a_sigkilled_server(api, ws, server_proc):
+    from cockpit.runtime.sandbox import detect
+
+    if detect().backend is None:
+        pytest.skip(f"no sandbox here: {detect().reason}")
+    api.script(Reply("Running.", [ToolUse("bash", {"command": "setsid sleep 181818 & touch started; sleep 171718"})]))
+    start_server()
+    pid = _pid()
+    with BlockingClient() as c:
+        c.call("spawn", task="sleep", workspace=str(ws), permission_mode="auto",
+               config={"api_key": "test-key", "base_url": api.base_url})
+
+    def sleepers() -> list[int]:
+        out = subprocess.run(["pgrep", "-f", "sleep 1(71718|81818)"], capture_output=True, text=True).stdout
+        return [int(p) for p in out.split()]
+
+    for _ in range(200):
+        if len(sleepers()) == 2:
+            break
+        threading.Event().wait(0.05)
+    assert len(sleepers()) == 2
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for_stop(pid, 10)
+    for _ in range(200):  # no next server needed: the sandbox dies with its parent
+        if not sleepers():
+            break
+        threading.Event().wait(0.05)
+    assert not sleepers()
 
 
 def test_sigterm_ends_sessions_cleanly(api, ws, server_proc):

@@ -267,28 +267,30 @@ def _git_paths(tree: str, branch: str | None) -> tuple[list[str], list[str]]:
     return writable, readonly
 
 
-def session_tmp() -> str:
-    """A new private temp folder for a session's sandbox, inside Cockpit's data folder (which every
+def session_tmp(worktrees: Path | str | None = None) -> str:
+    """A new private temp folder for a session's sandbox, inside the worktrees folder (which every
     sandbox hides, so only its own session sees it)."""
     import tempfile
 
     from cockpit.runtime.config import worktrees_dir
 
-    root = worktrees_dir().parent / "sandbox-tmp"
+    root = Path(worktrees or worktrees_dir()) / ".sandbox-tmp"
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     return tempfile.mkdtemp(prefix="s-", dir=root)
 
 
 def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings: SandboxSettings,
-                    branch: str | None = None, proxy_socket: str | None = None) -> Confinement:
+                    branch: str | None = None, proxy_socket: str | None = None,
+                    also_hidden: Iterable[str] = ()) -> Confinement:
     """The sandbox of a session working in ``tree`` (its worktree, or the workspace in place) from
-    ``cwd``, with ``tmp`` as its ``$TMPDIR``. ``branch``: the session's own branch (its ref is the
+    ``cwd``, with ``tmp`` as its ``$TMPDIR``; ``also_hidden``: more folders to hide (the
+    worktrees and transcripts folders a config names). ``branch``: the session's own branch (its ref is the
     only one it may move). Blocks (runs git): call from a thread."""
     tree = os.path.realpath(tree)
     writable, readonly = _git_paths(tree, branch)
     hooks = hooks_path_of(tree)
     readonly += [str(p) for p in existing_protected(tree, hooks, settings.protected)]
-    hidden = [p for p in cockpit_folders() + secret_paths(settings.hide)
+    hidden = [p for p in cockpit_folders() + list(also_hidden) + secret_paths(settings.hide)
               if os.path.realpath(p).rstrip("/") != tree.rstrip("/")]  # never the tree itself
     network = settings.network if settings.network in NETWORK_MODES else "off"
     tmp = os.path.realpath(tmp)

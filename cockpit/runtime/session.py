@@ -141,7 +141,8 @@ class Session(SessionBase):
         self.policy.hooks_path = await asyncio.to_thread(hooks_path_of, tree)
         if self.spec.sandbox != "bubblewrap":
             return
-        self._sandbox_tmp = tmp = await asyncio.to_thread(sb.session_tmp)
+        worktrees = self._cfg.resolved_worktrees_dir()
+        self._sandbox_tmp = tmp = await asyncio.to_thread(sb.session_tmp, worktrees)
         settings = replace(self._cfg.sandbox_settings(), network=self.spec.network)
         proxy_sock = None
         if self.spec.network == "allow":
@@ -152,7 +153,8 @@ class Session(SessionBase):
             await self._proxy.start()
         w = self.spec.worktree
         conf = await asyncio.to_thread(sb.confinement_for, tree, self.spec.cwd, tmp, settings,
-                                       w.branch if w is not None else None, proxy_sock)
+                                       w.branch if w is not None else None, proxy_sock,
+                                       (str(worktrees), str(self._cfg.resolved_sessions_dir())))
         backend = sb.BACKENDS[self.spec.sandbox]
         self.tools.bash.wrap = lambda argv: backend.command(conf, sb.with_forwarder(conf, argv))
 

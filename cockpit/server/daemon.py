@@ -565,7 +565,7 @@ class Server:
     async def h_spawn(self, conn: Connection, p: dict) -> dict:
         task = self._str(p, "task")
         self._typed(p, {"model": str, "top_k": int, "preseed": bool, "interactive": bool, "permission_mode": str,
-                        "worktree": bool, "tools": str, "backend": str})
+                        "worktree": bool, "tools": str, "backend": str, "sandbox": bool, "network": str})
         workspace = self._abs_path(p, "workspace")
         if workspace is None:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "workspace (an absolute folder path) is required")
@@ -577,6 +577,7 @@ class Server:
             top_k=p.get("top_k"), interactive=bool(p.get("interactive", True)),
             permission_mode=p.get("permission_mode"), worktree=p.get("worktree"), tools=p.get("tools"),
             backend=p.get("backend"), config=cfg, engine=engine, max_budget_usd=usd, max_budget_tokens=tokens,
+            sandbox=p.get("sandbox"), network=p.get("network"),
         )
         return s.to_dict()
 

@@ -100,12 +100,13 @@ class RemoteRuntime:
                     preseed: bool | None = None, top_k: int | None = None, interactive: bool | None = None,
                     permission_mode: str | None = None, worktree: bool | None = None, tools: str | None = None,
                     backend: str | None = None, max_budget_usd: float | None = None,
-                    max_budget_tokens: int | None = None, **_: Any) -> SessionInfo:
+                    max_budget_tokens: int | None = None, sandbox: bool | None = None,
+                    network: str | None = None, **_: Any) -> SessionInfo:
         row = await self.client.call(
             "spawn", task=task, workspace=str(Path(workspace or Path.cwd()).resolve()), model=model, preseed=preseed,
             top_k=top_k, interactive=self.config.interactive if interactive is None else interactive,
             permission_mode=permission_mode, worktree=worktree, tools=tools, backend=backend,
-            max_budget_usd=max_budget_usd, max_budget_tokens=max_budget_tokens,
+            max_budget_usd=max_budget_usd, max_budget_tokens=max_budget_tokens, sandbox=sandbox, network=network,
             notes=self.notes, index=self.index, config=config_payload(self.config))
         return SessionInfo(**row)
 

@@ -68,7 +68,8 @@ class SessionCommands(App):
             SpawnDialog(self.engine, self.top_k, self.preseed, model=self.model or "",
                         permission_mode=self.permission_mode, worktree=self.worktree,
                         backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing,
-                        budget_usd=budget if isinstance(budget, (int, float)) else None),
+                        budget_usd=budget if isinstance(budget, (int, float)) else None,
+                        sandbox=getattr(getattr(self.manager, "config", None), "sandbox", True) is not False),
             self._spawn_chosen,
         )
 
@@ -83,7 +84,9 @@ class SessionCommands(App):
         if isinstance(request, str):
             request = SpawnRequest(request, permission_mode=self.permission_mode, worktree=self.worktree,
                                    backend=self.backend)
-        budget = {} if request.max_budget_usd is None else {"max_budget_usd": request.max_budget_usd}
+        budget: dict = {} if request.max_budget_usd is None else {"max_budget_usd": request.max_budget_usd}
+        if request.sandbox is not None:
+            budget["sandbox"] = request.sandbox
         try:
             await self.manager.spawn(
                 request.task, workspace=self.workspace, model=request.model or self.model,

@@ -56,6 +56,8 @@ class SessionView:
     worktree: ev.WorktreeRef | None = None
     resumed_from: str = ""
     continued_from: str = ""
+    sandbox: str = ""  # bubblewrap | claude-code | "" (unconfined)
+    sandbox_note: str = ""
     status: SessionStatus = SessionStatus.STARTING
     detail: str = ""
     notes: tuple[InjectedNote, ...] = ()
@@ -154,6 +156,7 @@ class SessionView:
             self.selector = event.selector
             self.preseeded = True
         elif isinstance(event, ev.SessionSpawned):
+            self.sandbox, self.sandbox_note = event.sandbox, event.sandbox_note
             self.task = event.task
             self.model = event.model
             self.workspace = event.workspace

@@ -83,15 +83,49 @@ class KeyFile:
 
 def permission_rules(cfg: RuntimeConfig, mode: PermissionMode) -> dict[str, list[str]]:
     """Claude Code ``permissions`` for a session: the config's rules, ``memory_search`` always
-    allowed, ``memory_save`` allowed where edits are (``acceptEdits``, ``bypassPermissions``) and
-    denied in ``plan``; in ``default`` it asks like an edit."""
+    allowed, ``memory_save`` allowed in ``bypassPermissions`` and denied in ``plan``; elsewhere it asks
+    (it writes outside the worktree, into every later session's first message)."""
     allow = [SEARCH_TOOL] + [claude_rule(r) for r in cfg.allow]
     deny = [claude_rule(r) for r in cfg.deny]
-    if mode in (PermissionMode.ACCEPT_EDITS, PermissionMode.BYPASS):
+    if mode is PermissionMode.BYPASS:  # memory_save writes outside the tree: it asks in acceptEdits/auto
         allow.append(SAVE_TOOL)
     elif mode is PermissionMode.PLAN:
         deny.append(SAVE_TOOL)
     return {"allow": list(dict.fromkeys(allow)), "deny": list(dict.fromkeys(deny))}
+
+
+def sandbox_settings(spec: SessionSpec, cfg: RuntimeConfig) -> dict[str, Any] | None:
+    """Claude Code's own sandbox (``settings.sandbox``) with Cockpit's policy: on unless the session
+    is unconfined; bash auto-allowed inside it only in ``auto``; a command that wants out asks
+    through our approval UI (``can_use_tool``); network off, on (every domain) or the allowlist."""
+    if spec.sandbox != "claude-code":
+        return None
+    domains = {"off": [], "on": ["*"], "allow": list(cfg.allow_hosts)}.get(spec.network, [])
+    return {"enabled": True, "autoAllowBashIfSandboxed": spec.permission_mode is PermissionMode.AUTO,
+            "allowUnsandboxedCommands": True, "network": {"allowedDomains": domains}}
+
+
+def hidden_read_rules(cfg: RuntimeConfig) -> list[str]:
+    """Read deny rules for what a Cockpit sandbox hides: the user's secrets and Cockpit's folders."""
+    from cockpit.runtime.sandbox import cockpit_folders, secret_paths
+
+    home = str(Path.home()).rstrip("/") + "/"
+    rules = []
+    for path in secret_paths(cfg.sandbox_hide) + cockpit_folders():
+        spelled = "~/" + path[len(home):] if path.startswith(home) else "/" + path
+        rules.append(f"Read({spelled}/**)")
+        rules.append(f"Read({spelled})")
+    return list(dict.fromkeys(rules))
+
+
+def protected_ask_rules(cfg: RuntimeConfig) -> list[str]:
+    """Edit ask rules for the protected paths, so Claude Code asks through our UI in every mode."""
+    from cockpit.runtime.protected import PROTECTED_DIRS, PROTECTED_FILES
+
+    rules = [f"Edit(**/{d}/**)" for d in PROTECTED_DIRS if d != ".git"]
+    rules += [f"Edit(**/{f})" for f in PROTECTED_FILES]
+    rules += [f"Edit({p})" for p in cfg.protected]
+    return rules
 
 
 def process_env(cfg: RuntimeConfig, session_id: str, key_file: KeyFile | None) -> dict[str, str]:
@@ -111,11 +145,18 @@ def agent_options(spec: SessionSpec, cfg: RuntimeConfig, *, session_id: str, key
     settings: dict[str, Any] = {"permissions": permission_rules(cfg, spec.permission_mode)}
     if key_file is not None:
         settings["apiKeyHelper"] = key_file.helper
+    sandbox = sandbox_settings(spec, cfg)
+    if sandbox is not None:
+        settings["sandbox"] = sandbox
+        settings["permissions"]["deny"] += hidden_read_rules(cfg)
+    settings["permissions"]["ask"] = protected_ask_rules(cfg)
     sources = cfg.claude_setting_sources
+    # Claude Code has no "auto": its acceptEdits with the sandbox's auto-allow for bash is the same
+    mode = "acceptEdits" if spec.permission_mode is PermissionMode.AUTO else spec.permission_mode.value
     return ClaudeAgentOptions(
         cwd=str(spec.cwd),
         model=spec.model,
-        permission_mode=spec.permission_mode.value,
+        permission_mode=mode,  # type: ignore[arg-type]
         max_turns=cfg.max_turns,
         max_budget_usd=max_budget_usd,
         system_prompt={"type": "preset", "preset": "claude_code",

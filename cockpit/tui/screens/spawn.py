@@ -35,6 +35,7 @@ PERMISSION_MODES = (  # (label, value): Claude Code's names
     ("acceptEdits · commands ask", "acceptEdits"),
     ("plan · read-only", "plan"),
     ("bypassPermissions · no asks", "bypassPermissions"),
+    ("auto · sandboxed commands run, no asks", "auto"),
 )
 
 
@@ -48,6 +49,7 @@ class SpawnRequest:
     worktree: bool | None = None  # None: the runtime's configured choice
     backend: str | None = None
     max_budget_usd: float | None = None  # the session's spend cap in USD (None: the configured one)
+    sandbox: bool | None = None  # False: commands unconfined (None: the configured choice)
 
 
 def preview_markup(preseed: Any) -> str:
@@ -73,7 +75,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
     def __init__(self, engine: Any = None, top_k: int | None = None, preseed: bool = True, *,
                  model: str = "", permission_mode: str | None = None, worktree: bool | None = None,
                  backends: tuple[str, ...] = ("cockpit",), backend: str | None = None,
-                 notes_missing: str = "", budget_usd: float | None = None) -> None:
+                 notes_missing: str = "", budget_usd: float | None = None, sandbox: bool = True) -> None:
         super().__init__(id="spawn-dialog")
         self.engine = engine
         self.top_k = top_k
@@ -86,6 +88,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
         self.backend = backend if backend in self.backends else self.backends[0]
         self.notes_missing = notes_missing
         self.budget_usd = budget_usd  # the configured cap, shown; None: none
+        self.sandbox = sandbox  # the configured choice ([sandbox] enabled, --no-sandbox)
         self._debounce: Timer | None = None
         self.preview_for: str | None = None  # the task text the preview shows
 
@@ -112,8 +115,9 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
                     yield Select([(b, b) for b in self.backends], value=self.backend, allow_blank=False,
                                  id="spawn-backend", compact=True)
             with Horizontal(id="spawn-row2"):
-                yield Checkbox("own git worktree (off: work in the workspace itself)", self.worktree,
-                               id="spawn-worktree", compact=True)
+                yield Checkbox("own git worktree", self.worktree, id="spawn-worktree", compact=True)
+                yield Checkbox("sandbox", self.sandbox, id="spawn-sandbox", compact=True,
+                               tooltip="commands run in the OS sandbox (off: unconfined, as you)")
                 yield Label("budget $", id="spawn-budget-label")
                 shown = "" if self.budget_usd is None else f"{self.budget_usd:g}"
                 yield Input(shown, placeholder="none", id="spawn-budget", compact=True)
@@ -144,6 +148,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
         mode = self.query_one("#spawn-mode", Select).value
         backend = self.query_one("#spawn-backend", Select).value
         worktree: bool | None = self.query_one("#spawn-worktree", Checkbox).value
+        sandbox = self.query_one("#spawn-sandbox", Checkbox).value
         default_mode, default_worktree = self._defaults
         if default_mode is None and mode == self.permission_mode:
             mode = None  # left as shown: the runtime's configured mode applies
@@ -155,6 +160,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             worktree=worktree,
             backend=backend if isinstance(backend, str) else None,
             max_budget_usd=budget,
+            sandbox=None if sandbox == self.sandbox else sandbox,
         )
 
     @on(Input.Changed, "#spawn-task")

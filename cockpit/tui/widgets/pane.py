@@ -167,9 +167,13 @@ class SessionPane(Vertical):
             usage = f" · {fmt.tokens(view.usage.total)} tok {fmt.usd(view.cost_usd)}"
             if view.context_window:
                 usage += f" · ctx {fmt.percent(view.context_tokens, view.context_window)}"
+        # where its commands run: "sandboxed", or "unconfined" in the warning colour (a session of
+        # another backend without a sandbox of its own says nothing)
+        box = "" if not (view.sandbox or view.sandbox_note) else (
+            "[dim] · sandboxed[/]" if view.sandbox else "[dim] · [/][b $warning]unconfined[/]")
         status.update(
             Content.from_markup(
-                "[b]$glyph $status[/b]$detail$usage[dim]$about[/]",
+                "[b]$glyph $status[/b]$detail$usage[dim]$about[/]" + box,
                 glyph=fmt.STATUS_GLYPH[view.status], status=view.status.value,
                 detail=detail, usage=usage, about=about,
             ),

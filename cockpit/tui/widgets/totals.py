@@ -83,7 +83,17 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
         money = fmt.usd(0.0)
     spend = f"{fmt.tokens(usage.total)} tok  {money}"
     page_part = f" │ page {page + 1}/{pages}" if pages > 1 else ""  # early: a narrow terminal cuts the end
-    return f"[b]cockpit[/b]{page_part} │ {states} │ {spend} │ {memory_markup(memory)}"
+    return f"[b]cockpit[/b]{page_part} │ {states}{sandbox_markup(views)} │ {spend} │ {memory_markup(memory)}"
+
+
+def sandbox_markup(views: Sequence[SessionView]) -> str:
+    """Where the live sessions' commands run: `` · ⚠ 2 unconfined`` in the warning colour when any
+    runs unconfined, `` · sandboxed`` when all are; nothing before the first session."""
+    live = [v for v in views if not v.status.is_final and (v.sandbox or v.sandbox_note)]
+    loose = sum(1 for v in live if not v.sandbox)
+    if loose:
+        return f" · [b $warning]⚠ {loose} unconfined[/]"
+    return " · [dim]sandboxed[/]" if live else ""
 
 
 class TotalsBar(Static):
