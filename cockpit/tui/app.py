@@ -193,6 +193,26 @@ class CockpitApp(SessionCommands, Attention, App):
         if self.engine is not None:
             self.call_after_refresh(self._engine_boot)  # after the first frame: its imports wait
             self.set_interval(ENGINE_POLL_S, self._poll_engine)
+        self.call_after_refresh(self._check_sandbox)
+
+    @work(thread=True, group="sandbox-check", name="is a sandbox possible here")
+    def _check_sandbox(self) -> None:
+        """Said once at start: new sessions' commands will run unconfined (no sandbox possible
+        here, or turned off in config / with --no-sandbox); each pane says it again."""
+        cfg = getattr(self.manager, "config", None)
+        if cfg is None or getattr(cfg, "backend", "cockpit") != "cockpit":
+            return
+        if getattr(cfg, "sandbox", True) is False:
+            why = "the sandbox is off (--no-sandbox or [sandbox] enabled = false)"
+        else:
+            from cockpit.runtime.sandbox import detect
+
+            found = detect()
+            if found.backend is not None:
+                return
+            why = found.reason
+        self.call_from_thread(self.notify, f"commands run unconfined: {why}", title="no sandbox",
+                              severity="warning", timeout=12)
 
     def _theme_changed(self, theme: Any) -> None:
         ui_state.save_state(theme=theme.name)
