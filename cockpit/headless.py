@@ -421,6 +421,8 @@ def format_report(report: dict) -> str:
                    + (f" · {s['backend']}" if s.get("backend", "cockpit") != "cockpit" else ""))
         task = one_line(s["task"])
         out.append(f"task: {task if len(task) < 300 else task[:299] + '…'}")
+        if s.get("sandbox_note"):
+            out.append(f"commands: {s['sandbox_note']}")
         w = s.get("worktree")
         if w and w.get("removed"):  # its branch went with it: name neither
             out.append("worktree: removed, with its branch (the session changed nothing;"

@@ -104,7 +104,7 @@ def sandbox_for(cfg: RuntimeConfig, requested: bool | None, backend: str) -> tup
     if found.backend is None:
         return "", f"unconfined: {found.reason}"
     net = {"off": "network off", "on": "network on", "allow": "network only to " + ", ".join(cfg.allow_hosts)}
-    return found.backend.name, f"sandboxed ({found.backend.name}): writes only in the worktree and /tmp, " \
+    return found.backend.name, f"sandboxed ({found.backend.name}): writes only in the worktree and its own $TMPDIR, " \
                                f"{net.get(cfg.network, cfg.network)}"
 
 

@@ -342,9 +342,11 @@ _BLOCK_SIGNS = (
 
 def blocked_by(output: str, network: str) -> str:
     """What the sandbox blocked, judged from a failed command's output ("" when nothing shows)."""
+    found: list[str] = []
     for sign, what in _BLOCK_SIGNS:
         if sign in output:
             if network == "allow" and "network access" in what:
-                return "a host not on the sandbox's network allowlist"
-            return what
-    return ""
+                what = "a host not on the sandbox's network allowlist"
+            if what not in found:
+                found.append(what)
+    return " and ".join(found)

@@ -335,7 +335,7 @@ class Session(SessionBase):
                 return ToolOutcome(denial_message(reason), True), False
             self._set(S.RUNNING_TOOL, name)
             out = await self.tools.execute(prepared)
-        if self.spec.sandbox == "bubblewrap" and prepared.action.kind == "bash" and out.exit_code:
+        if self.spec.sandbox == "bubblewrap" and prepared.action.kind == "bash" and not out.state_changed:
             out = await self._blocked(tool_use_id, prepared, out)
         # a command that prints the API key (`env`, `cat /proc/$PPID/environ`) must not hand it to
         # the model, the panes or the transcript
@@ -373,6 +373,8 @@ class Session(SessionBase):
         if not what:
             return out
         note = f"\n[the sandbox blocked {what}]"
+        if not out.exit_code:  # a later part of the line went on: no re-run to offer, the model is told
+            return ToolOutcome(out.content + note, out.is_error, exit_code=out.exit_code)
         if not self.interactive:
             return ToolOutcome(out.content + note + " The user can allow it by running without the sandbox "
                                "or with network on.", out.is_error, exit_code=out.exit_code)
