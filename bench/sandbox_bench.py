@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cockpit.runtime import sandbox as sb  # noqa: E402
-from cockpit.runtime import worktree as wt  # noqa: E402
-from cockpit.runtime.bash import BashSession, session_env  # noqa: E402
+from cockpit.runtime import sandbox as sb
+from cockpit.runtime import worktree as wt
+from cockpit.runtime.bash import BashSession, session_env
 
 COMMANDS = {
     "true": "true #{n}",
