@@ -169,11 +169,12 @@ class SessionPane(Vertical):
                 usage += f" · ctx {fmt.percent(view.context_tokens, view.context_window)}"
         # where its commands run: "sandboxed", or "unconfined" in the warning colour (a session of
         # another backend without a sandbox of its own says nothing)
+        # before the facts: a narrow pane cuts the end of the line, never this
         box = "" if not (view.sandbox or view.sandbox_note) else (
-            "[dim] · sandboxed[/]" if view.sandbox else "[dim] · [/][b $warning]unconfined[/]")
+            " [dim]· sandboxed[/]" if view.sandbox else " [dim]·[/] [b $warning]unconfined[/]")
         status.update(
             Content.from_markup(
-                "[b]$glyph $status[/b]$detail$usage[dim]$about[/]" + box,
+                "[b]$glyph $status[/b]" + box + "$detail$usage[dim]$about[/]",
                 glyph=fmt.STATUS_GLYPH[view.status], status=view.status.value,
                 detail=detail, usage=usage, about=about,
             ),
