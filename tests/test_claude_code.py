@@ -392,11 +392,45 @@ def test_permission_rules_follow_the_mode_and_the_config():
     r = permission_rules(c, M.DEFAULT)
     assert r == {"allow": ["mcp__cockpit__memory_search", "Bash(pytest *)", "mcp__cockpit__memory_save"],
                  "deny": ["Bash(rm *)"]}
-    r = permission_rules(RuntimeConfig(), M.ACCEPT_EDITS)
-    assert "mcp__cockpit__memory_save" in r["allow"] and r["deny"] == []
+    r = permission_rules(RuntimeConfig(), M.ACCEPT_EDITS)  # memory_save writes outside the tree: it asks
+    assert "mcp__cockpit__memory_save" not in r["allow"] and r["deny"] == []
+    assert "mcp__cockpit__memory_save" in permission_rules(RuntimeConfig(), M.BYPASS)["allow"]
     r = permission_rules(RuntimeConfig(), M.PLAN)
     assert r["deny"] == ["mcp__cockpit__memory_save"]
     assert permission_rules(RuntimeConfig(), M.DEFAULT) == {"allow": ["mcp__cockpit__memory_search"], "deny": []}
+
+
+def test_claude_codes_own_sandbox_gets_cockpits_policy(tmp_path, monkeypatch):
+    """settings.sandbox on (bash auto-allowed in auto only), network as configured, the hidden
+    paths as Read deny rules (less the session's own worktree), protected paths as ask rules."""
+    import json as _json
+
+    from cockpit.runtime.claude_code.options import agent_options
+    from cockpit.runtime.permissions import PermissionMode as M
+    from cockpit.runtime.session_base import SessionSpec
+
+    data = Path(__import__("os").environ["COCKPIT_DATA_DIR"])
+    tree = data / "worktrees" / "repo-x" / "s1"
+    tree.mkdir(parents=True)
+    (data / "worktrees" / "repo-x" / "s2").mkdir()
+    (data / "sessions").mkdir()
+    cfg = RuntimeConfig(network="allow", allow_hosts=("pypi.org",))
+    spec = SessionSpec("t", "m", tree, tree, permission_mode=M.AUTO, sandbox="claude-code", network="allow")
+    opts = agent_options(spec, cfg, session_id="s1", key_file=None, mcp_server=None, can_use_tool=lambda *a: None,
+                         hooks={}, stderr=lambda _: None)
+    settings = _json.loads(opts.settings)
+    assert opts.permission_mode == "acceptEdits"
+    assert settings["sandbox"] == {"enabled": True, "autoAllowBashIfSandboxed": True, "allowUnsandboxedCommands": True,
+                                   "network": {"allowedDomains": ["pypi.org"]}}
+    deny = settings["permissions"]["deny"]
+    assert "Read(~/.ssh/**)" in deny and f"Read(/{data}/sessions/**)" in deny
+    assert f"Read(/{data}/worktrees/repo-x/s2/**)" in deny  # another session's worktree
+    assert not any(str(tree) in r for r in deny)  # never its own
+    assert "Edit(**/.githooks/**)" in settings["permissions"]["ask"] and "Edit(**/CLAUDE.md)" in settings["permissions"]["ask"]
+    spec = SessionSpec("t", "m", tree, tree, permission_mode=M.DEFAULT, sandbox="")
+    opts = agent_options(spec, cfg, session_id="s1", key_file=None, mcp_server=None, can_use_tool=lambda *a: None,
+                         hooks={}, stderr=lambda _: None)
+    assert "sandbox" not in _json.loads(opts.settings)
 
 
 def test_the_key_file_is_private_and_removed(monkeypatch):

@@ -105,17 +105,42 @@ def sandbox_settings(spec: SessionSpec, cfg: RuntimeConfig) -> dict[str, Any] | 
             "allowUnsandboxedCommands": True, "network": {"allowedDomains": domains}}
 
 
-def hidden_read_rules(cfg: RuntimeConfig) -> list[str]:
-    """Read deny rules for what a Cockpit sandbox hides: the user's secrets and Cockpit's folders."""
+def hidden_read_rules(cfg: RuntimeConfig, tree: str) -> list[str]:
+    """Read deny rules for what a Cockpit sandbox hides: the user's secrets and Cockpit's folders.
+    A folder holding the session's own worktree (the data folder) is denied entry by entry, less
+    the entries on the way to the worktree (rules cannot subtract)."""
     from cockpit.runtime.sandbox import cockpit_folders, secret_paths
 
     home = str(Path.home()).rstrip("/") + "/"
-    rules = []
+    tree = os.path.realpath(tree).rstrip("/") + "/"
+    paths: list[str] = []
     for path in secret_paths(cfg.sandbox_hide) + cockpit_folders():
+        paths += _around(os.path.realpath(path), tree)
+    rules = []
+    for path in paths:
         spelled = "~/" + path[len(home):] if path.startswith(home) else "/" + path
-        rules.append(f"Read({spelled}/**)")
-        rules.append(f"Read({spelled})")
+        rules += [f"Read({spelled}/**)", f"Read({spelled})"]
     return list(dict.fromkeys(rules))
+
+
+def _around(path: str, tree: str, depth: int = 4) -> list[str]:
+    """``path``, or — when the tree lies inside it — its entries that do not lead to the tree."""
+    if not tree.startswith(path.rstrip("/") + "/"):
+        return [path]
+    if depth == 0 or not os.path.isdir(path):
+        return []
+    out: list[str] = []
+    try:
+        entries = sorted(os.listdir(path))
+    except OSError:
+        return []
+    for name in entries:
+        child = os.path.join(path, name)
+        if tree.startswith(child.rstrip("/") + "/"):
+            out += _around(child, tree, depth - 1) if child.rstrip("/") + "/" != tree else []
+        else:
+            out.append(child)
+    return out
 
 
 def protected_ask_rules(cfg: RuntimeConfig) -> list[str]:
@@ -148,7 +173,8 @@ def agent_options(spec: SessionSpec, cfg: RuntimeConfig, *, session_id: str, key
     sandbox = sandbox_settings(spec, cfg)
     if sandbox is not None:
         settings["sandbox"] = sandbox
-        settings["permissions"]["deny"] += hidden_read_rules(cfg)
+        tree = spec.worktree.path if spec.worktree is not None else str(spec.cwd)
+        settings["permissions"]["deny"] += hidden_read_rules(cfg, tree)
     settings["permissions"]["ask"] = protected_ask_rules(cfg)
     sources = cfg.claude_setting_sources
     # Claude Code has no "auto": its acceptEdits with the sandbox's auto-allow for bash is the same
