@@ -181,7 +181,8 @@ async def test_protected_paths_in_the_tree_stay_read_only(tmp_path, home):
 async def test_blocked_commands_are_named():
     assert "read-only" in sb.blocked_by("bash: x: Read-only file system", "off")
     assert "network" in sb.blocked_by("curl: (6) Could not resolve host: pypi.org", "off")
-    assert "allowlist" in sb.blocked_by("Tunnel connection failed: 403 Forbidden (cockpit sandbox: host", "allow")
+    assert "allowlist" in sb.blocked_by("Tunnel connection failed: 403 Forbidden (cockpit sandbox: host not on the "
+                                        "allowlist)", "allow")
     assert sb.blocked_by("all fine", "off") == ""
 
 
@@ -189,3 +190,69 @@ async def test_unavailable_sandbox_says_why(monkeypatch):
     monkeypatch.setenv("COCKPIT_BWRAP", "/nonexistent/bwrap")
     why = sb.Bubblewrap().unavailable()
     assert why and "bubblewrap" in why
+
+
+async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home):
+    """network = allow: the proxy outside is the only way out, and it passes listed hosts only."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    from cockpit.runtime.netproxy import AllowlistProxy
+
+    class Hello(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            body = b"HELLO-FROM-OUTSIDE"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), Hello) for _ in range(2)]
+    for s in servers:
+        Thread(target=s.serve_forever, daemon=True).start()
+    allowed, other = (s.server_address[1] for s in servers)
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
+    info = await asyncio.to_thread(wt.create, repo, "s9", "network", worktrees_dir())
+    tmp = sb.session_tmp()
+    sock = os.path.join(tmp, ".cockpit-proxy.sock")
+    proxy = AllowlistProxy((f"127.0.0.1:{allowed}",), sock)
+    await proxy.start()
+    settings = sb.SandboxSettings(network="allow", allow_hosts=(f"127.0.0.1:{allowed}",))
+    conf = await asyncio.to_thread(sb.confinement_for, info.path, info.cwd, tmp, settings, info.branch, sock)
+    backend = AVAIL.backend
+    assert backend is not None
+    shell = BashSession(info.cwd, session_env(dict(os.environ)), timeout=30,
+                        wrap=lambda argv: backend.command(conf, sb.with_forwarder(conf, argv)))
+    fetch = ("NO_PROXY= python3 -c \"import os, urllib.request as u; "
+             "o = u.build_opener(u.ProxyHandler({{'http': os.environ['HTTP_PROXY']}})); "
+             "print(o.open('http://127.0.0.1:{port}/', timeout=10).read().decode())\"")
+    try:
+        r = await shell.run(fetch.format(port=allowed))
+        assert "HELLO-FROM-OUTSIDE" in r.output, r.output
+        r = await shell.run(fetch.format(port=other))
+        assert "HELLO-FROM-OUTSIDE" not in r.output and "403" in r.output
+        assert sb.blocked_by(r.output, "allow")
+        # around the proxy: no route at all
+        r = await shell.run(f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {other}), 3)\" "
+                            "&& echo CONNECTED")
+        assert "CONNECTED" not in r.output
+        assert proxy.blocked == [f"127.0.0.1:{other}"]
+    finally:
+        await shell.close()
+        await proxy.close()
+        for s in servers:
+            s.shutdown()
+
+
+def test_allowlist_matching():
+    from cockpit.runtime.netproxy import host_allowed
+
+    allow = ("pypi.org", "*.npmjs.org", "127.0.0.1:8080")
+    assert host_allowed("pypi.org", 443, allow) and host_allowed("PyPI.org.", 80, allow)
+    assert not host_allowed("evil-pypi.org", 443, allow) and not host_allowed("pypi.org", 22, allow)
+    assert host_allowed("registry.npmjs.org", 443, allow) and not host_allowed("npmjs.org", 443, allow)
+    assert not host_allowed("npmjs.org.evil.com", 443, allow)
+    assert host_allowed("127.0.0.1", 8080, allow) and not host_allowed("127.0.0.1", 443, allow)

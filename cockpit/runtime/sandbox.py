@@ -335,7 +335,8 @@ _BLOCK_SIGNS = (
     ("Name or service not known", "network access (off for this session)"),
     ("getaddrinfo ENOTFOUND", "network access (off for this session)"),
     ("EAI_AGAIN", "network access (off for this session)"),
-    ("403 Forbidden (cockpit sandbox", "a host not on the sandbox's network allowlist"),
+    ("(cockpit sandbox: host not on the allowlist)", "a host not on the sandbox's network allowlist"),
+    ("is not on this session's network allowlist", "a host not on the sandbox's network allowlist"),
     ("CONNECT tunnel failed, response 403", "a host not on the sandbox's network allowlist"),
 )
 
