@@ -200,7 +200,7 @@ async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home):
     from cockpit.runtime.netproxy import AllowlistProxy
 
     class Hello(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
+        def do_GET(self):
             body = b"HELLO-FROM-OUTSIDE"
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
