@@ -3,7 +3,7 @@
 ``cockpit``                 open the TUI (notes ``./notes``, workspace ``.``)
 ``cockpit memory …``        index, search, preseed, lint, save, eval
 ``cockpit run "task" …``    headless sessions, one report
-``cockpit worktrees …``     the sessions' git worktrees: list, merge, keep, discard, prune
+``cockpit worktrees …``     the sessions' git worktrees: list, diff, merge, keep, discard, prune
 ``cockpit server …``        the background server that owns the sessions (run/start/status/stop)
 ``cockpit ls|send|kill|attach|approve|deny|budget``   act on the server's sessions
 

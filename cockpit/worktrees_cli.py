@@ -46,14 +46,18 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _root() -> Path:
+def _config():
     from cockpit.runtime import load_config
     from cockpit.runtime.config import ConfigError
 
     try:
-        return load_config().resolved_worktrees_dir()
+        return load_config()
     except ConfigError as exc:
         raise CockpitError(str(exc)) from None
+
+
+def _root() -> Path:
+    return _config().resolved_worktrees_dir()
 
 
 def _row(info) -> dict:
@@ -95,11 +99,12 @@ def _file_line(change) -> str:
     return f"{change.status} {one_line(change.path)}  {added}{mark}"
 
 
-def _print_diff(info) -> int:
-    """``worktrees diff``: the protected-path warnings, the files, then the patches."""
+def _print_diff(info, extra: tuple[str, ...]) -> int:
+    """``worktrees diff``: the protected-path warnings, the files, then the patches (``extra``: the
+    config's protected globs)."""
     from cockpit.runtime import worktree as wt
 
-    diff = wt.diff(info)
+    diff = wt.diff(info, extra_protected=extra)
     if not diff.files:
         print(f"{info.branch}: no changes against {info.base_commit[:10]}")
         return 0
@@ -115,15 +120,15 @@ def _print_diff(info) -> int:
     return 0
 
 
-def _confirm_protected(info, yes: bool) -> bool:
-    """Before a merge: print the warnings for changed protected paths; in a terminal (without
-    ``yes``) ask whether to merge anyway. True: go on."""
+def _confirm_protected(info, yes: bool, extra: tuple[str, ...]) -> bool:
+    """Before a merge: print the warnings for changed protected paths (``extra``: the config's
+    globs); in a terminal (without ``yes``) ask whether to merge anyway. True: go on."""
     from cockpit.runtime import worktree as wt
 
     if not Path(info.path).is_dir():
         return True
     try:
-        lines = protected_lines(wt.diff(info, patches=False))
+        lines = protected_lines(wt.diff(info, patches=False, extra_protected=extra))
     except wt.WorktreeError:  # the merge reports what is wrong
         return True
     for line in lines:
@@ -237,8 +242,8 @@ def run(args: argparse.Namespace) -> int:
             return 1
     try:
         if args.action == "diff":
-            return _print_diff(info)
-        if args.action == "merge" and not _confirm_protected(info, args.yes):
+            return _print_diff(info, tuple(_config().protected))
+        if args.action == "merge" and not _confirm_protected(info, args.yes, tuple(_config().protected)):
             print("not merged")
             return 1
     except wt.WorktreeError as exc:

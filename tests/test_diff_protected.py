@@ -89,6 +89,19 @@ def test_the_cli_diff_and_merge_print_the_warnings(repo, capsys):
     assert "merged" in out and (repo / "src" / "a.py").read_text() == "a = 2\n"
 
 
+def test_the_cli_diff_flags_the_configs_protected_globs_too(repo, capsys):
+    from cockpit.runtime.config import config_path
+
+    config_path().write_text('[sandbox]\nprotected = ["deploy/**"]\n')
+    info = wt.create(repo, "s1", "deploy", worktrees_dir())
+    (Path(info.path) / "deploy").mkdir()
+    (Path(info.path) / "deploy" / "run.sh").write_text("ssh prod\n")
+    assert main(["worktrees", "diff", "s1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("⚠ 1 protected path changed")
+    assert "deploy/run.sh  ⚠ protected: deploy/** is protected in config.toml ([sandbox] protected)" in out
+
+
 def test_the_cli_merge_asks_in_a_terminal_and_no_merges_nothing(repo, capsys, monkeypatch):
     info = wt.create(repo, "s1", "fix a", worktrees_dir())
     session_touches_a_hook(info)

@@ -539,7 +539,8 @@ class SessionManager:
             raise ValueError(f"session {s.id} runs in place ({s.spec.placement}): there is no diff to review")
         if not Path(s.worktree.path).is_dir():
             raise ValueError(_worktree_gone(s))
-        return await asyncio.to_thread(wt.diff, s.worktree)
+        protected = tuple(getattr(getattr(s, "_cfg", None), "protected", None) or self.config.protected)
+        return await asyncio.to_thread(wt.diff, s.worktree, True, protected)
 
     async def review(self, session_id: str, action: str) -> Reviewed:
         """``merge`` | ``keep`` | ``discard`` the session's worktree (see :mod:`worktree`). A

@@ -133,14 +133,13 @@ def open_dir(root: Path, rel: PurePath | str, *, create: bool = False) -> int:
     relative to its parent without following a symlink; ``create`` makes missing folders
     (``mkdir`` in the parent). The caller closes it. Raises :class:`PathRefused` when a name on
     the way is a symlink or a file, ``FileNotFoundError`` when one is missing (``create`` off)."""
+    names = [name for name in PurePath(rel).parts if name != "."]
+    if PurePath(rel).is_absolute() or ".." in names:
+        raise PathRefused(f"refused: '{rel}' is not a path inside the working tree")
     fd = os.open(root, _DIR_FLAGS)
     done: list[str] = []
     try:
-        for name in PurePath(rel).parts:
-            if name in ("", "."):
-                continue
-            if name == ".." or os.sep in name:
-                raise PathRefused(f"refused: '{rel}' leaves the working tree ('..' is not allowed)")
+        for name in names:
             done.append(name)
             child = _open_child_dir(fd, name, "/".join(done), create)
             os.close(fd)
