@@ -60,6 +60,20 @@ class Note:
 
 # --------------------------------------------------------------------------- YAML
 
+def _text_resolvers(resolvers: dict) -> dict:
+    """``resolvers`` (a loader's implicit resolvers) without YAML 1.1's bool, int, float and
+    timestamp: a plain scalar stays the text it is (``description: 22:30`` is "22:30", not the
+    sexagesimal 1350; ``yes`` is "yes", not True). Only ``null`` (``~``, empty) is kept; a field
+    that means a type (``priority``) is read by its own rule (:func:`_priority`)."""
+    keep = {"tag:yaml.org,2002:null"}
+    out = {}
+    for first, pairs in resolvers.items():
+        kept = [(tag, rx) for tag, rx in pairs if tag in keep]
+        if kept:
+            out[first] = kept
+    return out
+
+
 class _SafeNoAliasLoader(yaml.SafeLoader):
     """SafeLoader (no tag ever constructs an object) that also refuses anchors/aliases, so a
     "billion laughs" YAML bomb cannot expand. Frontmatter has no use for aliases."""
@@ -70,7 +84,12 @@ class _SafeNoAliasLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+_SafeNoAliasLoader.yaml_implicit_resolvers = _text_resolvers(yaml.SafeLoader.yaml_implicit_resolvers)
+
 _CSafeLoader = getattr(yaml, "CSafeLoader", None)  # PyYAML built with libyaml (its wheels are)
+if _CSafeLoader is not None:
+    _CSafeLoader = type("_CTextLoader", (_CSafeLoader,), {
+        "yaml_implicit_resolvers": _text_resolvers(_CSafeLoader.yaml_implicit_resolvers)})
 
 
 class _Handler(YAMLHandler):
@@ -108,11 +127,21 @@ def _as_text(key: str, value, warnings: list[str]) -> str:
 
 
 def _priority(value) -> bool:
+    """``priority`` as YAML 1.1 meant it: true/yes/on/high or a number above 0 (scalars arrive as
+    text: see :func:`_text_resolvers`)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
         return value > 0
-    return str(value).strip().lower() in _TRUE if value is not None else False
+    if value is None:
+        return False
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    try:
+        return float(text.replace("_", "")) > 0
+    except ValueError:
+        return False
 
 
 _HEADING = re.compile(r"^\s*#+\s*")

@@ -39,8 +39,25 @@ def test_typed_yaml_values_are_coerced_with_warnings():
     assert n.type == "2024-05-01"
     assert n.priority is True
     joined = " ".join(n.warnings)
-    assert "'name' is a YAML int" in joined and "'description' is a YAML list" in joined
-    assert "'type' is a YAML date" in joined
+    assert "'description' is a YAML list" in joined
+    # plain scalars stay text (no YAML 1.1 int/date): no warning for them
+    assert "'name'" not in joined and "'type'" not in joined
+
+
+@pytest.mark.parametrize("value", ["22:30", "yes", "no", "on", "1e3", "0o17", "2025-02-30"])
+def test_yaml_11_scalars_stay_text(value):
+    raw = f"---\nname: {value}\ndescription: {value}\ntype: {value}\n---\nbody\n".encode()
+    n = parse_bytes(raw, "n.md")
+    assert (n.name, n.description, n.type) == (value, value, value)
+    assert n.warnings == []
+
+
+@pytest.mark.parametrize("value,want", [("true", True), ("yes", True), ("on", True), ("high", True), ("1", True),
+                                        ("2", True), ("0.5", True), ("false", False), ("no", False),
+                                        ("off", False), ("0", False), ("~", False), ("''", False)])
+def test_priority_keeps_its_meaning(value, want):
+    raw = f"---\nname: n\ndescription: d\npriority: {value}\n---\nbody\n".encode()
+    assert parse_bytes(raw, "n.md").priority is want
 
 
 def test_unsafe_tag_is_never_executed(tmp_path):

