@@ -178,10 +178,10 @@ def test_malformed_folder_indexes_good_notes_warns_and_changes_no_bytes(tmp_path
     assert any(w.startswith("no-frontmatter.md:") for w in rep.warnings)
     # skipped files are remembered: the second sync reports them again without crashing
     rep2 = eng.sync()
-    assert dict(rep2.skipped) == skipped and rep2.unchanged == 6
+    assert dict(rep2.skipped) == skipped and rep2.unchanged == 8
     assert snapshot(notes) == before and outside.read_bytes() == before_outside
     st = eng.status()
-    assert st.notes == 6 and any("binary.md" in w for w in st.warnings)
+    assert st.notes == 8 and any("binary.md" in w for w in st.warnings)
 
 
 def test_note_that_becomes_unreadable_loses_its_row(tmp_path):

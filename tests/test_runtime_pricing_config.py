@@ -144,3 +144,12 @@ def test_a_bad_keymap_stops_the_app_with_one_line(tmp_path, monkeypatch, capsys)
     (tmp_path / "config.toml").write_text('[keymap]\nspawn = "q"\n')
     assert main(["--no-server", "--workspace", str(tmp_path)]) == 2
     assert "gives 'q' to" in capsys.readouterr().err
+
+
+def test_an_unquoted_dotted_keymap_id_that_clashes_is_refused(tmp_path, monkeypatch, capsys):
+    from cockpit.cli import main
+
+    monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path))
+    (tmp_path / "config.toml").write_text('[keymap]\ndiff.merge = "k"\n')  # k is diff.keep's
+    assert main(["--no-server", "--workspace", str(tmp_path)]) == 2
+    assert "gives 'k' to diff.keep and diff.merge on the diff screen" in capsys.readouterr().err

@@ -256,3 +256,17 @@ def test_allowlist_matching():
     assert host_allowed("registry.npmjs.org", 443, allow) and not host_allowed("npmjs.org", 443, allow)
     assert not host_allowed("npmjs.org.evil.com", 443, allow)
     assert host_allowed("127.0.0.1", 8080, allow) and not host_allowed("127.0.0.1", 443, allow)
+
+
+async def test_a_session_that_points_head_at_main_cannot_make_cockpit_commit_there(boxed, tmp_path):
+    """The admin folder is writable inside (git needs it): HEAD can be moved there, so Cockpit's
+    own commit outside the sandbox first puts HEAD back on the session's branch."""
+    info, shell, _ = boxed
+    repo = tmp_path / "repo"
+    main_before = git(repo, "rev-parse", "main").strip()
+    r = await shell.run("git symbolic-ref HEAD refs/heads/main && echo change >> a.txt && echo moved")
+    assert "moved" in r.output
+    commit = await asyncio.to_thread(wt.commit_pending, info, "session work")
+    assert commit is not None
+    assert git(repo, "rev-parse", "main").strip() == main_before  # main did not move
+    assert git(repo, "rev-parse", info.branch).strip() == commit  # the work is on the session's branch

@@ -305,23 +305,32 @@ def diff_stat(info: WorktreeInfo) -> DiffStat:
 def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str] = ()) -> Diff:
     """The session's change against its base commit, file by file (see module doc); each file's
     ``protected`` says why its path is protected (``extra_protected``: the config's globs)."""
-    num = _with_temp_index(info, "diff", "--cached", "-M", "--numstat", "-z", info.base_commit)
-    status = _with_temp_index(info, "diff", "--cached", "-M", "--name-status", "-z", info.base_commit)
+    num = _diff_cmd(info, "--numstat", "-z")
+    status = _diff_cmd(info, "--name-status", "-z")
     kinds = _parse_name_status(status)
     changed = list(_parse_numstat(num))
-    hooks = hooks_path_of(info.path) if changed else None
+    hooks = hooks_path_of(info.path if Path(info.path).is_dir() else info.repo) if changed else None
     files = []
     room = MAX_DIFF_CHARS
     for path, old, added, removed in changed:
         patch = ""
         if patches:
             paths = [path] if old is None else [old, path]
-            patch = _capped(_with_temp_index(info, "diff", "--cached", "-M", info.base_commit, "--", *paths),
-                            min(MAX_PATCH_CHARS, room))
+            patch = _capped(_diff_cmd(info, "--", *paths), min(MAX_PATCH_CHARS, room))
             room = max(0, room - len(patch))
         why = protected_reason(path, hooks, extra_protected) or protected_reason(old or "", hooks, extra_protected)
         files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old, why))
     return Diff(tuple(files))
+
+
+def _diff_cmd(info: WorktreeInfo, *args: str) -> str:
+    """``git diff -M <base> …``: of the worktree (pending changes included) when it exists, else of
+    the kept branch (no worktree) against its base commit."""
+    cut = args.index("--") if "--" in args else len(args)
+    opts, paths = list(args[:cut]), list(args[cut:])
+    if Path(info.path).is_dir():
+        return _with_temp_index(info, "diff", "--cached", "-M", *opts, info.base_commit, *paths)
+    return git("diff", "-M", *opts, info.base_commit, info.branch, *paths, cwd=info.repo)
 
 
 def _capped(patch: str, limit: int) -> str:
@@ -376,11 +385,25 @@ def _identity(cwd: str) -> tuple[str, ...]:
     return () if email else FALLBACK_IDENTITY
 
 
+def ensure_on_branch(info: WorktreeInfo) -> None:
+    """Point the worktree's HEAD back at the session's own branch when the session moved it (its
+    sandbox lets it write HEAD in the worktree's admin folder: ``git symbolic-ref HEAD
+    refs/heads/main``), so Cockpit's own commit — outside the sandbox — never lands on another
+    branch. The files stay as they are; what differs from the branch is what gets committed."""
+    want = f"refs/heads/{info.branch}"
+    head = git("symbolic-ref", "-q", "HEAD", cwd=info.path, check=False).strip()
+    if head != want:
+        log.warning("session %s had moved its worktree's HEAD to %s; back to %s", info.session_id,
+                    head or "a detached commit", want)
+        git("symbolic-ref", "HEAD", want, cwd=info.path)
+
+
 def commit_pending(info: WorktreeInfo, message: str) -> str | None:
     """Commit everything pending in the worktree on the session branch; the new commit or None
     when nothing was pending."""
     if not Path(info.path).is_dir():
         return None
+    ensure_on_branch(info)
     if not git("status", "--porcelain", cwd=info.path).strip():
         return None
     git("add", "-A", cwd=info.path)

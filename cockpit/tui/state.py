@@ -68,6 +68,20 @@ def save_state(**changes: Any) -> None:
     os.replace(tmp, path)
 
 
+def flat_keymap(section: dict, prefix: str = "") -> dict[str, str]:
+    """``section`` with its nested tables flattened into dotted ids: TOML reads an unquoted
+    ``diff.merge = "k"`` as the table ``{"diff": {"merge": "k"}}``; the user meant the binding
+    id ``diff.merge`` (as ``"diff.merge" = "k"`` says)."""
+    out: dict[str, str] = {}
+    for k, v in section.items():
+        bid = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flat_keymap(v, f"{bid}."))
+        else:
+            out[bid] = str(v)
+    return out
+
+
 def load_keymap() -> dict[str, str]:
     """Binding id → key string(s), from ``config.toml`` ``[keymap]`` then ``state.json``."""
     keymap: dict[str, str] = {}
@@ -75,10 +89,10 @@ def load_keymap() -> dict[str, str]:
         config = tomllib.loads(config_path().read_text(encoding="utf-8"))
         section = config.get("keymap", {})
         if isinstance(section, dict):
-            keymap.update({str(k): str(v) for k, v in section.items()})
+            keymap.update(flat_keymap(section))
     except (OSError, tomllib.TOMLDecodeError):
         pass
     saved = load_state().get("keymap", {})
     if isinstance(saved, dict):
-        keymap.update({str(k): str(v) for k, v in saved.items()})
+        keymap.update(flat_keymap(saved))
     return keymap
