@@ -3,7 +3,8 @@
 ``cockpit``                 open the TUI (notes ``./notes``, workspace ``.``)
 ``cockpit memory …``        index, search, preseed, lint, save, eval
 ``cockpit run "task" …``    headless sessions, one report
-``cockpit worktrees …``     the sessions' git worktrees: list, diff, merge, keep, discard, prune
+``cockpit worktrees …``     the sessions' git worktrees: list, diff, merge, keep, discard, prune, check, pr
+``cockpit shell ID``        $SHELL in a session's worktree
 ``cockpit server …``        the background server that owns the sessions (run/start/status/stop)
 ``cockpit ls|send|kill|attach|approve|deny|budget``   act on the server's sessions
 
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tui_cli.add_arguments(parser)
     sub = parser.add_subparsers(dest="command",
-                                metavar="{memory,run,ls,send,kill,attach,approve,deny,budget,worktrees,server}")
+                                metavar="{memory,run,ls,send,kill,attach,approve,deny,budget,worktrees,shell,server}")
     memory_cli.add_parser(sub)
     headless.add_parser(sub)
     server_cli.add_parsers(sub)
@@ -40,12 +41,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerant_output() -> None:
+    """Under an ASCII locale (``LC_ALL=POSIX`` with ``PYTHONUTF8=0``) a note's ``café`` is
+    printed as ``caf\\xe9`` instead of ending the command with a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding and encoding not in ("utf8", "utf8sig") and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:2] == ["memory", "hook"]:  # the Claude Code hook: no time for the whole CLI
         from cockpit.memory_hook import fast_main
 
         return fast_main(argv[2:])
+    _tolerant_output()
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "no_server", False):

@@ -264,11 +264,13 @@ class ApprovalResolved(Event):
 
 @dataclass(frozen=True)
 class WorktreeChanged(Event):
-    """The session's change against its base commit: files changed, lines added/removed."""
+    """The session's change against its base commit: files changed, lines added/removed, and the
+    changed paths (``paths``, for the conflict radar: two live sessions changing one file)."""
 
     files: int
     added: int
     removed: int
+    paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

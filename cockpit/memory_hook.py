@@ -9,8 +9,15 @@ output format Claude Code documents::
 
 so the notes are in the model's context before its first turn. Later prompts of the same session,
 a prompt no note qualifies for, and every failure print nothing and exit 0: a broken hook must
-never block the user's prompt. The block comes from the Cockpit server's warm engine (a server is
-started when none runs; ``COCKPIT_NO_SERVER=1`` loads the engine in this process instead).
+never block the user's prompt. The block comes from the Cockpit server's warm engine
+(``COCKPIT_NO_SERVER=1`` loads the engine in this process instead, which takes seconds).
+
+It returns within :data:`BUDGET_S` whatever the server does (a watchdog ends it silently at
+:data:`WATCHDOG_S`): with no server running (a cold start) it starts one in the background
+(a detached ``python -m cockpit.memory_hook --warm NOTES``: the server, then the notes' engine)
+and returns at once with nothing for this prompt and a one-line note on stderr; with a server
+that is still warming the notes' engine, or one that does not answer (stopped, hung), the same.
+The session is then not marked as preseeded: its next prompt gets the block.
 Sessions already preseeded are remembered in ``<data>/hooks/seen.json`` (the last 1000). Inside
 a session Cockpit itself runs with the claude-code backend (``COCKPIT_SESSION_ID`` set in Claude
 Code's environment) the hook stays silent: that session got the block in its first prompt.
@@ -31,6 +38,8 @@ from typing import Any
 
 MARK = "-m cockpit memory hook"
 SEEN_MAX = 1000
+BUDGET_S = 1.2  # the whole hook, server round trip included (Claude Code waits for it)
+WATCHDOG_S = 1.6  # past this the process ends silently, whatever it was waiting for
 
 
 def _data_root() -> Path:
@@ -78,8 +87,8 @@ def fast_main(argv: list[str]) -> int:
     return main(args)
 
 
-def first_time(session_id: str) -> bool:
-    """True the first time a session id is seen (recorded under a file lock)."""
+def _seen(session_id: str, record: bool) -> bool:
+    """Whether a session id was already preseeded; ``record``: remember it (under a file lock)."""
     import fcntl
 
     path = _data_root() / "hooks" / "seen.json"
@@ -92,29 +101,93 @@ def first_time(session_id: str) -> bool:
                 seen = []
         except (OSError, ValueError):
             seen = []
-        if session_id in seen:
-            return False
+        if session_id in seen or not record:
+            return session_id in seen
         seen = (seen + [session_id])[-SEEN_MAX:]
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(seen), encoding="utf-8")
         os.replace(tmp, path)
-        return True
+        return False
 
 
-def block_for(prompt: str, notes: Path, index: str | None, top_k: int | None) -> str:
+def first_time(session_id: str) -> bool:
+    """True the first time a session id is seen (and records it)."""
+    return not _seen(session_id, record=True)
+
+
+def _note(text: str) -> None:
+    """One line on stderr (Claude Code shows a hook's stderr in its transcript view)."""
+    try:
+        print(f"cockpit memory hook: {text}", file=sys.stderr, flush=True)
+    except Exception:
+        pass
+
+
+def _start_in_background(notes: Path, index: str | None) -> None:
+    """Start the server and warm the notes' engine in a detached process, not waited for (its
+    output goes nowhere: Claude Code waits for the hook's pipes to close)."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "cockpit.memory_hook", "--warm", str(notes.resolve())]
+    if index:
+        cmd += ["--index", index]
+    subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True, cwd="/")
+
+
+def warm(notes: str, index: str | None) -> int:
+    """``python -m cockpit.memory_hook --warm NOTES``: start the server (if none runs) and have it
+    load the engine for ``notes``, so the next prompt's hook finds it warm."""
+    from cockpit.server.client import BlockingClient, ServerError, ensure_server
+
+    try:
+        ensure_server()
+        with BlockingClient() as client:
+            client.call("memory.wait_ready", notes=notes, index=index, timeout=120)
+    except (ServerError, RuntimeError, OSError):
+        return 1
+    return 0
+
+
+def block_for(prompt: str, notes: Path, index: str | None, top_k: int | None,
+              deadline: float | None = None) -> str | None:
     """The preseed block for ``prompt`` ("" when none qualifies): the block a Cockpit session
-    gets (``top_k`` None: as many notes as the token budget holds)."""
+    gets (``top_k`` None: as many notes as the token budget holds). None when the server could
+    not give it by ``deadline`` (``time.monotonic()``; default :data:`BUDGET_S` from now): none
+    runs (one is started in the background), its engine is warming, or it does not answer."""
+    import time
+
     from cockpit.runtime.query import preseed_query
 
     query = preseed_query(prompt)
+    index = str(Path(index).expanduser().resolve()) if index else None  # not the server's cwd
     if not os.environ.get("COCKPIT_NO_SERVER"):
-        from cockpit.server.client import BlockingClient, ensure_server
+        from cockpit.server import client as cl
+        from cockpit.server import paths
 
-        ensure_server()
-        with BlockingClient() as client:
-            index = str(Path(index).expanduser().resolve()) if index else None  # not the server's cwd
-            return client.call("memory.preseed", notes=str(notes.resolve()), index=index, query=query,
-                               top_k=top_k)["text"]
+        deadline = deadline if deadline is not None else time.monotonic() + BUDGET_S
+        sock = paths.socket_path()
+        if not cl._probe(sock, timeout=0.3):
+            if cl.server_pid() is None:
+                _start_in_background(notes, index)
+                _note("no Cockpit server ran: starting one in the background; the project notes come "
+                      "with a later prompt of this session")
+            else:
+                _note("the Cockpit server is starting; the project notes come with a later prompt")
+            return None
+        try:
+            with cl.BlockingClient(sock, timeout=BUDGET_S, connect_timeout=0.3) as client:
+                client.deadline = deadline
+                left = deadline - time.monotonic()
+                reply = client.call("memory.preseed", notes=str(notes.resolve()), index=index, query=query,
+                                    top_k=top_k, ready_timeout=max(0.0, left - 0.4))
+        except cl.ServerHung as exc:
+            _note(str(exc))
+            return None
+        if reply.get("warming"):
+            _note("the Cockpit server is loading the notes' engine; the project notes come with a later prompt")
+            return None
+        return str(reply["text"])
     from memory import MemoryEngine
 
     with MemoryEngine(notes, index_path=index) as engine:
@@ -137,22 +210,46 @@ def handle(payload: Any, notes_arg: str | None, index: str | None, top_k: int | 
     from cockpit.notes_location import resolve_notes
 
     notes = resolve_notes(notes_arg, Path(str(payload.get("cwd") or os.getcwd())))
-    if not notes.is_dir() or (session and not first_time(session)):
+    if not notes.is_dir() or (session and _seen(session, record=False)):
         return None
     text = block_for(prompt, notes, index, top_k)
+    if text is None:  # no answer in time: this session's next prompt tries again
+        return None
+    if session and not first_time(session):  # a concurrent hook of the same session got there first
+        return None
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
+def _watchdog(seconds: float) -> None:
+    """End this process silently (exit 0, nothing printed) after ``seconds``, whatever it waits
+    for (a lock, a file system, the server)."""
+    import signal
+
+    def expire(_sig: int, _frame: Any) -> None:
+        os._exit(0)
+
+    signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
 def main(args: Any) -> int:
     if args.install or args.uninstall:
         return install(args)
+    watched = not os.environ.get("COCKPIT_NO_SERVER")  # in-process: the model loads here (seconds)
     try:
+        if watched:
+            _watchdog(WATCHDOG_S)
         raw = sys.stdin.buffer.read(4 * 1024 * 1024)
         out = handle(json.loads(raw.decode("utf-8", "replace")), args.notes, args.index, args.top_k)
         if out is not None:
-            sys.stdout.write(json.dumps(out, ensure_ascii=False))
+            text = json.dumps(out, ensure_ascii=False)
+            if watched:
+                import signal
+
+                signal.setitimer(signal.ITIMER_REAL, 0)  # never cut the answer half-written
+            sys.stdout.write(text)
             sys.stdout.flush()
     except BaseException:  # never block the user's prompt, whatever happened
         pass
@@ -321,3 +418,13 @@ def install(args: Any) -> int:
         backup.unlink(missing_ok=True)
         print("uninstalled")
     return 0
+
+
+if __name__ == "__main__":  # ``python -m cockpit.memory_hook --warm NOTES [--index PATH]`` (see warm)
+    import argparse
+
+    _p = argparse.ArgumentParser(prog="python -m cockpit.memory_hook")
+    _p.add_argument("--warm", required=True, metavar="NOTES")
+    _p.add_argument("--index", default=None)
+    _a = _p.parse_args()
+    sys.exit(warm(_a.warm, _a.index))

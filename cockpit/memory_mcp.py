@@ -53,6 +53,8 @@ def build_server(engine: Any, where: str = "") -> Any:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
+    from cockpit.server.client import ServerError
+
     mcp = MCPServer(
         name="cockpit-memory",
         log_level="WARNING",
@@ -66,6 +68,8 @@ def build_server(engine: Any, where: str = "") -> Any:
         except ToolError:
             raise
         except (FileExistsError, ValueError) as exc:
+            raise ToolError(str(exc)) from None
+        except ServerError as exc:  # the Cockpit server hung or went away: its one line, no hang
             raise ToolError(str(exc)) from None
         except Exception as exc:  # the server stays up; the client gets the reason
             raise ToolError(f"{type(exc).__name__}: {exc}") from None

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 
 from cockpit.errors import CockpitError
@@ -43,6 +44,8 @@ def add_parsers(sub) -> None:
                    help="also listen on TCP (loopback); a token is printed once and required")
     p.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="status as JSON")
+    p.add_argument("--force", action="store_true",
+                   help="stop: kill a server that does not answer (SIGKILL; its sessions end interrupted)")
     p.set_defaults(func=cmd_server)
 
     p = sub.add_parser("ls", help="list the server's sessions",
@@ -156,6 +159,8 @@ def cmd_server(args: argparse.Namespace) -> int:
             print(f"memory: {e['notes']} ({'ready' if e['ready'] else 'warming'})")
         return 0
     # stop
+    if getattr(args, "force", False):
+        return _force_stop()
     if not cl.server_running():
         print("no Cockpit server is running")
         return 0
@@ -164,6 +169,36 @@ def cmd_server(args: argparse.Namespace) -> int:
     if not cl.wait_for_stop(pid, 60):
         raise CockpitError(f"the server (pid {pid}) did not stop within 60 s", code=1)
     print(f"Cockpit server stopped (pid {pid})")
+    return 0
+
+
+def _force_stop() -> int:
+    """``cockpit server stop --force``: ask nicely (a short wait), else SIGKILL the pid that holds
+    the data folder's lock — what a stopped (SIGSTOP) or hung server needs. The next start marks
+    its live sessions ``interrupted``, as after a crash."""
+    import signal
+
+    from cockpit.server import client as cl
+
+    pid = cl.server_pid()
+    if pid is None:
+        print("no Cockpit server is running")
+        return 0
+    try:
+        with cl.BlockingClient(timeout=2.0) as c:
+            c.call("server.stop")
+        if cl.wait_for_stop(pid, 10):
+            print(f"Cockpit server stopped (pid {pid})")
+            return 0
+    except cl.ServerError:
+        pass
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if not cl.wait_for_stop(pid, 10):
+        raise CockpitError(f"the server (pid {pid}) did not die after SIGKILL", code=1)
+    print(f"Cockpit server killed (pid {pid}); its live sessions will show as interrupted")
     return 0
 
 
@@ -214,13 +249,27 @@ def cmd_kill(args: argparse.Namespace) -> int:
     return 0
 
 
+def _answered(info: dict, query: str) -> tuple[str, str]:
+    """(session id, what was asked) from an ``answer`` reply, safe for a terminal."""
+    from cockpit.textsafe import one_line
+
+    what = one_line(str(info.get("summary") or "")) or "its pending tool call"
+    return str(info.get("id") or query), what[:200]
+
+
 def cmd_approve(args: argparse.Namespace) -> int:
-    _call("answer", id=args.id, request_id=None, allow=True, scope="session" if args.session else "once")
+    info = _call("answer", id=args.id, request_id=None, allow=True, scope="session" if args.session else "once")
+    sid, what = _answered(info or {}, args.id)
+    rule = (info or {}).get("suggestion") or ""
+    scope = f" (and for the rest of the session{': ' + rule if rule else ''})" if args.session else " (once)"
+    print(f"{sid}: approved {what}{scope}")
     return 0
 
 
 def cmd_deny(args: argparse.Namespace) -> int:
-    _call("answer", id=args.id, request_id=None, allow=False, reason=args.reason)
+    info = _call("answer", id=args.id, request_id=None, allow=False, reason=args.reason)
+    sid, what = _answered(info or {}, args.id)
+    print(f"{sid}: denied {what}{' (' + args.reason + ')' if args.reason else ''}")
     return 0
 
 
@@ -325,6 +374,9 @@ async def _attach(query: str) -> int:
         while True:
             payload = await client.events.get()
             if payload is None:
+                if client.error is not None:  # stopped answering: say so, with the way out
+                    out.flush()
+                    raise CockpitError(str(client.error), code=1)
                 out.write("\n[the server closed the connection]\n")
                 return 1
             try:

@@ -12,6 +12,13 @@ crashed run left behind::
     cockpit worktrees discard ID      # remove worktree and branch (asks first; --yes to skip)
     cockpit worktrees prune           # remove worktrees with no changes and of vanished repos
                                       # (never one a live session in the server still works in)
+    cockpit worktrees check ID        # the check command on the change merged onto the current base
+    cockpit worktrees merge ID --check   # check first; a failed check asks again (--yes: merge anyway)
+    cockpit worktrees pr ID           # push the branch, open a pull request (gh) or print the compare URL
+    cockpit shell ID                  # $SHELL in the session's worktree ($EDITOR FILE with --edit FILE)
+
+Kept branches (``cockpit/*`` branches whose worktree was removed by a keep) are listed too, with
+their base, commits ahead/behind and diff stat; merge, discard, check and pr work on them.
 
 ``ID`` is a session id, a unique prefix, or a unique suffix of at least 4 characters. Exit code 1
 when a merge is refused (conflict), 2 for usage errors.
@@ -35,7 +42,8 @@ from cockpit.textsafe import one_line
 def add_parser(sub) -> None:
     p = sub.add_parser("worktrees", help="list, merge, keep, discard or prune session worktrees",
                        description="The sessions' git worktrees: list them, merge, keep, discard, prune.")
-    p.add_argument("action", nargs="?", default="list", choices=["list", "diff", "merge", "keep", "discard", "prune"])
+    p.add_argument("action", nargs="?", default="list",
+                   choices=["list", "diff", "merge", "keep", "discard", "prune", "check", "pr"])
     p.add_argument("session", nargs="?",
                    help="session id (or a unique prefix, or suffix of ≥ 4 characters) for diff/merge/keep/discard")
     p.add_argument("--json", action="store_true", help="list as JSON")
@@ -43,7 +51,72 @@ def add_parser(sub) -> None:
                    help="discard, or merge changed protected paths, without asking")
     p.add_argument("--no-server", action="store_true", default=argparse.SUPPRESS,
                    help="act on the worktrees directly, never through a running Cockpit server")
+    p.add_argument("--check", action="store_true", help="merge/pr: run the check command first")
+    p.add_argument("--notes", help="the notes folder (a test-command or commit-style note); default: "
+                                   "the repository's notes/ folder when it has one")
+    p.add_argument("--title", help="pr: the pull request's title (default: the task)")
+    p.add_argument("--body", help="pr: its body (default: task, final answer, notes given, check result)")
     p.set_defaults(func=run)
+    sh = sub.add_parser("shell", help="open $SHELL (or $EDITOR) in a session's worktree",
+                        description="A shell in a session's worktree; back where you were when it exits.")
+    sh.add_argument("session", help="session id (or a unique prefix, or suffix of ≥ 4 characters)")
+    sh.add_argument("--edit", metavar="FILE", help="open $EDITOR on FILE (relative to the worktree) instead")
+    sh.set_defaults(func=run_shell)
+
+
+def shell_argv(edit: str | None = None) -> list[str]:
+    """``$SHELL`` (``/bin/sh`` when unset), or ``$EDITOR FILE`` (``vi`` when unset)."""
+    import os
+    import shlex
+
+    if edit:
+        return [*shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"), edit]
+    return [os.environ.get("SHELL") or "/bin/sh"]
+
+
+def run_shell(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from cockpit.runtime import worktree as wt
+
+    info = wt.find(_root(), args.session)
+    if info is None:
+        raise CockpitError(f"no single session worktree matches {args.session!r} (see `cockpit worktrees`)")
+    if not Path(info.cwd).is_dir():
+        raise CockpitError(f"{info.branch} has no worktree (kept branch): nothing to open a shell in")
+    print(f"shell in {info.cwd} ({info.branch}); exit to come back", file=sys.stderr)
+    return subprocess.call(shell_argv(args.edit), cwd=info.cwd)
+
+
+def _notes_dir(args: argparse.Namespace, info) -> Path | None:
+    if getattr(args, "notes", None):
+        return Path(args.notes).expanduser()
+    guess = Path(info.repo) / "notes"
+    return guess if guess.is_dir() else None
+
+
+def _run_check(args: argparse.Namespace, info):
+    """Find the check command (config, then a ``test-command`` note: confirmed once), run it; the
+    result (printed), or None when there is no command or it was not confirmed."""
+    from cockpit.runtime import ship
+
+    cfg = _config()
+    command, source = ship.check_command(cfg, _notes_dir(args, info))
+    if command is None:
+        print(source)
+        return None
+    if source != "config" and not ship.is_confirmed(command, info.repo):
+        print(f"check command from the {source}:\n    {command}")
+        if not args.yes and not sys.stdin.isatty():
+            raise CockpitError("a check command from a note runs only once confirmed: add --yes", code=1)
+        if not args.yes and input("run it (now and from now on)? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("not run")
+            return None
+        ship.confirm(command, info.repo)
+    print(f"checking {info.branch} merged onto {info.base_branch or info.base_commit[:10]}: {command}", flush=True)
+    res = ship.run_check(info, command, cfg)
+    print(ship.check_report(res))
+    return res
 
 
 def _config():
@@ -60,12 +133,21 @@ def _root() -> Path:
     return _config().resolved_worktrees_dir()
 
 
-def _row(info) -> dict:
+def _row(info, kept: bool = False) -> dict:
     from cockpit.runtime import worktree as wt
 
     row = {"session": info.session_id, "task": info.task, "branch": info.branch, "base_commit": info.base_commit,
            "base_branch": info.base_branch, "path": info.path, "repo": info.repo, "transcript": info.transcript}
-    if not Path(info.repo).is_dir():
+    if kept:
+        row["state"] = "kept"
+        row["path"] = None
+        try:
+            stat = wt.diff_stat(info)
+            ahead, behind = wt.ahead_behind(info)
+            row.update(files=stat.files, added=stat.added, removed=stat.removed, ahead=ahead, behind=behind)
+        except wt.WorktreeError as exc:
+            row["state"] = f"kept, unreadable: {exc}"
+    elif not Path(info.repo).is_dir():
         row["state"] = "repository gone"
     elif not Path(info.path).is_dir():
         row["state"] = "worktree folder gone"
@@ -196,15 +278,18 @@ def run(args: argparse.Namespace) -> int:
     root = _root()
     if args.action == "list":
         rows = [_row(i) for i in wt.list_all(root)]
+        kept = [_row(i, kept=True) for i in wt.list_kept(root)]
         if args.json:
-            print(json.dumps({"worktrees": rows}, indent=2))
-        elif not rows:
+            print(json.dumps({"worktrees": rows, "kept": kept}, indent=2))
+        elif not rows and not kept:
             print("no session worktrees")
-        for r in rows if not args.json else []:
+        for r in rows + kept if not args.json else []:
             changes = (f"{r['files']} file{'s' if r['files'] != 1 else ''} +{r['added']} -{r['removed']}"
                        if "files" in r else r["state"])
+            if "ahead" in r:
+                changes = f"kept branch, {r['ahead']} ahead / {r['behind']} behind, {changes}"
             print(f"{r['session']}  {r['branch']}  base {r['base_commit'][:10]} on {r['base_branch'] or '(detached)'}"
-                  f"  {changes}\n    {r['path']}\n    task: {one_line(r['task'])[:100]}")
+                  f"  {changes}\n    {r['path'] or '(no worktree)'}\n    task: {one_line(r['task'])[:100]}")
         return 0
     if args.action == "prune":
         removed = 0
@@ -240,22 +325,49 @@ def run(args: argparse.Namespace) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             print("not discarded")
             return 1
+    is_kept = not Path(info.path).is_dir() and wt.branch_exists(info)
+    message = f"cockpit session {info.session_id}: {info.task.splitlines()[0][:60] if info.task else ''}"
     try:
         if args.action == "diff":
             return _print_diff(info, tuple(_config().protected))
+        if args.action == "check":
+            res = _run_check(args, info)
+            return 0 if res is not None and res.ok else 1
+        if args.action == "pr":
+            from cockpit.runtime import ship
+
+            check = _run_check(args, info) if args.check else None
+            title, body = ship.pr_text(info, check)
+            ok, line = ship.open_pr(info, args.title or title, args.body or body, message)
+            print(line)
+            return 0 if ok else 1
         if args.action == "merge" and not _confirm_protected(info, args.yes, tuple(_config().protected)):
             print("not merged")
             return 1
+        if args.action == "merge" and args.check:
+            res = _run_check(args, info)
+            if res is not None and not res.ok:
+                if args.yes:
+                    print("merging anyway (--yes)")
+                elif not sys.stdin.isatty() or input("the check did not pass: merge anyway? [y/N] ").strip().lower() \
+                        not in ("y", "yes"):
+                    print("not merged (the check did not pass; --yes merges anyway)")
+                    return 1
     except wt.WorktreeError as exc:
         raise CockpitError(str(exc), code=1) from None
-    routed = _through_server(info.session_id, args.action)
+    routed = None if is_kept else _through_server(info.session_id, args.action)
     if routed is not None:
         return routed
-    message = f"cockpit session {info.session_id}: {info.task.splitlines()[0][:60] if info.task else ''}"
     try:
         if args.action == "merge":
-            res = wt.merge(info, message)
+            from cockpit.runtime import ship
+
+            res = wt.merge(info, message, ship.merge_message(info, _notes_dir(args, info)))
             print(res.message)
+            if res.conflicts:
+                print(f"    send it back: cockpit send {info.session_id} \"merge {info.base_branch} into your "
+                      f"branch\" (or in the app: d, then b); resolve by hand: cockpit shell {info.session_id}; "
+                      "or leave it: nothing was merged")
             return 0 if res.ok else 1
         if args.action == "keep":
             print(wt.keep(info, message))

@@ -202,6 +202,9 @@ class Embedder:
             raise RuntimeError(f"embedding model {self.model_id!r} failed to load: {self.error}")
         if not texts:
             return np.zeros((0, self.dim or 0), np.float32)
+        from .text import as_text
+
+        texts = [as_text(t) for t in texts]  # the tokenizer takes only str it can encode as UTF-8
         if self.runtime == "onnxruntime":
             return self._backend.encode(list(texts))
         return self._backend.encode(list(texts), batch_size=batch_size)

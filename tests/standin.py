@@ -270,7 +270,9 @@ class StandIn:
         host: str = "127.0.0.1",
         port: int = 0,
         log_path: str | None = None,
+        exact_paths: bool = False,
     ):
+        self.exact_paths = exact_paths  # 404 for any path but /v1/messages (…/v1/v1/messages too)
         self.responder = responder or FactResponder()
         self.tokens_per_second = tokens_per_second
         self.require_key = require_key
@@ -429,7 +431,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path.endswith("/v1/messages/count_tokens"):
             u = _tokens({k: body.get(k) for k in ("system", "tools", "messages")})
             return self._json(200, {"input_tokens": u})
-        if not path.endswith("/v1/messages"):
+        if not path.endswith("/v1/messages") or (self.owner.exact_paths and path != "/v1/messages"):
             return self._json(404, HTTPError(404).body())
         if "model" not in body or "messages" not in body or "max_tokens" not in body:
             return self._json(400, HTTPError(400, message="model, messages and max_tokens are required").body())

@@ -240,3 +240,46 @@ def test_reports_and_listings_show_escape_sequences_as_nothing():
     assert "task: task line" in report and "  answer\n  second" in report and "note (0.50)" in report
     row = _fmt_row({**s, "worktree": {"branch": "b\x1b[1m"}})
     assert "\x1b" not in row and row.endswith("task line")
+
+
+def test_headless_accept_edits_denial_names_only_modes_that_would_allow_it(tmp_path, repo, monkeypatch, capsys):
+    from standin import ToolUse
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.chdir(tmp_path)
+    with StandIn() as api:
+        api.script(Reply("", [ToolUse("bash", {"command": "pytest -q"})]), Reply("could not run it"))
+        code = main(["run", "run the tests", "--base-url", api.base_url, "--workspace", str(repo),
+                     "--permission-mode", "acceptEdits", "--json"])
+        result = api.message_requests[1]["messages"][-1]["content"][0]
+    capsys.readouterr()
+    assert code == 0 and result["is_error"]
+    text = result["content"]
+    assert "--permission-mode auto or bypassPermissions" in text
+    assert "--permission-mode acceptEdits" not in text  # the mode it ran in allows no command
+    assert "Bash(pytest *)" in text  # the allow rule that would
+
+
+def test_headless_denial_text_per_kind_and_mode():
+    from cockpit.runtime.permissions import PermissionMode as M
+    from cockpit.runtime.session_base import headless_denial
+
+    assert "--permission-mode acceptEdits or auto or bypassPermissions" in headless_denial(M.DEFAULT, "edit")
+    assert "--permission-mode auto or bypassPermissions" in headless_denial(M.DEFAULT, "bash")
+    # a protected path asks in acceptEdits too: no mode to suggest, an allow rule
+    protected = headless_denial(M.ACCEPT_EDITS, "edit", "Edit(.git/hooks/**)")
+    assert "--permission-mode" not in protected and "Edit(.git/hooks/**)" in protected
+    assert "--permission-mode bypassPermissions" in headless_denial(M.AUTO, "memory_save")
+
+
+def test_a_base_url_ending_in_v1_gets_a_hint_on_404(tmp_path, ws, monkeypatch, capsys):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("COCKPIT_MAX_RETRIES", "0")
+    monkeypatch.chdir(tmp_path)
+    with StandIn(exact_paths=True) as api:
+        api.script(Reply("never sent"))
+        code = main(["run", "t", "--base-url", api.base_url + "/v1", "--workspace", str(ws), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    error = json.dumps(out["sessions"][0])
+    assert "404" in error and "drop the trailing /v1" in error

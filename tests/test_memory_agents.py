@@ -403,3 +403,107 @@ def test_instruction_files_that_are_fifos_huge_or_binary_are_skipped_with_a_warn
     assert [i.rel for i in found] == ["CLAUDE.md"]
     assert sorted(w.split(": skipped: ")[1] for w in warnings) == [
         "307,200 bytes, over the 262,144-byte cap", "binary file", "not a regular file", "not a regular file"]
+
+
+# -- the hook never blocks a prompt -----------------------------------------------------------------
+def _hook(notes: Path, payload: dict, env: dict) -> tuple[subprocess.CompletedProcess, float]:
+    import time
+
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "cockpit", "memory", "hook", "--notes", str(notes)],
+                          input=json.dumps(payload).encode(), capture_output=True, timeout=60, env=env)
+    return proc, time.monotonic() - started
+
+
+@pytest.fixture
+def server_env(tmp_path, monkeypatch):
+    """The environment of a hook that uses the server (a fresh data folder); any server it
+    started is killed afterwards."""
+    from cockpit.server.client import server_pid, wait_for_stop
+
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    env = {k: v for k, v in os.environ.items() if k != "COCKPIT_NO_SERVER"}
+    env["HF_HUB_OFFLINE"] = "1"
+    yield env
+    pid = server_pid()
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+            os.kill(pid, 18)  # SIGCONT: a stopped one dies too
+        assert wait_for_stop(pid, 30)
+
+
+def _until(pred, timeout: float = 120.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not (value := pred()):
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.05)
+    return value
+
+
+def test_hook_cold_start_returns_at_once_then_a_later_prompt_gets_the_block(notes, server_env):
+    from cockpit.server.client import BlockingClient, server_running
+
+    proc, took = _hook(notes, _payload("cold-1"), server_env)
+    assert proc.returncode == 0 and proc.stdout == b"" and took < 2.0
+    assert b"starting one in the background" in proc.stderr
+    _until(server_running)  # the hook started it, detached
+
+    def engine_ready() -> bool:
+        with BlockingClient() as c:
+            engines = c.call("server.status")["engines"]
+        return any(e["ready"] for e in engines)
+    _until(engine_ready)  # … and had it warm the notes' engine
+    # the session was not marked preseeded: its next prompt gets the block, within the budget
+    proc, took = _hook(notes, _payload("cold-1", prompt="and the staging port?"), server_env)
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 0 and took < 2.0
+    assert out["hookSpecificOutput"]["additionalContext"].startswith("<project-notes>")
+    proc, _ = _hook(notes, _payload("cold-1", prompt="and again?"), server_env)
+    assert proc.stdout == b""  # once per session
+
+
+def test_hook_with_a_stopped_server_prints_nothing_within_two_seconds(notes, server_env):
+    import signal
+
+    from cockpit.server.client import server_pid, start_server
+
+    start_server()
+    os.kill(server_pid(), signal.SIGSTOP)
+    proc, took = _hook(notes, _payload("hung-1"), server_env)
+    assert proc.returncode == 0 and proc.stdout == b"" and took < 2.0
+    assert b"did not answer" in proc.stderr or b"does not answer" in proc.stderr
+
+
+def test_hook_with_a_dead_servers_socket_prints_nothing_and_starts_one(notes, server_env):
+    import socket
+
+    from cockpit.server import paths
+
+    sock = paths.socket_path()
+    paths.ensure_private_dir(sock.parent)
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(sock))  # a crashed server's socket file: nobody listens
+    dead.close()
+    proc, took = _hook(notes, _payload("dead-1"), server_env)
+    assert proc.returncode == 0 and proc.stdout == b"" and took < 2.0
+    from cockpit.server.client import server_running
+
+    _until(server_running)
+
+
+def test_mcp_tool_on_a_stopped_server_is_a_clear_tool_error(notes, server_env):
+    import signal
+
+    from cockpit.server.client import server_pid, start_server
+
+    start_server()
+    os.kill(server_pid(), signal.SIGSTOP)
+
+    async def calls(session):
+        return await asyncio.wait_for(session.call_tool("memory_search", {"query": "staging port"}), 30)
+
+    found = asyncio.run(_mcp_session(notes, {**server_env, "COCKPIT_SERVER_TIMEOUT": "1"}, calls))
+    assert found.is_error and "does not answer (stopped or hung?)" in found.content[0].text

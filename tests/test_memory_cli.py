@@ -227,3 +227,30 @@ def test_search_and_index_output_show_escape_sequences_as_nothing(notes, capsys)
     code, out, _ = run(["search", "kubectl apply", "--notes", str(notes)], capsys)
     assert code == 0 and "[evil-note]" in out and "ship it with kubectl" in out
     assert "\x1b" not in out and "\x07" not in out
+
+
+def test_non_ascii_query_under_a_posix_locale_without_utf8_mode(tmp_path):
+    # argv "café" arrives as "caf\udcc3\udca9" (surrogate escapes): the tokenizer used to refuse it
+    # ("TextInputSequence must be str"); stdout is ASCII, so the note's é is escaped, not fatal
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "cafe.md").write_text("---\nname: cafe-hours\ndescription: the café opens at nine\n---\nCoffee.\n",
+                                   encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIOENCODING", "PYTHONUTF8"))}
+    env.update(LC_ALL="POSIX", PYTHONUTF8="0", HF_HUB_OFFLINE="1", COCKPIT_NO_SERVER="1",
+               COCKPIT_DATA_DIR=str(tmp_path / "data"))
+    proc = subprocess.run([sys.executable, "-m", "cockpit", "memory", "search", "café", "--notes", str(notes)],
+                          capture_output=True, env=env, cwd=ROOT, timeout=120)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert b"[cafe-hours]" in proc.stdout and b"caf\\xe9" in proc.stdout
+
+
+def test_as_text_recovers_escaped_utf8_and_bytes():
+    from memory.text import as_text
+
+    assert as_text("caf\udcc3\udca9") == "café"
+    assert as_text(b"caf\xc3\xa9") == "café"
+    assert as_text("caf\udce9") == "caf\ufffd"  # a Latin-1 byte: not UTF-8
+    assert as_text("lone \ud800") == "lone ?"

@@ -147,6 +147,8 @@ async def test_git_commits_on_its_own_branch_only(boxed, tmp_path):
     r = await shell.run("echo two >> a.txt && git add -A && git -c user.name=s -c user.email=s@x commit -qm work "
                         "&& git log --oneline | wc -l")
     assert r.exit_code == 0 and r.output.strip() == "2"
+    # its objects are in its own store until Cockpit takes them in, each hash checked
+    assert await asyncio.to_thread(wt.absorb_objects, info) >= 3
     assert git(repo, "log", "--oneline", info.branch).count("\n") == 2  # the commit is on its branch
     r = await shell.run("git update-ref refs/heads/main HEAD")
     assert r.exit_code != 0
@@ -225,7 +227,7 @@ async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home):
     backend = AVAIL.backend
     assert backend is not None
     shell = BashSession(info.cwd, session_env(dict(os.environ)), timeout=30,
-                        wrap=lambda argv: backend.command(conf, sb.with_forwarder(conf, argv)))
+                        wrap=lambda argv: backend.command(conf, argv))
     fetch = ("NO_PROXY= python3 -c \"import os, urllib.request as u; "
              "o = u.build_opener(u.ProxyHandler({{'http': os.environ['HTTP_PROXY']}})); "
              "print(o.open('http://127.0.0.1:{port}/', timeout=10).read().decode())\"")
@@ -270,3 +272,58 @@ async def test_a_session_that_points_head_at_main_cannot_make_cockpit_commit_the
     assert commit is not None
     assert git(repo, "rev-parse", "main").strip() == main_before  # main did not move
     assert git(repo, "rev-parse", info.branch).strip() == commit  # the work is on the session's branch
+
+
+async def test_the_shared_object_store_is_read_only_and_a_forged_object_never_enters_it(boxed, tmp_path):
+    """The red team replaced a blob of main in place and deleted the store; now the store is
+    read-only inside, and an object written under a name that is not its content's is refused
+    when Cockpit takes the session's objects in."""
+    info, shell, _ = boxed
+    repo = tmp_path / "repo"
+    objects = repo / ".git" / "objects"
+    before = sorted(str(p) for p in objects.rglob("*") if p.is_file())
+    r = await shell.run(f"find {objects} -type f -delete; echo x > {objects}/info/alternates; echo done")
+    assert "done" in r.output
+    assert sorted(str(p) for p in objects.rglob("*") if p.is_file()) == before
+    assert git(repo, "cat-file", "-p", "main:a.txt") == "one\n"
+    # forge: a commit on the branch whose tree names a blob stored under a false name
+    r = await shell.run(
+        "echo evil > a.txt && git add a.txt && git -c user.name=s -c user.email=s@x commit -qm forged "
+        "&& B=$(git rev-parse HEAD:a.txt) && F=$GIT_OBJECT_DIRECTORY/${B:0:2}/${B:2} "
+        "&& chmod u+w $F && printf 'blob 5\\0good\\n' | python3 -c "
+        "'import sys, zlib; sys.stdout.buffer.write(zlib.compress(sys.stdin.buffer.read()))' > $F && echo forged")
+    assert "forged" in r.output, r.output
+    with pytest.raises(wt.WorktreeError):
+        await asyncio.to_thread(wt.absorb_objects, info)
+    assert git(repo, "cat-file", "-p", "main:a.txt") == "one\n"
+
+
+async def test_a_branch_made_a_symbolic_ref_to_main_is_refused(boxed, tmp_path):
+    info, shell, _ = boxed
+    repo = tmp_path / "repo"
+    main_before = git(repo, "rev-parse", "main").strip()
+    r = await shell.run("B=$(git symbolic-ref HEAD); echo 'ref: refs/heads/main' > "
+                        "$(git rev-parse --git-common-dir)/$B && echo change >> a.txt && echo aliased")
+    assert "aliased" in r.output
+    with pytest.raises(wt.WorktreeError, match="point at"):
+        await asyncio.to_thread(wt.commit_pending, info, "work")
+    assert git(repo, "rev-parse", "main").strip() == main_before
+
+
+async def test_no_unix_socket_and_no_capabilities_inside(boxed, tmp_path):
+    """A Unix socket of a server outside (tmux, Docker, an X server) is no way out: the filter
+    refuses AF_UNIX sockets; and nothing inside holds a capability (bwrap run by root keeps them)."""
+    _, shell, _ = boxed
+    path = tmp_path / "outside.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+    try:
+        r = await shell.run(f"python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{path}\")' "
+                            "&& echo CONNECTED; grep CapEff /proc/self/status; "
+                            "python3 -c 'import socket; a, b = socket.socketpair(); print(\"pair ok\")'")
+        assert "CONNECTED" not in r.output and "Operation not permitted" in r.output
+        assert "CapEff:\t0000000000000000" in r.output
+        assert "pair ok" in r.output  # pipes between processes still work
+    finally:
+        server.close()

@@ -797,3 +797,176 @@ def test_a_session_cannot_find_the_servers_key_in_proc(api, ws, server_proc, mon
     if proc is not None:
         _stop_server()
         assert proc.wait(30) == 0
+
+
+# -- a server that does not answer, and servers started at the same moment -------------------------
+@pytest.fixture
+def stopped_server(server_proc, monkeypatch):
+    """A real server stopped with SIGSTOP (it still accepts connections: the kernel does); killed
+    afterwards."""
+    start_server()
+    pid = _pid()
+    os.kill(pid, signal.SIGSTOP)
+    yield pid
+    import contextlib
+
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGCONT)
+    assert wait_for_stop(pid, 30)
+
+
+def _cli(*argv: str, timeout: float = 60, **env: str) -> tuple[subprocess.CompletedProcess, float]:
+    import time
+
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "cockpit", *argv], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **env}, stdin=subprocess.DEVNULL)
+    return proc, time.monotonic() - started
+
+
+@pytest.mark.parametrize("argv", [["ls"], ["server", "status"], ["memory", "search", "staging", "--notes", "."],
+                                  ["run", "say hi", "--base-url", "http://127.0.0.1:9"], ["attach", "abcd"],
+                                  ["approve", "abcd"]])
+def test_a_stopped_server_gives_one_clear_line_not_a_hang(stopped_server, tmp_path, argv):
+    (tmp_path / "n.md").write_text("---\nname: n\ndescription: staging\n---\nx\n")
+    proc, took = _cli(*argv, COCKPIT_SERVER_TIMEOUT="1")
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("cockpit: error: the Cockpit server at ") and "does not answer" in lines[-1]
+    assert "cockpit server stop --force" in lines[-1] and "Traceback" not in proc.stderr
+    assert took < 30
+
+
+def test_stop_force_ends_a_stopped_server(stopped_server):
+    proc, _ = _cli("server", "stop", "--force")
+    assert proc.returncode == 0 and f"pid {stopped_server}" in proc.stdout
+    assert wait_for_stop(stopped_server, 10) and not server_running()
+
+
+class _Mute:
+    """A fake Unix-socket server that accepts and never answers (or only sends keepalives)."""
+
+    def __init__(self, path: Path, keepalive: float | None = None, answer_after: float | None = None):
+        self.path = path
+        self.keepalive, self.answer_after = keepalive, answer_after
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(str(path))
+        self.sock.listen(8)
+        self.conns: list[socket.socket] = []
+        self.done = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        import time
+
+        self.sock.settimeout(0.05)
+        conn = None
+        while not self.done.is_set():
+            try:
+                conn, _ = self.sock.accept()
+                self.conns.append(conn)
+            except TimeoutError:
+                pass
+            if conn is None or self.keepalive is None:
+                continue
+            started = time.monotonic()
+            while not self.done.wait(self.keepalive):
+                if self.answer_after is not None and time.monotonic() - started >= self.answer_after:
+                    conn.sendall(rpc.response(1, {"ok": True}))
+                    return
+                conn.sendall(rpc.KEEPALIVE)
+
+    def close(self) -> None:
+        self.done.set()
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+def test_blocking_and_async_clients_time_out_on_a_server_that_accepts_and_never_answers(tmp_path):
+    from cockpit.server.client import ServerHung
+
+    mute = _Mute(tmp_path / "mute.sock")
+    try:
+        c = BlockingClient(mute.path, timeout=0.5)
+        with pytest.raises(ServerHung, match="does not answer"):
+            c.call("list")
+        with pytest.raises(ServerHung):  # the connection stays marked, no second wait
+            c.call("list")
+        c.close()
+
+        async def go():
+            a = await AsyncClient.connect(mute.path, timeout=0.5)
+            try:
+                with pytest.raises(ServerHung, match="does not answer"):
+                    await asyncio.wait_for(a.call("list"), 20)
+                assert await asyncio.wait_for(a.events.get(), 20) is None and isinstance(a.error, ServerHung)
+            finally:
+                await a.close()
+        asyncio.run(go())
+    finally:
+        mute.close()
+
+
+def test_keepalives_keep_a_long_call_alive(tmp_path):
+    alive = _Mute(tmp_path / "slow.sock", keepalive=0.1, answer_after=1.5)  # answers after 3 read timeouts
+    try:
+        with BlockingClient(alive.path, timeout=0.5) as c:
+            assert c.call("wait") == {"ok": True}
+    finally:
+        alive.close()
+
+
+async def test_the_server_sends_keepalives_to_a_subscriber(monkeypatch):
+    monkeypatch.setattr(rpc, "KEEPALIVE_S", 0.05)
+    srv = Server(RuntimeConfig(api_key="k"))
+    await srv.start()
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(srv.socket_path), limit=rpc.MAX_LINE)
+        writer.write(rpc.request(1, "subscribe"))
+        await writer.drain()
+        assert json.loads(await asyncio.wait_for(reader.readline(), 10))["id"] == 1
+        assert json.loads(await asyncio.wait_for(reader.readline(), 10))["method"] == "keepalive"
+        writer.close()
+    finally:
+        await srv.shutdown()
+
+
+@pytest.mark.parametrize("how", ["start_server", "cockpit server start"])
+def test_concurrent_starts_converge_on_one_server(server_proc, how):
+    code = "from cockpit.server.client import start_server; print('pid', start_server())"
+    cmd = [sys.executable, "-c", code] if how == "start_server" else [sys.executable, "-m", "cockpit", "server", "start"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    results = [(p.wait(timeout=120), *p.communicate()) for p in procs]
+    assert [rc for rc, _, _ in results] == [0] * 6, results
+    with BlockingClient() as c:
+        pid = c.call("server.status")["pid"]
+    started = [out for _, out, _ in results if f"{pid}" in out]
+    assert len(started) <= 1  # the winner says its pid; the others found it running
+    from cockpit.server.client import server_pid
+
+    assert server_pid() == pid
+
+
+def test_approve_and_deny_say_what_they_answered(api, ws, server_proc, capsys):
+    import time
+
+    api.script(Reply("", [ToolUse("bash", {"command": "echo hi"})]), Reply("", [ToolUse("bash", {"command": "ls"})]),
+               Reply("done"))
+    ensure_server()
+    payload = {"api_key": "test-key", "base_url": api.base_url, "max_retries": 0}
+    with BlockingClient() as c:
+        sid = c.call("spawn", task="t", workspace=str(ws), config=payload, interactive=True)["id"]
+
+        def asking() -> None:
+            deadline = time.monotonic() + 60
+            while c.call("get", id=sid)["status"] != "needs approval":
+                assert time.monotonic() < deadline, "no approval asked"
+                time.sleep(0.02)
+        asking()
+        assert main(["approve", sid]) == 0
+        assert capsys.readouterr().out.strip() == f"{sid}: approved echo hi (once)"
+        asking()
+        assert main(["deny", sid, "--reason", "not now"]) == 0
+        assert capsys.readouterr().out.strip() == f"{sid}: denied ls (not now)"

@@ -344,8 +344,8 @@ def test_textsafe_removes_escape_sequences_and_controls_keeps_text():
 def test_a_dotted_keymap_id_unquoted_is_the_dotted_binding(tmp_path, monkeypatch):
     # TOML reads `diff.merge = "g"` as the table {"diff": {"merge": "g"}}: it means the id diff.merge
     monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path))
-    (tmp_path / "config.toml").write_text('[keymap]\ndiff.merge = "g"\nspawn = "s"\n')
-    assert state.load_keymap() == {"diff.merge": "g", "spawn": "s"}
+    (tmp_path / "config.toml").write_text('[keymap]\ndiff.merge = "g"\nspawn = "o"\n')
+    assert state.load_keymap() == {"diff.merge": "g", "spawn": "o"}
     from cockpit.tui.keymap import check_keymap
 
     check_keymap(state.load_keymap())

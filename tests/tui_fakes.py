@@ -85,6 +85,11 @@ class FakeManager:
         self.answers.append((session_id, request_id, allow, scope, reason))
         self.emit(ev.ApprovalResolved(session_id, request_id or "", allow, scope, reason))
 
+    async def pull_request(self, session_id, title="", body="", draft=False):
+        if draft:
+            return {"title": "the task", "body": "## Task\n\nthe task"}
+        return await self.review(session_id, "pr")
+
     async def review(self, session_id, action):
         self.reviews.append((session_id, action))
         result = ev.Reviewed(session_id, action, True, f"{action} done")

@@ -166,6 +166,7 @@ class RuntimeConfig:
     max_budget_tokens: int | None = None
     server_budget_usd: float | None = None
     server_budget_tokens: int | None = None
+    check_command: str | None = None  # tests before merge: `check_command` or [worktrees] check_command
 
     def sandbox_settings(self) -> SandboxSettings:
         """The ``[sandbox]`` settings as the sandbox module takes them."""
@@ -219,7 +220,9 @@ _FILE_KEYS: dict[str, Any] = {
     "context_management": str, "notify_os": bool, "backend": str, "claude_setting_sources": "sources",
     "selector": str, "selector_model": str, "selector_timeout": float,
     "max_budget_usd": float, "max_budget_tokens": int, "server_budget_usd": float, "server_budget_tokens": int,
+    "check_command": str,
 }
+_WORKTREES_TABLE = {"enabled": "worktrees", "check_command": "check_command"}  # [worktrees] (a table, not the bool)
 _PRESEED_TABLE = {"selector": "selector", "model": "selector_model", "timeout": "selector_timeout"}
 SELECTORS = ("embedded", "model")
 
@@ -318,6 +321,11 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
     for key in _FILE_KEYS:
         if key in data and not isinstance(data[key], dict):
             table.setdefault(key, data[key])
+    if isinstance(data.get("worktrees"), dict):  # [worktrees] enabled = true, check_command = "pytest -q"
+        for key, value in data["worktrees"].items():
+            if key not in _WORKTREES_TABLE:
+                raise ConfigError(f"{path}: unknown key {key!r} in [worktrees] (known: enabled, check_command)")
+            table[_WORKTREES_TABLE[key]] = value
     if isinstance(data.get("preseed"), dict):  # [preseed] selector = "model", model, timeout
         for key, name in _PRESEED_TABLE.items():
             if key in data["preseed"]:

@@ -43,7 +43,7 @@ from cockpit.events import (
     UsageUpdate,
     WorktreeRef,
 )
-from cockpit.runtime import ids
+from cockpit.runtime import ids, ship
 from cockpit.runtime import worktree as wt
 from cockpit.runtime.budget import Budget, BudgetHit, check, parse_tokens, parse_usd
 from cockpit.runtime.config import RuntimeConfig
@@ -133,6 +133,7 @@ class SessionManager:
         self._total_cost: float = 0.0
         self._unpriced = False
         self._closed = False
+        self._last_check: dict[str, wt.CheckResult] = {}  # session id → its last check (for a PR's body)
         self._cm_supported: bool | None = None
         self._logs: dict[str, list[Event]] = {}
         self.server_budget = Budget(self.config.server_budget_usd, self.config.server_budget_tokens)
@@ -393,6 +394,9 @@ class SessionManager:
             return None, "in place: --no-worktree"
         found = await asyncio.to_thread(wt.find_repo, ws)
         if found is None:
+            if await asyncio.to_thread(wt.is_bare, ws):
+                raise wt.WorktreeError(f"{ws} is a bare git repository (no working tree): "
+                                       "start the session in a clone or a worktree of it")
             return None, "in place: not a git repository (or no commit yet)"
         info = await asyncio.to_thread(wt.create, ws, sid, task, cfg.resolved_worktrees_dir(), transcript)
         return info, "worktree"
@@ -545,22 +549,30 @@ class SessionManager:
     async def review(self, session_id: str, action: str) -> Reviewed:
         """``merge`` | ``keep`` | ``discard`` the session's worktree (see :mod:`worktree`). A
         session still waiting for a follow-up is ended (``done``) first; a running one is refused.
-        Publishes and returns a :class:`Reviewed`. Raises KeyError, ValueError (also when the
-        worktree was already merged, kept or discarded)."""
-        if action not in ("merge", "keep", "discard"):
-            raise ValueError("review action must be merge, keep or discard")
+        Also (:mod:`cockpit.runtime.ship`): ``check`` runs the check command on the change merged
+        onto the current base (a command from a note not yet confirmed gives ``check-confirm``
+        with the command as the message; ``check-confirmed`` confirms and runs it); ``send-back``
+        sends a conflicting change back to its session (a follow-up naming the files; a session
+        that ended is resumed in its worktree first); ``pr`` pushes and opens a pull request with
+        the drafted title and body. Publishes and returns a :class:`Reviewed`. Raises KeyError,
+        ValueError (also when the worktree was already merged, kept or discarded)."""
+        if action not in ("merge", "keep", "discard", "check", "check-confirmed", "send-back", "pr"):
+            raise ValueError("review action must be merge, keep, discard, check, send-back or pr")
         s = self.get(session_id)
         info = s.worktree
         if info is None:
             raise ValueError(f"session {s.id} runs in place: nothing to {action}")
         if not Path(info.path).is_dir():
             raise ValueError(_worktree_gone(s))
+        if action in ("check", "check-confirmed", "send-back", "pr"):
+            return await self._ship(s, info, action)
         if not s.status.is_final and s.status.value != "waiting for you":
             raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you or ends")
         message = f"cockpit session {s.id}: {s.task.splitlines()[0][:60]}"
         try:
             if action == "merge":
-                res = await asyncio.to_thread(wt.merge, info, message)
+                notes = getattr(s.engine, "notes_dir", None)
+                res = await asyncio.to_thread(wt.merge, info, message, ship.merge_message(info, notes))
                 ok, text = res.ok, res.message
             elif action == "keep":
                 ok, text = True, await asyncio.to_thread(wt.keep, info, message)
@@ -579,6 +591,69 @@ class SessionManager:
             pass
         self.publish(event)
         return event
+
+    async def _ship(self, s: SessionBase, info: wt.WorktreeInfo, action: str, title: str = "",
+                    body: str = "") -> Reviewed:
+        """check / send-back / pr (see :meth:`review`)."""
+        cfg = getattr(s, "_cfg", None) or self.config
+        notes = getattr(s.engine, "notes_dir", None)
+        ok, text, shown = False, "", action
+        if action in ("check", "check-confirmed"):
+            command, source = ship.check_command(cfg, notes)
+            if command is None:
+                text = source
+            elif source != "config" and action == "check" and not ship.is_confirmed(command, info.repo):
+                shown, text = "check-confirm", command
+            else:
+                if source != "config":
+                    ship.confirm(command, info.repo)
+                res = await asyncio.to_thread(ship.run_check, info, command, cfg)
+                self._last_check[s.id] = res
+                ok, text, shown = res.ok, ship.check_report(res), "check"
+        elif action == "send-back":
+            _tree, conflicts = await asyncio.to_thread(wt.preview_merge, info, None)
+            if not conflicts:
+                commit = await asyncio.to_thread(wt.snapshot, info)
+                _tree, conflicts = await asyncio.to_thread(wt.preview_merge, info, commit)
+            if not conflicts:
+                text = "no conflict with the base branch: nothing to send back"
+            else:
+                text_for_session = ship.conflict_followup(info, conflicts)
+                target = s
+                if s.status.is_final:
+                    target = await self.resume(s.transcript_path, interactive=True, config=cfg)
+                elif s.status.value != "waiting for you":
+                    raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you")
+                await self.send(target.id, text_for_session)
+                ok = True
+                text = (f"sent back to session {target.id}: merge {info.base_branch or 'the base'} into its branch, "
+                        f"resolving {', '.join(conflicts)}")
+        else:  # pr
+            if not title:
+                title, body = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
+            message = f"cockpit session {s.id}: {s.task.splitlines()[0][:60]}"
+            ok, text = await asyncio.to_thread(ship.open_pr, info, title, body, message)
+        event = Reviewed(s.id, shown, ok, text)
+        try:
+            append_record(s.transcript_path, "review", action=shown, ok=ok, message=text)
+        except OSError:
+            pass
+        self.publish(event)
+        return event
+
+    async def pull_request(self, session_id: str, title: str = "", body: str = "",
+                           draft: bool = False) -> Reviewed | dict:
+        """Push the session's branch and open a pull request (``title``/``body`` empty: drafted from
+        the task, the final answer, the notes, the last check). ``draft``: only the draft,
+        ``{"title", "body"}``, nothing pushed."""
+        s = self.get(session_id)
+        info = s.worktree
+        if info is None:
+            raise ValueError(f"session {s.id} runs in place: no branch to push")
+        if draft:
+            t, b = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
+            return {"title": t, "body": b}
+        return await self._ship(s, info, "pr", title, body)
 
     async def kill(self, session_id: str, reason: str = "") -> None:
         """Cancel the session's task and wait until it has ended ``killed`` (transcript closed

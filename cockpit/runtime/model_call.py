@@ -296,7 +296,17 @@ class ModelCaller:
                 f"{where} rejected Anthropic's client tool types (bash_20250124, text_editor_20250728): "
                 f"{api_msg}. Rerun with --tools portable (plain JSON-schema tools with the same names)",
             )
-        return SessionFailure("api", f"API error {status} {etype}: {api_msg}")
+        hint = v1_hint(self.cfg.base_url) if status == 404 else ""
+        return SessionFailure("api", f"API error {status} {etype}: {api_msg}{hint}")
+
+
+def v1_hint(base_url: str | None) -> str:
+    """For a 404: the hint when ``base_url`` ends in ``/v1`` (the SDK appends ``/v1/messages``
+    itself, so the request went to ``…/v1/v1/messages``)."""
+    if base_url and base_url.rstrip("/").endswith("/v1"):
+        return (f" — base_url {base_url} ends in /v1 and the client adds /v1/messages itself: "
+                f"drop the trailing /v1 (base_url = \"{base_url.rstrip('/')[:-3]}\")")
+    return ""
 
 
 class _Live:

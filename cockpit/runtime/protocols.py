@@ -192,6 +192,9 @@ class Runtime(Protocol):
 
     async def diff(self, session_id: str) -> Any: ...
 
+    async def pull_request(self, session_id: str, title: str = "", body: str = "", draft: bool = False) -> Any:
+        """Push the branch and open a pull request (``draft``: only ``{"title", "body"}``)."""
+
     async def resume(self, transcript_path: str | Path, **options: Any) -> Any: ...
 
     async def continue_fresh(self, session_id: str) -> Any: ...

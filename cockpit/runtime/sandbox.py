@@ -34,6 +34,7 @@ or user namespaces switched off; or not Linux).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,8 +56,20 @@ SECRET_PATHS = (
     ".password-store", ".local/share/keyrings", ".claude", ".claude.json", ".codex", ".gemini",
     ".config/anthropic", ".config/op", ".vault-token", ".cargo/credentials", ".cargo/credentials.toml",
     ".config/hub", ".gem/credentials", ".m2/settings.xml", ".pgpass", ".my.cnf", ".bash_history",
-    ".zsh_history", ".python_history",
+    ".zsh_history", ".python_history", ".cache/huggingface/token", ".huggingface/token", ".config/pip",
+    ".pip/pip.conf", ".config/containers/auth.json", ".yarnrc.yml", ".gradle/gradle.properties",
+    ".config/configstore", ".terraformrc", ".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile",
+    ".zshenv", ".config/fish", ".config/gcloud", ".config/netlify", ".config/vercel", ".fly", ".wrangler",
+    ".config/heroku", ".heroku", ".s3cfg", ".boto", ".databrickscfg", ".config/openai", ".config/github-copilot",
 )
+# untracked files in the user's own checkout that hold secrets (a worktree session sees the rest of
+# the checkout read-only; these not at all)
+SECRET_FILE = re.compile(r"(?i)^(\.env(\..*)?|.*\.(pem|key|p12|pfx|jks|keystore)|id_(rsa|dsa|ecdsa|ed25519)|"
+                         r"credentials(\..*)?|secrets?(\..*)?|\.npmrc|\.pypirc|\.netrc|service-account.*\.json)$")
+# variables that point at a way out of the sandbox (a Unix socket of a server outside): not passed in
+SOCKET_ENV = ("TMUX", "TMUX_PANE", "STY", "DISPLAY", "WAYLAND_DISPLAY", "DOCKER_HOST", "SSH_AUTH_SOCK",
+              "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "GPG_AGENT_INFO", "KRB5CCNAME",
+              "VSCODE_IPC_HOOK", "VSCODE_IPC_HOOK_CLI", "VSCODE_GIT_IPC_HANDLE", "GIT_ASKPASS", "SSH_ASKPASS")
 
 
 @dataclass(frozen=True)
@@ -155,8 +168,10 @@ class Bubblewrap:
 
     def command(self, conf: Confinement, argv: list[str]) -> list[str]:
         bwrap = _bwrap_path() or "bwrap"
+        # --cap-drop ALL: run by root, bwrap would keep every capability (umount a hidden folder,
+        # remount a read-only one); nobody inside needs one
         args = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--hostname", "cockpit-sandbox"]
+                "--unshare-cgroup-try", "--hostname", "cockpit-sandbox", "--cap-drop", "ALL"]
         if conf.network != "on":
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -172,13 +187,28 @@ class Bubblewrap:
         for path in conf.readonly:
             if os.path.lexists(path) and not os.path.islink(path):
                 args += ["--ro-bind", path, path]
+        for key in SOCKET_ENV:
+            args += ["--unsetenv", key]
+        for key in list(os.environ):
+            if key.startswith(("VSCODE_IPC", "DBUS_")):
+                args += ["--unsetenv", key]
         for key, value in conf.env.items():
             args += ["--setenv", key, value]
         args += ["--chdir", conf.cwd, "--"]
-        return args + argv
+        return args + with_forwarder(conf, filtered(argv))
 
 
 BACKENDS: dict[str, SandboxBackend] = {"bubblewrap": Bubblewrap()}
+
+
+def filtered(argv: list[str]) -> list[str]:
+    """``argv`` started under the seccomp filter (:mod:`cockpit.runtime.seccomp`: no Unix domain
+    sockets, no io_uring), by the interpreter Cockpit runs on (its real path: a virtualenv inside a
+    hidden folder would not be there), standard library only."""
+    from cockpit.runtime.seccomp import LAUNCHER, program
+
+    python = os.path.realpath(sys.executable)
+    return [python, "-I", "-S", "-c", LAUNCHER, program().hex(), *argv]
 
 
 def with_forwarder(conf: Confinement, argv: list[str]) -> list[str]:
@@ -193,7 +223,8 @@ def with_forwarder(conf: Confinement, argv: list[str]) -> list[str]:
     start = (f'"{sys.executable}" -c "$0" {PROXY_PORT} {inside} >/dev/null 2>&1 & '
              f"for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{PROXY_PORT}) 2>/dev/null && break; "
              'sleep 0.02; done; exec "$@"')
-    return [argv[0], "--noprofile", "--norc", "-c", start, FORWARDER, *argv]
+    bash = shutil.which("bash") or "/bin/bash"
+    return [bash, "--noprofile", "--norc", "-c", start, FORWARDER, *argv]
 
 
 @dataclass(frozen=True)
@@ -263,20 +294,53 @@ def _git_paths(tree: str, branch: str | None) -> tuple[list[str], list[str]]:
     admin = rev("--absolute-git-dir")
     common = rev("--git-common-dir")
     if not admin or not common:
-        return [], []
+        return [], [], []
     common = os.path.realpath(os.path.join(tree, common))
-    writable, readonly = [], [os.path.join(tree, ".git")]
+    writable, readonly, hidden = [], [os.path.join(tree, ".git")], []
     if os.path.realpath(admin) != common:  # a linked worktree: its own admin folder
+        # other sessions' admin folders, branches and reflogs hidden; this session's bound back
+        hidden += [os.path.join(common, "worktrees"), os.path.join(common, "refs", "heads", "cockpit"),
+                   os.path.join(common, "logs", "refs", "heads", "cockpit")]
         writable.append(admin)
         readonly += [os.path.join(admin, "commondir"), os.path.join(admin, "gitdir")]
-        writable.append(os.path.join(common, "objects"))
+        # the shared object store stays read-only: new objects go to the session's own store
+        # (GIT_OBJECT_DIRECTORY, see confinement_for), taken in by Cockpit with their hashes checked
+        os.makedirs(private_objects(admin), exist_ok=True)
         if branch and "/" in branch:
             parent = branch.rsplit("/", 1)[0]
             for base in ("refs/heads", "logs/refs/heads"):
                 folder = os.path.join(common, base, parent)
                 os.makedirs(folder, exist_ok=True)
                 writable.append(folder)
-    return writable, readonly
+        checkout = os.path.dirname(common) if os.path.basename(common) == ".git" else ""
+        if checkout and not tree.startswith(checkout.rstrip("/") + "/"):
+            hidden += _secret_files(checkout)
+    return writable, readonly, hidden
+
+
+def private_objects(admin: str) -> str:
+    """The session's own git object store, in its worktree's admin folder."""
+    return os.path.join(admin, "cockpit-objects")
+
+
+def _secret_files(checkout: str, depth: int = 2) -> list[str]:
+    """Files of the user's checkout whose names say they hold secrets (``.env``, ``*.pem``…), two
+    levels deep, ``.git`` and dependency folders left out."""
+    out: list[str] = []
+    todo = [(checkout, 0)]
+    while todo and len(out) < 200:
+        folder, level = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if level + 1 < depth and e.name not in (".git", "node_modules", ".venv", "venv", "__pycache__"):
+                    todo.append((e.path, level + 1))
+            elif SECRET_FILE.match(e.name):
+                out.append(e.path)
+    return out
 
 
 def session_tmp(worktrees: Path | str | None = None) -> str:
@@ -299,10 +363,10 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
     worktrees and transcripts folders a config names). ``branch``: the session's own branch (its ref is the
     only one it may move). Blocks (runs git): call from a thread."""
     tree = os.path.realpath(tree)
-    writable, readonly = _git_paths(tree, branch)
+    writable, readonly, git_hidden = _git_paths(tree, branch)
     hooks = hooks_path_of(tree)
     readonly += [str(p) for p in existing_protected(tree, hooks, settings.protected)]
-    hidden = [p for p in cockpit_folders() + list(also_hidden) + secret_paths(settings.hide)
+    hidden = [p for p in cockpit_folders() + list(also_hidden) + git_hidden + secret_paths(settings.hide)
               if os.path.realpath(p).rstrip("/") != tree.rstrip("/")]  # never the tree itself
     network = settings.network if settings.network in NETWORK_MODES else "off"
     tmp = os.path.realpath(tmp)
@@ -311,6 +375,10 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
            "GOTMPDIR": tmp, "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "gc.auto",
            "GIT_CONFIG_VALUE_0": "0", "GIT_CONFIG_KEY_1": "maintenance.auto", "GIT_CONFIG_VALUE_1": "false",
            "COCKPIT_SANDBOX": "bubblewrap"}
+    admin = next((w for w in writable if os.path.basename(os.path.dirname(w)) == "worktrees"), None)
+    if admin is not None:  # new objects into the session's own store, the shared one read-only
+        env["GIT_OBJECT_DIRECTORY"] = private_objects(admin)
+        env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.path.join(os.path.dirname(os.path.dirname(admin)), "objects")
     if network == "allow":
         proxy = f"http://127.0.0.1:{PROXY_PORT}"
         env.update({"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy,

@@ -156,7 +156,7 @@ class Session(SessionBase):
                                        w.branch if w is not None else None, proxy_sock,
                                        (str(worktrees), str(self._cfg.resolved_sessions_dir())))
         backend = sb.BACKENDS[self.spec.sandbox]
-        self.tools.bash.wrap = lambda argv: backend.command(conf, sb.with_forwarder(conf, argv))
+        self.tools.bash.wrap = lambda argv: backend.command(conf, argv)
 
     async def _load_instructions(self) -> None:
         """CLAUDE.md / AGENTS.md / rule files of the project (``memory.instructions``): always-apply

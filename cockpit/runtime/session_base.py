@@ -79,10 +79,31 @@ class SessionSpec:
     network: str = "off"  # inside the sandbox: off | on | allow
 
 
-def headless_denial(mode: PermissionMode) -> str:
-    """Why an approval nobody can answer (``cockpit run``) was denied; told to the model."""
-    return (f"nobody can answer approvals in a headless run (permission mode {mode.value}: {mode.blurb}); "
-            "rerun with --permission-mode acceptEdits or bypassPermissions, or an allow rule in config.toml")
+# the permission modes under which a kind of call runs without asking (unless a protected path, a
+# deny rule that cannot be checked, or the sandbox asks in every mode)
+_MODES_ALLOWING = {
+    "edit": ("acceptEdits", "auto", "bypassPermissions"),
+    "create": ("acceptEdits", "auto", "bypassPermissions"),
+    "bash": ("auto", "bypassPermissions"),
+}
+
+
+def headless_denial(mode: PermissionMode, kind: str = "", suggestion: str = "") -> str:
+    """Why an approval nobody can answer (``cockpit run``) was denied; told to the model. Names
+    only the modes that would run this kind of call (never the one it ran in) and the allow
+    rule that would (``suggestion``, e.g. ``Bash(pytest *)``)."""
+    allowing = _MODES_ALLOWING.get(kind, ("bypassPermissions",))
+    if mode.value in allowing:  # this mode allows the kind: what asked asks in these modes too
+        modes: list[str] = []
+    else:
+        modes = [m for m in allowing if m != mode.value]
+    rule = f"the allow rule {suggestion} in config.toml [permissions]" if suggestion else \
+        "an allow rule in config.toml [permissions]"
+    if modes:
+        fix = f"rerun with --permission-mode {' or '.join(modes)}, or add {rule}"
+    else:
+        fix = f"this call asks in permission mode {mode.value} too: add {rule}, or run the task in the app to answer it"
+    return f"nobody can answer approvals in a headless run (permission mode {mode.value}: {mode.blurb}); {fix}"
 
 
 def denial_message(reason: str) -> str:
@@ -467,7 +488,7 @@ class SessionBase:
         self.rec.record("approval", request_id=ask.request_id, tool=ask.tool, kind=ask.kind,
                         summary=ask.summary, detail=ask.detail)
         if not self.interactive:
-            reason = headless_denial(self.spec.permission_mode)
+            reason = headless_denial(self.spec.permission_mode, ask.kind, ask.suggestion)
             self.denied.append(ask.summary)
             self.rec.emit(ask)
             self._resolved(ask.request_id, False, "auto", reason)
@@ -505,10 +526,12 @@ class SessionBase:
         if w is None:
             return
         try:
-            stat = await asyncio.to_thread(wt.diff_stat, w)
+            d = await asyncio.to_thread(wt.diff, w, False)
         except wt.WorktreeError:
             return
-        self.rec.emit(WorktreeChanged(self.id, stat.files, stat.added, stat.removed))
+        stat = d.stat
+        self.rec.emit(WorktreeChanged(self.id, stat.files, stat.added, stat.removed,
+                                      tuple(f.path for f in d.files)[:500]))
 
     # -- manager-facing -------------------------------------------------------------------
     def start(self) -> None:

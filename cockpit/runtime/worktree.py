@@ -328,7 +328,8 @@ def _diff_cmd(info: WorktreeInfo, *args: str) -> str:
     the kept branch (no worktree) against its base commit."""
     cut = args.index("--") if "--" in args else len(args)
     opts, paths = list(args[:cut]), list(args[cut:])
-    if Path(info.path).is_dir():
+    if Path(info.path).is_dir() or not Path(info.repo).is_dir() or _checked_out_at(info.repo, info.branch):
+        # (a worktree deleted by hand is still registered: say it is gone, see :func:`git`)
         return _with_temp_index(info, "diff", "--cached", "-M", *opts, info.base_commit, *paths)
     return git("diff", "-M", *opts, info.base_commit, info.branch, *paths, cwd=info.repo)
 
@@ -385,12 +386,55 @@ def _identity(cwd: str) -> tuple[str, ...]:
     return () if email else FALLBACK_IDENTITY
 
 
+def absorb_objects(info: WorktreeInfo) -> int:
+    """Take the objects a sandboxed session wrote into its own store (``cockpit-objects`` in its
+    worktree's admin folder: the shared store is read-only in the sandbox) into the repository's,
+    each one checked: ``pack-objects`` reads what the session's branch adds, and ``index-pack``
+    recomputes every hash, so an object stored under a name that is not its content's never
+    enters the repository (the merge then fails on the missing object instead). Returns how many
+    objects were taken in. Raises WorktreeError."""
+    admin = git("rev-parse", "--absolute-git-dir", cwd=info.path).strip()
+    private = os.path.join(admin, "cockpit-objects")
+    if not os.path.isdir(private) or not any(os.scandir(private)):
+        return 0
+    env = {**os.environ, **_GIT_ENV, "GIT_ALTERNATE_OBJECT_DIRECTORIES": private}
+    base = ["git", *NO_HOOKS]
+    try:
+        listed = subprocess.run([*base, "rev-list", "--objects", f"refs/heads/{info.branch}", "--not",
+                                 info.base_commit], cwd=info.path, env=env, capture_output=True, timeout=300)
+        if listed.returncode != 0:
+            raise WorktreeError(f"the session's branch {info.branch} cannot be read: "
+                                f"{listed.stderr.decode(errors='replace').strip()[:200]}")
+        if not listed.stdout.strip():
+            return 0
+        pack = subprocess.run([*base, "pack-objects", "--stdout"], input=listed.stdout, cwd=info.path, env=env,
+                              capture_output=True, timeout=300)
+        if pack.returncode != 0:
+            raise WorktreeError(f"the session's objects cannot be packed: "
+                                f"{pack.stderr.decode(errors='replace').strip()[:200]}")
+        plain = {**os.environ, **_GIT_ENV}
+        plain.pop("GIT_ALTERNATE_OBJECT_DIRECTORIES", None)
+        plain.pop("GIT_OBJECT_DIRECTORY", None)
+        took = subprocess.run([*base, "index-pack", "--stdin", "--fix-thin", "--strict"], input=pack.stdout,
+                              cwd=info.repo, env=plain, capture_output=True, timeout=300)
+        if took.returncode != 0:
+            raise WorktreeError(f"the session's objects failed their check: "
+                                f"{took.stderr.decode(errors='replace').strip()[:200]}")
+    except subprocess.TimeoutExpired:
+        raise WorktreeError("taking in the session's git objects timed out") from None
+    return listed.stdout.count(b"\n")
+
+
 def ensure_on_branch(info: WorktreeInfo) -> None:
     """Point the worktree's HEAD back at the session's own branch when the session moved it (its
     sandbox lets it write HEAD in the worktree's admin folder: ``git symbolic-ref HEAD
     refs/heads/main``), so Cockpit's own commit — outside the sandbox — never lands on another
     branch. The files stay as they are; what differs from the branch is what gets committed."""
     want = f"refs/heads/{info.branch}"
+    alias = git("symbolic-ref", "-q", want, cwd=info.path, check=False).strip()
+    if alias:  # the branch made a symbolic ref (to main): a commit "on it" would move that branch
+        raise WorktreeError(f"the session made its branch {info.branch} point at {alias}: nothing was "
+                            "committed; repair or discard it")
     head = git("symbolic-ref", "-q", "HEAD", cwd=info.path, check=False).strip()
     if head != want:
         log.warning("session %s had moved its worktree's HEAD to %s; back to %s", info.session_id,
@@ -404,6 +448,7 @@ def commit_pending(info: WorktreeInfo, message: str) -> str | None:
     if not Path(info.path).is_dir():
         return None
     ensure_on_branch(info)
+    absorb_objects(info)
     if not git("status", "--porcelain", cwd=info.path).strip():
         return None
     git("add", "-A", cwd=info.path)
@@ -435,10 +480,13 @@ def _operation_in_progress(checkout: str) -> str | None:
     return None
 
 
-def merge(info: WorktreeInfo, message: str) -> MergeResult:
+def merge(info: WorktreeInfo, message: str, merge_message: str | None = None) -> MergeResult:
     """Commit pending changes, then merge the session branch into ``info.base_branch``. On
     success the worktree and the (merged) branch are removed. Never forces: a conflict or a
-    dirty target checkout is reported and everything stays as it was."""
+    dirty target checkout is reported and everything stays as it was. An empty merge (the branch
+    adds nothing to the base: no commit, every commit already in it, or the same change already
+    made there) is reported, never committed. ``merge_message``: the merge commit's message
+    (default ``Merge <branch>: <task>``)."""
     if info.base_branch is None:
         return MergeResult(False, f"the session started from a detached HEAD: nothing to merge into; "
                                   f"its branch {info.branch} is kept")
@@ -449,6 +497,13 @@ def merge(info: WorktreeInfo, message: str) -> MergeResult:
     if not git("rev-parse", "--verify", "-q", f"refs/heads/{info.base_branch}", cwd=info.repo, check=False).strip():
         return MergeResult(False, f"the base branch {info.base_branch} no longer exists: nothing was merged; "
                                   f"the changes are kept on the branch {info.branch}")
+    if empty := _adds_nothing(info):
+        return MergeResult(False, f"nothing new to merge: {empty}; nothing was committed, "
+                                  f"the branch {info.branch} is kept (discard it?)")
+    _tree, clash = preview_merge(info)  # a conflict is found before the user's checkout is touched
+    if clash:
+        return MergeResult(False, f"merge conflict in {', '.join(clash)}: nothing was merged; "
+                                  f"the branch {info.branch} is kept", conflicts=clash)
     target = _checked_out_at(info.repo, info.base_branch)
     temp: str | None = None
     if target is not None and (busy := _operation_in_progress(target)):
@@ -462,7 +517,7 @@ def merge(info: WorktreeInfo, message: str) -> MergeResult:
     try:
         proc = subprocess.run(
             ["git", *NO_HOOKS, *_identity(target), "merge", "--no-edit", "-m",
-             f"Merge {info.branch}: {info.task[:60]}", info.branch],
+             merge_message or f"Merge {info.branch}: {info.task[:60]}", info.branch],
             cwd=target, env={**os.environ, **_GIT_ENV}, capture_output=True, text=True, errors="replace",
         )
         if proc.returncode != 0:
@@ -485,11 +540,63 @@ def merge(info: WorktreeInfo, message: str) -> MergeResult:
     return MergeResult(True, f"merged {info.branch} into {info.base_branch} ({how}, {head[:10]})", head)
 
 
+def _adds_nothing(info: WorktreeInfo) -> str:
+    """Why merging the branch into its base would change nothing ("" when it would): every commit
+    already in the base, or the merged tree equal to the base's."""
+    base = f"refs/heads/{info.base_branch}"
+    if subprocess.run(["git", "merge-base", "--is-ancestor", info.branch, base], cwd=info.repo,
+                      env={**os.environ, **_GIT_ENV}, capture_output=True).returncode == 0:
+        return f"{info.base_branch} already has every commit of {info.branch}"
+    tree, conflicts = preview_merge(info)
+    if tree and not conflicts and tree == git("rev-parse", f"{base}^{{tree}}", cwd=info.repo).strip():
+        return f"{info.base_branch} already has the same change"
+    return ""
+
+
+def preview_merge(info: WorktreeInfo, commit: str | None = None) -> tuple[str | None, tuple[str, ...]]:
+    """Merge ``commit`` (default: the session branch) into the base branch without touching any
+    checkout or ref (``git merge-tree --write-tree``): (the merged tree or None, conflicting paths)."""
+    base = f"refs/heads/{info.base_branch}" if info.base_branch else info.base_commit
+    proc = subprocess.run(["git", *NO_HOOKS, "merge-tree", "--write-tree", "--name-only", "--no-messages",
+                           base, commit or info.branch], cwd=info.repo, env={**os.environ, **_GIT_ENV},
+                          capture_output=True, text=True, errors="replace")
+    lines = proc.stdout.splitlines()
+    if proc.returncode not in (0, 1) or not lines:
+        return None, ()
+    return lines[0].strip(), tuple(dict.fromkeys(ln for ln in lines[1:] if ln.strip()))
+
+
+def ahead_behind(info: WorktreeInfo) -> tuple[int, int]:
+    """(commits on the branch not in the base branch, commits on the base branch not in it); the
+    base commit stands in for a base branch that is gone or was never (a detached start)."""
+    base = info.base_commit
+    if info.base_branch and git("rev-parse", "--verify", "-q", f"refs/heads/{info.base_branch}",
+                                cwd=info.repo, check=False).strip():
+        base = f"refs/heads/{info.base_branch}"
+    out = git("rev-list", "--left-right", "--count", f"{info.branch}...{base}", cwd=info.repo).split()
+    return (int(out[0]), int(out[1])) if len(out) == 2 else (0, 0)
+
+
+def branch_exists(info: WorktreeInfo) -> bool:
+    return bool(Path(info.repo).is_dir() and git("rev-parse", "--verify", "-q", f"refs/heads/{info.branch}",
+                                                  cwd=info.repo, check=False).strip())
+
+
+def kept_path(info: WorktreeInfo) -> Path:
+    """The record of a kept branch (its worktree removed): ``<session-id>.kept`` beside where the
+    worktree was, so ``cockpit worktrees`` lists it after the session (and the server) ended."""
+    return Path(info.path).with_suffix(".kept")
+
+
 def keep(info: WorktreeInfo, message: str) -> str:
-    """Commit pending changes to the session branch and remove the worktree; the branch stays.
-    Returns a one-line message."""
+    """Commit pending changes to the session branch and remove the worktree; the branch stays
+    (recorded in :func:`kept_path`: listed, merged, checked, pushed later). Returns a one-line message."""
     commit_pending(info, message)
     _remove(info, delete_branch=None)
+    try:
+        kept_path(info).write_text(json.dumps(asdict(info), indent=1), encoding="utf-8")
+    except OSError as exc:
+        log.warning("kept branch %s not recorded: %s", info.branch, exc)
     return f"kept branch {info.branch}"
 
 
@@ -511,10 +618,11 @@ def _remove(info: WorktreeInfo, delete_branch: str | None) -> None:
     git("worktree", "prune", cwd=info.repo, check=False)
     if delete_branch:
         git("branch", delete_branch, info.branch, cwd=info.repo, check=False)
-    try:
-        info.meta_path.unlink()
-    except OSError:
-        pass
+    for record in (info.meta_path, kept_path(info)):
+        try:
+            record.unlink()
+        except OSError:
+            pass
 
 
 def remove_if_unchanged(info: WorktreeInfo) -> bool:
@@ -550,13 +658,191 @@ def list_all(root_dir: Path) -> list[WorktreeInfo]:
     return out
 
 
+def list_kept(root_dir: Path) -> list[WorktreeInfo]:
+    """Kept branches: ``cockpit/*`` branches with no worktree, of every repository Cockpit has
+    worked in (a keep's record, or a branch with none — its base then the repository's current
+    branch). A record whose branch is gone (merged or deleted by hand) is dropped."""
+    out: list[WorktreeInfo] = []
+    seen: set[tuple[str, str]] = set()
+    repos: dict[str, Path] = {}
+    for record in sorted(Path(root_dir).glob("*/*.kept")):
+        info = load_meta(record)
+        if info is None:
+            continue
+        repos.setdefault(info.repo, record.parent)
+        if not branch_exists(info):
+            record.unlink(missing_ok=True)
+            continue
+        if Path(info.path).is_dir():  # a worktree again (resumed): listed as one
+            continue
+        out.append(info)
+        seen.add((info.repo, info.branch))
+    for info in list_all(root_dir):
+        repos.setdefault(info.repo, Path(info.path).parent)
+        seen.add((info.repo, info.branch))
+    for repo, folder in repos.items():
+        if not Path(repo).is_dir():
+            continue
+        refs = git("for-each-ref", "--format=%(refname:short)", f"refs/heads/{BRANCH_PREFIX}", cwd=repo,
+                   check=False).split()
+        if not refs:
+            continue
+        checked = git("worktree", "list", "--porcelain", cwd=repo, check=False)
+        current = git("symbolic-ref", "-q", "--short", "HEAD", cwd=repo, check=False).strip() or None
+        for branch in refs:
+            if (repo, branch) in seen or f"branch refs/heads/{branch}\n" in checked + "\n":
+                continue
+            sid = branch[len(BRANCH_PREFIX):].split("/", 1)[0]
+            base = git("merge-base", branch, current or "HEAD", cwd=repo, check=False).strip()
+            if not base:
+                continue
+            out.append(WorktreeInfo(sid, str(folder / sid), str(folder / sid), branch, base, current, repo))
+    return out
+
+
 def find(root_dir: Path, session_id: str) -> WorktreeInfo | None:
-    """The worktree of a session id (exact, a unique prefix, or a unique suffix of at least 4
-    characters — as the server resolves ids)."""
-    every = list_all(root_dir)
+    """The worktree (or kept branch) of a session id (exact, a unique prefix, or a unique suffix of
+    at least 4 characters — as the server resolves ids)."""
+    every = list_all(root_dir) + list_kept(root_dir)
     matches = [w for w in every if w.session_id == session_id]
     if not matches:
         matches = [w for w in every if w.session_id.startswith(session_id)]
     if not matches and len(session_id) >= 4:
         matches = [w for w in every if w.session_id.endswith(session_id)]
     return matches[0] if len(matches) == 1 else None
+
+
+# -- tests before merge ---------------------------------------------------------------------------
+CHECK_TAIL_CHARS = 4000  # the output's tail kept in a check's result
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """A check command's run on the session's change merged onto the current base (:func:`check`).
+    ``state``: passed | failed | conflict (the change does not merge: not run) | error (could not
+    run); ``output``: the tail of its output (stdout and stderr together); ``onto``: the base
+    commit it ran on; ``sandboxed``: whether it ran inside the OS sandbox (network off)."""
+
+    state: str
+    command: str
+    exit_code: int | None = None
+    output: str = ""
+    seconds: float = 0.0
+    sandboxed: bool = False
+    onto: str = ""
+    conflicts: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "passed"
+
+    def line(self) -> str:
+        """One line: what ran and how it ended."""
+        where = f" on {self.onto[:10]}" if self.onto else ""
+        box = ", sandboxed" if self.sandboxed else ""
+        if self.state == "passed":
+            return f"check passed: `{self.command}`{where} ({self.seconds:.1f} s{box})"
+        if self.state == "failed":
+            code = "timed out" if self.exit_code is None else f"exit {self.exit_code}"
+            return f"check failed: `{self.command}`{where} ({code}, {self.seconds:.1f} s{box})"
+        if self.state == "conflict":
+            return f"check not run: the change conflicts with the base in {', '.join(self.conflicts)}"
+        return f"check could not run: {self.output.strip().splitlines()[-1] if self.output.strip() else '?'}"
+
+
+def snapshot(info: WorktreeInfo) -> str:
+    """A commit of the session's current state (pending changes included) that moves no ref: the
+    branch head when nothing is pending, or when there is no worktree (a kept branch)."""
+    if not Path(info.path).is_dir():
+        return git("rev-parse", f"refs/heads/{info.branch}", cwd=info.repo).strip()
+    head = git("rev-parse", "HEAD", cwd=info.path).strip()
+    tree = _with_temp_index(info, "write-tree").strip()
+    if tree == git("rev-parse", "HEAD^{tree}", cwd=info.path).strip():
+        return head
+    return git(*_identity(info.path), "commit-tree", tree, "-p", head, "-m", "cockpit check: pending changes",
+               cwd=info.path).strip()
+
+
+def check(info: WorktreeInfo, command: str, wrap=None, timeout: float = 900.0) -> CheckResult:
+    """Run ``command`` (``bash -c``) on the session's change merged onto the base branch's current
+    head, in a scratch worktree removed afterwards; nothing of the user's or the session's moves.
+    ``wrap(tree, argv) -> argv`` puts it in a sandbox (None: run as is). Blocks."""
+    import signal
+    import time
+
+    start = time.monotonic()
+    try:
+        commit = snapshot(info)
+    except WorktreeError as exc:
+        return CheckResult("error", command, output=str(exc))
+    base = info.base_commit
+    if info.base_branch and git("rev-parse", "--verify", "-q", f"refs/heads/{info.base_branch}",
+                                cwd=info.repo, check=False).strip():
+        base = f"refs/heads/{info.base_branch}"
+    onto = git("rev-parse", base, cwd=info.repo).strip()
+    _tree, conflicts = preview_merge(info, commit)
+    if conflicts:
+        return CheckResult("conflict", command, onto=onto, conflicts=conflicts)
+    scratch = tempfile.mkdtemp(prefix="cockpit-check-")
+    os.rmdir(scratch)
+    sandboxed = wrap is not None
+    try:
+        git("worktree", "add", "--detach", "-q", scratch, onto, cwd=info.repo)
+        git(*_identity(scratch), "merge", "-q", "--no-edit", "-m", f"cockpit check of {info.branch}", commit,
+            cwd=scratch)
+        argv = ["bash", "-c", command]
+        if wrap is not None:
+            argv = wrap(scratch, argv)
+        proc = subprocess.Popen(argv, cwd=scratch, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+            code: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            out, _ = proc.communicate()
+            code = None
+            out += f"\n[cockpit: the check timed out after {timeout:.0f} s]\n".encode()
+        text = out.decode("utf-8", "replace")
+        tail = text[-CHECK_TAIL_CHARS:]
+        state = "passed" if code == 0 else "failed"
+        return CheckResult(state, command, code, tail, time.monotonic() - start, sandboxed, onto)
+    except (WorktreeError, OSError) as exc:
+        return CheckResult("error", command, output=str(exc), seconds=time.monotonic() - start, onto=onto)
+    finally:
+        git("worktree", "remove", "--force", scratch, cwd=info.repo, check=False)
+        shutil.rmtree(scratch, ignore_errors=True)
+        git("worktree", "prune", cwd=info.repo, check=False)
+
+
+# -- push and pull request ------------------------------------------------------------------------
+def remote_of(repo: str) -> str | None:
+    """The remote to push to: ``origin`` when there is one, else the first; None when none."""
+    names = git("remote", cwd=repo, check=False).split()
+    return "origin" if "origin" in names else (names[0] if names else None)
+
+
+def push(info: WorktreeInfo, message: str, remote: str | None = None) -> tuple[str, str]:
+    """Commit what is pending, push the session branch to ``remote`` (default :func:`remote_of`)
+    under the same name. Returns (remote, its URL). Raises WorktreeError (no remote, push refused)."""
+    remote = remote or remote_of(info.repo)
+    if remote is None:
+        raise WorktreeError(f"{info.repo} has no remote to push {info.branch} to (git remote add origin …)")
+    commit_pending(info, message)
+    git("push", "-q", remote, f"refs/heads/{info.branch}:refs/heads/{info.branch}", cwd=info.repo, timeout=300)
+    url = git("remote", "get-url", remote, cwd=info.repo, check=False).strip()
+    return remote, url
+
+
+def compare_url(remote_url: str, base: str, branch: str) -> str | None:
+    """GitHub's "open a pull request" page for ``branch`` against ``base`` when the remote is on
+    github.com (``git@github.com:o/r.git``, ``https://github.com/o/r``, ``ssh://git@github.com/o/r``);
+    None otherwise."""
+    m = re.match(r"^(?:git@github\.com:|(?:https?|ssh|git)://(?:[^@/]+@)?github\.com/)([^/]+)/(.+?)(?:\.git)?/?$",
+                 remote_url.strip())
+    if not m:
+        return None
+    return f"https://github.com/{m.group(1)}/{m.group(2)}/compare/{base}...{branch}?expand=1"

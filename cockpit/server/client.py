@@ -8,6 +8,13 @@
 - :class:`BlockingClient`: requests only, thread-safe, for blocking code (the memory commands, the
   remote memory engine used from worker threads, the MCP server).
 
+Timeouts: connecting gives up after :data:`CONNECT_TIMEOUT_S`; a read that sees nothing for
+:func:`read_timeout` seconds (``$COCKPIT_SERVER_TIMEOUT``, default :data:`READ_TIMEOUT_S`) while
+a request is in flight or events are subscribed raises :class:`ServerHung` — a stopped (SIGSTOP)
+or hung server still accepts connections (the kernel does), so a connect alone proves nothing.
+Calls that legitimately wait long (``wait``, a memory call while the model loads, the event
+stream) stay alive on the server's ``keepalive`` notifications (every :data:`rpc.KEEPALIVE_S`).
+
 Errors from the server arrive as :class:`RemoteError` (``code`` as in :mod:`cockpit.server.rpc`);
 "not found" (code 1) is also a ``KeyError`` and "refused" (code 2) also a ``ValueError``, the
 errors the in-process runtime raises, so a client of ``Runtime`` handles both the same way.
@@ -31,10 +38,53 @@ if TYPE_CHECKING:  # pragma: no cover - asyncio is imported where it is used: th
 from cockpit.server import paths, rpc
 
 START_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 2.0
+READ_TIMEOUT_S = 5.0  # five keepalives missed
+
+
+def read_timeout() -> float:
+    """Seconds a client waits for a line from the server (``$COCKPIT_SERVER_TIMEOUT``)."""
+    try:
+        value = float(os.environ.get("COCKPIT_SERVER_TIMEOUT") or READ_TIMEOUT_S)
+    except ValueError:
+        return READ_TIMEOUT_S
+    return value if value > 0 else READ_TIMEOUT_S
 
 
 class ServerError(RuntimeError):
     """The server cannot be reached or started (one line for the user)."""
+
+
+class ServerHung(ServerError):
+    """The server accepted the connection but does not answer (stopped with SIGSTOP, or hung)."""
+
+
+def hung_message(path: Path | str | None = None) -> str:
+    return (f"the Cockpit server at {path or paths.socket_path()} does not answer (stopped or hung?) — "
+            "`cockpit server stop --force` ends it (its sessions end as after a crash: `interrupted`)")
+
+
+def server_pid() -> int | None:
+    """The pid of the server holding this data folder's lock (None when no server holds it)."""
+    import fcntl
+
+    lock = paths.lock_path()
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:  # held: a server runs; its pid is in the file
+            try:
+                return int(os.read(fd, 32).split()[0])
+            except (ValueError, IndexError, OSError):
+                return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
 class RemoteError(RuntimeError):
@@ -64,10 +114,11 @@ def remote_error(code: int, message: str) -> RemoteError:
     return kind(code, message)
 
 
-def _probe(path: Path) -> bool:
-    """True when a server accepts connections on ``path``."""
+def _probe(path: Path, timeout: float = CONNECT_TIMEOUT_S) -> bool:
+    """True when a server accepts connections on ``path`` (a stopped server still does: the
+    kernel accepts for it; only a request tells)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(2.0)
+    s.settimeout(timeout)
     try:
         s.connect(str(path))
         return True
@@ -81,9 +132,10 @@ def server_running() -> bool:
     return _probe(paths.socket_path())
 
 
-def start_server(timeout: float = START_TIMEOUT_S, listen: str | None = None) -> int:
-    """Start ``cockpit server run`` in the background and wait until it listens. Returns its pid.
-    Raises ServerError with the log's last lines when it does not come up."""
+def start_server(timeout: float = START_TIMEOUT_S, listen: str | None = None, _retry: bool = False) -> int:
+    """Start ``cockpit server run`` in the background and wait until it listens. Returns its pid,
+    or -1 when a server started at the same moment by another client won (then it listens when
+    this returns). Raises ServerError with the log's last lines when none comes up."""
     import select
     import subprocess
 
@@ -109,15 +161,41 @@ def start_server(timeout: float = START_TIMEOUT_S, listen: str | None = None) ->
         os.close(r)
     if data.startswith(b"ready"):
         return proc.pid
-    code = proc.poll()
-    if code == 3:  # another server won the race: use it
-        return -1
+    try:  # the pipe closed without "ready": the process is exiting (poll() alone could run first)
+        code = proc.wait(timeout=5.0 if ready else 0.1)
+    except subprocess.TimeoutExpired:
+        code = None
+    if code == 3:  # another server holds the lock (a concurrent start won the race): wait for it
+        if _wait_listening(time.monotonic() + timeout):
+            return -1
+        if not _retry:  # it died before listening: try once more ourselves
+            return start_server(timeout, listen, _retry=True)
+        raise ServerError(f"another Cockpit server took the lock but never listened on {paths.socket_path()}; "
+                          f"see {log}")
     tail = ""
     try:
         tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
     except OSError:
         pass
-    raise ServerError(f"the Cockpit server did not start (exit {code}); see {log}: {tail}")
+    if code is None:
+        raise ServerError(f"the Cockpit server (pid {proc.pid}) is still starting after {timeout:.0f} s "
+                          f"without listening; see {log}: {tail}")
+    raise ServerError(f"the Cockpit server exited with code {code} before it listened; see {log}: {tail}")
+
+
+def _wait_listening(deadline: float) -> bool:
+    """Wait until a server listens on the socket (True), or no server holds the lock any more
+    (False: the one that won the race died), or ``deadline``."""
+    sock = paths.socket_path()
+    delay = 0.005
+    while time.monotonic() < deadline:
+        if _probe(sock):
+            return True
+        if server_pid() is None and not _probe(sock):
+            return False
+        time.sleep(delay)  # the winner binds within milliseconds of taking the lock
+        delay = min(delay * 2, 0.1)
+    return False
 
 
 def ensure_server(start: bool = True) -> Path:
@@ -143,34 +221,64 @@ def _check(msg: dict) -> Any:
 class BlockingClient:
     """One socket, one request at a time (a lock makes it safe across threads)."""
 
-    def __init__(self, path: Path | None = None, timeout: float | None = None):
+    def __init__(self, path: Path | None = None, timeout: float | None = None,
+                 connect_timeout: float = CONNECT_TIMEOUT_S):
+        """``timeout``: seconds a read waits for a line (default :func:`read_timeout`; the server
+        sends keepalives during long calls). ``deadline`` (a ``time.monotonic()`` value, or None)
+        bounds each whole call (the hook's)."""
         self.path = Path(path or paths.socket_path())
+        self.timeout = read_timeout() if timeout is None else timeout
+        self.deadline: float | None = None
+        self._broken: ServerError | None = None
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(timeout)
+        self._sock.settimeout(connect_timeout)
         try:
             self._sock.connect(str(self.path))
+        except TimeoutError:
+            self._sock.close()
+            raise ServerHung(hung_message(self.path)) from None
         except OSError as exc:
             self._sock.close()
             raise ServerError(f"cannot connect to the Cockpit server at {self.path}: {exc}") from None
+        self._sock.settimeout(self.timeout)
         self._file = self._sock.makefile("rb")
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
     def call(self, method: str, **params: Any) -> Any:
-        """Send a request, return its result. Raises RemoteError, ServerError (connection lost)."""
+        """Send a request, return its result. Raises RemoteError, ServerError (connection lost),
+        ServerHung (no line, not even a keepalive, within the read timeout or the deadline)."""
         with self._lock:
+            if self._broken is not None:
+                raise self._broken
             msg_id = next(self._ids)
             try:
+                self._sock.settimeout(self._wait())
                 self._sock.sendall(rpc.request(msg_id, method, params))
                 while True:
+                    self._sock.settimeout(self._wait())
                     line = self._file.readline(rpc.MAX_LINE + 1)
                     if not line:
                         raise ServerError("the Cockpit server closed the connection")
                     msg = json.loads(line)
                     if msg.get("id") == msg_id:
                         return _check(msg)
+            except TimeoutError:
+                late = self.deadline is not None and time.monotonic() >= self.deadline
+                self._broken = ServerHung(f"the Cockpit server at {self.path} did not answer in time (busy, stopped or hung?)" if late
+                                          else hung_message(self.path))
+                raise self._broken from None
             except OSError as exc:
                 raise ServerError(f"lost the Cockpit server: {exc}") from None
+
+    def _wait(self) -> float:
+        """The socket timeout for the next read: the read timeout, cut to what the deadline leaves."""
+        if self.deadline is None:
+            return self.timeout
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        return min(self.timeout, left)
 
     def close(self) -> None:
         try:
@@ -191,33 +299,53 @@ class AsyncClient:
     ``await call(method, **params)``; ``events`` is an asyncio.Queue of event payloads
     (``{"type", "data"}``) once ``subscribe`` was called; None is put when the connection ends."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: Path | None = None,
+                 timeout: float | None = None):
         import asyncio
 
         self.reader = reader
         self.writer = writer
+        self.path = path or paths.socket_path()
+        self.timeout = read_timeout() if timeout is None else timeout
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future] = {}
         self.events: asyncio.Queue[dict | None] = asyncio.Queue()
         self.closed = False
+        self.subscribed = False
+        self.error: ServerError | None = None  # why the connection ended, when the server hung
+        self._last = asyncio.get_running_loop().time()  # the last line read or request sent
         self._task = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def connect(cls, path: Path | None = None) -> AsyncClient:
+    async def connect(cls, path: Path | None = None, timeout: float | None = None) -> AsyncClient:
         import asyncio
 
+        where = Path(path or paths.socket_path())
         try:
-            reader, writer = await asyncio.open_unix_connection(str(path or paths.socket_path()), limit=rpc.MAX_LINE)
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(str(where), limit=rpc.MAX_LINE), CONNECT_TIMEOUT_S)
+        except TimeoutError:
+            raise ServerHung(hung_message(where)) from None
         except OSError as exc:
             raise ServerError(f"cannot connect to the Cockpit server: {exc}") from None
-        return cls(reader, writer)
+        return cls(reader, writer, where, timeout)
 
     async def _read(self) -> None:
         import asyncio
 
+        loop = asyncio.get_running_loop()
         try:
             while True:
-                line = await self.reader.readline()
+                waiting = bool(self._pending) or self.subscribed  # a line (at least a keepalive) is due
+                wait = self.timeout - (loop.time() - self._last) if waiting else self.timeout
+                try:
+                    line = await asyncio.wait_for(self.reader.readline(), max(wait, 0.01))
+                except TimeoutError:  # readline keeps a partial line in the buffer when cancelled
+                    if (self._pending or self.subscribed) and loop.time() - self._last >= self.timeout:
+                        self.error = ServerHung(hung_message(self.path))
+                        break
+                    continue
+                self._last = loop.time()
                 if not line:
                     break
                 msg = json.loads(line)
@@ -233,21 +361,30 @@ class AsyncClient:
             self.closed = True
             for fut in self._pending.values():
                 if not fut.done():
-                    fut.set_exception(ServerError("the Cockpit server closed the connection"))
+                    fut.set_exception(self.error or ServerError("the Cockpit server closed the connection"))
             self._pending.clear()
             self.events.put_nowait(None)
 
     async def call(self, method: str, **params: Any) -> Any:
         if self.closed:
-            raise ServerError("the connection to the Cockpit server is closed")
+            raise self.error or ServerError("the connection to the Cockpit server is closed")
         import asyncio
 
         msg_id = next(self._ids)
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        if not self._pending:
+            self._last = asyncio.get_running_loop().time()
         self._pending[msg_id] = fut
         self.writer.write(rpc.request(msg_id, method, params))
-        await self.writer.drain()
-        return _check(await fut)
+        try:
+            await asyncio.wait_for(self.writer.drain(), self.timeout)
+        except TimeoutError:
+            self._pending.pop(msg_id, None)
+            raise ServerHung(hung_message(self.path)) from None
+        result = _check(await fut)
+        if method == "subscribe":
+            self.subscribed = True
+        return result
 
     async def close(self) -> None:
         self.closed = True
@@ -273,5 +410,19 @@ def wait_for_stop(pid: int, timeout: float = 30.0) -> bool:
             os.kill(pid, 0)
         except ProcessLookupError:
             return True
+        if _zombie(pid):  # dead, not yet reaped by its parent (another process's child)
+            return True
         time.sleep(0.05)
     return False
+
+
+def _zombie(pid: int) -> bool:
+    """True when ``pid`` has exited whole (a zombie whose threads are gone too: only then are its
+    sockets closed) and waits for its parent to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            if f.read().rsplit(b")", 1)[1].split()[0] != b"Z":
+                return False
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except (OSError, IndexError):
+        return False

@@ -247,7 +247,8 @@ class Server:
             "hello": self.h_hello, "subscribe": self.h_subscribe, "list": self.h_list, "get": self.h_get,
             "forget": self.h_forget,
             "spawn": self.h_spawn, "send": self.h_send, "kill": self.h_kill, "answer": self.h_answer,
-            "diff": self.h_diff, "review": self.h_review, "resume": self.h_resume, "continue": self.h_continue,
+            "diff": self.h_diff, "review": self.h_review, "pr": self.h_pr, "resume": self.h_resume,
+            "continue": self.h_continue,
             "wait": self.h_wait, "totals": self.h_totals, "budget": self.h_budget,
             "memory.search": self.h_mem_search, "memory.preseed": self.h_mem_preseed,
             "memory.save": self.h_mem_save, "memory.index": self.h_mem_index, "memory.status": self.h_mem_status,
@@ -356,11 +357,24 @@ class Server:
             conn.close()
             return
         self.conns.add(conn)
+        beat = asyncio.get_running_loop().create_task(self._keepalive(conn))
         try:
             await self._serve(conn)
         finally:
+            beat.cancel()
             self.conns.discard(conn)
             conn.close()
+
+    @staticmethod
+    async def _keepalive(conn: Connection) -> None:
+        """A ``keepalive`` notification every :data:`rpc.KEEPALIVE_S` while a request is in flight
+        (``wait``, a memory call warming the model) or events are subscribed: a client's read
+        timeout then tells a hung server from a long call (nothing is sent on an idle connection,
+        whose client may not be reading)."""
+        while not conn.closed:
+            await asyncio.sleep(rpc.KEEPALIVE_S)
+            if conn.tasks or conn.pump is not None:
+                await conn.send(rpc.KEEPALIVE)
 
     async def _serve(self, conn: Connection) -> None:
         while not conn.closed:
@@ -624,9 +638,15 @@ class Server:
         if not isinstance(p.get("allow"), bool):  # "false" is a string, and bool("false") is True
             raise rpc.RpcError(rpc.INVALID_PARAMS, "allow must be true or false")
         self._typed(p, {"request_id": str, "scope": str, "reason": str})
+        session = self.mgr.get(self._str(p, "id"))
+        ask = session.pending
+        if p.get("request_id") is not None and (ask is None or ask.request_id != p["request_id"]):
+            ask = None
         await self.mgr.answer(self._str(p, "id"), p.get("request_id"), p["allow"],
                               str(p.get("scope") or "once"), str(p.get("reason") or ""))
-        return {}
+        # what was answered, for the client to say (`cockpit approve` prints it)
+        return {"id": session.id, "tool": ask.tool if ask else "", "summary": ask.summary if ask else "",
+                "suggestion": ask.suggestion if ask else ""}
 
     async def h_diff(self, conn: Connection, p: dict) -> dict:
         return wire.diff_to_json(await self.mgr.diff(self._str(p, "id")))
@@ -634,6 +654,12 @@ class Server:
     async def h_review(self, conn: Connection, p: dict) -> dict:
         event = await self.mgr.review(self._str(p, "id"), self._str(p, "action"))
         return wire.event_to_json(event)
+
+    async def h_pr(self, conn: Connection, p: dict) -> dict:
+        self._typed(p, {"title": str, "body": str})
+        out = await self.mgr.pull_request(self._str(p, "id"), str(p.get("title") or ""), str(p.get("body") or ""),
+                                          draft=bool(p.get("draft")))
+        return out if isinstance(out, dict) else wire.event_to_json(out)
 
     async def h_resume(self, conn: Connection, p: dict) -> dict:
         sid = p.get("id")
@@ -691,6 +717,13 @@ class Server:
 
     async def h_mem_preseed(self, conn: Connection, p: dict) -> dict:
         self._typed(p, {"top_k": int})
+        wait = p.get("ready_timeout")
+        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float))):
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "ready_timeout must be a number of seconds")
+        if wait is not None:  # the hook: no block rather than a wait for the model
+            engine = await asyncio.to_thread(self._need_engine, p)
+            if not await asyncio.to_thread(engine.wait_ready, min(120.0, max(0.0, float(wait)))):
+                return {"text": "", "hits": [], "considered": [], "warming": True}
         engine = await self._ready_engine(p)
         top_k = p.get("top_k")
         pre = await asyncio.to_thread(engine.build_preseed, self._str(p, "query"), int(top_k) if top_k else None)

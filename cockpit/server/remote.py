@@ -132,6 +132,10 @@ class RemoteRuntime:
     async def review(self, session_id: str, action: str) -> Event:
         return wire.event_from_json(await self.client.call("review", id=session_id, action=action))
 
+    async def pull_request(self, session_id: str, title: str = "", body: str = "", draft: bool = False) -> Any:
+        out = await self.client.call("pr", id=session_id, title=title, body=body, draft=draft)
+        return out if draft else wire.event_from_json(out)
+
     async def resume(self, transcript_path: str | Path, **options: Any) -> SessionInfo:
         path = Path(transcript_path).expanduser()
         given = str(path.resolve()) if path.exists() else str(transcript_path)  # else a Claude Code session id

@@ -70,6 +70,12 @@ def notification(method: str, params: Any) -> bytes:
     return encode({"jsonrpc": "2.0", "method": method, "params": params})
 
 
+# sent by the server every KEEPALIVE_S on a connection with a request in flight or a
+# subscription: a client's read that sees nothing for a few of these knows the server is hung
+KEEPALIVE_S = 1.0
+KEEPALIVE = b'{"jsonrpc":"2.0","method":"keepalive","params":{}}\n'
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 

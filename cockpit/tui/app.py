@@ -267,11 +267,28 @@ class CockpitApp(SessionCommands, Attention, App):
         else:
             view.apply(event)
         self._dirty.add(sid)
+        if isinstance(event, (ev.WorktreeChanged, ev.Reviewed, ev.SessionDone)):
+            self._update_radar()
         if not isinstance(event, ev.TextDelta):
             self._urgent.add(sid)
             self._totals_dirty = True
             if live:
                 self._after_event(view, before, event)
+
+    def _update_radar(self) -> None:
+        """The conflict radar: which live sessions changed the same files (panes and header warn)."""
+        from cockpit.tui.model import overlaps
+
+        radar = overlaps(self.views)
+        for vid, v in self.views.items():
+            now = radar.get(vid, {})
+            if now != v.overlap:
+                v.overlap = now
+                v.version += 1
+                v.meta_version += 1
+                self._dirty.add(vid)
+                self._urgent.add(vid)
+                self._totals_dirty = True
 
     def _after_event(self, view: SessionView, before: ev.SessionStatus | None, event: ev.Event) -> None:
         if isinstance(event, ev.SessionSpawned) and event.resumed_from:
@@ -524,6 +541,8 @@ class CockpitApp(SessionCommands, Attention, App):
                                 main.action_follow_up)
             yield SystemCommand("Diff", "The selected session's changes: merge, keep, discard, comment (d)",
                                 main.action_diff)
+            yield SystemCommand("Shell", "A shell in the selected session's worktree; the app waits until it exits (s)",
+                                main.action_shell)
             yield SystemCommand("Continue fresh", "Continue the selected session in a fresh one with a summary (c)",
                                 main.action_continue_fresh)
             yield SystemCommand("Close pane", "Close the selected finished session's pane (backspace)",

@@ -9,6 +9,7 @@ in an async worker, so the UI never waits on it; a refusal (``KeyError``, ``Valu
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,8 @@ class SessionCommands(App):
                         permission_mode=self.permission_mode, worktree=self.worktree,
                         backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing,
                         budget_usd=budget if isinstance(budget, (int, float)) else None,
-                        sandbox=getattr(getattr(self.manager, "config", None), "sandbox", True) is not False),
+                        sandbox=getattr(getattr(self.manager, "config", None), "sandbox", True) is not False,
+                        workspace=getattr(self, "workspace", None) or os.getcwd()),
             self._spawn_chosen,
         )
 
@@ -184,6 +186,26 @@ class SessionCommands(App):
     # -- diff, review actions, continue ----------------------------------------------
     def open_diff(self, session_id: str) -> None:
         self.push_screen(DiffScreen(self.manager, self.views[session_id]))
+
+    def open_shell(self, session_id: str, edit: str | None = None) -> None:
+        """Suspend the app and run ``$SHELL`` (or ``$EDITOR edit``) in the session's working folder
+        (its worktree, or the workspace for a session in place); back to the app when it exits."""
+        import subprocess
+
+        from cockpit.worktrees_cli import shell_argv
+
+        view = self.views[session_id]
+        where = view.cwd or (view.worktree.path if view.worktree else "")
+        if not where or not Path(where).is_dir():
+            self.notify(f"session {session_id} has no folder to open a shell in (merged, kept or discarded?)",
+                        severity="warning")
+            return
+        try:
+            with self.suspend():
+                print(f"cockpit: shell in {where} for session {session_id}; exit to come back", flush=True)
+                subprocess.call(shell_argv(edit), cwd=where)
+        except Exception as exc:  # SuspendNotSupported (a web or test driver), a missing shell
+            self.notify(f"cannot open a shell here: {exc or type(exc).__name__}", severity="warning")
 
     def confirm_continue(self, session_id: str) -> None:
         view = self.views[session_id]

@@ -82,6 +82,7 @@ class SessionView:
     pending: ev.ApprovalRequested | None = None  # the ask waiting for the user
     changes: ev.WorktreeChanged | None = None  # the last diff stat of its worktree
     reviewed: ev.Reviewed | None = None  # the last review action (merge / keep / discard)
+    overlap: dict[str, list[str]] = field(default_factory=dict)  # conflict radar: file → other sessions
     blocks: list[Block] = field(default_factory=list)
     version: int = 0  # bumped on every change
     meta_version: int = 0  # bumped on every change but answer text (status, usage, notes, …)
@@ -175,7 +176,8 @@ class SessionView:
         elif isinstance(event, ev.WorktreeChanged):
             self.changes = event
         elif isinstance(event, ev.Reviewed):
-            self.reviewed = event
+            if event.action in ("merge", "keep", "discard"):  # check / send-back / pr leave it open
+                self.reviewed = event
             mark = "✓" if event.ok else "✗"
             self.blocks.append(Block("note" if event.ok else "error", text=f"{mark} {event.action}: {event.message}"))
         elif isinstance(event, ev.ContextNotice):
@@ -333,6 +335,24 @@ def _result_text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(c.get("text", "")) if isinstance(c, dict) else str(c) for c in content)
     return "" if content is None else str(content)
+
+
+def overlaps(views: Any) -> dict[str, dict[str, list[str]]]:
+    """The conflict radar: for each session, each changed file that another session with an open
+    worktree (not merged, kept or discarded; live or waiting) has changed too → those sessions'
+    ids. ``views``: a list or a dict of :class:`SessionView`."""
+    items = list(views.values()) if isinstance(views, dict) else list(views)
+    touching: dict[str, list[str]] = {}
+    for v in items:
+        if v.worktree_open and v.changes is not None and not v.status.is_final:
+            for path in v.changes.paths:
+                touching.setdefault(path, []).append(v.session_id)
+    out: dict[str, dict[str, list[str]]] = {}
+    for path, sids in touching.items():
+        if len(sids) > 1:
+            for sid in sids:
+                out.setdefault(sid, {})[path] = [o for o in sids if o != sid]
+    return out
 
 
 def count_by_status(views: list[SessionView]) -> dict[SessionStatus, int]:

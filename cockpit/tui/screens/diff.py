@@ -13,6 +13,15 @@ a line cursor. From the runtime only (``Runtime.diff`` / ``review`` / ``send``):
   ``v``), press ``c``, type: the session gets a follow-up quoting the file, the line numbers
   (new file; old file for removed lines) and the lines themselves.
 - ``r`` reloads (the session may still be changing files), Esc goes back.
+- ``t`` runs the project's check command on the change merged onto the current base (in a
+  scratch worktree, sandboxed, network off; a command from a ``test-command`` note is shown and
+  confirmed once); the line under the title says running / passed / failed with the output's tail,
+  and ``m`` asks again after a failed check. A merge that conflicts offers ``b`` send it back to
+  the session (a follow-up naming the files: merge the base into your branch), ``s`` a shell in
+  the worktree, or nothing (aborted: your checkout is untouched). ``p`` pushes the branch and
+  opens a pull request (title and body shown for editing first). ``s`` opens ``$SHELL`` there
+  any time (the app is suspended until it exits).
+- Conflict radar: a file another live session has changed too is marked ``⚠ also <session>``.
 
 A changed protected path (a git hook, editor or agent config: :mod:`cockpit.runtime.protected`)
 is marked ``⚠ protected: <reason>`` in the file list, and a banner above says how many changed.
@@ -30,8 +39,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.screen import Screen
-from textual.widgets import Footer, Label, OptionList, Static
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from cockpit.runtime.worktree import protected_line, protected_warning
@@ -70,9 +79,37 @@ def merge_question(protected: list[Any]) -> str:
     return "\n".join([protected_warning(len(protected)) + ":", *listed, "", "Merge anyway?"])
 
 
+class PullRequestDialog(ModalScreen[tuple[str, str] | None]):
+    """The pull request's title (an Input) and body (a TextArea), drafted, editable; ctrl+s opens
+    it, Esc cancels."""
+
+    DEFAULT_CSS = """
+    PullRequestDialog { align: center middle; }
+    #pr-box { width: 90%; height: 80%; border: round $primary; padding: 0 1; background: $surface; }
+    #pr-body { height: 1fr; }
+    """
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel"), Binding("ctrl+s", "send", "Push & open PR")]
+
+    def __init__(self, title: str, body: str) -> None:
+        super().__init__()
+        self.pr_title, self.pr_body = title, body
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="pr-box"):
+            yield Label("[b]Pull request[/b] — edit, then ctrl+s pushes the branch and opens it (Esc cancels)")
+            yield Input(self.pr_title, id="pr-title")
+            yield TextArea(self.pr_body, id="pr-body")
+
+    def action_send(self) -> None:
+        title = self.query_one("#pr-title", Input).value.strip()
+        if title:
+            self.dismiss((title, self.query_one("#pr-body", TextArea).text))
+
+
 class DiffScreen(Screen):
     DEFAULT_CSS = """
     #diff-protected { display: none; height: auto; padding: 0 1; color: $text-warning; background: $warning 15%; }
+    #diff-check { display: none; height: auto; max-height: 8; padding: 0 1; }
     """
     BINDINGS = [
         Binding("escape", "back", "Back", id="diff.back"),
@@ -81,6 +118,10 @@ class DiffScreen(Screen):
         Binding("x", "discard", "Discard", id="diff.discard"),
         Binding("c", "comment", "Comment", id="diff.comment"),
         Binding("r", "reload", "Reload", id="diff.reload"),
+        Binding("t", "check", "Check", id="diff.check"),
+        Binding("b", "send_back", "Send back", id="diff.send_back"),
+        Binding("p", "pull_request", "Pull request", id="diff.pr"),
+        Binding("s", "shell", "Shell", id="diff.shell"),
     ]
 
     def __init__(self, runtime: Any, view: SessionView) -> None:
@@ -93,10 +134,13 @@ class DiffScreen(Screen):
         self.result: str | Content = ""  # the last review action's one-line result
         self.path: str | None = None  # the file shown
         self.busy = False
+        self.check_state = ""  # "" (not run) | running | passed | failed | conflict | error
+        self.conflicts: tuple[str, ...] = ()  # of the last merge attempt
 
     def compose(self) -> ComposeResult:
         yield Label(self._title(), id="diff-title")
         yield Static("", id="diff-protected")
+        yield Static("", id="diff-check")
         with Horizontal(id="diff-main"):
             with Vertical(id="diff-left"):
                 yield Label("[b]Files[/b]", id="diff-files-label")
@@ -147,16 +191,27 @@ class DiffScreen(Screen):
         files.highlighted = keep
         self._show_file(keep)
         self.query_one(DiffView).focus()
-        self._status(self.result or "[dim]m merge · k keep branch · x discard · c comment on the selected lines[/]")
+        self._status(self.result or "[dim]m merge · k keep branch · x discard · c comment on the selected lines · "
+                     "t check · p pull request · s shell[/]")
 
     def _file_label(self, f: Any) -> Content:
         added = "bin" if f.added is None else f"+{f.added}"
         removed = "" if f.removed is None else f"-{f.removed}"
         label = Content.from_markup(f"[b {STATUS_STYLE.get(f.status, '')}]$st[/] $path [$text-success]$a[/] "
                                     "[$text-error]$r[/]", st=f.status, path=fmt.short(f.path, 200), a=added, r=removed)
+        others = self._also_touching(f.path)
+        if others:
+            label += Content.from_markup("\n  [b $text-warning]⚠ also $who[/]", who=", ".join(others))
         if getattr(f, "protected", ""):
             label += Content.from_markup("\n  [b $text-warning]$why[/]", why=protected_line(f))
         return label
+
+    def _also_touching(self, path: str) -> list[str]:
+        """The other live sessions that changed ``path`` too (the conflict radar)."""
+        from cockpit.tui.model import overlaps
+
+        views = getattr(self.app, "views", {}) or {}
+        return overlaps(views).get(self.session_id, {}).get(path, [])
 
     def _show_protected(self, count: int) -> None:
         """The banner above the files: how many protected paths changed (hidden when none)."""
@@ -203,7 +258,12 @@ class DiffScreen(Screen):
         if self.busy:
             return
         protected = await self._protected_now()
-        if not protected:
+        questions = []
+        if protected:
+            questions.append(merge_question(protected))
+        if self.check_state in ("failed", "error", "conflict"):
+            questions.append(f"The last check did not pass ({self.check_state}). Merge anyway?")
+        if not questions:
             self.action_review("merge")
             return
 
@@ -211,7 +271,88 @@ class DiffScreen(Screen):
             if yes:
                 self.action_review("merge")
 
-        self.app.push_screen(ConfirmDialog(merge_question(protected)), done)
+        self.app.push_screen(ConfirmDialog("\n\n".join(questions)), done)
+
+    # -- check, send back, pull request, shell ---------------------------------------
+    def _show_check(self, text: str | Content) -> None:
+        box = self.query_one("#diff-check", Static)
+        box.update(text if isinstance(text, Content) else Content.from_markup(text))
+        box.display = bool(text)
+
+    @work(group="diff-check", exclusive=True)
+    async def action_check(self, confirmed: bool = False) -> None:
+        if self.check_state == "running":
+            return
+        self.check_state = "running"
+        self._show_check("[b $text-warning]⟳ check running…[/] [dim](the change merged onto the current base, "
+                         "in a scratch worktree)[/]")
+        try:
+            result = await self.runtime.review(self.session_id, "check-confirmed" if confirmed else "check")
+        except Exception as exc:
+            self.check_state = "error"
+            self._show_check(Content.from_markup("[b $text-error]check could not run[/]: $why", why=str(exc)))
+            return
+        if result.action == "check-confirm":
+            self.check_state = ""
+            self._show_check("")
+            command = result.message
+
+            def done(yes: bool | None) -> None:
+                if yes:
+                    self.action_check(True)
+
+            self.app.push_screen(ConfirmDialog(f"Run the check command from the project's test-command note?\n\n"
+                                               f"    {command}\n\n(asked once; it runs sandboxed, network off)"),
+                                 done)
+            return
+        first, _, tail = result.message.partition("\n")
+        if result.ok:
+            self.check_state = "passed"
+            self._show_check(Content.from_markup("[b $text-success]✓ $line[/]", line=first))
+        else:
+            self.check_state = "conflict" if "conflicts" in first else ("failed" if "failed" in first else "error")
+            self._show_check(Content.from_markup("[b $text-error]✗ $line[/]\n$tail", line=first,
+                                                 tail="\n".join(tail.splitlines()[-6:])))
+
+    @work(group="diff-send-back")
+    async def action_send_back(self) -> None:
+        try:
+            result = await self.runtime.review(self.session_id, "send-back")
+        except Exception as exc:
+            self.notify(f"not sent back: {exc}", severity="warning")
+            return
+        self.notify(result.message, severity="information" if result.ok else "warning", timeout=8)
+        self._status(Content.from_markup("[b]send back[/]: $msg", msg=result.message))
+
+    @work(group="diff-pr")
+    async def action_pull_request(self) -> None:
+        try:
+            draft = await self.runtime.pull_request(self.session_id, draft=True)
+        except Exception as exc:
+            self.notify(f"no pull request: {exc}", severity="warning")
+            return
+
+        def done(edited: tuple[str, str] | None) -> None:
+            if edited:
+                self.open_pr(*edited)
+
+        self.app.push_screen(PullRequestDialog(draft["title"], draft["body"]), done)
+
+    @work(group="diff-pr")
+    async def open_pr(self, title: str, body: str) -> None:
+        self._status("[dim]pushing…[/]")
+        try:
+            result = await self.runtime.pull_request(self.session_id, title, body)
+        except Exception as exc:
+            self.notify(f"no pull request: {exc}", severity="error")
+            return
+        self.notify(result.message, severity="information" if result.ok else "error", timeout=12)
+        self._status(Content.from_markup("[b]pull request[/]: $msg", msg=result.message))
+
+    def action_shell(self) -> None:
+        opener = getattr(self.app, "open_shell", None)
+        if opener is not None:
+            opener(self.session_id)
 
     async def _protected_now(self) -> list[Any]:
         """The changed protected files of the session's current diff (the shown diff's when it
@@ -248,6 +389,9 @@ class DiffScreen(Screen):
             self.busy = False
         mark = "[b $text-success]✓[/]" if result.ok else "[b $text-error]✗[/]"
         self.result = Content.from_markup(f"{mark} $action: $msg", action=action, msg=result.message)
+        if action == "merge" and not result.ok and "conflict in" in result.message:
+            self.result += Content.from_markup("  [b]b[/] send it back to the session · [b]s[/] shell in the "
+                                               "worktree · or leave it (nothing was merged)")
         self.notify(f"{action}: {result.message}", severity="information" if result.ok else "error",
                     timeout=8)
         self._status(self.result)

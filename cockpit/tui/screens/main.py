@@ -54,6 +54,7 @@ class MainScreen(Screen):
         Binding("y", "approve_once", "Allow once", id="approve.once"),
         Binding("a", "approve_session", "Allow session", id="approve.session"),
         Binding("d", "diff", "Diff", id="diff"),
+        Binding("s", "shell", "Shell", id="shell"),
         Binding("c", "continue_fresh", "Continue fresh", id="continue"),
         Binding("backspace", "close", "Close", id="close"),
         Binding("z", "zoom", "Zoom", id="zoom"),
@@ -243,6 +244,11 @@ class MainScreen(Screen):
         pane = self.focused_pane()
         if pane is not None:
             self.cockpit.open_diff(pane.view.session_id)
+
+    def action_shell(self) -> None:
+        pane = self.focused_pane()
+        if pane is not None:
+            self.cockpit.open_shell(pane.view.session_id)
 
     def action_continue_fresh(self) -> None:
         pane = self.focused_pane()

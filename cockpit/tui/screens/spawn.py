@@ -75,7 +75,8 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
     def __init__(self, engine: Any = None, top_k: int | None = None, preseed: bool = True, *,
                  model: str = "", permission_mode: str | None = None, worktree: bool | None = None,
                  backends: tuple[str, ...] = ("cockpit",), backend: str | None = None,
-                 notes_missing: str = "", budget_usd: float | None = None, sandbox: bool = True) -> None:
+                 notes_missing: str = "", budget_usd: float | None = None, sandbox: bool = True,
+                 workspace: str | None = None) -> None:
         super().__init__(id="spawn-dialog")
         self.engine = engine
         self.top_k = top_k
@@ -91,6 +92,8 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
         self.sandbox = sandbox  # the configured choice ([sandbox] enabled, --no-sandbox)
         self._debounce: Timer | None = None
         self.preview_for: str | None = None  # the task text the preview shows
+        self.workspace = workspace  # where the session will work (None: not shown)
+        self.refused = ""  # why no session can start there (a bare repository)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="spawn-box"):
@@ -121,12 +124,47 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
                 yield Label("budget $", id="spawn-budget-label")
                 shown = "" if self.budget_usd is None else f"{self.budget_usd:g}"
                 yield Input(shown, placeholder="none", id="spawn-budget", compact=True)
+            where = Label("", id="spawn-where")
+            where.display = False  # shown when the session would not get its own worktree
+            yield where
             error = Label("", id="spawn-error")
             error.display = False  # shown with the reason when a value is refused
             yield error
             # last: on a small terminal a long preview is what gets cut, never the options
             yield Label("Notes it would be given:", id="spawn-preview-label")
             yield Static(self._idle_text(), id="spawn-preview")
+
+    def on_mount(self) -> None:
+        if self.workspace:
+            self._where(self.workspace, self.worktree)
+
+    @on(Checkbox.Changed, "#spawn-worktree")
+    def _worktree_toggled(self, event: Checkbox.Changed) -> None:
+        if self.workspace and not event.checkbox.disabled:
+            self._where(self.workspace, event.value)
+
+    @work(thread=True, exclusive=True, group="spawn-where")
+    def _where(self, workspace: str, use: bool) -> None:
+        """Say where the session will work before it starts (git runs here: a thread)."""
+        from cockpit.runtime.worktree import placement_of
+
+        kind, line = placement_of(workspace, use)
+        self.app.call_from_thread(self._show_where, kind, line, use)
+
+    def _show_where(self, kind: str, line: str, use: bool) -> None:
+        if not self.is_attached:
+            return
+        box = self.query_one("#spawn-worktree", Checkbox)
+        style = "$text-warning" if kind == "in place" else "$text-muted"
+        if kind == "refused":
+            self.refused = line
+            style = "$text-error"
+        elif kind == "in place" and use:  # not a repository: no worktree is possible
+            box.value = False
+            box.disabled = True
+        label = self.query_one("#spawn-where", Label)
+        label.update(Content.from_markup(f"[{style}]$line[/]", line=line))
+        label.display = kind != "worktree"  # the usual case needs no line
 
     def _idle_text(self) -> str:
         if not self.preseed:
@@ -177,6 +215,11 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
     @on(Input.Submitted, "#spawn-task, #spawn-model, #spawn-budget")
     def _submitted(self, event: Input.Submitted) -> None:
         task = self.query_one("#spawn-task", Input).value.strip()
+        if task and self.refused:
+            error = self.query_one("#spawn-error", Label)
+            error.update(Content.from_markup("[$error]$why[/]", why=self.refused))
+            error.display = True
+            return
         if task:
             try:
                 request = self.request(task)

@@ -76,7 +76,11 @@ def changes_markup(view: SessionView) -> str:
     if c is None or not c.files:
         return "[dim]none yet[/]"
     files = f"{c.files} file{'s' if c.files != 1 else ''}"
-    return f"{files} [$success]+{c.added}[/] [$error]-{c.removed}[/]"
+    radar = ""
+    if view.overlap:  # another live session changed the same file(s)
+        others = sorted({o for sids in view.overlap.values() for o in sids})
+        radar = f" [b $warning]⚠ {len(view.overlap)} also in {', '.join(others)}[/]"
+    return f"{files} [$success]+{c.added}[/] [$error]-{c.removed}[/]{radar}"
 
 
 def strip_content(view: SessionView, width: int = 22) -> Content:

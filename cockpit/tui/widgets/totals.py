@@ -83,7 +83,22 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
         money = fmt.usd(0.0)
     spend = f"{fmt.tokens(usage.total)} tok  {money}"
     page_part = f" │ page {page + 1}/{pages}" if pages > 1 else ""  # early: a narrow terminal cuts the end
-    return f"[b]cockpit[/b]{page_part} │ {states}{sandbox_markup(views)} │ {spend} │ {memory_markup(memory)}"
+    return (f"[b]cockpit[/b]{page_part} │ {states}{sandbox_markup(views)}{radar_markup(views)} │ {spend} │ "
+            f"{memory_markup(memory)}")
+
+
+def radar_markup(views: Sequence[SessionView]) -> str:
+    """The conflict radar in the header: `` · ⚠ calc.py changed by 2 sessions`` (the first shared
+    file, and how many more) in the warning colour; nothing when no two live sessions share a file."""
+    shared: dict[str, set[str]] = {}
+    for v in views:
+        for path, others in v.overlap.items():
+            shared.setdefault(path, set()).update([v.session_id, *others])
+    if not shared:
+        return ""
+    first = sorted(shared)[0]
+    more = f" (+{len(shared) - 1} more)" if len(shared) > 1 else ""
+    return f" · [b $warning]⚠ {escape(first)} changed by {len(shared[first])} sessions{more}[/]"
 
 
 def sandbox_markup(views: Sequence[SessionView]) -> str:

@@ -1,0 +1,431 @@
+"""From a session to a merged change (issue #22): the check before merge, a way through conflicts,
+empty merges, kept branches, push and pull request, commit style, bare repositories and a
+worktree creation failing half-way. Real git in temporary repositories; the model is the stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from helpers import CALC, git, make_repo
+from standin import Reply, StandIn, ToolUse
+
+from cockpit.cli import main
+from cockpit.events import SessionStatus as S
+from cockpit.runtime import RuntimeConfig, SessionManager, ship
+from cockpit.runtime import worktree as wt
+from cockpit.runtime.config import config_path, load_config, worktrees_dir
+from cockpit.runtime.pricing import ModelPrice, PricingTable
+
+EDIT = "str_replace_based_edit_tool"
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    return make_repo(tmp_path / "repo", {"calc.py": CALC, "test_calc.py": "from calc import add\n"
+                                         "assert add(2, 2) == 4, 'add is wrong'\nprint('ok')\n"})
+
+
+@pytest.fixture
+def api():
+    with StandIn() as s:
+        yield s
+
+
+def make_mgr(api, tmp_path, **cfg) -> SessionManager:
+    base = dict(api_key="test-key", base_url=api.base_url, interactive=True, max_retries=0, timeout=10.0,
+                model="test-model", worktrees_dir=worktrees_dir())
+    base.update(cfg)
+    price = ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3, context_window=200_000)
+    return SessionManager(None, RuntimeConfig(**base), pricing=PricingTable({"test-model": price}, source="t", date="d"))
+
+
+def tree_digest(path: Path) -> dict[str, str]:
+    """Every file of a checkout (``.git`` included) → its content's hash: byte-identical or not."""
+    out = {}
+    skip = (".git/objects/", ".git/worktrees/", ".git/refs/heads/cockpit/", ".git/logs/refs/heads/cockpit/")
+    for p in sorted(path.rglob("*")):
+        if p.is_file() and not str(p.relative_to(path)).startswith(skip):
+            out[str(p.relative_to(path))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def fixed(info: wt.WorktreeInfo) -> None:
+    (Path(info.path) / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+
+
+# -- tests before merge ---------------------------------------------------------------------------
+def test_the_check_passes_on_the_change_merged_onto_the_current_base(repo):
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)  # pending, not committed: the check sees it
+    (repo / "NEWS").write_text("later commit on main\n")
+    git(repo, "add", "NEWS")
+    git(repo, "commit", "-q", "-m", "news")
+    res = wt.check(info, "test -f NEWS && python3 test_calc.py")  # the base's new commit is there too
+    assert res.state == "passed" and res.ok and "ok" in res.output
+    assert res.onto == git(repo, "rev-parse", "main").strip()
+    # nothing moved: the session branch, main, the worktree's pending change; no scratch worktree left
+    assert git(repo, "rev-parse", info.branch).strip() == info.base_commit
+    assert "a + b" in (Path(info.path) / "calc.py").read_text()
+    assert len(git(repo, "worktree", "list").splitlines()) == 2
+
+
+def test_the_check_fails_with_the_outputs_tail(repo):
+    info = wt.create(repo, "s1", "touch nothing useful", worktrees_dir())
+    (Path(info.path) / "other.py").write_text("x = 1\n")
+    res = wt.check(info, "python3 test_calc.py")
+    assert res.state == "failed" and res.exit_code == 1 and "add is wrong" in res.output
+    assert "check failed" in res.line() and "exit 1" in res.line()
+    assert "add is wrong" in ship.check_report(res)
+
+
+def test_the_check_runs_in_the_sandbox_without_network_when_there_is_one(repo):
+    from cockpit.runtime import sandbox
+
+    if sandbox.detect().backend is None:
+        pytest.skip("no sandbox here")
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    res = ship.run_check(info, "python3 test_calc.py && echo $COCKPIT_SANDBOX && cat /proc/net/dev",
+                         load_config())
+    assert res.ok and res.sandboxed and "bubblewrap" in res.output
+    assert "eth0" not in res.output  # its own network namespace: loopback only
+
+
+def test_the_check_command_comes_from_config_then_a_note(repo, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    assert ship.check_command(RuntimeConfig(), notes)[0] is None
+    (notes / "test-command.md").write_text("---\nname: test-command\ndescription: how to test\n---\n"
+                                           "Run the suite:\n\n```bash\npython3 test_calc.py\n```\n")
+    assert ship.check_command(RuntimeConfig(), notes) == ("python3 test_calc.py", f"note {notes / 'test-command.md'}")
+    config_path().write_text('[worktrees]\ncheck_command = "make check"\n')
+    cfg = load_config()
+    assert cfg.check_command == "make check" and cfg.worktrees is True
+    assert ship.check_command(cfg, notes) == ("make check", "config")
+    config_path().write_text('check_command = 3\n')
+    with pytest.raises(ValueError, match="check_command"):
+        load_config()
+
+
+def test_cli_check_and_merge_with_check(repo, capsys, tmp_path):
+    config_path().write_text('check_command = "python3 test_calc.py"\n')
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    (Path(info.path) / "other.py").write_text("x = 1\n")
+    assert main(["worktrees", "check", "s1"]) == 1
+    assert "add is wrong" in capsys.readouterr().out
+    assert main(["worktrees", "merge", "s1", "--check"]) == 1  # not a terminal: a failed check refuses
+    assert "not merged" in capsys.readouterr().out and not (repo / "other.py").exists()
+    fixed(info)
+    assert main(["worktrees", "check", "s1"]) == 0
+    assert "check passed" in capsys.readouterr().out
+    assert main(["worktrees", "merge", "s1", "--check"]) == 0
+    assert "a + b" in (repo / "calc.py").read_text()
+
+
+def test_a_note_command_is_shown_and_confirmed_once(repo, capsys, monkeypatch, tmp_path):
+    (repo / "notes").mkdir()
+    (repo / "notes" / "test-command.md").write_text("Use `python3 test_calc.py` to test.\n")
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    assert main(["worktrees", "check", "s1"]) == 1  # not a terminal, no --yes: refused
+    asked = []
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "y")
+    assert main(["worktrees", "check", "s1"]) == 0
+    assert "python3 test_calc.py" in capsys.readouterr().out and len(asked) == 1
+    assert main(["worktrees", "check", "s1"]) == 0 and len(asked) == 1  # confirmed once
+
+
+# -- conflicts and empty merges -------------------------------------------------------------------
+def conflicting(repo: Path, sid: str = "s1") -> wt.WorktreeInfo:
+    info = wt.create(repo, sid, "fix add", worktrees_dir())
+    fixed(info)
+    (repo / "calc.py").write_text(CALC.replace("a - b", "b + a  # fixed on main"))
+    git(repo, "commit", "-q", "-am", "a fix on main")
+    return info
+
+
+def test_a_conflict_aborted_leaves_the_checkout_byte_identical(repo, capsys):
+    info = conflicting(repo)
+    (repo / "scratch.txt").write_text("untracked\n")
+    before = tree_digest(repo)
+    assert main(["worktrees", "merge", "s1"]) == 1
+    out = capsys.readouterr().out
+    assert "merge conflict in calc.py" in out and "send it back" in out and "cockpit shell s1" in out
+    assert tree_digest(repo) == before
+    assert Path(info.path).is_dir() and wt.branch_exists(info)
+
+
+def test_an_empty_merge_is_reported_not_committed(repo):
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    (repo / "calc.py").write_text(CALC.replace("a - b", "a + b"))  # the same change, made on main
+    git(repo, "commit", "-q", "-am", "same fix")
+    head = git(repo, "rev-parse", "main").strip()
+    res = wt.merge(info, "m")
+    assert not res.ok and "nothing new to merge" in res.message and "same change" in res.message
+    assert git(repo, "rev-parse", "main").strip() == head
+    info2 = wt.create(repo, "s2", "noop", worktrees_dir())
+    git(info2.path, "merge", "-q", "main")  # only main's commits: nothing of its own
+    git(repo, "commit", "-q", "--allow-empty", "-m", "later")
+    res = wt.merge(info2, "m")
+    assert not res.ok and ("no changes to merge" in res.message or "nothing new" in res.message)
+
+
+async def test_conflict_sent_back_to_the_session_then_the_merge_succeeds(api, repo, tmp_path):
+    api.script(
+        Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
+                                  "new_str": "a + b"})]),
+        Reply("Fixed add."),
+        # the follow-up naming calc.py: merge main, resolve, commit
+        Reply("", [ToolUse("bash", {"command": "git add -A && git commit -qm 'fix add'; git merge main; "
+                                               "printf 'def add(a, b):\\n    return a + b\\n' > calc.py && "
+                                               "git add calc.py && git commit -qm 'merge main' && git status --short"})]),
+        Reply("Merged main into my branch and resolved calc.py."),
+    )
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
+    s = await mgr.spawn("fix add", workspace=repo)
+    assert await mgr.wait_idle(timeout=30) and s.status == S.WAITING
+    (repo / "calc.py").write_text(CALC.replace("a - b", "b + a  # fixed on main"))
+    git(repo, "commit", "-q", "-am", "a fix on main")
+    before = tree_digest(repo)
+    res = await mgr.review(s.id, "merge")
+    assert not res.ok and "conflict in calc.py" in res.message and tree_digest(repo) == before
+    back = await mgr.review(s.id, "send-back")
+    assert back.ok and back.action == "send-back" and "calc.py" in back.message
+    assert await mgr.wait_idle(timeout=30)
+    followup = api.message_requests[2]["messages"][-1]["content"]
+    text = followup if isinstance(followup, str) else " ".join(b.get("text", "") for b in followup)
+    assert "calc.py" in text and "git merge main" in text
+    assert s.status == S.WAITING, s.detail
+    res = await mgr.review(s.id, "merge")
+    assert res.ok, res.message
+    assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    await mgr.aclose()
+
+
+async def test_check_through_the_manager_reports_pass_and_fail(api, repo, tmp_path):
+    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "x.py", "file_text": "x = 1\n"})]),
+               Reply("Done."))
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions", check_command="python3 test_calc.py",
+                   sandbox=False)
+    s = await mgr.spawn("add x", workspace=repo)
+    assert await mgr.wait_idle(timeout=30)
+    res = await mgr.review(s.id, "check")
+    assert res.action == "check" and not res.ok and "add is wrong" in res.message
+    fixed(s.worktree)
+    res = await mgr.review(s.id, "check")
+    assert res.ok and "check passed" in res.message
+    draft = await mgr.pull_request(s.id, draft=True)
+    assert "check passed" in draft["body"] and "add x" in draft["body"] and draft["title"] == "add x"
+    await mgr.aclose()
+
+
+# -- kept branches --------------------------------------------------------------------------------
+async def test_a_kept_branch_is_listed_after_the_session_and_a_new_manager_then_merged(api, repo, tmp_path,
+                                                                                        capsys):
+    api.script(Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
+                                         "new_str": "a + b"})]), Reply("Fixed."))
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
+    s = await mgr.spawn("fix add", workspace=repo)
+    assert await mgr.wait_idle(timeout=30)
+    assert (await mgr.review(s.id, "keep")).ok
+    branch = s.worktree.branch
+    await mgr.aclose()
+    mgr2 = make_mgr(api, tmp_path)  # as after a server restart: only what is on disk
+    await mgr2.aclose()
+    git(repo, "commit", "-q", "--allow-empty", "-m", "later on main")
+    assert main(["worktrees"]) == 0
+    out = capsys.readouterr().out
+    assert branch in out and "kept branch, 1 ahead / 1 behind, 1 file +1 -1" in out and "(no worktree)" in out
+    assert main(["worktrees", "--json"]) == 0
+    import json
+
+    kept = json.loads(capsys.readouterr().out)["kept"]
+    assert [k["branch"] for k in kept] == [branch] and kept[0]["ahead"] == 1
+    assert main(["worktrees", "diff", s.id]) == 0
+    assert "+    return a + b" in capsys.readouterr().out
+    assert main(["worktrees", "merge", s.id]) == 0
+    assert "merged" in capsys.readouterr().out and "a + b" in (repo / "calc.py").read_text()
+    assert branch not in git(repo, "branch", "--list")
+    assert main(["worktrees"]) == 0 and "no session worktrees" in capsys.readouterr().out
+
+
+def test_a_cockpit_branch_with_no_record_is_listed_too(repo, capsys):
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    wt.keep(info, "kept")
+    wt.kept_path(info).unlink()  # a record lost: the branch is still found in the repository
+    info2 = wt.create(repo, "s2", "other", worktrees_dir())  # the repository is known by its worktree
+    assert [k.branch for k in wt.list_kept(worktrees_dir())] == [info.branch]
+    assert main(["worktrees", "discard", "s1", "--yes"]) == 0
+    assert info.branch not in git(repo, "branch", "--list") and Path(info2.path).is_dir()
+
+
+# -- push and pull request ------------------------------------------------------------------------
+def fake_gh(tmp_path: Path, monkeypatch) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "gh-args"
+    script = bin_dir / "gh"
+    script.write_text("#!/usr/bin/env python3\nimport json, sys\n"
+                      f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+                      "print('https://github.com/acme/calc/pull/7')\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return record
+
+
+def with_remote(repo: Path, tmp_path: Path) -> Path:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main")
+    return remote
+
+
+def test_pr_with_gh_gets_the_task_and_the_check_result(repo, tmp_path, monkeypatch, capsys):
+    import json
+
+    remote = with_remote(repo, tmp_path)
+    record = fake_gh(tmp_path, monkeypatch)
+    config_path().write_text('check_command = "python3 test_calc.py"\n')
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    assert main(["worktrees", "pr", "s1", "--check"]) == 0
+    assert "pull request opened: https://github.com/acme/calc/pull/7" in capsys.readouterr().out
+    args = json.loads(record.read_text())
+    assert args[:2] == ["pr", "create"]
+    body = args[args.index("--body") + 1]
+    assert args[args.index("--title") + 1] == "fix add" and args[args.index("--head") + 1] == info.branch
+    assert "## Task\n\nfix add" in body and "check passed: `python3 test_calc.py`" in body
+    assert git(remote, "rev-parse", info.branch).strip() == git(repo, "rev-parse", info.branch).strip()
+
+
+def test_pr_without_gh_pushes_and_gives_the_compare_url_or_says_pushed(repo, tmp_path, monkeypatch, capsys):
+    remote = with_remote(repo, tmp_path)
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    assert main(["worktrees", "pr", "s1"]) == 0
+    assert f"pushed {info.branch} to origin ({remote})" in capsys.readouterr().out
+    assert "a + b" in git(remote, "show", f"{info.branch}:calc.py")
+    assert wt.compare_url("git@github.com:acme/calc.git", "main", "cockpit/s1/x") == \
+        "https://github.com/acme/calc/compare/main...cockpit/s1/x?expand=1"
+    assert wt.compare_url("https://github.com/acme/calc", "main", "b") == \
+        "https://github.com/acme/calc/compare/main...b?expand=1"
+    assert wt.compare_url("https://gitlab.com/acme/calc.git", "main", "b") is None
+
+
+def test_pr_without_a_remote_says_so(repo, capsys):
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    assert main(["worktrees", "pr", "s1"]) == 1
+    assert "no remote" in capsys.readouterr().out
+
+
+def test_a_conventional_commits_note_shapes_the_merge_message(repo, capsys):
+    (repo / "notes").mkdir()
+    (repo / "notes" / "commit-style.md").write_text("We write Conventional Commits.\n")
+    git(repo, "add", "notes")
+    git(repo, "commit", "-q", "-m", "notes")
+    info = wt.create(repo, "s1", "Fix add in calc", worktrees_dir())
+    fixed(info)
+    (repo / "README").write_text("diverge\n")
+    git(repo, "add", "README")
+    git(repo, "commit", "-q", "-m", "diverge")
+    assert main(["worktrees", "merge", "s1"]) == 0
+    assert git(repo, "log", "-1", "--format=%s").strip() == "fix: fix add in calc"
+    info2 = wt.create(repo, "s2", "add a multiply function", worktrees_dir())
+    assert ship.merge_message(info2, repo / "notes").startswith("feat: add a multiply function")
+
+
+# -- where a session will work --------------------------------------------------------------------
+async def test_a_bare_repository_is_refused(api, tmp_path, repo):
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    assert wt.placement_of(bare)[0] == "refused" and "bare" in wt.placement_of(bare)[1]
+    assert wt.placement_of(repo)[0] == "worktree"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert wt.placement_of(plain) == ("in place", "in place: not a git repository (edits your files directly)")
+    mgr = make_mgr(api, tmp_path)
+    with pytest.raises(wt.WorktreeError, match="bare git repository"):
+        await mgr.spawn("fix", workspace=bare)
+    await mgr.aclose()
+
+
+def test_a_worktree_creation_failing_half_way_leaves_no_branch(repo, monkeypatch):
+    real = wt.git
+
+    def failing(*args, **kw):
+        if args[:2] == ("worktree", "add"):
+            real(*args, **kw)  # the branch and the folder exist; then the disk is full
+            raise wt.WorktreeError("git worktree failed: No space left on device")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(wt, "git", failing)
+    with pytest.raises(wt.WorktreeError, match="No space"):
+        wt.create(repo, "s1", "fix add", worktrees_dir())
+    monkeypatch.setattr(wt, "git", real)
+    assert "cockpit/" not in git(repo, "branch", "--list")
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+    assert not (wt.repo_folder(worktrees_dir(), repo.resolve()) / "s1").exists()
+
+
+def test_shell_opens_in_the_worktree(repo, monkeypatch, tmp_path):
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    out = tmp_path / "pwd"
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    ran = []
+    import subprocess
+
+    monkeypatch.setattr(subprocess, "call", lambda argv, cwd: ran.append((argv, cwd)) or 0)
+    assert main(["shell", "s1"]) == 0
+    assert ran == [(["/bin/sh"], info.cwd)]
+    monkeypatch.setenv("EDITOR", "nano -w")
+    assert main(["shell", "s1", "--edit", "calc.py"]) == 0
+    assert ran[-1] == (["nano", "-w", "calc.py"], info.cwd)
+    del out
+    asyncio.get_event_loop_policy()  # (keeps the asyncio import used by the async tests' fixtures)
+
+
+# -- conflict radar -------------------------------------------------------------------------------
+async def test_conflict_radar_two_sessions_editing_one_file(api, repo, tmp_path):
+    from cockpit import events as ev
+    from cockpit.tui.model import SessionView, overlaps
+    from cockpit.tui.widgets.strip import changes_markup
+    from cockpit.tui.widgets.totals import radar_markup
+
+    def edit(new: str) -> list[Reply]:
+        return [Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
+                                          "new_str": new})]), Reply("Done.")]
+
+    api.script(*edit("a + b"), *edit("b + a"))
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
+    sub = mgr.subscribe()
+    one = await mgr.spawn("fix add", workspace=repo)
+    assert await mgr.wait_idle(timeout=30)
+    two = await mgr.spawn("fix add too", workspace=repo)
+    assert await mgr.wait_idle(timeout=30)
+    views: dict[str, SessionView] = {}
+    while True:
+        event = await asyncio.wait_for(sub.__anext__(), 10)
+        views.setdefault(event.session_id, SessionView(event.session_id)).apply(event)
+        if isinstance(event, ev.WorktreeChanged) and event.session_id == two.id:
+            assert event.paths == ("calc.py",)
+            break
+    radar = overlaps(views)
+    assert radar == {one.id: {"calc.py": [two.id]}, two.id: {"calc.py": [one.id]}}
+    for sid, v in views.items():
+        v.overlap = radar.get(sid, {})
+    assert "⚠ 1 also in " + two.id in changes_markup(views[one.id])
+    assert "calc.py changed by 2 sessions" in radar_markup(list(views.values()))
+    assert (await mgr.review(one.id, "discard")).ok
+    sub.close()
+    await mgr.aclose()
