@@ -281,8 +281,8 @@ def secret_paths(extra: Iterable[str] = ()) -> list[str]:
     return out
 
 
-def _git_paths(tree: str, branch: str | None) -> tuple[list[str], list[str]]:
-    """(writable, read-only) for git in a session worktree on ``branch``."""
+def _git_paths(tree: str, branch: str | None) -> tuple[list[str], list[str], list[str]]:
+    """(writable, read-only, hidden) for git in a session worktree on ``branch``."""
 
     def rev(*args: str) -> str:
         try:
