@@ -186,6 +186,12 @@ async def test_runner_rules_never_stand_for_unwritten_options(tmp_path):
         "npm test --prefix /other/project": "ask",
         "make test SHELL=/tmp/evil": "ask",
         "make test -f /tmp/Makefile": "ask",
+        # second round: words bash expands, argument files, git's writing options
+        "python -m pytest -q test_tmp.py$IFS--basetemp$IFS/path/v1": "ask",
+        "python -m pytest -q test_calc.py @ci/pytest-args.txt": "ask",
+        "python -m pytest -q $HOME/proj": "ask",
+        "npm test x$IFS--prefix$IFS/other": "ask",
+        "make test x$IFS-f$IFS/other/Makefile": "ask",
         # what the rules are for still runs unasked
         "python -m pytest tests/test_cart.py -q": "allow",
         "python -m pytest -x -k cart tests": "allow",
@@ -194,11 +200,30 @@ async def test_runner_rules_never_stand_for_unwritten_options(tmp_path):
     }
     got = {cmd: p.check(Action("bash", cmd)).verdict for cmd in cases}
     assert got == cases
+    g = PermissionPolicy("default", allow=["Bash(git diff:*)", "Bash(git log:*)"])
+    git_cases = {
+        "git diff --no-index --output=/home/u/.bashrc /dev/null /etc/hostname": "ask",
+        "git diff --output=x.txt": "ask",
+        "git log -1 --output=/tmp/x": "ask",
+        "git diff --no-index /home/u/.ssh/id_ed25519 /dev/null": "ask",
+        "git diff --ext-diff": "ask",
+        "git diff --stat": "allow",
+        "git diff --cached -- src/app.py": "ask",  # `--` is an option word the rule did not spell
+        "git log --oneline -5": "allow",
+        "git diff": "allow",
+    }
+    assert {c: g.check(Action("bash", c)).verdict for c in git_cases} == git_cases
 
 
 @pytest.mark.parametrize("line", [
     "{rm,-rf,x}", "/bin/r? -rf x", "rm${IFS}-rf${IFS}x", "git -c alias.x='!rm -rf y' x", "python3 -c 'import os'",
     "find . -delete", "unlink x", "xargs rm < list", "eval 'rm -rf x'", "bash <<< 'rm -rf x'",
+    # the red team's second round
+    "hash -p /bin/rm zap; zap f", "shopt -s expand_aliases", "alias zap=rm", "ln -sf /bin/rm ./zap && ./zap f",
+    "awk 'BEGIN{system(\"rm f\")}'", "sed -n '1e rm f' /etc/hostname", "vim -es -c '!rm f'",
+    "script -qc 'rm f' /dev/null", "npm exec -c 'rm f'", "python3 - <<< 'import os; os.remove(\"f\")'",
+    "node <<< 'require(\"fs\").unlinkSync(\"f\")'", ". ./t.sh", "BASH_CMDS[zap]=/bin/rm; zap f",
+    "cat < /dev/tcp/127.0.0.1/80", "enable -n echo",
 ])
 @pytest.mark.parametrize("mode", ["bypassPermissions", "auto", "acceptEdits"])
 async def test_deny_variants_never_run_unasked(line, mode):

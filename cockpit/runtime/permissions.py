@@ -325,6 +325,41 @@ def _crude_parts(line: str) -> list[str]:
     return [" ".join(p.replace("'", "").replace('"', "").replace("\\", "").split()) for p in parts if p.strip()]
 
 
+_SHELL_STATE = {"hash", "alias", "enable", "shopt", "source", ".", "set", "declare", "typeset", "export",
+                "readonly", "unalias", "trap", "builtin", "command", "exec", "coproc"}
+_INTERPRETERS = {"python", "python3", "node", "perl", "ruby", "php", "bash", "sh", "zsh", "dash", "deno", "bun",
+                 "lua", "tclsh", "Rscript", "osascript"}
+
+
+def _runs_hidden_code(name: str, texts: list[str], part: list) -> str:
+    """Why a command runs code a rule cannot see (another command inside a program's own language,
+    or shell state that renames commands), or ``""``."""
+    if name in ("hash", "alias", "enable", "shopt") or (name in _SHELL_STATE and name not in ("export", "set")
+                                                          and len(texts) > 1 and name != "command"):
+        return f"{name} changes what later command names run"
+    if any(re.match(r"BASH_(CMDS|ALIASES)\[", t) for t in texts):
+        return "BASH_CMDS / BASH_ALIASES rename commands"
+    base = re.sub(r"[\d.]+$", "", name) if name.startswith("python") else name
+    if base in _INTERPRETERS:
+        if "-" in texts[1:] or any(op in ("<<<", "<<", "<<-", "<") for op, _ in redirect_targets(part)):
+            return f"a program fed to {name} on its standard input"
+    if name in ("awk", "gawk", "mawk", "nawk") and any(re.search(r"system|\||getline", t) for t in texts[1:]):
+        return "awk running commands"
+    if name in ("sed", "gsed") and any(re.search(r"(^|[;{}\n])\s*[0-9,$/]*\s*e\b|/e\b|[/|#]e$", t)
+                                       for t in texts[1:]):
+        return "sed's e command runs commands"
+    if name in ("vim", "vi", "nvim", "ex", "view", "emacs") and any(t.startswith(("-c", "+", "-e", "--eval", "-S"))
+                                                                    for t in texts[1:]):
+        return f"{name} running commands"
+    if name == "script" and any(re.match(r"-[a-zA-Z]*c", t) or t.startswith("--command") for t in texts[1:]):
+        return "script -c runs a command"
+    if (name == "npm" and texts[1:2] in (["exec"], ["x"])) or (name == "npx" and "-c" in texts[1:]):
+        return "npm exec runs a command"
+    if any(target.text.startswith(("/dev/tcp/", "/dev/udp/")) for _, target in redirect_targets(part)):
+        return "a network connection through bash's /dev/tcp"
+    return ""
+
+
 def _escapes(target: Word, root: str | None, cwd: str | None, moved: bool) -> bool:
     """True when writing to ``target`` may land outside the working tree ``root`` (or in .git)."""
     text = target.text
@@ -434,6 +469,7 @@ def analyse(command: str, root: str | None = None, cwd: str | None = None, _dept
                 why = why or f"inline code run by {name}"
             if name == "git" and any(t.split("=", 1)[0] in _GIT_RISKY_GLOBAL for t in texts[1:2]):
                 why = why or "git's global options (-c, -C, --git-dir …) can run other programs"
+            why = why or _runs_hidden_code(name, texts, part)
         for op, target in redirect_targets(part):
             if ">" not in op and op != "<>":
                 continue
@@ -463,7 +499,7 @@ RUNNER_PROGRAMS = frozenset({
     "gmake", "cargo", "go", "uv", "uvx", "poetry", "pip", "pip3", "tox", "nox", "rake", "bundle", "mvn", "gradle",
     "gradlew", "dotnet", "jest", "vitest", "mocha", "ruby", "perl", "php", "java", "cmake", "ctest", "just",
     "hatch", "pdm", "pipenv", "composer", "mix", "swift", "rustc", "gcc", "cc", "clang", "tsc", "ts-node", "tsx",
-    "phpunit", "rspec",
+    "phpunit", "rspec", "git",
 })
 
 
@@ -477,6 +513,13 @@ _QUIET_OPTIONS = {
     "cargo": {"-q", "--quiet", "-v", "--verbose", "--release", "--all-features", "--workspace", "--lib", "--bins"},
     "npm": {"--silent", "-s", "--quiet", "-q"},
     "make": {"-s", "-k", "-j", "-j2", "-j4", "-j8", "--silent", "--keep-going"},
+    # git's options that only change what it prints (never --output, --no-index, --ext-diff, -c …)
+    "git": {"--stat", "--shortstat", "--numstat", "--name-only", "--name-status", "--oneline", "--cached",
+            "--staged", "-p", "--patch", "--graph", "--decorate", "--all", "--no-color", "--color=never",
+            "--summary", "-s", "--short", "--porcelain", "-b", "--branch", "-v", "-vv", "--verbose", "-q",
+            "--quiet", "--no-pager", "--reverse", "--first-parent", "--merges", "--no-merges", "-w",
+            "--ignore-all-space", "--word-diff", "--minimal", "--patience", "--histogram", "-M", "-C",
+            "--abbrev-commit", "--list", "-l", "-a", "-r", "--show-current", "--untracked-files=no"},
 }
 
 
@@ -491,10 +534,14 @@ def _runner_of(words: list[str]) -> str:
 
 
 def _is_option_like(runner: str, word: str) -> bool:
-    """A word a wildcard must not stand for in a runner's command line (see :func:`_runner_extra_ok`)."""
-    if word in _QUIET_OPTIONS.get(runner, ()):
+    """A word a wildcard must not stand for in a runner's command line (see :func:`_runner_extra_ok`):
+    an option, an assignment, a path out of the tree, an argument file (``@args.txt``), or a word
+    bash expands into who knows what (``x$IFS--basetemp$IFS/y``, ``$HOME/proj``, globs)."""
+    if set(word) & set("$`*?[]{}\\"):
+        return True
+    if word in _QUIET_OPTIONS.get(runner, ()) or (runner == "git" and re.fullmatch(r"-n?\d+", word)):
         return False
-    return word.startswith(("-", "+", "/", "~")) or "=" in word or ".." in word.split("/")
+    return word.startswith(("-", "+", "/", "~", "@")) or "=" in word or ".." in word.split("/")
 
 
 def _runner_extra_ok(spec: str, cmd: str) -> bool:
@@ -672,6 +719,9 @@ def deny_spellings(views: list[str], deny: list[Rule]) -> list[str]:
                     out.append(" ".join([name, *rest]))
                 if first in SAME_JOB.get(name, ()):
                     out.append(" ".join([name, *rest]))
+            if first in ("ln", "cp", "install", "mv", "rsync") and any(w.rsplit("/", 1)[-1] in names for w in rest):
+                denied = next(w.rsplit("/", 1)[-1] for w in rest if w.rsplit("/", 1)[-1] in names)
+                out.append(" ".join([denied, *rest]))  # a copy of a denied program under another name
             if first == "find" and "-delete" in rest and "rm" in names:
                 out.append(" ".join(["rm", *rest]))
             if first == "git" and rest[:1] == ["clean"] and "rm" in names:
