@@ -354,3 +354,28 @@ async def test_a_command_that_shadows_the_shells_builtins_does_not_break_the_nex
     assert not first.is_error, first.content  # not even that command waits for its timeout
     out = await asyncio.wait_for(runner.run("bash", {"command": "echo still here"}), 10)
     assert not out.is_error and "still here" in out.content
+
+
+async def test_a_rule_allowed_command_runs_in_a_new_shell_that_nothing_planted_reaches(tmp_path):
+    """Functions, aliases, traps, hash entries and disabled builtins set by earlier commands — even
+    ones that shadow `builtin` and `unset` — never run with a guarded (rule-allowed) command; the
+    folder carries over; a changed environment stops it (the session asks)."""
+    (tmp_path / "sub").mkdir()
+    shell = BashSession(tmp_path, session_env(dict(os.environ)), timeout=10)
+    try:
+        await shell.run("cd sub; python3() { echo HIJACKED; }; ls() { echo HIJACKED; }; shopt -s expand_aliases; "
+                        "alias git='echo HIJACKED'; hash -p /bin/echo cat; enable -n compgen; "
+                        "builtin() { echo HIJACKED; }; unset() { echo HIJACKED; }")
+        r = await shell.run("python3 -c 'print(40 + 2)'; pwd; git --version >/dev/null && echo git-ok", guarded=True)
+        assert "HIJACKED" not in r.output
+        assert r.output.split()[:2] == ["42", str(tmp_path / "sub")] and "git-ok" in r.output
+        await shell.run("trap 'echo TRAPPED' DEBUG")
+        r = await shell.run("python3 -c 'print(40 + 2)'", guarded=True)  # runs without it, or asks
+        assert "TRAPPED" not in r.output and (r.state_changed or r.output.strip() == "42")
+        await shell.run("export PYTEST_ADDOPTS='-p evil'")
+        r = await shell.run("python3 -c 'print(1)'", guarded=True)
+        assert r.state_changed and r.output == ""
+        r = await shell.run("python3 -c 'print(1)'")  # the user allowed it: runs in the changed shell
+        assert "1" in r.output.split()
+    finally:
+        await shell.close()

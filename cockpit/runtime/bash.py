@@ -80,8 +80,8 @@ class _Capture:
         self.recent = bytearray()  # the stream's last bytes, where the sentinel shows up
         self.total = 0
         self.dropped = 0
-        self.rx = re.compile(re.escape(sentinel) + rb" (-?\d+)(?: (reset|state))?\n")
-        self.flag = ""  # reset: the shell left the working tree and was sent back; state: see run()
+        self.rx = re.compile(re.escape(sentinel) + rb" (-?\d+)(?: (reset))?\n")
+        self.flag = ""  # "reset": the shell left the working tree and was sent back
         self.keep = len(sentinel) + 64
 
     def feed(self, chunk: bytes) -> None:
@@ -138,7 +138,9 @@ class BashSession:
                  max_output: int = MAX_OUTPUT_BYTES, wrap: Callable[[list[str]], list[str]] | None = None):
         self.cwd = str(cwd)
         self.wrap = wrap  # the sandbox: argv -> argv run inside it (None: unconfined)
-        self._baseline: str | None = None  # the shell's state at start (see run(guarded=True))
+        self._baseline: str | None = None  # the exported environment at the first start (see run(guarded=True))
+        self._pristine = True  # the shell has run nothing since it started
+        self._start_dir: str | None = None  # where the next shell starts (a restart keeps the folder)
         self._real_cwd = os.path.realpath(self.cwd)
         self.env = dict(env)
         self.timeout = timeout
@@ -157,14 +159,18 @@ class BashSession:
         argv = [bash, "--noprofile", "--norc"]
         if self.wrap is not None:
             argv = self.wrap(argv)
-        self._baseline = None
+        start, self._start_dir = self._start_dir or self.cwd, None
+        self._pristine = True
         self._proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            cwd=self.cwd, env=self.env, start_new_session=True,
+            cwd=start, env=self.env, start_new_session=True,
         )
         assert self._proc.stdin is not None
         self._proc.stdin.write(b"exec 198>&1\n")
+        if self._baseline is None:  # the exported environment as it starts (run(guarded=True) compares)
+            base = await self._exchange(self._proc, f"\\builtin printf '%s' \"$({_DIGEST})\"")
+            self._baseline = base.output if base.exit_code == 0 and not base.elided else ""
         return self._proc
 
     def current_dir(self) -> str:
@@ -202,19 +208,33 @@ class BashSession:
     async def run(self, command: str, guarded: bool = False) -> BashResult:
         """Run ``command`` in the persistent shell; returns its (capped) output and exit code.
 
-        ``guarded`` (a command a permission *rule* allowed, no person saw it): first the shell's
-        hooks a rule cannot see are reset — aliases, functions, DEBUG/RETURN/ERR traps,
-        ``BASH_ENV``/``ENV``/``PROMPT_COMMAND``, ``extdebug``/``functrace`` — and when its exported
-        variables (``PATH``, ``LD_PRELOAD``, ``PYTEST_ADDOPTS``…), ``IFS`` or options still differ
-        from the shell's start, the command does not run: the result has ``state_changed`` set
-        (the session then asks the user)."""
-        proc = self._proc if self._proc is not None and self._proc.returncode is None else await self._start()
-        if guarded and self._baseline is None:
-            base = await self.run(f"{_RESET}; \\builtin printf '%s' \"$({_DIGEST})\"")
-            if base.exit_code != 0 or base.elided:
+        ``guarded`` (a command a permission *rule* allowed, no person saw it): it runs in a new
+        shell — the session's start environment, the old shell's current folder (read from
+        ``/proc``, never from the shell) — which then stays the session's shell, so nothing an
+        earlier command planted (a function or alias named like the allowed program, a trap,
+        ``hash -p``, ``enable -n``, ``BASH_ENV``) can run with it; its folder carries over (``cd x``
+        then ``pytest``). When the old shell's exported variables
+        (``PATH`` of an activated venv, ``PYTEST_ADDOPTS``…) differ from the start, nothing runs:
+        the result has ``state_changed`` set and the session asks the user instead."""
+        live = self._proc is not None and self._proc.returncode is None
+        if guarded and live and not self._pristine:
+            assert self._proc is not None
+            now = await self._exchange(self._proc, f"\\builtin printf '%s' \"$({_DIGEST})\"")
+            if now.exit_code != 0 or now.output != self._baseline:
                 return BashResult("", None, state_changed=True)
-            self._baseline = base.output
-            proc = self._proc if self._proc is not None and self._proc.returncode is None else await self._start()
+            where = self.current_dir()
+            self._kill()
+            real = os.path.realpath(where)
+            inside = real == self._real_cwd or real.startswith(self._real_cwd.rstrip("/") + "/")
+            self._start_dir = where if inside and os.path.isdir(where) else None
+            live = False
+        proc = self._proc if live and self._proc is not None else await self._start()
+        result = await self._exchange(proc, command)
+        self._pristine = False  # whatever ran may have changed the shell (an allowed `export` too)
+        return result
+
+    async def _exchange(self, proc: asyncio.subprocess.Process, command: str) -> BashResult:
+        """One command through the shell ``proc`` (see :meth:`run`)."""
         assert proc.stdin is not None and proc.stdout is not None
         self._n += 1
         delim = f"__COCKPIT_EOF_{secrets.token_hex(8)}__"
@@ -232,15 +252,15 @@ class BashSession:
         # (`builtin() { :; }`, `enable -n printf`): undone right after the command. An alias
         # (`alias case=echo` with expand_aliases) only applies to lines read later — this one
         # was read before the command ran — and expansion is off again when the next one is read
-        restore = ("\\unset -f builtin printf pwd cd 2>/dev/null; "
+        # (`POSIXLY_CORRECT=y` is an assignment, which no function can shadow: it turns on posix
+        # mode, where the special builtin `unset` is found before a function named `unset`)
+        restore = ("POSIXLY_CORRECT=y; \\unset -f builtin unset command enable shopt printf pwd cd 2>/dev/null; "
+                   "\\unset POSIXLY_CORRECT; "
                    "\\builtin enable printf pwd cd 2>/dev/null; \\builtin shopt -u expand_aliases 2>/dev/null")
         body = (f"{{ . {script} < /dev/null 198>&-; }} 197<<'{delim}' >&198 2>&1; __cockpit_rc=$?; {restore}; "
                 f"case \"$(builtin pwd -P 2>/dev/null)/\" in {tree}/*) __cockpit_cd='';; "
                 f"*) builtin cd -- {_quote(self.cwd)} 2>/dev/null; __cockpit_cd=' reset';; esac; "
                 f"builtin printf '\\n%s %d%s\\n' '{self._sentinel}' \"$__cockpit_rc\" \"$__cockpit_cd\" >&198")
-        if guarded:
-            body = (f"{_RESET}; if [[ \"$({_DIGEST})\" == {_quote(self._baseline or '')} ]]; then {body}; "
-                    f"else builtin printf '\\n%s 0 state\\n' '{self._sentinel}' >&198; fi")
         text = command if command.endswith("\n") else command + "\n"
         line = f"{body}\n{text}{delim}\n"
         cap = _Capture(self.max_output, self._sentinel.encode())
@@ -273,8 +293,6 @@ class BashSession:
                 cap.feed(chunk)
                 end = cap.find_end()
                 if end is not None:
-                    if cap.flag == "state":
-                        return BashResult("", None, state_changed=True)
                     return BashResult(_text(cap, script), end, elided=cap.dropped,
                                       cwd_reset_to=self.cwd if cap.flag == "reset" else None)
         except TimeoutError:
@@ -359,14 +377,10 @@ def _text(cap: _Capture, script: str) -> str:
     return cap.text().replace(f"{script}: ", "bash: ")
 
 
-# a guarded command's prelude: the shell hooks no rule can see, undone (see BashSession.run)
-_RESET = ("\\builtin unalias -a 2>/dev/null; \\builtin unset -f $(\\builtin compgen -A function) 2>/dev/null; "
-          "\\builtin trap - DEBUG RETURN ERR 2>/dev/null; \\builtin set +T 2>/dev/null; "
-          "\\builtin shopt -u extdebug expand_aliases 2>/dev/null; "
-          "\\builtin unset BASH_ENV ENV PROMPT_COMMAND 2>/dev/null")
-# what must equal the shell's start for a rule to vouch for a command (cd is judged separately)
-_DIGEST = ("\\builtin unset PWD OLDPWD 2>/dev/null; \\builtin export -p; \\builtin compgen -A function; "
-           "\\builtin alias; \\builtin trap -p; \\builtin declare -p IFS; \\builtin echo \"$-\"")
+# the exported environment, as run(guarded=True) compares it with the start (cd is not a change);
+# only a question hangs on it (run in the changed shell?): a new shell is what keeps a
+# rule-allowed command safe, so a shell that fakes this output gains nothing
+_DIGEST = "\\builtin unset PWD OLDPWD 2>/dev/null; \\builtin export -p"
 
 
 def _quote(s: str) -> str:
