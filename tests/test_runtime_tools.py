@@ -379,3 +379,13 @@ async def test_a_rule_allowed_command_runs_in_a_new_shell_that_nothing_planted_r
         assert "1" in r.output.split()
     finally:
         await shell.close()
+
+
+def test_credentials_in_the_environment_never_reach_a_session_unless_named():
+    base = {"GITHUB_TOKEN": "g", "AWS_SECRET_ACCESS_KEY": "a", "NPM_TOKEN": "n", "DB_PASSWORD": "p",
+            "HF_TOKEN": "h", "OPENAI_API_KEY": "o", "PATH": "/usr/bin", "HOME": "/home/u", "TOKENIZERS_PARALLELISM": "x",
+            "GIT_ASKPASS": "y", "LANG": "C.UTF-8"}
+    env = session_env(base)
+    assert not {"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "NPM_TOKEN", "DB_PASSWORD", "HF_TOKEN", "OPENAI_API_KEY"} & set(env)
+    assert {"PATH", "HOME", "TOKENIZERS_PARALLELISM", "LANG"} <= set(env)
+    assert session_env(base, keep=("NPM_TOKEN",))["NPM_TOKEN"] == "n"  # [sandbox] pass_env

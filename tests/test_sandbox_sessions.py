@@ -245,3 +245,31 @@ async def test_protected_paths_ask_in_every_mode_but_plan_denies():
             assert p.check(Action("edit", path)).verdict == "ask", (mode, path)
         assert p.check(Action("edit", "src/app.py")).verdict in ("allow", "ask")
     assert PermissionPolicy("plan").check(Action("edit", ".envrc")).verdict == "deny"
+
+
+@pytest.mark.parametrize("sandbox", [True, False])
+async def test_protected_paths_a_command_writes_are_put_back_unless_the_user_keeps_them(api, repo, tmp_path, sandbox):
+    if sandbox and AVAIL.backend is None:
+        pytest.skip(AVAIL.reason)
+    write = ("mkdir -p .vscode deep/a notes && echo '{}' > .vscode/tasks.json && echo 'export X=1' > .envrc "
+             "&& echo evil > deep/a/CLAUDE.md && echo hook >> .githooks/post-merge; echo fine > ok.txt; "
+             "echo 'a decision' > notes/new.md; echo wrote")
+    api.script(Reply("", [ToolUse("bash", {"command": write})]), Reply("done"))
+    notes = repo / "notes"
+    notes.mkdir()
+
+    class NotesOnly:  # an engine as far as the session needs one here: where its notes are
+        notes_dir = notes
+
+    mgr = make_mgr(api, tmp_path, interactive=False, sandbox=sandbox)
+    s = await mgr.spawn("write config", workspace=repo, permission_mode="auto" if sandbox else "bypassPermissions",
+                        engine=NotesOnly(), preseed=False)
+    assert await mgr.wait_idle(timeout=60)
+    tree = Path(s.worktree.path)
+    assert (tree / "ok.txt").read_text() == "fine\n"  # the rest of the command's work stays
+    for gone in (".vscode/tasks.json", ".envrc", "deep/a/CLAUDE.md", "notes/new.md"):
+        assert not (tree / gone).exists(), gone
+    assert (tree / ".githooks" / "post-merge").read_text() == "#!/bin/sh\n"
+    result = tool_results(api)[0]
+    assert "were put back" in result and ".envrc" in result
+    await mgr.aclose()

@@ -390,14 +390,21 @@ def _quote(s: str) -> str:
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "COCKPIT_SERVER_TOKEN")
 
 
+# names of variables that hold credentials (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, NPM_TOKEN, DB_PASSWORD…)
+SECRET_NAME = re.compile(r"(?i)(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
+                         r"SESSION_?KEY|AUTH_?TOKEN|CLIENT_?SECRET)(_|$)|^(AWS|AZURE|GOOGLE|GCP|DO|HF|HUGGING_?FACE|"
+                         r"OPENAI|GEMINI|MISTRAL|COHERE|GROQ|STRIPE|SLACK|TWILIO|SENTRY)_.*(KEY|TOKEN|SECRET)")
+
+
 def session_env(base: dict[str, str], secrets_to_strip: tuple[str, ...] = (),
-                extra: dict[str, str] | None = None) -> dict[str, str]:
+                extra: dict[str, str] | None = None, keep: tuple[str, ...] = ()) -> dict[str, str]:
     """The environment a session's shell sees: ``base`` without the API key variables
-    (:data:`SECRET_ENV`) and without any variable whose value contains one of
-    ``secrets_to_strip``; plus non-interactive defaults (no pager, no git prompts) and ``extra``."""
+    (:data:`SECRET_ENV`), without variables named like credentials (:data:`SECRET_NAME`, unless
+    ``keep`` names them: ``[sandbox] pass_env``) and without any variable whose value contains one
+    of ``secrets_to_strip``; plus non-interactive defaults (no pager, no git prompts) and ``extra``."""
     env = {}
     for k, v in base.items():
-        if k in SECRET_ENV:
+        if k in SECRET_ENV or (SECRET_NAME.search(k) and k not in keep):
             continue
         if any(s and len(s) >= 8 and s in v for s in secrets_to_strip):
             continue

@@ -162,6 +162,7 @@ class RuntimeConfig:
     allow_hosts: tuple[str, ...] = ()
     sandbox_hide: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()
+    pass_env: tuple[str, ...] = ()
     max_budget_usd: float | None = None
     max_budget_tokens: int | None = None
     server_budget_usd: float | None = None
@@ -249,7 +250,7 @@ class ConfigError(ValueError):
 
 
 _SANDBOX_TABLE = {"enabled": "sandbox", "network": "network", "allow_hosts": "allow_hosts", "hide": "sandbox_hide",
-                  "protected": "protected"}
+                  "protected": "protected", "pass_env": "pass_env"}
 _TABLES = {"runtime": set(_FILE_KEYS), "permissions": {"allow", "deny", "defaultMode"}, "sandbox": set(_SANDBOX_TABLE),
            "preseed": set(_PRESEED_TABLE), "keymap": None}  # keymap: binding ids, checked by the app
 

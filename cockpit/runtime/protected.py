@@ -14,12 +14,14 @@ tree), ``extra`` the globs from config (``[sandbox] protected``).
 from __future__ import annotations
 
 import fnmatch
+import os
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
 # folders whose every file is protected, at any depth
-PROTECTED_DIRS = (".git", ".githooks", ".husky", ".vscode", ".idea", ".claude", ".codex", ".gemini", ".cursor")
+PROTECTED_DIRS = (".git", ".githooks", ".husky", ".vscode", ".idea", ".claude", ".codex", ".gemini", ".cursor",
+                  ".github", ".gitlab", ".circleci", ".devcontainer")
 # files protected by name, at any depth
 PROTECTED_FILES = (".envrc", ".pre-commit-config.yaml", ".gitattributes", ".gitmodules", "CLAUDE.md",
                    "CLAUDE.local.md", "AGENTS.md", ".mcp.json")
@@ -101,3 +103,48 @@ def existing_protected(tree: Path | str, hooks_path: str | None = None, extra: I
         if len(found) >= limit:
             break
     return found[:limit]
+
+
+def protected_snapshot(tree: Path | str, hooks_path: str | None = None, extra: Iterable[str] = ()) -> dict[str, str]:
+    """The protected paths that differ from the tree's HEAD (changed, added, deleted), each with a
+    fingerprint of its current state (size and mtime, or ``deleted``): two snapshots that differ
+    say a command changed a protected path. Never runs a hook; ``{}`` outside a git tree."""
+    try:
+        out = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", str(tree),
+                              "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
+                             capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    if out.returncode != 0:
+        return {}
+    snap: dict[str, str] = {}
+    for entry in out.stdout.split(b"\0"):
+        if len(entry) < 4:
+            continue
+        rel = entry[3:].decode("utf-8", "surrogateescape")
+        if not protected_reason(rel, hooks_path, extra):
+            continue
+        try:
+            st = os.lstat(os.path.join(str(tree), rel))
+            snap[rel] = f"{st.st_size}:{st.st_mtime_ns}:{st.st_mode}"
+        except OSError:
+            snap[rel] = "deleted"
+    return snap
+
+
+def revert(tree: Path | str, paths: Iterable[str]) -> None:
+    """Put protected ``paths`` back as the tree's HEAD has them: tracked ones restored, new ones
+    removed. Never runs a hook."""
+    import shutil
+
+    base = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", str(tree)]
+    for rel in paths:
+        tracked = subprocess.run([*base, "cat-file", "-e", f"HEAD:{rel}"], capture_output=True, timeout=30)
+        if tracked.returncode == 0:
+            subprocess.run([*base, "checkout", "HEAD", "--", rel], capture_output=True, timeout=60)
+            continue
+        full = os.path.join(str(tree), rel)
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full, ignore_errors=True)
+        elif os.path.lexists(full):
+            os.unlink(full)

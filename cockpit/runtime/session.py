@@ -80,9 +80,10 @@ class Session(SessionBase):
                                        sandboxed=spec.sandbox == "bubblewrap", protected=tuple(self._cfg.protected))
         self._sandbox_tmp: str | None = None
         self._proxy: Any = None
+        self._protected_seen: dict[str, str] = {}  # protected paths changed so far (see _protected_after)
         keys = tuple(s for s in (self._cfg.api_key, self._cfg.auth_token) if s)
         env = session_env(dict(os.environ), secrets_to_strip=keys,
-                          extra={"COCKPIT_SESSION_ID": session_id})
+                          extra={"COCKPIT_SESSION_ID": session_id}, keep=tuple(self._cfg.pass_env))
         self.tools = ToolRunner(spec.cwd, self.engine, spec.top_k, env=env, bash_timeout=self._cfg.bash_timeout)
         self.model = ModelCaller(host, session_id, spec.model, self.acct, self.rec.emit, self.rec.record,
                                  self._redact, self._cfg)
@@ -125,6 +126,19 @@ class Session(SessionBase):
         if self._sandbox_tmp is not None:
             await asyncio.to_thread(shutil.rmtree, self._sandbox_tmp, True)
 
+    def _notes_glob(self) -> str:
+        """``<notes folder>/**`` relative to the tree, when the notes folder lies in the project."""
+        notes = getattr(self.engine, "notes_dir", None)
+        if notes is None:
+            return ""
+        w = self.spec.worktree
+        root = Path(w.repo) if w is not None else self._tree()
+        try:
+            rel = Path(notes).resolve().relative_to(root.resolve()).as_posix()
+        except (ValueError, OSError):
+            return ""
+        return f"{rel}/**" if rel not in ("", ".") else ""
+
     def _tree(self) -> Path:
         """What the session may write: its worktree, or the workspace when it works in place."""
         w = self.spec.worktree
@@ -139,11 +153,16 @@ class Session(SessionBase):
 
         tree = self._tree()
         self.policy.hooks_path = await asyncio.to_thread(hooks_path_of, tree)
+        notes = self._notes_glob()
+        if notes:  # a note written in the tree reaches every later session's first message
+            self.policy.protected = (*self.policy.protected, notes)
+        self._protected_seen = await asyncio.to_thread(self._protected_snapshot)
         if self.spec.sandbox != "bubblewrap":
             return
         worktrees = self._cfg.resolved_worktrees_dir()
         self._sandbox_tmp = tmp = await asyncio.to_thread(sb.session_tmp, worktrees)
-        settings = replace(self._cfg.sandbox_settings(), network=self.spec.network)
+        settings = replace(self._cfg.sandbox_settings(), network=self.spec.network,
+                           protected=self.policy.protected)
         proxy_sock = None
         if self.spec.network == "allow":
             from cockpit.runtime.netproxy import AllowlistProxy
@@ -337,6 +356,10 @@ class Session(SessionBase):
             out = await self.tools.execute(prepared)
         if self.spec.sandbox == "bubblewrap" and prepared.action.kind == "bash" and not out.state_changed:
             out = await self._blocked(tool_use_id, prepared, out)
+        if prepared.action.kind == "bash":
+            out = await self._protected_after(tool_use_id, prepared, out)
+        elif prepared.action.kind in ("edit", "create"):  # asked before it was written: known now
+            self._protected_seen = await asyncio.to_thread(self._protected_snapshot)
         # a command that prints the API key (`env`, `cat /proc/$PPID/environ`) must not hand it to
         # the model, the panes or the transcript
         out = ToolOutcome(self._redact(out.content), out.is_error)
@@ -348,13 +371,13 @@ class Session(SessionBase):
         return out, changed
 
     async def _ask(self, tool_use_id: str, call: PreparedCall, why: str = "",
-                   outside: bool = False) -> tuple[bool, str]:
+                   outside: bool = False, summary: str = "") -> tuple[bool, str]:
         """Ask the user (any client) about ``call``; (allowed, reason). ``why``: what the user is
         told first (a protected path, the shell's state, what the sandbox blocked). ``outside``: a
         re-run outside the sandbox — allowed once only, never as a rule."""
         rules = [] if outside else session_rules_for(call.action)
         detail = call.detail or call.summary
-        summary = f"outside the sandbox: {call.summary}" if outside else call.summary
+        summary = summary or (f"outside the sandbox: {call.summary}" if outside else call.summary)
         ask = ApprovalRequested(self.id, tool_use_id, call.name, call.action.kind, summary,
                                 f"{why}\n\n{detail}" if why else detail, rules_text(rules))
         allowed, scope, reason = await self._await_answer(ask)
@@ -362,6 +385,52 @@ class Session(SessionBase):
             for rule in rules:
                 self.policy.add_session_rule(rule)
         return allowed, reason
+
+    def _changed_files(self) -> str:
+        """The files the session changed in its tree (git status), for an approval's text."""
+        import subprocess
+
+        try:
+            out = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C",
+                                  str(self._tree()), "status", "--porcelain", "--untracked-files=all"],
+                                 capture_output=True, text=True, timeout=30, errors="replace")
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        names = [line[3:] for line in out.stdout.splitlines() if len(line) > 3]
+        return ", ".join(names[:15]) + (f" (+{len(names) - 15} more)" if len(names) > 15 else "")
+
+    def _protected_snapshot(self) -> dict[str, str]:
+        from cockpit.runtime.protected import protected_snapshot
+
+        return protected_snapshot(self._tree(), self.policy.hooks_path, self.policy.protected)
+
+    async def _protected_after(self, tool_use_id: str, call: PreparedCall, out: ToolOutcome) -> ToolOutcome:
+        """A command changed protected paths (a git hook, ``.envrc``, ``.vscode/``, ``CLAUDE.md``…,
+        which run code outside the sandbox later): the user keeps or reverts the change (headless:
+        reverted), and the model is told which. Needs git (the tree's status); every mode, the
+        sandbox on or off."""
+        from cockpit.runtime.protected import revert
+
+        snap = await asyncio.to_thread(self._protected_snapshot)
+        changed = sorted(p for p, v in snap.items() if self._protected_seen.get(p) != v)
+        changed += sorted(p for p in self._protected_seen if p not in snap)  # put back as HEAD has it
+        self._protected_seen = snap
+        if not changed:
+            return out
+        listed = ", ".join(changed[:20]) + (f" (+{len(changed) - 20} more)" if len(changed) > 20 else "")
+        why = (f"This command changed protected paths: {listed}. They steer git, a shell, an editor or an agent "
+               "and can run code outside the sandbox later (a git hook at your next commit, .envrc at the next "
+               "cd). Keep the change? Deny puts them back as they were.")
+        allowed, reason = await self._ask(tool_use_id, call, why, outside=True, summary=f"keep changes to {listed}")
+        if allowed:
+            return ToolOutcome(out.content + f"\n[the user kept this command's changes to protected paths: {listed}]",
+                               out.is_error, exit_code=out.exit_code)
+        await asyncio.to_thread(revert, self._tree(), changed)
+        self._protected_seen = await asyncio.to_thread(self._protected_snapshot)
+        note = (f"\n[this command changed protected paths ({listed}); they were put back: changing them needs "
+                "the user's approval, through the editor tool]")
+        return ToolOutcome(out.content + note + (f" The user said: {reason}" if reason else ""), out.is_error,
+                           exit_code=out.exit_code)
 
     async def _blocked(self, tool_use_id: str, call: PreparedCall, out: ToolOutcome) -> ToolOutcome:
         """A sandboxed command failed: when its output shows the sandbox stopped it, the user is
@@ -378,9 +447,13 @@ class Session(SessionBase):
         if not self.interactive:
             return ToolOutcome(out.content + note + " The user can allow it by running without the sandbox "
                                "or with network on.", out.is_error, exit_code=out.exit_code)
+        changed = await asyncio.to_thread(self._changed_files)
+        files = (f" Whatever it runs from the files this session wrote runs unconfined too: {changed}."
+                 if changed else "")
         allowed, reason = await self._ask(
             tool_use_id, call, f"The sandbox blocked {what}. Run the command again OUTSIDE the sandbox, as you, "
-                               "with your files and network? (It ran once inside already.)", outside=True)
+                               f"with your files and network? It ran once inside already, and its output is the "
+                               f"session's to shape: judge the command, not the message.{files}", outside=True)
         if not allowed:
             return ToolOutcome(out.content + note + " The user did not allow running it outside the sandbox."
                                + (f" The user said: {reason}" if reason else ""), out.is_error,

@@ -443,7 +443,7 @@ class Server:
         given = params.get("config") or {}
         if not isinstance(given, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "config must be an object")
-        overrides = {k: (tuple(v) if k in ("allow", "deny", "allow_hosts", "sandbox_hide", "protected")
+        overrides = {k: (tuple(v) if k in ("allow", "deny", "allow_hosts", "sandbox_hide", "protected", "pass_env")
                          and isinstance(v, list) else v)
                      for k, v in given.items() if k in CLIENT_CONFIG_KEYS}
         overrides["interactive"] = bool(params.get("interactive", True))

@@ -25,7 +25,7 @@ from cockpit.server.client import AsyncClient, BlockingClient
 CLIENT_CONFIG_KEYS = (
     "api_key", "auth_token", "base_url", "model", "max_tokens", "max_turns", "top_k", "preseed", "max_retries",
     "timeout", "permission_mode", "allow", "deny", "tools", "worktrees", "bash_timeout", "context_management",
-    "backend", "claude_setting_sources", "sandbox", "network", "allow_hosts", "sandbox_hide", "protected",
+    "backend", "claude_setting_sources", "sandbox", "network", "allow_hosts", "sandbox_hide", "protected", "pass_env",
     "max_budget_usd", "max_budget_tokens",
 )
 
@@ -33,7 +33,7 @@ CLIENT_CONFIG_KEYS = (
 def config_payload(config: RuntimeConfig) -> dict:
     """The settings a client sends with a spawn (its own flags > environment > config file)."""
     data = {f.name: getattr(config, f.name) for f in fields(config) if f.name in CLIENT_CONFIG_KEYS}
-    for key in ("allow", "deny", "allow_hosts", "sandbox_hide", "protected"):
+    for key in ("allow", "deny", "allow_hosts", "sandbox_hide", "protected", "pass_env"):
         data[key] = list(getattr(config, key))
     return data
 
