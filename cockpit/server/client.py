@@ -218,6 +218,32 @@ def _check(msg: dict) -> Any:
     return msg.get("result")
 
 
+def _connect(path: Path, timeout: float) -> socket.socket:
+    """A connected socket to the server at ``path``, within ``timeout`` seconds. A Unix socket
+    whose listen queue is full answers EAGAIN at once (a flood of clients): tried again until the
+    time is up. Raises ServerHung (no answer in time) or ServerError."""
+    end = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(max(0.05, end - time.monotonic()))
+        try:
+            sock.connect(str(path))
+            return sock
+        except TimeoutError:
+            sock.close()
+            raise ServerHung(hung_message(path)) from None
+        except BlockingIOError:  # EAGAIN: the queue is full for now
+            sock.close()
+            if time.monotonic() + pause >= end:
+                raise ServerHung(hung_message(path)) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+        except OSError as exc:
+            sock.close()
+            raise ServerError(f"cannot connect to the Cockpit server at {path}: {exc}") from None
+
+
 class BlockingClient:
     """One socket, one request at a time (a lock makes it safe across threads)."""
 
@@ -230,16 +256,7 @@ class BlockingClient:
         self.timeout = read_timeout() if timeout is None else timeout
         self.deadline: float | None = None
         self._broken: ServerError | None = None
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(connect_timeout)
-        try:
-            self._sock.connect(str(self.path))
-        except TimeoutError:
-            self._sock.close()
-            raise ServerHung(hung_message(self.path)) from None
-        except OSError as exc:
-            self._sock.close()
-            raise ServerError(f"cannot connect to the Cockpit server at {self.path}: {exc}") from None
+        self._sock = _connect(self.path, connect_timeout)
         self._sock.settimeout(self.timeout)
         self._file = self._sock.makefile("rb")
         self._ids = itertools.count(1)
@@ -321,14 +338,23 @@ class AsyncClient:
         import asyncio
 
         where = Path(path or paths.socket_path())
-        try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_unix_connection(str(where), limit=rpc.MAX_LINE), CONNECT_TIMEOUT_S)
-        except TimeoutError:
-            raise ServerHung(hung_message(where)) from None
-        except OSError as exc:
-            raise ServerError(f"cannot connect to the Cockpit server: {exc}") from None
-        return cls(reader, writer, where, timeout)
+        end = time.monotonic() + CONNECT_TIMEOUT_S
+        pause = 0.005
+        while True:
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_unix_connection(str(where), limit=rpc.MAX_LINE),
+                    max(0.05, end - time.monotonic()))
+                return cls(reader, writer, where, timeout)
+            except TimeoutError:
+                raise ServerHung(hung_message(where)) from None
+            except BlockingIOError:  # EAGAIN: the server's listen queue is full for now
+                if time.monotonic() + pause >= end:
+                    raise ServerHung(hung_message(where)) from None
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.1)
+            except OSError as exc:
+                raise ServerError(f"cannot connect to the Cockpit server: {exc}") from None
 
     async def _read(self) -> None:
         import asyncio
