@@ -10,6 +10,8 @@ already inside it. So two figures:
   session worktree, alternated run by run (A B A B …), wall time of ``BashSession.run`` and the
   CPU time the shell and what it ran used (from ``/proc/<shell>/stat``: utime + stime + the
   reaped children's), p50 / p95, and the paired difference's p50;
+- **rule-allowed command**: ``true`` allowed by a rule, which runs in a new shell (see
+  ``BashSession.run(guarded=True)``), sandboxed vs not, alternated;
 - **shell start**: a new shell and its first command (``true``), sandboxed vs not, alternated.
 
 Every command's text is new (a counter in it), so nothing is cached by the shell. ``--load N``
@@ -114,6 +116,20 @@ async def main() -> None:
                 k: {"wall_p50_ms": pct(wall[k], .5), "wall_p95_ms": pct(wall[k], .95),
                     "cpu_mean_ms": statistics.mean(cpu[k])} for k in wall
             } | {"paired_overhead_p50_ms": statistics.median(diff)}
+        # a rule-allowed command (no person saw it) runs in a new shell: what that costs
+        guarded: dict[str, list[float]] = {"sandboxed": [], "unsandboxed": []}
+        for i in range(max(10, args.runs // 4)):
+            order = ("sandboxed", "unsandboxed") if i % 2 == 0 else ("unsandboxed", "sandboxed")
+            for kind in order:
+                n += 1
+                await shells[kind].run(f"true #{n}")  # an ordinary command first: the shell is used
+                t0 = time.perf_counter()
+                r = await shells[kind].run(f"true #{n}", guarded=True)
+                guarded[kind].append((time.perf_counter() - t0) * 1000)
+                assert r.exit_code == 0, r.output
+        out["guarded"] = {k: {"wall_p50_ms": pct(v, .5), "wall_p95_ms": pct(v, .95)} for k, v in guarded.items()}
+        out["guarded"]["paired_overhead_p50_ms"] = statistics.median(
+            [a - b for a, b in zip(guarded["sandboxed"], guarded["unsandboxed"], strict=True)])
         await boxed.close()
         await plain.close()
         starts: dict[str, list[float]] = {"sandboxed": [], "unsandboxed": []}
@@ -140,6 +156,10 @@ async def main() -> None:
         print(f"{name:<18} {b['wall_p50_ms']:>9.2f} / {b['wall_p95_ms']:>6.2f} ms {u['wall_p50_ms']:>9.2f} / "
               f"{u['wall_p95_ms']:>6.2f} ms {row['paired_overhead_p50_ms']:>10.2f} ms "
               f"{b['cpu_mean_ms']:>9.2f} / {u['cpu_mean_ms']:.2f}")
+    g = out["guarded"]
+    print(f"{'rule-allowed true':<18} {g['sandboxed']['wall_p50_ms']:>9.2f} / {g['sandboxed']['wall_p95_ms']:>6.2f} ms "
+          f"{g['unsandboxed']['wall_p50_ms']:>9.2f} / {g['unsandboxed']['wall_p95_ms']:>6.2f} ms "
+          f"{g['paired_overhead_p50_ms']:>10.2f} ms")
     s = out["start"]
     print(f"{'shell start':<18} {s['sandboxed']['wall_p50_ms']:>9.2f} / {s['sandboxed']['wall_p95_ms']:>6.2f} ms "
           f"{s['unsandboxed']['wall_p50_ms']:>9.2f} / {s['unsandboxed']['wall_p95_ms']:>6.2f} ms "

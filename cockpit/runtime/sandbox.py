@@ -194,11 +194,33 @@ class Bubblewrap:
                 args += ["--unsetenv", key]
         for key, value in conf.env.items():
             args += ["--setenv", key, value]
-        args += ["--chdir", conf.cwd, "--"]
-        return args + with_forwarder(conf, filtered(argv))
+        if conf.network == "allow":  # the forwarder needs a Unix socket: the filter comes after it
+            return [*args, "--chdir", conf.cwd, "--", *with_forwarder(conf, filtered(argv))]
+        # bwrap loads the filter itself (--seccomp FD), from a file only Cockpit can write
+        args += ["--seccomp", "9", "--chdir", conf.cwd, "--"]
+        return ["/bin/sh", "-c", 'exec "$@" 9<"$0"', filter_file(), *args, *argv]
 
 
 BACKENDS: dict[str, SandboxBackend] = {"bubblewrap": Bubblewrap()}
+
+
+def filter_file() -> str:
+    """The seccomp filter (:func:`cockpit.runtime.seccomp.program`) in a file of Cockpit's runtime
+    folder (hidden in every sandbox), written once."""
+    import hashlib
+
+    from cockpit.runtime.seccomp import program
+    from cockpit.server import paths
+
+    prog = program()
+    folder = paths.runtime_dir()
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / f"sandbox-{hashlib.sha256(prog).hexdigest()[:12]}.bpf"
+    if not path.is_file() or path.read_bytes() != prog:
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(prog)
+        os.replace(tmp, path)
+    return str(path)
 
 
 def filtered(argv: list[str]) -> list[str]:
