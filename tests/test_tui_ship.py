@@ -167,14 +167,15 @@ async def test_a_note_sourced_check_command_is_confirmed_once(api, tmp_path, rep
     engine.notes_dir = notes  # type: ignore[attr-defined]  # the notes folder the session was given
     api.script(edit_calc("a + b"), Reply("Fixed."))
     mgr = manager(api, tmp_path, engine=engine)
-    _real = mgr.review
-    async def _rev(sid, action):
-        import sys as _s
-        _s.stderr.write(f"REVIEW {action}\n")
-        r = await _real(sid, action)
-        _s.stderr.write(f"RESULT {r}\n")
-        return r
-    mgr.review = _rev
+    results: list = []  # every review result, in order (a spy on the real manager)
+    real_review = mgr.review
+
+    async def review(session_id, action):
+        result = await real_review(session_id, action)
+        results.append((action, result.action, result.ok))
+        return result
+
+    mgr.review = review  # type: ignore[method-assign]
     app = app_for(mgr, repo)
     async with app.run_test(size=SIZE) as pilot:
         await spawn_and_wait(pilot, app, "fix add")
@@ -195,15 +196,13 @@ async def test_a_note_sourced_check_command_is_confirmed_once(api, tmp_path, rep
         await pilot.pause()
         assert "check passed" in check_box(screen) and "python3 test_calc.py" in check_box(screen)
 
-        import sys as _s
-        _s.stderr.write(f"BEFORE {screen.check_state} {app.screen} {app.focused}\n")
+        assert results == [("check", "check-confirm", False), ("check", "check-confirm", False),
+                           ("check-confirmed", "check", True)]
+
         await pilot.press("t")  # confirmed once: runs without asking
-        _s.stderr.write(f"AFTER {screen.check_state} {app.screen} {app.focused}\n")
-        await until(pilot, lambda: screen.check_state != "passed" or isinstance(app.screen, ConfirmDialog),
-                    "the second check starting")
-        assert not isinstance(app.screen, ConfirmDialog)
-        await until(pilot, lambda: screen.check_state == "passed", "the second check passing")
-        assert app.screen is screen
+        await until(pilot, lambda: len(results) == 4 or isinstance(app.screen, ConfirmDialog), "the second check")
+        assert app.screen is screen and results[3] == ("check", "check", True)
+        assert screen.check_state == "passed"
         await app.shutdown()
 
 

@@ -217,6 +217,13 @@ def session_facts(info: wt.WorktreeInfo) -> tuple[str, list[str]]:
             notes = [n.get("name", "") for n in r["injected"] if isinstance(n, dict)]
         if r.get("type") == "end" and r.get("final_text"):
             final = r["final_text"]
+        elif r.get("type") == "message" and r.get("role") == "assistant":
+            # a session waiting for a follow-up has no end record yet: its answer is its last text
+            content = r.get("content")
+            text = content if isinstance(content, str) else "".join(
+                b.get("text", "") for b in content or () if isinstance(b, dict) and b.get("type") == "text")
+            if text.strip():
+                final = text
     return final, [n for n in notes if n]
 
 
