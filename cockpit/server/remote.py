@@ -26,6 +26,7 @@ CLIENT_CONFIG_KEYS = (
     "api_key", "auth_token", "base_url", "model", "max_tokens", "max_turns", "top_k", "preseed", "max_retries",
     "timeout", "permission_mode", "allow", "deny", "tools", "worktrees", "bash_timeout", "context_management",
     "backend", "claude_setting_sources", "sandbox", "network", "allow_hosts", "sandbox_hide", "protected", "pass_env",
+    "check_command",
     "max_budget_usd", "max_budget_tokens",
 )
 
