@@ -107,6 +107,16 @@ def run(args: argparse.Namespace) -> int:
 
     if config.backend == "claude-code" and not claude_code.available():
         raise CockpitError(claude_code.INSTALL_HINT)
+    if config.permission_mode == "auto" and config.backend == "cockpit":
+        # refused here, as `cockpit run` does, not after the user typed a task into the dialog
+        if not config.sandbox:
+            raise CockpitError("auto mode runs commands without asking only inside the sandbox: drop --no-sandbox "
+                               "([sandbox] enabled = false) or pick another --permission-mode")
+        from cockpit.runtime.sandbox import detect
+
+        found = detect()
+        if found.backend is None:
+            raise CockpitError(f"auto mode needs the sandbox, and there is none here: {found.reason}")
     from cockpit.tui import state as ui_state
     from cockpit.tui.keymap import check_keymap
 

@@ -87,6 +87,10 @@ async def test_a_coding_task_in_auto_mode_asks_nothing_and_merges(api, repo, tmp
     assert s.spec.sandbox == "bubblewrap"
     results = tool_results(api)
     assert "1 passed" in results[1] and "COMMITTED" in results[1]
+    # the commit made inside (in the session's own object store) is in the repository already:
+    # tools that walk every branch keep working before any review
+    assert "fix add" in git(repo, "log", "--all", "--oneline")
+    git(repo, "fsck", "--no-progress")
     result = await mgr.review(s.id, "merge")
     assert result.ok
     assert "a + b" in (repo / "calc.py").read_text()
@@ -273,3 +277,19 @@ async def test_protected_paths_a_command_writes_are_put_back_unless_the_user_kee
     result = tool_results(api)[0]
     assert "were put back" in result and ".envrc" in result
     await mgr.aclose()
+
+
+@pytest.mark.parametrize("argv, env, says", [
+    (["--permission-mode", "auto", "--no-sandbox", "--no-server"], {}, "drop --no-sandbox"),
+    (["--permission-mode", "auto", "--no-server"], {"COCKPIT_BWRAP": "/nonexistent/bwrap"},
+     "COCKPIT_BWRAP=/nonexistent/bwrap is not an executable"),
+])
+def test_the_app_refuses_auto_without_a_sandbox_at_start(argv, env, says, monkeypatch, tmp_path, capsys):
+    from cockpit.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1

@@ -160,6 +160,9 @@ class Bubblewrap:
     def unavailable(self) -> str | None:
         if not sys.platform.startswith("linux"):
             return f"no sandbox implementation for {sys.platform} yet"
+        given = os.environ.get("COCKPIT_BWRAP")
+        if given and not os.access(given, os.X_OK):
+            return f"COCKPIT_BWRAP={given} is not an executable file (unset it to use the system's bwrap)"
         bwrap = _bwrap_path()
         if bwrap is None:
             return ("bubblewrap (bwrap) is not installed: apt install bubblewrap (Debian/Ubuntu), "

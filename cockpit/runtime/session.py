@@ -358,6 +358,8 @@ class Session(SessionBase):
             out = await self._blocked(tool_use_id, prepared, out)
         if prepared.action.kind == "bash":
             out = await self._protected_after(tool_use_id, prepared, out)
+            if self.spec.sandbox == "bubblewrap":
+                out = await self._take_in_commits(out)
         elif prepared.action.kind in ("edit", "create"):  # asked before it was written: known now
             self._protected_seen = await asyncio.to_thread(self._protected_snapshot)
         # a command that prints the API key (`env`, `cat /proc/$PPID/environ`) must not hand it to
@@ -385,6 +387,22 @@ class Session(SessionBase):
             for rule in rules:
                 self.policy.add_session_rule(rule)
         return allowed, reason
+
+    async def _take_in_commits(self, out: ToolOutcome) -> ToolOutcome:
+        """A commit the session made inside the sandbox lives in its own object store until Cockpit
+        takes it in (hashes checked): done after each command, so the repository never holds a
+        branch whose objects it lacks (``git log --all``, ``gc`` and IDEs walk every branch)."""
+        from cockpit.runtime import worktree as wt
+
+        w = self.spec.worktree
+        if w is None:
+            return out
+        try:
+            await asyncio.to_thread(wt.absorb_objects, w)
+        except wt.WorktreeError as exc:
+            return ToolOutcome(out.content + f"\n[Cockpit did not take in this branch's new commits: {exc}]",
+                               out.is_error, exit_code=out.exit_code)
+        return out
 
     def _changed_files(self) -> str:
         """The files the session changed in its tree (git status), for an approval's text."""

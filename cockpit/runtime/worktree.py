@@ -277,7 +277,9 @@ def _temp_index(info: WorktreeInfo) -> str:
     fd, tmp = tempfile.mkstemp(prefix="cockpit-index-")
     os.close(fd)
     if os.path.exists(real):
-        shutil.copyfile(real, tmp)
+        # copy2: the copy keeps the index's mtime — with a newer one git would take a file edited
+        # in the same second at the same size as unchanged ("racy git") and miss the edit
+        shutil.copy2(real, tmp)
     else:
         os.unlink(tmp)
     return tmp
@@ -399,6 +401,10 @@ def absorb_objects(info: WorktreeInfo) -> int:
         return 0
     env = {**os.environ, **_GIT_ENV, "GIT_ALTERNATE_OBJECT_DIRECTORIES": private}
     base = ["git", *NO_HOOKS]
+    tip = git("rev-parse", "--verify", "-q", f"refs/heads/{info.branch}", cwd=info.repo, check=False).strip()
+    if not tip or subprocess.run([*base, "cat-file", "-e", f"{tip}^{{commit}}"], cwd=info.repo,
+                                 capture_output=True, timeout=60).returncode == 0:
+        return 0  # the repository holds the branch's tip (and, checked when it came in, all below it)
     try:
         listed = subprocess.run([*base, "rev-list", "--objects", f"refs/heads/{info.branch}", "--not",
                                  info.base_commit], cwd=info.path, env=env, capture_output=True, timeout=300)

@@ -281,7 +281,8 @@ class Server:
         old = os.umask(0o177)
         try:
             self._servers.append(await asyncio.start_unix_server(
-                lambda r, w: self._accept(r, w, tcp=False), path=str(sock), limit=rpc.MAX_LINE))
+                lambda r, w: self._accept(r, w, tcp=False), path=str(sock), limit=rpc.MAX_LINE,
+                backlog=1024))  # a burst of clients (nine panes, hooks, CLIs) waits, never EAGAIN
         finally:
             os.umask(old)
         os.chmod(sock, 0o600)

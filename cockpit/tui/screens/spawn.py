@@ -221,6 +221,15 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             error.display = True
             return
         if task:
+            mode = self.query_one("#spawn-mode", Select).value
+            backend = self.query_one("#spawn-backend", Select).value
+            if mode == "auto" and backend in ("cockpit", None) and not self.query_one("#spawn-sandbox", Checkbox).value:
+                error = self.query_one("#spawn-error", Label)  # said here: the task typed stays
+                error.update(Content.from_markup(
+                    "[$error]auto runs commands without asking only inside the sandbox: tick sandbox or pick "
+                    "another mode[/]"))
+                error.display = True
+                return
             try:
                 request = self.request(task)
             except BudgetError as exc:
