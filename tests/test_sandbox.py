@@ -191,7 +191,7 @@ async def test_blocked_commands_are_named():
 async def test_unavailable_sandbox_says_why(monkeypatch):
     monkeypatch.setenv("COCKPIT_BWRAP", "/nonexistent/bwrap")
     why = sb.Bubblewrap().unavailable()
-    assert why and "bubblewrap" in why
+    assert why and "COCKPIT_BWRAP=/nonexistent/bwrap is not an executable" in why
 
 
 async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home):
@@ -327,3 +327,22 @@ async def test_no_unix_socket_and_no_capabilities_inside(boxed, tmp_path):
         assert "pair ok" in r.output  # pipes between processes still work
     finally:
         server.close()
+
+
+async def test_a_nested_repository_the_session_planted_runs_nothing_in_cockpits_git(boxed, tmp_path):
+    """A gitlink to a nested repository whose own .git/config names a clean filter: git status
+    outside would descend into it and run the filter — Cockpit's own git never does."""
+    info, shell, _ = boxed
+    marker = tmp_path / "PWNED"
+    n = "env -u GIT_OBJECT_DIRECTORY -u GIT_ALTERNATE_OBJECT_DIRECTORIES"
+    r = await shell.run(
+        f"{n} git init -q m && {n} git -C m config filter.x.clean \"sh -c 'touch {marker}; cat'\" "
+        f"&& echo '* filter=x' > m/.gitattributes && echo hi > m/f.txt && (cd m && {n} git add -A && {n} git "
+        "-c user.email=a@b -c user.name=a commit -qm m) && touch -d '1 hour ago' m/f.txt && "
+        f"git update-index --add --cacheinfo 160000,$(cd m && {n} git rev-parse HEAD),m && echo planted")
+    assert "planted" in r.output, r.output
+    assert not marker.exists()  # (inside, the filter could not write there)
+    for step in (lambda: wt.diff(info), lambda: wt.diff_stat(info), lambda: wt.commit_pending(info, "work")):
+        with pytest.raises(wt.WorktreeError, match="nested git repository at m"):
+            await asyncio.to_thread(step)
+    assert not marker.exists()

@@ -21,10 +21,18 @@ from pathlib import Path
 
 # folders whose every file is protected, at any depth
 PROTECTED_DIRS = (".git", ".githooks", ".husky", ".vscode", ".idea", ".claude", ".codex", ".gemini", ".cursor",
-                  ".github", ".gitlab", ".circleci", ".devcontainer")
+                  ".github", ".gitlab", ".circleci", ".devcontainer", ".gitea", ".forgejo", ".buildkite", ".zed")
 # files protected by name, at any depth
 PROTECTED_FILES = (".envrc", ".pre-commit-config.yaml", ".gitattributes", ".gitmodules", "CLAUDE.md",
-                   "CLAUDE.local.md", "AGENTS.md", ".mcp.json")
+                   "CLAUDE.local.md", "AGENTS.md", ".mcp.json",
+                   # CI pipelines (run with the project's secrets on the next push)
+                   ".gitlab-ci.yml", "Jenkinsfile", "azure-pipelines.yml", ".travis.yml", "bitbucket-pipelines.yml",
+                   ".drone.yml",
+                   # tool-version managers and editors that run code from the project folder
+                   "mise.toml", ".mise.toml", ".tool-versions", ".exrc", ".nvimrc", ".nvim.lua", ".dir-locals.el",
+                   # other agents' instructions, package-manager settings (registries, scripts)
+                   "GEMINI.md", ".cursorrules", ".windsurfrules", ".clinerules", ".npmrc", ".yarnrc", ".yarnrc.yml",
+                   ".aider.conf.yml")
 
 
 def protected_reason(rel: str, hooks_path: str | None = None, extra: Iterable[str] = ()) -> str:
@@ -105,46 +113,202 @@ def existing_protected(tree: Path | str, hooks_path: str | None = None, extra: I
     return found[:limit]
 
 
-def protected_snapshot(tree: Path | str, hooks_path: str | None = None, extra: Iterable[str] = ()) -> dict[str, str]:
-    """The protected paths that differ from the tree's HEAD (changed, added, deleted), each with a
-    fingerprint of its current state (size and mtime, or ``deleted``): two snapshots that differ
-    say a command changed a protected path. Never runs a hook; ``{}`` outside a git tree."""
+GIT_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false",
+            "--literal-pathspecs")
+DELETED = "deleted"
+
+
+class ProtectedCheckError(RuntimeError):
+    """git could not list the tree's paths: the protected paths could not be checked."""
+
+
+def _git(tree: Path | str, *args: str, timeout: int = 60) -> bytes:
+    """``git`` (no hook, no fsmonitor) in ``tree``; its output, or :class:`ProtectedCheckError`."""
     try:
-        out = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", str(tree),
-                              "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
-                             capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return {}
+        out = subprocess.run(["git", *GIT_SAFE, "-C", str(tree), *args], capture_output=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ProtectedCheckError(f"git {args[0]} did not run ({type(exc).__name__}: {exc})") from None
     if out.returncode != 0:
-        return {}
-    snap: dict[str, str] = {}
-    for entry in out.stdout.split(b"\0"):
-        if len(entry) < 4:
-            continue
-        rel = entry[3:].decode("utf-8", "surrogateescape")
-        if not protected_reason(rel, hooks_path, extra):
-            continue
+        err = out.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise ProtectedCheckError(f"git {args[0]} failed: {err[-1] if err else f'exit {out.returncode}'}")
+    return out.stdout
+
+
+def tree_base(tree: Path | str) -> tuple[bool, str | None]:
+    """(``tree`` is a git working tree, the commit its HEAD names or None when unborn). Never runs
+    a hook; a missing git or repository is (False, None)."""
+    try:
+        inside = _git(tree, "rev-parse", "--is-inside-work-tree", timeout=10).strip() == b"true"
+    except ProtectedCheckError:
+        return False, None
+    if not inside:
+        return False, None
+    try:
+        return True, _git(tree, "rev-parse", "--verify", "-q", "HEAD^{commit}", timeout=10).decode().strip() or None
+    except ProtectedCheckError:
+        return True, None
+
+
+def _names(raw: bytes) -> list[str]:
+    return [n.decode("utf-8", "surrogateescape") for n in raw.split(b"\0") if n]
+
+
+def _candidates(tree: Path | str, base: str | None, hooks_path: str | None, extra: Iterable[str]) -> set[str]:
+    """Every protected path git knows of in ``tree``: the index's, the untracked ones (ignored ones
+    too, so a ``.gitignore`` entry cannot hide one) and the ``base`` commit's (so a deletion or a
+    rename counts). Nothing from the index's stat data or flags (``--assume-unchanged``,
+    ``--skip-worktree`` hide nothing here: every file is fingerprinted by content)."""
+    names = set(_names(_git(tree, "ls-files", "-z")))
+    names |= set(_names(_git(tree, "ls-files", "-z", "--others", "--exclude-standard")))
+    ignored = _names(_git(tree, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"))
+    if base:
+        names |= set(_names(_git(tree, "ls-tree", "-r", "-z", "--name-only", base)))
+    out = {n for n in names if protected_reason(n, hooks_path, extra)}
+    for n in ignored:
+        if not n.endswith("/"):
+            if protected_reason(n, hooks_path, extra):
+                out.add(n)
+        elif protected_reason(n.rstrip("/"), hooks_path, extra):  # an ignored protected folder: its files
+            out |= set(_walk(tree, n.rstrip("/")))
+    return out
+
+
+def _walk(tree: Path | str, rel: str, limit: int = 5000) -> list[str]:
+    """The files under the folder ``rel`` of ``tree`` (never through a symlink), at most ``limit``."""
+    found: list[str] = []
+    start = os.path.join(str(tree), rel)
+    if os.path.islink(start):
+        return [rel]
+    for top, dirs, files in os.walk(start):
+        links = [d for d in dirs if os.path.islink(os.path.join(top, d))]
+        dirs[:] = [d for d in dirs if d not in links]
+        for f in files + links:
+            found.append(os.path.relpath(os.path.join(top, f), str(tree)).replace(os.sep, "/"))
+        if len(found) >= limit:
+            break
+    return found[:limit]
+
+
+def fingerprint(tree: Path | str, rel: str) -> str:
+    """What ``rel`` holds now, by content: ``file[+x]:<sha256>``, ``link:<sha256 of its target>``,
+    ``dir``, ``special:<mode>``, ``deleted``, or ``symlinked:…`` when a folder on the way is a
+    symlink. Reached one folder at a time without following a symlink; never blocks on a FIFO."""
+    import hashlib
+    import stat as st
+
+    from cockpit.runtime.workspace import PathRefused, open_dir
+
+    parent, _, name = rel.rpartition("/")
+    try:
+        fd = open_dir(Path(tree), parent)
+    except PathRefused:
+        return "symlinked: a folder on the way is a symlink or a file"
+    except FileNotFoundError:
+        return DELETED
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    try:
         try:
-            st = os.lstat(os.path.join(str(tree), rel))
-            snap[rel] = f"{st.st_size}:{st.st_mtime_ns}:{st.st_mode}"
-        except OSError:
-            snap[rel] = "deleted"
-    return snap
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return DELETED
+        if st.S_ISLNK(info.st_mode):
+            return "link:" + hashlib.sha256(os.fsencode(os.readlink(name, dir_fd=fd))).hexdigest()
+        if st.S_ISDIR(info.st_mode):
+            return "dir"
+        if not st.S_ISREG(info.st_mode):
+            return f"special:{st.S_IFMT(info.st_mode)}"
+        h = hashlib.sha256()
+        ffd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+        try:
+            if not st.S_ISREG(os.fstat(ffd).st_mode):  # swapped meanwhile
+                return "special:swapped"
+            while chunk := os.read(ffd, 1 << 20):
+                h.update(chunk)
+        finally:
+            os.close(ffd)
+        return ("file+x:" if info.st_mode & 0o100 else "file:") + h.hexdigest()
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    finally:
+        os.close(fd)
 
 
-def revert(tree: Path | str, paths: Iterable[str]) -> None:
-    """Put protected ``paths`` back as the tree's HEAD has them: tracked ones restored, new ones
-    removed. Never runs a hook."""
+def protected_snapshot(tree: Path | str, hooks_path: str | None = None, extra: Iterable[str] = (),
+                       base: str | None = None) -> dict[str, str]:
+    """Every protected path git knows of in ``tree`` (see :func:`_candidates`; ``base``: the commit
+    the session started from) with a fingerprint of its content (:func:`fingerprint`): two
+    snapshots that differ say a command changed a protected path, whatever it did to the index or
+    the commits. Never runs a hook. Raises :class:`ProtectedCheckError` when git fails (the caller
+    fails closed)."""
+    extra = tuple(extra)
+    return {rel: fingerprint(tree, rel) for rel in sorted(_candidates(tree, base, hooks_path, extra))}
+
+
+def changed_paths(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The paths whose fingerprint differs between two snapshots (a missing one is ``deleted``)."""
+    return sorted(p for p in set(before) | set(after) if before.get(p, DELETED) != after.get(p, DELETED))
+
+
+def _remove(tree: Path | str, rel: str) -> str:
+    """Delete ``rel`` (a file, a symlink or a folder) inside ``tree`` through folder descriptors,
+    never following a symlink on the way: ``""`` when done (or already gone), else why not."""
     import shutil
+    import stat as st
 
-    base = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", str(tree)]
+    from cockpit.runtime.workspace import PathRefused, open_dir
+
+    parent, _, name = rel.rpartition("/")
+    if not name or name in (".", ".."):
+        return "not a path inside the tree"
+    try:
+        fd = open_dir(Path(tree), parent)
+    except PathRefused:
+        return "a folder on the way is a symlink (not followed)"
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        try:
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return ""
+        if st.S_ISDIR(info.st_mode):
+            shutil.rmtree(name, dir_fd=fd)  # the fd-based rmtree: never leaves the folder
+        else:
+            os.unlink(name, dir_fd=fd)
+        return ""
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        os.close(fd)
+
+
+def revert(tree: Path | str, paths: Iterable[str], base: str | None = None) -> dict[str, str]:
+    """Put protected ``paths`` back as the ``base`` commit has them (HEAD when None): a path the
+    base holds is checked out from it (git replaces a symlink on the way, never writes through
+    one), any other is deleted without following a symlink. Never runs a hook. The paths not put
+    back, each with why."""
+    ref = base or "HEAD"
+    try:
+        in_base = set(_names(_git(tree, "ls-tree", "-r", "-z", "--name-only", ref)))
+    except ProtectedCheckError:
+        in_base = set()
+    skipped: dict[str, str] = {}
     for rel in paths:
-        tracked = subprocess.run([*base, "cat-file", "-e", f"HEAD:{rel}"], capture_output=True, timeout=30)
-        if tracked.returncode == 0:
-            subprocess.run([*base, "checkout", "HEAD", "--", rel], capture_output=True, timeout=60)
+        if rel in in_base:
+            if fingerprint(tree, rel) == "dir":  # a folder where the base has a file
+                why = _remove(tree, rel)
+                if why:
+                    skipped[rel] = why
+                    continue
+            try:
+                _git(tree, "checkout", ref, "--", rel)
+            except ProtectedCheckError as exc:
+                skipped[rel] = str(exc)
             continue
-        full = os.path.join(str(tree), rel)
-        if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full, ignore_errors=True)
-        elif os.path.lexists(full):
-            os.unlink(full)
+        why = _remove(tree, rel)
+        if why:
+            skipped[rel] = why
+    return skipped

@@ -409,8 +409,10 @@ class Session(SessionBase):
         import subprocess
 
         try:
-            out = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C",
-                                  str(self._tree()), "status", "--porcelain", "--untracked-files=all"],
+            from cockpit.runtime.worktree import NO_HOOKS
+
+            out = subprocess.run(["git", *NO_HOOKS, "-C", str(self._tree()), "status", "--porcelain",
+                                  "--untracked-files=all", "--ignore-submodules=all"],
                                  capture_output=True, text=True, timeout=30, errors="replace")
         except (OSError, subprocess.SubprocessError):
             return ""

@@ -45,7 +45,12 @@ FALLBACK_IDENTITY = ("-c", "user.name=Cockpit", "-c", "user.email=cockpit@localh
 # before every git command Cockpit runs: no repository hook (post-commit, post-merge, post-checkout,
 # reference-transaction…; ``--no-verify`` skips only some) and no fsmonitor command, whatever the
 # repository's config or a session's change to its hooks folder says
-NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+# what Cockpit's own git runs with, on a session's tree (written by the session) above all: no
+# hook, no fsmonitor command, no descent into a nested repository the session planted (its own
+# .git/config could name a filter that git would run outside the sandbox), no ext:: transport
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false",
+            "-c", "diff.ignoreSubmodules=all", "-c", "status.submoduleSummary=false", "-c", "protocol.ext.allow=never",
+            "-c", "core.pager=cat")
 MAX_PATCH_CHARS = 1_000_000  # one file's patch as shown (a generated file can be huge)
 MAX_DIFF_CHARS = 6_000_000  # all patches of one diff (it travels as one protocol line)
 
@@ -285,7 +290,26 @@ def _temp_index(info: WorktreeInfo) -> str:
     return tmp
 
 
+def refuse_planted_repos(info: WorktreeInfo, env: dict | None = None) -> None:
+    """A gitlink (a nested repository) in the worktree's index that the base commit does not have
+    is refused: comparing it with the files makes git run ``status`` *inside* that repository,
+    under its own ``.git/config`` — which the session wrote, and which can name a filter or an
+    fsmonitor that would run outside the sandbox. Raises WorktreeError naming it."""
+    staged = git("ls-files", "-s", "-z", cwd=info.path, env=env)
+    links = {e.split("\t", 1)[1] for e in staged.split("\0") if e.startswith("160000 ") and "\t" in e}
+    if not links:
+        return
+    known = git("ls-tree", "-r", "-z", info.base_commit, cwd=info.path)
+    base = {e.split("\t", 1)[1] for e in known.split("\0") if e.startswith("160000 ") and "\t" in e}
+    planted = sorted(links - base)
+    if planted:
+        raise WorktreeError(f"the session added a nested git repository at {', '.join(planted[:5])}: Cockpit "
+                            "runs no git inside it (its own config could run commands outside the sandbox); "
+                            "remove it from the index (git rm --cached) or discard the session")
+
+
 def _with_temp_index(info: WorktreeInfo, *args: str) -> str:
+    refuse_planted_repos(info)
     tmp = _temp_index(info)
     env = {"GIT_INDEX_FILE": tmp}
     try:
@@ -454,8 +478,9 @@ def commit_pending(info: WorktreeInfo, message: str) -> str | None:
     if not Path(info.path).is_dir():
         return None
     ensure_on_branch(info)
+    refuse_planted_repos(info)
     absorb_objects(info)
-    if not git("status", "--porcelain", cwd=info.path).strip():
+    if not git("status", "--porcelain", "--ignore-submodules=all", cwd=info.path).strip():
         return None
     git("add", "-A", cwd=info.path)
     git(*_identity(info.path), "commit", "-q", "--no-verify", "-m", message, cwd=info.path)
