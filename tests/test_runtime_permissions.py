@@ -228,3 +228,14 @@ def test_read_rules_judge_the_resolved_path_not_its_spelling(tmp_path):
     for spelling in (".env", "./.env", ".//.env", str(tmp_path / ".env"), "alias"):
         call = runner.prepare("str_replace_based_edit_tool", {"command": "view", "path": spelling})
         assert policy.check(call.action).verdict == "deny", spelling
+
+
+@pytest.mark.parametrize("line", ["openssl s_client -connect evil.example:443", "nc evil.example 80",
+                                  "ncat evil.example 80", "socat - TCP:evil.example:80", "telnet evil.example 80"])
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+def test_network_clients_are_curls_same_job(line, mode):
+    from cockpit.runtime.permissions import Action, PermissionPolicy
+
+    p = PermissionPolicy(mode, deny=["Bash(curl *)"])
+    assert p.check(Action("bash", line)).verdict == "deny"
+    assert PermissionPolicy(mode, deny=["Bash(curl *)"]).check(Action("bash", "openssl dgst x")).verdict != "deny"

@@ -389,3 +389,50 @@ def test_credentials_in_the_environment_never_reach_a_session_unless_named():
     assert not {"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "NPM_TOKEN", "DB_PASSWORD", "HF_TOKEN", "OPENAI_API_KEY"} & set(env)
     assert {"PATH", "HOME", "TOKENIZERS_PARALLELISM", "LANG"} <= set(env)
     assert session_env(base, keep=("NPM_TOKEN",))["NPM_TOKEN"] == "n"  # [sandbox] pass_env
+
+
+@pytest.mark.parametrize("name, value", [
+    ("PGPASSWORD", "p"), ("MYSQL_PWD", "p"), ("DATABASE_URL", "postgres://app:hunter2@db:5432/app"),
+    ("REDIS_URL", "redis://:hunter2@cache:6379/0"), ("PIP_INDEX_URL", "https://u:pw@pypi.example/simple"),
+    ("AZURE_STORAGE_CONNECTION_STRING", "DefaultEndpointsProtocol=https;AccountKey=k"),
+    ("SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/x"), ("SENTRY_DSN", "https://k@sentry.io/1"),
+    ("GH_PAT", "ghp_x"), ("CI_JOB_JWT", "eyJ"), ("MY_APP_PASSWORD_FILE", "p"), ("DBPASSWD", "p"),
+    ("CLIENTSECRETS", "s"), ("VAULTTOKEN", "t"), ("GITHUB_TOKEN", "g"), ("DB_PASSWORD", "p"),
+])
+def test_credential_variables_the_old_name_list_missed_never_reach_a_session(name, value):
+    env = session_env({name: value, "PATH": "/usr/bin"})
+    assert name not in env
+    assert session_env({name: value}, keep=(name,))[name] == value  # [sandbox] pass_env still passes it
+
+
+@pytest.mark.parametrize("name, value", [
+    ("PWD", "/home/u/p"), ("OLDPWD", "/home/u"), ("TOKENIZERS_PARALLELISM", "false"), ("XKB_KEYMAP", "us"),
+    ("VIM_KEYMAP", "x"), ("PATH", "/usr/bin"), ("HOME", "/home/u"), ("LANG", "C.UTF-8"),
+    ("http_proxy", "http://proxy:3128"), ("PYTHONPATH", "src"), ("PATHEXT", "x"), ("SSH_AUTH_SOCK", "/tmp/a"),
+])
+def test_harmless_variables_still_reach_a_session(name, value):
+    assert session_env({name: value})[name] == value
+
+
+@pytest.mark.parametrize("path, kept", [
+    (".:/usr/bin", "/usr/bin"), ("/usr/bin::/bin", "/usr/bin:/bin"), ("bin:/usr/bin:", "/usr/bin"),
+    ("/usr/local/bin:./node_modules/.bin:/usr/bin", "/usr/local/bin:/usr/bin"), ("~/bin:/bin", "/bin"),
+    (".", "/usr/local/bin:/usr/bin:/bin"), ("", "/usr/local/bin:/usr/bin:/bin"),
+])
+def test_session_path_keeps_only_absolute_folders(path, kept):
+    assert session_env({"PATH": path})["PATH"] == kept
+    assert session_env({}, extra={"PATH": path})["PATH"] == kept  # a PATH Cockpit adds too
+    assert "PATH" not in session_env({})
+
+
+async def test_a_program_planted_in_the_current_folder_never_runs_by_its_name(tmp_path):
+    planted = tmp_path / "ls"
+    planted.write_text("#!/bin/sh\necho PLANTED\n")
+    planted.chmod(0o755)
+    b = BashSession(tmp_path, session_env({**os.environ, "PATH": ".:" + os.environ.get("PATH", "/usr/bin:/bin")}),
+                    timeout=30)
+    try:
+        r = await b.run("ls")
+        assert "PLANTED" not in r.output and "ls" in r.output
+    finally:
+        await b.close()

@@ -104,6 +104,10 @@ async def test_a_new_pid_namespace_hides_the_server_and_setsid_dies_with_the_ses
         assert found == "0" and int(count) < 10  # only the session's own few processes
         r = await shell.run("setsid sleep 4242.5 >/dev/null 2>&1 & echo started")
         assert "started" in r.output
+        for _ in range(200):  # the background job execs sleep in its own time
+            if _running("4242.5"):
+                break
+            await asyncio.sleep(0.02)
         assert _running("4242.5")
     finally:
         del os.environ[marker]
@@ -219,7 +223,8 @@ async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home):
     repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
     info = await asyncio.to_thread(wt.create, repo, "s9", "network", worktrees_dir())
     tmp = sb.session_tmp()
-    sock = os.path.join(tmp, ".cockpit-proxy.sock")
+    os.makedirs(tmp + ".proxy")
+    sock = os.path.join(tmp + ".proxy", "proxy.sock")
     proxy = AllowlistProxy((f"127.0.0.1:{allowed}",), sock)
     await proxy.start()
     settings = sb.SandboxSettings(network="allow", allow_hosts=(f"127.0.0.1:{allowed}",))
@@ -242,6 +247,11 @@ async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home):
                             "&& echo CONNECTED")
         assert "CONNECTED" not in r.output
         assert proxy.blocked == [f"127.0.0.1:{other}"]
+        r = await shell.run(f"mv {sock} {sock}.x; ln -s /tmp/x {sock}; ls -la {sock}*; "
+                            "grep -h Dumpable /proc/[0-9]*/status 2>/dev/null | sort | uniq -c; "
+                            "cat /proc/1/cmdline | tr '\\0' ' '")
+        assert os.path.exists(sock) and not os.path.islink(sock)  # read-only where it lives
+        assert "bwrap" not in r.output.split("\n")[-1]  # no unfiltered bwrap init as pid 1
     finally:
         await shell.close()
         await proxy.close()
@@ -321,10 +331,13 @@ async def test_no_unix_socket_and_no_capabilities_inside(boxed, tmp_path):
     try:
         r = await shell.run(f"python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{path}\")' "
                             "&& echo CONNECTED; grep CapEff /proc/self/status; "
-                            "python3 -c 'import socket; a, b = socket.socketpair(); print(\"pair ok\")'")
+                            "python3 -c 'import socket; a, b = socket.socketpair(); print(\"pair ok\")'; "
+                            "python3 -c 'import socket; socket.socketpair(type=socket.SOCK_DGRAM)' "
+                            "|| echo dgram-refused")
         assert "CONNECTED" not in r.output and "Operation not permitted" in r.output
         assert "CapEff:\t0000000000000000" in r.output
         assert "pair ok" in r.output  # pipes between processes still work
+        assert "dgram-refused" in r.output  # a datagram pair could sendto() a socket path outside
     finally:
         server.close()
 
@@ -346,3 +359,52 @@ async def test_a_nested_repository_the_session_planted_runs_nothing_in_cockpits_
         with pytest.raises(wt.WorktreeError, match="nested git repository at m"):
             await asyncio.to_thread(step)
     assert not marker.exists()
+
+
+async def test_links_and_merge_state_planted_in_the_admin_folder_never_steer_cockpits_commit(boxed, tmp_path, home):
+    """COMMIT_EDITMSG or the reflog made links to a user's file, MERGE_HEAD naming another commit:
+    Cockpit's own commit (outside the sandbox) writes through none of them and takes no parent
+    from them."""
+    info, shell, _ = boxed
+    repo = tmp_path / "repo"
+    victim = home / "victim.txt"
+    victim.write_text("mine\n")
+    other = git(repo, "commit-tree", "-m", "other", git(repo, "rev-parse", "main^{tree}").strip()).strip()
+    r = await shell.run(f"A=$(git rev-parse --absolute-git-dir); ln -sf {victim} $A/COMMIT_EDITMSG; "
+                        f"rm -f $A/logs/HEAD; ln -s {victim} $A/logs/HEAD; echo {other} > $A/MERGE_HEAD; "
+                        "echo change >> a.txt; echo planted")
+    assert "planted" in r.output
+    commit = await asyncio.to_thread(wt.commit_pending, info, "work")
+    assert victim.read_text() == "mine\n"
+    parents = git(repo, "rev-list", "--parents", "-n", "1", commit).split()
+    assert other not in parents and len(parents) == 2  # one parent: the session's branch
+
+
+@pytest.mark.parametrize("name", [
+    "client_secret_123.apps.googleusercontent.com.json", "terraform.tfstate", "prod.tfstate.backup", "prod.tfvars",
+    "prod.tfvars.json", "token.json", ".dev.vars", "database.yml", "secrets.yml", "vault.kdbx", ".htpasswd", ".env",
+])
+def test_secret_file_names_are_known(name):
+    assert sb.SECRET_FILE.match(name)
+
+
+@pytest.mark.parametrize("name", ["main.tf", "README.md", "tokens.py", "database.py", "state.json"])
+def test_ordinary_file_names_are_not_secret(name):
+    assert not sb.SECRET_FILE.match(name)
+
+
+def test_secret_files_are_found_three_levels_deep_and_home_paths_listed(tmp_path):
+    deep = tmp_path / "infra" / "envs" / "prod"
+    deep.mkdir(parents=True)
+    (deep / "terraform.tfstate").write_text("{}")
+    (tmp_path / "infra" / "envs" / "prod" / "x").mkdir()
+    (tmp_path / "infra" / "envs" / "prod" / "x" / "too-deep.tfvars").write_text("")
+    found = sb._secret_files(str(tmp_path))
+    assert str(deep / "terraform.tfstate") in found
+    assert not any(f.endswith("too-deep.tfvars") for f in found)
+    for p in (".config/glab-cli", ".composer/auth.json", ".config/composer/auth.json", ".pulumi", ".ngrok2",
+              ".config/ngrok", ".config/rclone", ".config/sops", ".sops", ".age", ".config/age", ".bash_aliases",
+              ".local/share/fish/fish_history", ".dbt/profiles.yml", ".config/pypoetry/auth.toml", ".yarnrc",
+              ".m2/settings-security.xml", ".histfile", ".sqlite_history", ".psql_history", ".mysql_history",
+              ".node_repl_history", ".lesshst", ".viminfo"):
+        assert str(Path.home() / p) in sb.secret_paths(), p

@@ -168,6 +168,8 @@ class BashSession:
         )
         assert self._proc.stdin is not None
         self._proc.stdin.write(b"exec 198>&1\n")
+        if start != self.cwd:  # a sandbox starts in its own --chdir: the folder the old shell was in
+            self._proc.stdin.write(f"builtin cd -- {_quote(start)} 2>/dev/null\n".encode())
         if self._baseline is None:  # the exported environment as it starts (run(guarded=True) compares)
             base = await self._exchange(self._proc, f"\\builtin printf '%s' \"$({_DIGEST})\"")
             self._baseline = base.output if base.exit_code == 0 and not base.elided else ""
@@ -390,21 +392,34 @@ def _quote(s: str) -> str:
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "COCKPIT_SERVER_TOKEN")
 
 
-# names of variables that hold credentials (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, NPM_TOKEN, DB_PASSWORD…)
-SECRET_NAME = re.compile(r"(?i)(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
-                         r"SESSION_?KEY|AUTH_?TOKEN|CLIENT_?SECRET)(_|$)|^(AWS|AZURE|GOOGLE|GCP|DO|HF|HUGGING_?FACE|"
-                         r"OPENAI|GEMINI|MISTRAL|COHERE|GROQ|STRIPE|SLACK|TWILIO|SENTRY)_.*(KEY|TOKEN|SECRET)")
+# names of variables that hold credentials (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, NPM_TOKEN, DB_PASSWORD,
+# PGPASSWORD, MYSQL_PWD, SENTRY_DSN, GH_PAT, CI_JOB_JWT, SLACK_WEBHOOK_URL…); PWD, OLDPWD and
+# TOKENIZERS_PARALLELISM are not
+SECRET_NAME = re.compile(r"(?i)PASSWORD|PASSWD|SECRET|TOKEN(?!IZ)|JWT|WEBHOOK|CONNECTION_?STRING|"
+                         r"_PWD(_|$)|(^|_)(DSN|PAT|CREDENTIALS?|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
+                         r"SESSION_?KEY)(_|$)|^(AWS|AZURE|GOOGLE|GCP|DO|HF|HUGGING_?FACE|"
+                         r"OPENAI|GEMINI|MISTRAL|COHERE|GROQ|STRIPE|SLACK|TWILIO|SENTRY)_.*KEY")
+# a value carrying a password in a URL: postgres://user:pass@host, redis://:pass@host
+SECRET_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@")
+
+
+def _path_absolute(path: str) -> str:
+    """``PATH`` without relative or empty entries (``.``, ``""``, ``bin``): a command name must
+    never find a program planted in whatever folder the shell is in."""
+    kept = [p for p in path.split(":") if p.startswith("/")]
+    return ":".join(kept) or "/usr/local/bin:/usr/bin:/bin"
 
 
 def session_env(base: dict[str, str], secrets_to_strip: tuple[str, ...] = (),
                 extra: dict[str, str] | None = None, keep: tuple[str, ...] = ()) -> dict[str, str]:
     """The environment a session's shell sees: ``base`` without the API key variables
     (:data:`SECRET_ENV`), without variables named like credentials (:data:`SECRET_NAME`, unless
-    ``keep`` names them: ``[sandbox] pass_env``) and without any variable whose value contains one
-    of ``secrets_to_strip``; plus non-interactive defaults (no pager, no git prompts) and ``extra``."""
+    ``keep`` names them: ``[sandbox] pass_env``, or holding a password in a URL, :data:`SECRET_URL`)
+    and without any variable whose value contains one of ``secrets_to_strip``; plus non-interactive
+    defaults (no pager, no git prompts) and ``extra``; ``PATH`` keeps only absolute folders."""
     env = {}
     for k, v in base.items():
-        if k in SECRET_ENV or (SECRET_NAME.search(k) and k not in keep):
+        if k in SECRET_ENV or ((SECRET_NAME.search(k) or SECRET_URL.search(v)) and k not in keep):
             continue
         if any(s and len(s) >= 8 and s in v for s in secrets_to_strip):
             continue
@@ -414,4 +429,6 @@ def session_env(base: dict[str, str], secrets_to_strip: tuple[str, ...] = (),
     if not env["CI"]:
         del env["CI"]
     env.update(extra or {})
+    if "PATH" in env:
+        env["PATH"] = _path_absolute(env["PATH"])
     return env

@@ -133,7 +133,9 @@ class AllowlistProxy:
 
 # run inside the sandbox (python -c): 127.0.0.1:PORT -> the proxy's Unix socket
 FORWARDER = r"""
-import asyncio, sys
+import asyncio, ctypes, sys
+# not dumpable: nothing in the sandbox may ptrace the one process that can open a Unix socket
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
 port, sock = int(sys.argv[1]), sys.argv[2]
 async def pipe(r, w):
     try:

@@ -360,6 +360,196 @@ def _runs_hidden_code(name: str, texts: list[str], part: list) -> str:
     return ""
 
 
+# variables naming a program another program runs (or code it loads): set as a prefix, by `env`
+# or `export`, they make any command run what they say
+_HOOK_VARS = {"GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_PAGER",
+              "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "PAGER",
+              "MANPAGER", "EDITOR", "VISUAL", "BROWSER", "BASH_ENV", "ENV", "LD_PRELOAD", "LD_LIBRARY_PATH",
+              "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "PYTHONSTARTUP", "NODE_OPTIONS", "PERL5OPT",
+              "RUBYOPT", "PROMPT_COMMAND", "PS0", "PS4", "LESSOPEN", "LESSCLOSE", "SHELLOPTS", "BASHOPTS"}
+_DECLARES = {"export", "declare", "typeset", "readonly", "local"}
+# option letters after which the rest of a cluster is a value (`python -Wc…` is not -c)
+_INLINE_STOP = {"python": "mWXQ", "node": "rC", "perl": "IMmxldCFi0D", "ruby": "ICErFxKTW0", "php": "cdfz",
+                "lua": "l"}
+# git subcommands that run other programs, or change what git runs later
+_GIT_RUNS = {"submodule", "filter-branch", "daemon", "instaweb", "difftool", "mergetool", "credential",
+             "web--browse", "upload-pack", "receive-pack", "shell", "remote-ext", "remote-fd", "filter-repo"}
+_GIT_TRANSPORT = {"fetch", "pull", "push", "clone", "ls-remote", "archive", "remote", "submodule"}
+_GIT_CONFIG_READ = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--get-color",
+                    "--get-colorbool", "--show-origin", "--show-scope", "--name-only"}
+_GIT_CONFIG_WRITE = {"--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section",
+                     "--edit", "-e"}
+_GIT_CONFIG_VALUE = {"-f", "--file", "--blob", "--type", "--default", "--comment", "--value"}
+_SED_W = re.compile(r"(^|[;{}\n0-9$/!]|^--expression=)\s*[wW](\s|$)|"
+                    r"(^|[;{}\n\s=])s([^\\\n\w\s])(?:\\.|(?!\4).)*\4(?:\\.|(?!\4).)*\4[gpiImMe0-9]*[wW]")
+
+
+def _long(args: list[str], names: set[str]) -> bool:
+    """One of ``args`` is one of the long options ``names`` (``--x=v`` too), or an abbreviation
+    of one (git, tar and getopt_long take ``--upload-p`` for ``--upload-pack``)."""
+    for a in args:
+        key = a.split("=", 1)[0]
+        if key.startswith("--") and len(key) >= 4 and any(n.startswith(key) for n in names):
+            return True
+    return False
+
+
+def _short(args: list[str], letters: str, stop: str = "") -> bool:
+    """One of ``args`` is a short option cluster (``-xvf``) holding one of ``letters`` before any
+    of ``stop`` (a letter whose value fills the rest of the word)."""
+    for a in args:
+        if a.startswith("-") and not a.startswith("--") and len(a) > 1:
+            for ch in a[1:]:
+                if ch in letters:
+                    return True
+                if ch in stop:
+                    break
+    return False
+
+
+def _hook_var(word: str) -> bool:
+    name = re.split(r"[+\[=]", word, maxsplit=1)[0]
+    return name in _HOOK_VARS or name.startswith("GIT_CONFIG")
+
+
+def _git_config_sets(args: list[str]) -> bool:
+    """``git config …`` changes the configuration (anything but reading a value or the list)."""
+    flags, pos, k = set(), [], 0
+    while k < len(args):
+        a = args[k]
+        if a.startswith("-"):
+            flags.add(a.split("=", 1)[0])
+            k += 2 if a in _GIT_CONFIG_VALUE else 1
+            continue
+        pos.append(a)
+        k += 1
+    if flags & _GIT_CONFIG_WRITE or pos[:1] in (["set"], ["unset"], ["edit"], ["rename-section"],
+                                                   ["remove-section"]):
+        return True
+    if pos[:1] in (["get"], ["list"]) or flags & _GIT_CONFIG_READ:
+        return False
+    return len(pos) >= 2
+
+
+def _git_runs(texts: list[str]) -> str:
+    """Why a git command may run a program the rules cannot see (or change what git runs later)."""
+    k = 1
+    while k < len(texts) and texts[k].startswith("-"):
+        k += 2 if texts[k] in _GIT_OPT_VALUE else 1
+    sub, args = (texts[k], texts[k + 1:]) if k < len(texts) else ("", [])
+    if any("ext::" in t for t in texts[1:]):
+        return "git's ext:: transport runs a command"
+    if sub in _GIT_RUNS or sub.startswith("credential-") or (sub == "bisect" and args[:1] == ["run"]):
+        return f"git {sub} runs other programs"
+    if sub == "config" and _git_config_sets(args):
+        return "git config changes what git runs (core.fsmonitor, protocol.ext.allow …)"
+    if sub in _GIT_TRANSPORT and (_long(args, {"--upload-pack", "--receive-pack", "--exec"}) or "-u" in args):
+        return f"git {sub} told which program to run"
+    if sub == "rebase" and (_long(args, {"--exec"}) or _short(args, "x", "sSCX")):
+        return "git rebase --exec runs commands"
+    if _long(args, {"--exec", "--sendmail-cmd", "--to-cmd", "--cc-cmd", "--open-files-in-pager", "--extcmd",
+                    "--tool"}) or (sub == "grep" and _short(args, "O", "ABCefm")):
+        return f"git {sub} told which program to run"
+    return ""
+
+
+def _program_runs(name: str, texts: list[str]) -> str:
+    """Why ``name``'s options make it run a program (or write where a rule cannot see), or ``""``."""
+    args = texts[1:]
+    if name in ("find", "gfind") and any(t in ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls")
+                                         or t.startswith("-fprint") for t in args):
+        return "find running commands or deleting and writing files"
+    if name in ("fd", "fdfind") and (_long(args, {"--exec", "--exec-batch"}) or _short(args, "xX")):
+        return "fd running commands"
+    if name in ("sed", "gsed") and (_long(args, {"--in-place", "--file"}) or _short(args, "if", "el")
+                                    or any(_SED_W.search(t) for t in args)):
+        return "sed writing files (-i, w) or reading its script from a file"
+    if name in ("tar", "gtar", "bsdtar") and (
+            _long(args, {"--to-command", "--use-compress-program", "--checkpoint-action", "--info-script",
+                         "--new-volume-script", "--rsh-command", "--rmt-command"})
+            or _short(args, "IF") or (args[:1] and re.fullmatch(r"[A-Za-z]*[IF][A-Za-z]*", args[0]))):
+        return "tar running a program"
+    if name in ("gdb", "gdb-multiarch", "cgdb", "lldb") and any(
+            t.startswith("-") and t.lstrip("-").split("=", 1)[0] in
+            {"ex", "iex", "x", "ix", "command", "eval-command", "init-command", "init-eval-command", "o", "O",
+             "one-line", "s", "source", "S", "k", "K", "batch"} for t in args):
+        return f"{name} running commands"
+    if name in ("make", "gmake") and (_long(args, {"--eval", "--file", "--makefile"})
+                                      or _short(args, "fE", "jlCIoWO")):
+        return "make reading a makefile the rule does not name"
+    if name in ("awk", "gawk", "mawk", "nawk") and (_long(args, {"--file", "--exec", "--include", "--load"})
+                                                    or any(t[:2] in ("-f", "-E", "-i", "-l") for t in args)):
+        return "awk running a program from a file"
+    if name == "zip" and (_long(args, {"--unzip-command"}) or any(
+            t.startswith("-") and not t.startswith("--") and "TT" in t for t in args)):
+        return "zip -TT runs a command"
+    if name == "rsync" and (_long(args, {"--rsh", "--rsync-path", "--remote-option", "--config"})
+                            or _short(args, "eM")):
+        return "rsync running a program"
+    if name in ("ssh", "slogin", "autossh", "mosh", "dbclient"):
+        return f"{name} runs commands on another host (and ProxyCommand here)"
+    if name in ("scp", "sftp") and _short(args, "oSF", "cilPJDBRs"):
+        return f"{name} told which program to run"
+    if name in ("less", "more", "most", "pg") and any(t.startswith("+") or "!" in t or t.startswith("-k")
+                                                      or t.startswith("--lesskey") for t in args):
+        return f"{name} running commands"
+    if name == "man" and (_long(args, {"--pager", "--html", "--browser"}) or _short(args, "PH")):
+        return "man told which program to run"
+    if name == "env" and _skip_options("env", args)[1] is not None:
+        return "env -S splits a string into a command"
+    return ""
+
+
+def _inline_code(name: str, texts: list[str]) -> bool:
+    base = re.sub(r"[\d.]+$", "", name) if name.startswith("python") else name
+    inline = _INLINE_CODE.get(base)
+    if not inline:
+        return False
+    letters = "".join(o[1] for o in inline if len(o) == 2 and o[0] == "-")
+    return (any(t in inline or t.split("=", 1)[0] in inline for t in texts[1:])
+            or _short(texts[1:], letters, _INLINE_STOP.get(base, "")))
+
+
+def _judge_one(texts: list[str], part: list) -> str:
+    """Why one command (one view of a part: under its wrappers) cannot be judged by a rule, or ``""``."""
+    if _ASSIGNMENT.match(texts[0]):
+        return f"{texts[0].split('=', 1)[0]} names a program other commands run" if _hook_var(texts[0]) else ""
+    name = texts[0].rsplit("/", 1)[-1]
+    if _inline_code(name, texts):
+        return f"inline code run by {name}"
+    if name in _DECLARES and any(_hook_var(t) for t in texts[1:] if not t.startswith("-")):
+        return f"{name} sets a variable naming a program other commands run"
+    if name == "env" and any(_ASSIGNMENT.match(t) and _hook_var(t) for t in texts[1:]):
+        return "env sets a variable naming a program the command runs"
+    if name == "git":
+        if any(t.split("=", 1)[0] in _GIT_RISKY_GLOBAL for t in texts[1:2]):
+            return "git's global options (-c, -C, --git-dir …) can run other programs"
+        why = _git_runs(texts)
+        if why:
+            return why
+    return _program_runs(name, texts) or _runs_hidden_code(name, texts, part)
+
+
+def _unjudged(texts: list[str], part: list) -> str:
+    """Why a simple command cannot be judged by a rule — looking at it and at each command under
+    its wrappers (``timeout 5 python -c``, ``X=1 git config …``) — or ``""``."""
+    todo, seen = [texts], 0
+    while todo:
+        seen += 1
+        if seen > _MAX_UNWRAPS:
+            return "wrappers nested too deep to judge"
+        words = todo.pop()
+        if not words:
+            continue
+        why = _judge_one(words, part)
+        if why:
+            return why
+        un = _unwrap(words)
+        if un is not None and un[0] and un[0] != words:
+            todo.append(un[0])
+    return ""
+
+
 def _escapes(target: Word, root: str | None, cwd: str | None, moved: bool) -> bool:
     """True when writing to ``target`` may land outside the working tree ``root`` (or in .git)."""
     text = target.text
@@ -463,14 +653,10 @@ def analyse(command: str, root: str | None = None, cwd: str | None = None, _dept
         elif words[0].flags:
             why = why or "a command name bash expands"
         else:
-            name = texts[0].rsplit("/", 1)[-1]
-            inline = _INLINE_CODE.get(re.sub(r"[\d.]+$", "", name) if name.startswith("python") else name, set())
-            if any(t in inline or (t[:2] in inline and len(t) > 2 and not t.startswith("--")) for t in texts[1:]):
-                why = why or f"inline code run by {name}"
-            if name == "git" and any(t.split("=", 1)[0] in _GIT_RISKY_GLOBAL for t in texts[1:2]):
-                why = why or "git's global options (-c, -C, --git-dir …) can run other programs"
-            why = why or _runs_hidden_code(name, texts, part)
+            why = why or _unjudged(texts, part)
         for op, target in redirect_targets(part):
+            if op in ("<", "<>", "<&") and ("expansion" in target.flags or "$" in target.text):
+                why = why or f"input read from {target.text}, a path bash expands (/dev/tcp/… among them)"
             if ">" not in op and op != "<>":
                 continue
             if op in (">&", "<&") and ((target.text.isascii() and target.text.isdigit()) or target.text == "-"):
@@ -722,6 +908,8 @@ def deny_spellings(views: list[str], deny: list[Rule]) -> list[str]:
             if first in ("ln", "cp", "install", "mv", "rsync") and any(w.rsplit("/", 1)[-1] in names for w in rest):
                 denied = next(w.rsplit("/", 1)[-1] for w in rest if w.rsplit("/", 1)[-1] in names)
                 out.append(" ".join([denied, *rest]))  # a copy of a denied program under another name
+            if first == "openssl" and rest[:1] in (["s_client"], ["s_time"]):  # a TLS connection, like curl
+                out.extend(" ".join([name, *rest[1:]]) for name in names & {"curl", "wget"})
             if first == "find" and "-delete" in rest and "rm" in names:
                 out.append(" ".join(["rm", *rest]))
             if first == "git" and rest[:1] == ["clean"] and "rm" in names:

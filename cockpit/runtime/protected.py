@@ -303,6 +303,11 @@ def revert(tree: Path | str, paths: Iterable[str], base: str | None = None) -> d
                 if why:
                     skipped[rel] = why
                     continue
+            for flag in ("--no-skip-worktree", "--no-assume-unchanged"):  # an index flag must not make git skip it
+                try:
+                    _git(tree, "update-index", flag, "--", rel)
+                except ProtectedCheckError:
+                    pass  # not in the index
             try:
                 _git(tree, "checkout", ref, "--", rel)
             except ProtectedCheckError as exc:

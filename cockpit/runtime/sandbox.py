@@ -61,11 +61,18 @@ SECRET_PATHS = (
     ".config/configstore", ".terraformrc", ".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile",
     ".zshenv", ".config/fish", ".config/gcloud", ".config/netlify", ".config/vercel", ".fly", ".wrangler",
     ".config/heroku", ".heroku", ".s3cfg", ".boto", ".databrickscfg", ".config/openai", ".config/github-copilot",
+    ".config/glab-cli", ".composer/auth.json", ".config/composer/auth.json", ".pulumi", ".ngrok2", ".config/ngrok",
+    ".config/rclone", ".config/sops", ".sops", ".age", ".config/age", ".bash_aliases",
+    ".local/share/fish/fish_history", ".dbt/profiles.yml", ".config/pypoetry/auth.toml", ".yarnrc",
+    ".m2/settings-security.xml", ".histfile", ".sqlite_history", ".psql_history", ".mysql_history",
+    ".node_repl_history", ".lesshst", ".viminfo",
 )
 # untracked files in the user's own checkout that hold secrets (a worktree session sees the rest of
 # the checkout read-only; these not at all)
 SECRET_FILE = re.compile(r"(?i)^(\.env(\..*)?|.*\.(pem|key|p12|pfx|jks|keystore)|id_(rsa|dsa|ecdsa|ed25519)|"
-                         r"credentials(\..*)?|secrets?(\..*)?|\.npmrc|\.pypirc|\.netrc|service-account.*\.json)$")
+                         r"credentials(\..*)?|secrets?(\..*)?|\.npmrc|\.pypirc|\.netrc|service-account.*\.json|"
+                         r"client_secret.*\.json|.*\.tfstate(\.backup)?|.*\.tfvars(\.json)?|token\.json|\.dev\.vars|"
+                         r"database\.yml|.*\.kdbx|\.htpasswd)$")
 # variables that point at a way out of the sandbox (a Unix socket of a server outside): not passed in
 SOCKET_ENV = ("TMUX", "TMUX_PANE", "STY", "DISPLAY", "WAYLAND_DISPLAY", "DOCKER_HOST", "SSH_AUTH_SOCK",
               "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "GPG_AGENT_INFO", "KRB5CCNAME",
@@ -178,6 +185,13 @@ class Bubblewrap:
         if conf.network != "on":
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        # /proc/sys read-only: root inside (Cockpit run by root) could otherwise write
+        # kernel.core_pattern and have the kernel run a program of its own outside, as root
+        args += ["--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind", "/proc/sysrq-trigger", "/proc/sysrq-trigger"] \
+            if os.path.exists("/proc/sysrq-trigger") else ["--ro-bind", "/proc/sys", "/proc/sys"]
+        if os.geteuid() == 0:  # root's own secret files are still root's: hidden
+            args += _hide(["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers.d",
+                           "/root/.ssh"])
         inside = [p for p in conf.hidden if _inside(conf.tree, p)]
         # hidden before the binds (a worktree inside Cockpit's data folder is bound back), except
         # what lies inside the tree (a session in place in $HOME: ~/.ssh hidden after the bind)
@@ -198,7 +212,11 @@ class Bubblewrap:
         for key, value in conf.env.items():
             args += ["--setenv", key, value]
         if conf.network == "allow":  # the forwarder needs a Unix socket: the filter comes after it
-            return [*args, "--chdir", conf.cwd, "--", *with_forwarder(conf, filtered(argv))]
+            # --as-pid-1: no unfiltered bwrap init inside; the proxy's socket in a folder bound
+            # read-only (in the writable temp folder it could be swapped for a link to another)
+            if conf.proxy_socket:
+                args += ["--ro-bind", os.path.dirname(conf.proxy_socket), os.path.dirname(conf.proxy_socket)]
+            return [*args, "--as-pid-1", "--chdir", conf.cwd, "--", *with_forwarder(conf, filtered(argv))]
         # bwrap loads the filter itself (--seccomp FD), from a file only Cockpit can write
         args += ["--seccomp", "9", "--chdir", conf.cwd, "--"]
         return ["/bin/sh", "-c", 'exec "$@" 9<"$0"', filter_file(), *args, *argv]
@@ -245,7 +263,9 @@ def with_forwarder(conf: Confinement, argv: list[str]) -> list[str]:
     from cockpit.runtime.netproxy import FORWARDER
 
     inside = conf.proxy_socket
-    start = (f'"{sys.executable}" -c "$0" {PROXY_PORT} {inside} >/dev/null 2>&1 & '
+    python = os.path.realpath(sys.executable)
+    # -I -S from /: nothing of the session's tree or environment is imported by the forwarder
+    start = (f'(cd / && exec "{python}" -I -S -c "$0" {PROXY_PORT} {inside} >/dev/null 2>&1) & '
              f"for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{PROXY_PORT}) 2>/dev/null && break; "
              'sleep 0.02; done; exec "$@"')
     bash = shutil.which("bash") or "/bin/bash"
@@ -348,8 +368,8 @@ def private_objects(admin: str) -> str:
     return os.path.join(admin, "cockpit-objects")
 
 
-def _secret_files(checkout: str, depth: int = 2) -> list[str]:
-    """Files of the user's checkout whose names say they hold secrets (``.env``, ``*.pem``…), two
+def _secret_files(checkout: str, depth: int = 3) -> list[str]:
+    """Files of the user's checkout whose names say they hold secrets (``.env``, ``*.pem``…), three
     levels deep, ``.git`` and dependency folders left out."""
     out: list[str] = []
     todo = [(checkout, 0)]

@@ -3,8 +3,9 @@
 A network namespace does not cut off path Unix sockets: a read-only bind of ``/tmp`` still lets a
 command ``connect()`` to the user's tmux server, Docker, an X server or an ssh-agent socket and
 have something outside run a command for it. Claude Code's sandbox on Linux closes that the same
-way: ``socket(AF_UNIX, …)`` fails with ``EPERM`` inside (``socketpair``, which pipes between
-processes use, is untouched), and so does ``io_uring_setup`` (io_uring can create sockets without
+way: ``socket(AF_UNIX, …)`` fails with ``EPERM`` inside (a stream ``socketpair``, which pipes
+between processes use, works; a datagram one, which could ``sendto`` any socket path, does not),
+so does ``socket(AF_VSOCK, …)``, and so does ``io_uring_setup`` (io_uring can create sockets without
 the ``socket`` system call). On 32-bit x86, ``socketcall`` is refused whole (its family cannot be
 read by a filter), and x32 system calls are refused.
 
@@ -27,6 +28,9 @@ _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 _JSET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 _RET = 0x06  # BPF_RET | BPF_K
+_AND = 0x54  # BPF_ALU | BPF_AND | BPF_K
+AF_VSOCK = 40
+SOCK_STREAM = 1
 
 
 def program() -> bytes:
@@ -51,21 +55,32 @@ def program() -> bytes:
     ins(_JSET, 0x40000000, "deny", None)  # x32
     ins(_JEQ, 425, "deny", None)  # io_uring_setup
     ins(_JEQ, 41, "family", None)  # socket
+    ins(_JEQ, 53, "pair", None)  # socketpair
     ins(_RET, RET_ALLOW)
     at("arm")
     ins(_LD_ABS, 0)
     ins(_JEQ, 425, "deny", None)
     ins(_JEQ, 198, "family", None)
+    ins(_JEQ, 199, "pair", None)
     ins(_RET, RET_ALLOW)
     at("i386")
     ins(_LD_ABS, 0)
     ins(_JEQ, 102, "deny", None)  # socketcall
     ins(_JEQ, 425, "deny", None)
     ins(_JEQ, 359, "family", None)
+    ins(_JEQ, 360, "pair", None)
     ins(_RET, RET_ALLOW)
     at("family")
     ins(_LD_ABS, 16)  # args[0], low 32 bits (little-endian)
     ins(_JEQ, AF_UNIX, "deny", None)
+    ins(_JEQ, AF_VSOCK, "deny", None)  # the hypervisor's sockets
+    ins(_RET, RET_ALLOW)
+    at("pair")  # a datagram pair could sendto() any Unix socket path: stream pairs only (pipes)
+    ins(_LD_ABS, 24)  # args[1], the type
+    ins(_AND, 0xF)
+    ins(_JEQ, SOCK_STREAM, "allow", None)
+    ins(_RET, RET_EPERM)
+    at("allow")
     ins(_RET, RET_ALLOW)
     at("deny")
     ins(_RET, RET_EPERM)

@@ -80,7 +80,9 @@ class Session(SessionBase):
                                        sandboxed=spec.sandbox == "bubblewrap", protected=tuple(self._cfg.protected))
         self._sandbox_tmp: str | None = None
         self._proxy: Any = None
-        self._protected_seen: dict[str, str] = {}  # protected paths changed so far (see _protected_after)
+        self._protected_seen: dict[str, str] = {}  # protected paths' fingerprints known (see _protected_after)
+        self._protected_git = False  # the tree was a git tree at the start: a failing git fails closed
+        self._protected_base: str | None = None  # the commit protected paths are put back to
         keys = tuple(s for s in (self._cfg.api_key, self._cfg.auth_token) if s)
         env = session_env(dict(os.environ), secrets_to_strip=keys,
                           extra={"COCKPIT_SESSION_ID": session_id}, keep=tuple(self._cfg.pass_env))
@@ -125,6 +127,7 @@ class Session(SessionBase):
             await self._proxy.close()
         if self._sandbox_tmp is not None:
             await asyncio.to_thread(shutil.rmtree, self._sandbox_tmp, True)
+            await asyncio.to_thread(shutil.rmtree, self._sandbox_tmp.rstrip("/") + ".proxy", True)
 
     def _notes_glob(self) -> str:
         """``<notes folder>/**`` relative to the tree, when the notes folder lies in the project."""
@@ -156,7 +159,7 @@ class Session(SessionBase):
         notes = self._notes_glob()
         if notes:  # a note written in the tree reaches every later session's first message
             self.policy.protected = (*self.policy.protected, notes)
-        self._protected_seen = await asyncio.to_thread(self._protected_snapshot)
+        await asyncio.to_thread(self._protected_start)
         if self.spec.sandbox != "bubblewrap":
             return
         worktrees = self._cfg.resolved_worktrees_dir()
@@ -167,7 +170,9 @@ class Session(SessionBase):
         if self.spec.network == "allow":
             from cockpit.runtime.netproxy import AllowlistProxy
 
-            proxy_sock = os.path.join(tmp, ".cockpit-proxy.sock")
+            proxy_dir = tmp.rstrip("/") + ".proxy"  # beside the temp folder, bound read-only inside
+            os.makedirs(proxy_dir, mode=0o700, exist_ok=True)
+            proxy_sock = os.path.join(proxy_dir, "proxy.sock")
             self._proxy = AllowlistProxy(settings.allow_hosts, proxy_sock)
             await self._proxy.start()
         w = self.spec.worktree
@@ -361,7 +366,7 @@ class Session(SessionBase):
             if self.spec.sandbox == "bubblewrap":
                 out = await self._take_in_commits(out)
         elif prepared.action.kind in ("edit", "create"):  # asked before it was written: known now
-            self._protected_seen = await asyncio.to_thread(self._protected_snapshot)
+            await asyncio.to_thread(self._protected_refresh, prepared.action.target)
         # a command that prints the API key (`env`, `cat /proc/$PPID/environ`) must not hand it to
         # the model, the panes or the transcript
         out = ToolOutcome(self._redact(out.content), out.is_error)
@@ -419,23 +424,58 @@ class Session(SessionBase):
         names = [line[3:] for line in out.stdout.splitlines() if len(line) > 3]
         return ", ".join(names[:15]) + (f" (+{len(names) - 15} more)" if len(names) > 15 else "")
 
+    def _protected_start(self) -> None:
+        """The base commit (the worktree's, else the workspace's HEAD now) and the protected paths'
+        state at the start (a fresh worktree holds the base's state)."""
+        from cockpit.runtime.protected import ProtectedCheckError, tree_base
+
+        self._protected_git, head = tree_base(self._tree())
+        w = self.spec.worktree
+        self._protected_base = (w.base_commit or head) if w is not None else head
+        try:
+            self._protected_seen = self._protected_snapshot()
+        except ProtectedCheckError:  # checked (and failing closed) after the first command
+            self._protected_seen = {}
+
     def _protected_snapshot(self) -> dict[str, str]:
+        """Fingerprints of the tree's protected paths; ``{}`` outside a git tree. Raises
+        :class:`~cockpit.runtime.protected.ProtectedCheckError` when git fails in a git tree."""
         from cockpit.runtime.protected import protected_snapshot
 
-        return protected_snapshot(self._tree(), self.policy.hooks_path, self.policy.protected)
+        if not self._protected_git:
+            return {}
+        return protected_snapshot(self._tree(), self.policy.hooks_path, self.policy.protected,
+                                  base=self._protected_base)
+
+    def _protected_refresh(self, target: str) -> None:
+        """The editor wrote ``target`` (relative to the workspace) after the user was asked: its
+        entry only is brought up to date — a change to any other protected path (a command left
+        running in the background) is still caught after the next command."""
+        from cockpit.runtime.protected import fingerprint, protected_reason
+
+        if not self._protected_git or not target:
+            return
+        tree = os.path.realpath(self._tree())
+        rel = os.path.relpath(os.path.join(os.path.realpath(self.spec.cwd), target), tree).replace(os.sep, "/")
+        if rel.startswith("../") or rel in ("..", ".") or not protected_reason(rel, self.policy.hooks_path,
+                                                                               self.policy.protected):
+            return
+        self._protected_seen[rel] = fingerprint(tree, rel)
 
     async def _protected_after(self, tool_use_id: str, call: PreparedCall, out: ToolOutcome) -> ToolOutcome:
         """A command changed protected paths (a git hook, ``.envrc``, ``.vscode/``, ``CLAUDE.md``…,
         which run code outside the sandbox later): the user keeps or reverts the change (headless:
         reverted), and the model is told which. Needs git (the tree's status); every mode, the
         sandbox on or off."""
-        from cockpit.runtime.protected import revert
+        from cockpit.runtime.protected import ProtectedCheckError, changed_paths, revert
 
-        snap = await asyncio.to_thread(self._protected_snapshot)
-        changed = sorted(p for p, v in snap.items() if self._protected_seen.get(p) != v)
-        changed += sorted(p for p in self._protected_seen if p not in snap)  # put back as HEAD has it
-        self._protected_seen = snap
+        try:
+            snap = await asyncio.to_thread(self._protected_snapshot)
+        except ProtectedCheckError as exc:  # fail closed: the user decides (headless: denied)
+            return await self._protected_unchecked(tool_use_id, call, out, str(exc))
+        changed = changed_paths(self._protected_seen, snap)
         if not changed:
+            self._protected_seen = snap
             return out
         listed = ", ".join(changed[:20]) + (f" (+{len(changed) - 20} more)" if len(changed) > 20 else "")
         why = (f"This command changed protected paths: {listed}. They steer git, a shell, an editor or an agent "
@@ -443,13 +483,48 @@ class Session(SessionBase):
                "cd). Keep the change? Deny puts them back as they were.")
         allowed, reason = await self._ask(tool_use_id, call, why, outside=True, summary=f"keep changes to {listed}")
         if allowed:
+            self._protected_seen = snap
             return ToolOutcome(out.content + f"\n[the user kept this command's changes to protected paths: {listed}]",
                                out.is_error, exit_code=out.exit_code)
-        await asyncio.to_thread(revert, self._tree(), changed)
-        self._protected_seen = await asyncio.to_thread(self._protected_snapshot)
+        skipped = await asyncio.to_thread(revert, self._tree(), changed, self._protected_base)
+        before = self._protected_seen
+        try:
+            self._protected_seen = await asyncio.to_thread(self._protected_snapshot)
+        except ProtectedCheckError:
+            self._protected_seen = {**snap, **{p: v for p, v in before.items() if p in changed}}
+        for p in changed:  # the revert left it as the command did: not put back
+            if p not in skipped and p in snap and self._protected_seen.get(p) == snap[p]:
+                skipped[p] = "still as the command left it"
+        for p in skipped:  # not put back: raised again after the next command (and at review)
+            if p in before:
+                self._protected_seen[p] = before[p]
+            else:
+                self._protected_seen.pop(p, None)
         note = (f"\n[this command changed protected paths ({listed}); they were put back: changing them needs "
                 "the user's approval, through the editor tool]")
+        if skipped:
+            note += " Not put back: " + "; ".join(f"{p} ({why})" for p, why in sorted(skipped.items())[:20]) + "."
         return ToolOutcome(out.content + note + (f" The user said: {reason}" if reason else ""), out.is_error,
+                           exit_code=out.exit_code)
+
+    async def _protected_unchecked(self, tool_use_id: str, call: PreparedCall, out: ToolOutcome,
+                                   error: str) -> ToolOutcome:
+        """git failed after a command, so whether it changed protected paths is unknown: the user
+        is asked (headless: denied) and the model told; the paths are checked again after the next
+        command, and the diff screen flags them at review."""
+        why = (f"Protected paths could not be checked after this command: {error}. It may have changed a git "
+               "hook, .envrc, an editor's or an agent's settings, which can run code outside the sandbox later. "
+               "Go on anyway?")
+        allowed, reason = await self._ask(tool_use_id, call, why, outside=True,
+                                          summary="go on without checking protected paths")
+        if allowed:
+            note = (f"\n[protected paths could not be checked after this command ({error}); the user let the "
+                    "session go on]")
+            return ToolOutcome(out.content + note, out.is_error, exit_code=out.exit_code)
+        note = (f"\n[protected paths could not be checked after this command ({error}): denied — repair the "
+                "repository (git status must work) before going on; changing protected paths needs the user's "
+                "approval, through the editor tool]")
+        return ToolOutcome(out.content + note + (f" The user said: {reason}" if reason else ""), True,
                            exit_code=out.exit_code)
 
     async def _blocked(self, tool_use_id: str, call: PreparedCall, out: ToolOutcome) -> ToolOutcome:

@@ -423,6 +423,15 @@ def absorb_objects(info: WorktreeInfo) -> int:
     private = os.path.join(admin, "cockpit-objects")
     if not os.path.isdir(private) or not any(os.scandir(private)):
         return 0
+    for name in ("alternates", "http-alternates"):  # the session's store may not lead into another
+        try:
+            os.unlink(os.path.join(private, "info", name))
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+    for root, dirs, files in os.walk(private, followlinks=False):
+        for name in dirs + files:
+            if os.path.islink(os.path.join(root, name)):
+                os.unlink(os.path.join(root, name))
     env = {**os.environ, **_GIT_ENV, "GIT_ALTERNATE_OBJECT_DIRECTORIES": private}
     base = ["git", *NO_HOOKS]
     tip = git("rev-parse", "--verify", "-q", f"refs/heads/{info.branch}", cwd=info.repo, check=False).strip()
@@ -437,22 +446,89 @@ def absorb_objects(info: WorktreeInfo) -> int:
                                 f"{listed.stderr.decode(errors='replace').strip()[:200]}")
         if not listed.stdout.strip():
             return 0
-        pack = subprocess.run([*base, "pack-objects", "--stdout"], input=listed.stdout, cwd=info.path, env=env,
-                              capture_output=True, timeout=300)
-        if pack.returncode != 0:
-            raise WorktreeError(f"the session's objects cannot be packed: "
-                                f"{pack.stderr.decode(errors='replace').strip()[:200]}")
         plain = {**os.environ, **_GIT_ENV}
         plain.pop("GIT_ALTERNATE_OBJECT_DIRECTORIES", None)
         plain.pop("GIT_OBJECT_DIRECTORY", None)
-        took = subprocess.run([*base, "index-pack", "--stdin", "--fix-thin", "--strict"], input=pack.stdout,
-                              cwd=info.repo, env=plain, capture_output=True, timeout=300)
-        if took.returncode != 0:
-            raise WorktreeError(f"the session's objects failed their check: "
-                                f"{took.stderr.decode(errors='replace').strip()[:200]}")
+        # streamed from one to the other (a huge object never sits in Cockpit's memory), capped
+        with tempfile.TemporaryFile() as errs:
+            packer = subprocess.Popen([*base, "pack-objects", "--stdout"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=errs, cwd=info.path, env=env)
+            indexer = subprocess.Popen([*base, "index-pack", "--stdin", "--fix-thin", "--strict",
+                                        f"--max-input-size={MAX_ABSORB_BYTES}"], stdin=packer.stdout,
+                                       stdout=subprocess.DEVNULL, stderr=errs, cwd=info.repo, env=plain)
+            assert packer.stdin is not None and packer.stdout is not None
+            packer.stdout.close()
+            try:
+                packer.stdin.write(listed.stdout)
+                packer.stdin.close()
+            except BrokenPipeError:
+                pass
+            try:
+                rc = (packer.wait(timeout=600), indexer.wait(timeout=600))
+            except subprocess.TimeoutExpired:
+                packer.kill()
+                indexer.kill()
+                raise
+            if rc != (0, 0):
+                errs.seek(0)
+                why = errs.read().decode(errors="replace").strip()[-300:]
+                _reset_branch(info)
+                raise WorktreeError(f"the session's new commits failed their check and were not taken in ({why}); "
+                                    f"its branch is back at its base, its files stay in the worktree")
     except subprocess.TimeoutExpired:
         raise WorktreeError("taking in the session's git objects timed out") from None
     return listed.stdout.count(b"\n")
+
+
+# files git leaves in a worktree's admin folder between commands: one the session planted would
+# steer Cockpit's own commit (MERGE_HEAD adds a parent of its choosing)
+_STATE_FILES = ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "CHERRY_PICK_HEAD", "REVERT_HEAD", "SQUASH_MSG",
+                "BISECT_LOG", "BISECT_START", "BISECT_TERMS", "BISECT_NAMES", "BISECT_EXPECTED_REV", "AUTO_MERGE",
+                "REBASE_HEAD", "index.lock", "HEAD.lock")
+
+
+def sanitize_admin(info: WorktreeInfo) -> None:
+    """Before Cockpit's own git runs on a session's worktree: no symbolic link anywhere in its
+    admin folder or its branch's ref and reflog folders (git would write ``COMMIT_EDITMSG``, a
+    reflog line or a ref *through* it, outside the sandbox: over any file of the user's), and no
+    merge/cherry-pick/bisect state the session left (it would steer the commit)."""
+    admin = git("rev-parse", "--absolute-git-dir", cwd=info.path).strip()
+    common = os.path.realpath(os.path.join(info.path, git("rev-parse", "--git-common-dir", cwd=info.path).strip()))
+    parent = info.branch.rsplit("/", 1)[0] if "/" in info.branch else ""
+    folders = [admin] + ([os.path.join(common, "refs", "heads", parent), os.path.join(common, "logs", "refs", "heads",
+                                                                                       parent)] if parent else [])
+    for folder in folders:
+        if os.path.islink(folder):
+            raise WorktreeError(f"{folder} is a symbolic link (the session made it): refusing to run git there")
+        for root, dirs, files in os.walk(folder, followlinks=False):
+            for name in dirs + files:
+                path = os.path.join(root, name)
+                if os.path.islink(path) or (not os.path.isdir(path) and not os.path.isfile(path)):
+                    os.unlink(path)  # a link, a FIFO, a device: git writes only plain files here
+    keep: set[str] = set()
+    merging = os.path.join(admin, "MERGE_HEAD")
+    if os.path.isfile(merging) and info.base_branch:  # the session merging its base in (a conflict sent back)
+        base_tip = git("rev-parse", "--verify", "-q", f"refs/heads/{info.base_branch}", cwd=info.path,
+                       check=False).strip()
+        with open(merging, encoding="ascii", errors="replace") as f:
+            if base_tip and f.read().split() == [base_tip]:
+                keep = {"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"}
+    for name in _STATE_FILES:
+        if name in keep:
+            continue
+        try:
+            os.unlink(os.path.join(admin, name))
+        except FileNotFoundError:
+            pass
+
+
+MAX_ABSORB_BYTES = 2 * 1024**3  # what one take-in of a session's new objects may add to the repository
+
+
+def _reset_branch(info: WorktreeInfo) -> None:
+    """The session's branch back at its base commit (its new commits could not be taken in: the
+    repository must not keep a branch whose objects it lacks)."""
+    git("update-ref", "--no-deref", f"refs/heads/{info.branch}", info.base_commit, cwd=info.repo, check=False)
 
 
 def ensure_on_branch(info: WorktreeInfo) -> None:
@@ -477,6 +553,7 @@ def commit_pending(info: WorktreeInfo, message: str) -> str | None:
     when nothing was pending."""
     if not Path(info.path).is_dir():
         return None
+    sanitize_admin(info)
     ensure_on_branch(info)
     refuse_planted_repos(info)
     absorb_objects(info)
