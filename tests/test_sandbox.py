@@ -394,11 +394,10 @@ def test_ordinary_file_names_are_not_secret(name):
 
 
 def test_secret_files_are_found_three_levels_deep_and_home_paths_listed(tmp_path):
-    deep = tmp_path / "infra" / "envs" / "prod"
-    deep.mkdir(parents=True)
+    deep = tmp_path / "infra" / "prod"  # infra/prod/terraform.tfstate: three levels
+    (deep / "x").mkdir(parents=True)
     (deep / "terraform.tfstate").write_text("{}")
-    (tmp_path / "infra" / "envs" / "prod" / "x").mkdir()
-    (tmp_path / "infra" / "envs" / "prod" / "x" / "too-deep.tfvars").write_text("")
+    (deep / "x" / "too-deep.tfvars").write_text("")
     found = sb._secret_files(str(tmp_path))
     assert str(deep / "terraform.tfstate") in found
     assert not any(f.endswith("too-deep.tfvars") for f in found)
