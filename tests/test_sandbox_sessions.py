@@ -246,6 +246,8 @@ async def test_runner_rules_never_stand_for_unwritten_options(tmp_path):
         "git archive --remote=x --exec=y": "ask",
         "git rebase --exec make main": "ask",
         "git rebase -ix make main": "ask",
+        "git --no-pager -c core.pager='touch /tmp/x' log": "ask",
+        "git -p --git-dir=/tmp/x status": "ask",
         "find . -exec rm {} +": "ask",
         "find . -execdir x ;": "ask",
         "find . -ok x ;": "ask",

@@ -26,7 +26,12 @@ rule narrower than ``Bash``: command or process substitution, a subshell or func
 a brace group, a compound-command keyword (``for``, ``if`` …), an expanded command name
 (``$CMD``), or output redirected where it may leave the working tree (``> /etc/x``, ``>>
 ~/.bashrc``, ``> ../x``, ``> $HOME/x``, ``> {a,b}``, a relative path after a ``cd`` in the same
-line, or one whose symlinks lead out, resolved from the shell's current folder). ``Bash(x:*)``
+line, or one whose symlinks lead out, resolved from the shell's current folder), input read
+from an expanded path (``< $T``), inline code (``perl -ne``, ``node --eval=…``), a variable
+naming a program others run (``GIT_EDITOR=…``, ``export LD_PRELOAD=…``), or a program told to
+run or write what no rule sees (``git config`` setting a value, ``git submodule``, ``ext::``,
+``--upload-pack``, ``find -exec``/``-delete``, ``sed -i``/``w``, ``tar --to-command``, ``rsync
+-e``, ``ssh``; see :func:`_program_runs`, :func:`_git_runs`) — also under wrappers. ``Bash(x:*)``
 is a word prefix (``git diff:*`` never matches ``git difftool``). A deny rule is matched against
 every part, the part under its wrappers (``timeout 5 rm``, ``env X=1 rm``, ``sudo rm``, ``xargs
 rm``, ``for …; do rm``, ``/bin/rm``), the scripts of ``bash -c`` / ``eval`` / ``su -c`` /
@@ -522,8 +527,11 @@ def _judge_one(texts: list[str], part: list) -> str:
     if name == "env" and any(_ASSIGNMENT.match(t) and _hook_var(t) for t in texts[1:]):
         return "env sets a variable naming a program the command runs"
     if name == "git":
-        if any(t.split("=", 1)[0] in _GIT_RISKY_GLOBAL for t in texts[1:2]):
-            return "git's global options (-c, -C, --git-dir …) can run other programs"
+        k = 1
+        while k < len(texts) and texts[k].startswith("-"):  # git --no-pager -c core.pager=… log too
+            if texts[k].split("=", 1)[0] in _GIT_RISKY_GLOBAL:
+                return "git's global options (-c, -C, --git-dir …) can run other programs"
+            k += 2 if texts[k] in _GIT_OPT_VALUE else 1
         why = _git_runs(texts)
         if why:
             return why
