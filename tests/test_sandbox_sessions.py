@@ -514,3 +514,20 @@ async def _until(cond, timeout=30.0):
             return
         await asyncio.sleep(0.05)
     raise AssertionError("timed out")
+
+
+@needs_sandbox
+async def test_a_protected_file_written_only_into_git_is_caught(api, repo, tmp_path):
+    """Round 3: a blob staged with hash-object and committed, the file on disk never written, and
+    the entry marked assume-unchanged — the check reads the index and the tip too."""
+    plant = ("B=$(printf 'export EVIL=1\\n' | git hash-object -w --stdin) && git update-index --add --cacheinfo "
+             "100644,$B,sub/.envrc && git -c user.name=s -c user.email=s@x commit -qm sub && "
+             "git update-index --assume-unchanged sub/.envrc && echo planted")
+    api.script(Reply("", [ToolUse("bash", {"command": plant})]), Reply("done"))
+    mgr = make_mgr(api, tmp_path, interactive=False)
+    s = await mgr.spawn("plant", workspace=repo, permission_mode="auto")
+    assert await mgr.wait_idle(timeout=60)
+    assert "planted" in tool_results(api)[0] and "sub/.envrc" in tool_results(api)[0]
+    await mgr.review(s.id, "merge")  # merged, or nothing left to merge: either way main must not hold it
+    assert "sub/.envrc" not in git(repo, "ls-tree", "-r", "--name-only", "main")
+    await mgr.aclose()

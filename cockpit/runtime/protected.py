@@ -242,7 +242,39 @@ def protected_snapshot(tree: Path | str, hooks_path: str | None = None, extra: I
     the commits. Never runs a hook. Raises :class:`ProtectedCheckError` when git fails (the caller
     fails closed)."""
     extra = tuple(extra)
-    return {rel: fingerprint(tree, rel) for rel in sorted(_candidates(tree, base, hooks_path, extra))}
+    paths = sorted(_candidates(tree, base, hooks_path, extra))
+    # what git holds of each too (the index, the branch's tip): a change made only there — a blob
+    # written with hash-object and staged, then committed, the file on disk left alone — counts
+    staged = _blobs(_git(tree, "ls-files", "-s", "-z"))
+    try:
+        tip = _blobs(_git(tree, "ls-tree", "-r", "-z", "HEAD"))
+    except ProtectedCheckError:  # no commit yet
+        tip = {}
+    return {rel: f"{fingerprint(tree, rel)}|i:{staged.get(rel, '-')}|h:{tip.get(rel, '-')}" for rel in paths}
+
+
+def path_fingerprint(tree: Path | str, rel: str) -> str:
+    """One path's entry as :func:`protected_snapshot` writes it (the file, the index, the tip)."""
+    spec = f":(literal){rel}"
+    staged = _blobs(_git(tree, "ls-files", "-s", "-z", "--", spec))
+    try:
+        tip = _blobs(_git(tree, "ls-tree", "-r", "-z", "HEAD", "--", spec))
+    except ProtectedCheckError:
+        tip = {}
+    return f"{fingerprint(tree, rel)}|i:{staged.get(rel, '-')}|h:{tip.get(rel, '-')}"
+
+
+def _blobs(raw: bytes) -> dict[str, str]:
+    """path → object id from ``ls-files -s -z`` or ``ls-tree -r -z`` output."""
+    out: dict[str, str] = {}
+    for entry in raw.split(b"\0"):
+        meta, sep, path = entry.partition(b"\t")
+        if sep:
+            fields = meta.split()
+            if len(fields) >= 3:
+                oid = fields[1] if len(fields[1]) >= 40 else fields[2]
+                out[path.decode("utf-8", "surrogateescape")] = oid.decode("ascii", "replace")
+    return out
 
 
 def changed_paths(before: dict[str, str], after: dict[str, str]) -> list[str]:
@@ -316,4 +348,9 @@ def revert(tree: Path | str, paths: Iterable[str], base: str | None = None) -> d
         why = _remove(tree, rel)
         if why:
             skipped[rel] = why
+            continue
+        try:  # staged too (a blob written straight into the index): out of the index as well
+            _git(tree, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
+        except ProtectedCheckError as exc:
+            skipped[rel] = str(exc)
     return skipped

@@ -362,9 +362,9 @@ class Session(SessionBase):
         if self.spec.sandbox == "bubblewrap" and prepared.action.kind == "bash" and not out.state_changed:
             out = await self._blocked(tool_use_id, prepared, out)
         if prepared.action.kind == "bash":
-            out = await self._protected_after(tool_use_id, prepared, out)
-            if self.spec.sandbox == "bubblewrap":
+            if self.spec.sandbox == "bubblewrap":  # first: the protected-path check reads the branch's tip
                 out = await self._take_in_commits(out)
+            out = await self._protected_after(tool_use_id, prepared, out)
         elif prepared.action.kind in ("edit", "create"):  # asked before it was written: known now
             await asyncio.to_thread(self._protected_refresh, prepared.action.target)
         # a command that prints the API key (`env`, `cat /proc/$PPID/environ`) must not hand it to
@@ -451,7 +451,7 @@ class Session(SessionBase):
         """The editor wrote ``target`` (relative to the workspace) after the user was asked: its
         entry only is brought up to date — a change to any other protected path (a command left
         running in the background) is still caught after the next command."""
-        from cockpit.runtime.protected import fingerprint, protected_reason
+        from cockpit.runtime.protected import ProtectedCheckError, path_fingerprint, protected_reason
 
         if not self._protected_git or not target:
             return
@@ -460,7 +460,10 @@ class Session(SessionBase):
         if rel.startswith("../") or rel in ("..", ".") or not protected_reason(rel, self.policy.hooks_path,
                                                                                self.policy.protected):
             return
-        self._protected_seen[rel] = fingerprint(tree, rel)
+        try:
+            self._protected_seen[rel] = path_fingerprint(tree, rel)
+        except ProtectedCheckError:  # git failed: the next command's check asks
+            self._protected_seen.pop(rel, None)
 
     async def _protected_after(self, tool_use_id: str, call: PreparedCall, out: ToolOutcome) -> ToolOutcome:
         """A command changed protected paths (a git hook, ``.envrc``, ``.vscode/``, ``CLAUDE.md``…,
