@@ -39,7 +39,7 @@ from cockpit.server import paths, rpc
 
 START_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 2.0
-READ_TIMEOUT_S = 5.0  # five keepalives missed
+READ_TIMEOUT_S = 30.0  # thirty keepalives missed: a server busy on a loaded machine is not a hung one
 
 
 def read_timeout() -> float:
