@@ -436,3 +436,8 @@ async def test_a_program_planted_in_the_current_folder_never_runs_by_its_name(tm
         assert "PLANTED" not in r.output and "ls" in r.output
     finally:
         await b.close()
+
+
+def test_round_three_credentials_never_reach_a_session():
+    env = session_env({"NPM_CONFIG__AUTH": "x", "KUBECONFIG_DATA": "y", "PATH": "/usr/bin", "GIT_AUTHOR_NAME": "n"})
+    assert "NPM_CONFIG__AUTH" not in env and "KUBECONFIG_DATA" not in env and env["GIT_AUTHOR_NAME"] == "n"

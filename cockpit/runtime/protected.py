@@ -23,7 +23,8 @@ from pathlib import Path
 PROTECTED_DIRS = (".git", ".githooks", ".husky", ".vscode", ".idea", ".claude", ".codex", ".gemini", ".cursor",
                   ".github", ".gitlab", ".circleci", ".devcontainer", ".gitea", ".forgejo", ".buildkite", ".zed")
 # files protected by name, at any depth
-PROTECTED_FILES = (".envrc", ".pre-commit-config.yaml", ".gitattributes", ".gitmodules", "CLAUDE.md",
+PROTECTED_FILES = (".envrc", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml", "CONVENTIONS.md", ".gitattributes",
+                   ".gitmodules", "CLAUDE.md",
                    "CLAUDE.local.md", "AGENTS.md", ".mcp.json",
                    # CI pipelines (run with the project's secrets on the next push)
                    ".gitlab-ci.yml", "Jenkinsfile", "azure-pipelines.yml", ".travis.yml", "bitbucket-pipelines.yml",

@@ -56,7 +56,7 @@ SECRET_PATHS = (
     ".password-store", ".local/share/keyrings", ".claude", ".claude.json", ".codex", ".gemini",
     ".config/anthropic", ".config/op", ".vault-token", ".cargo/credentials", ".cargo/credentials.toml",
     ".config/hub", ".gem/credentials", ".m2/settings.xml", ".pgpass", ".my.cnf", ".bash_history",
-    ".zsh_history", ".python_history", ".cache/huggingface/token", ".huggingface/token", ".config/pip",
+    ".zsh_history", ".python_history", ".sentryclirc", ".cache/huggingface/token", ".huggingface/token", ".config/pip",
     ".pip/pip.conf", ".config/containers/auth.json", ".yarnrc.yml", ".gradle/gradle.properties",
     ".config/configstore", ".terraformrc", ".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile",
     ".zshenv", ".config/fish", ".config/gcloud", ".config/netlify", ".config/vercel", ".fly", ".wrangler",
@@ -72,7 +72,7 @@ SECRET_PATHS = (
 SECRET_FILE = re.compile(r"(?i)^(\.env(\..*)?|.*\.(pem|key|p12|pfx|jks|keystore)|id_(rsa|dsa|ecdsa|ed25519)|"
                          r"credentials(\..*)?|secrets?(\..*)?|\.npmrc|\.pypirc|\.netrc|service-account.*\.json|"
                          r"client_secret.*\.json|.*\.tfstate(\.backup)?|.*\.tfvars(\.json)?|token\.json|\.dev\.vars|"
-                         r"database\.yml|.*\.kdbx|\.htpasswd)$")
+                         r"database\.yml|.*\.kdbx|\.htpasswd|auth\.json|\.sentryclirc)$")
 # variables that point at a way out of the sandbox (a Unix socket of a server outside): not passed in
 SOCKET_ENV = ("TMUX", "TMUX_PANE", "STY", "DISPLAY", "WAYLAND_DISPLAY", "DOCKER_HOST", "SSH_AUTH_SOCK",
               "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "GPG_AGENT_INFO", "KRB5CCNAME",
