@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import stat
 import subprocess
+import sys
 from pathlib import Path
 
 CALC = "def add(a, b):\n    return a - b\n"
@@ -113,3 +115,24 @@ def assert_implements(impl: type, protocol: type) -> None:
             if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in wanted:
                 problems.append(f"{name}: needs {p.name}, which the protocol never passes")
     assert not problems, f"{impl.__name__} does not implement {protocol.__name__}: {'; '.join(problems)}"
+
+def fake_gh(tmp_path: Path, monkeypatch) -> Path:
+    """A ``gh`` on PATH that records its arguments (JSON) and prints a pull request's URL."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "gh-args"
+    script = bin_dir / "gh"
+    script.write_text(f"#!{sys.executable}\nimport json, sys\n"
+                      f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+                      "print('https://github.com/acme/calc/pull/7')\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return record
+
+
+def with_remote(repo: Path, tmp_path: Path) -> Path:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main")
+    return remote

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
-import stat
 from pathlib import Path
 
 import pytest
-from helpers import CALC, git, make_repo
+from helpers import CALC, fake_gh, git, make_repo, with_remote
 from standin import Reply, StandIn, ToolUse
 
 from cockpit.cli import main
@@ -269,25 +267,8 @@ def test_a_cockpit_branch_with_no_record_is_listed_too(repo, capsys):
 
 
 # -- push and pull request ------------------------------------------------------------------------
-def fake_gh(tmp_path: Path, monkeypatch) -> Path:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    record = tmp_path / "gh-args"
-    script = bin_dir / "gh"
-    script.write_text("#!/usr/bin/env python3\nimport json, sys\n"
-                      f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
-                      "print('https://github.com/acme/calc/pull/7')\n")
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return record
 
 
-def with_remote(repo: Path, tmp_path: Path) -> Path:
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(repo, "remote", "add", "origin", str(remote))
-    git(repo, "push", "-q", "origin", "main")
-    return remote
 
 
 def test_pr_with_gh_gets_the_task_and_the_check_result(repo, tmp_path, monkeypatch, capsys):

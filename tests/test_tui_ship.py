@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import stat
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CALC, git, make_repo
+from helpers import CALC, fake_gh, git, make_repo, with_remote
 from standin import Reply, StandIn, ToolUse
 from tui_fakes import FakeEngine, FakeManager, text_of, until
 
@@ -242,26 +240,8 @@ async def test_a_conflicting_merge_leaves_the_checkout_byte_identical_and_b_send
 
 
 # -- 3. the pull request dialog ------------------------------------------------------------------
-def fake_gh(tmp_path: Path, monkeypatch) -> Path:
-    """A ``gh`` on PATH that records its arguments (JSON) and prints a pull request's URL."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    record = tmp_path / "gh-args"
-    script = bin_dir / "gh"
-    script.write_text(f"#!{sys.executable}\nimport json, sys\n"
-                      f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
-                      "print('https://github.com/acme/calc/pull/7')\n")
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return record
 
 
-def with_remote(repo: Path, tmp_path: Path) -> Path:
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(repo, "remote", "add", "origin", str(remote))
-    git(repo, "push", "-q", "origin", "main")
-    return remote
 
 
 async def test_p_drafts_the_pull_request_edits_reach_pull_request_and_escape_cancels(api, tmp_path, repo,
