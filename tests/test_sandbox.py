@@ -407,3 +407,24 @@ def test_secret_files_are_found_three_levels_deep_and_home_paths_listed(tmp_path
               ".m2/settings-security.xml", ".histfile", ".sqlite_history", ".psql_history", ".mysql_history",
               ".node_repl_history", ".lesshst", ".viminfo"):
         assert str(Path.home() / p) in sb.secret_paths(), p
+
+
+async def test_the_repository_config_reads_without_its_credentials(tmp_path, home):
+    """actions/checkout leaves the job's token in http.*.extraheader; a remote URL can carry one."""
+    repo = make_repo(tmp_path / "repo", {"a.txt": "x\n"})
+    git(repo, "config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic SECRET-HEADER")
+    git(repo, "remote", "add", "origin", "https://x-access-token:SECRET-URL-TOKEN@github.com/acme/calc.git")
+    git(repo, "config", "credential.helper", "store --file /tmp/SECRET-HELPER")
+    info = await asyncio.to_thread(wt.create, repo, "s7", "config", worktrees_dir())
+    conf = await asyncio.to_thread(sb.confinement_for, info.path, info.cwd, sb.session_tmp(), sb.SandboxSettings(),
+                                   info.branch)
+    backend = AVAIL.backend
+    assert backend is not None
+    shell = BashSession(info.cwd, session_env(dict(os.environ)), timeout=30,
+                        wrap=lambda argv: backend.command(conf, argv))
+    try:
+        r = await shell.run("git config -l; cat $(git rev-parse --git-common-dir)/config; git remote -v")
+        assert "SECRET" not in r.output and "github.com/acme/calc.git" in r.output
+    finally:
+        await shell.close()
+    assert "SECRET-HEADER" in (repo / ".git" / "config").read_text()  # the user's own file as it was

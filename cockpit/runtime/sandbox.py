@@ -107,6 +107,7 @@ class Confinement:
     allow_hosts: tuple[str, ...] = ()
     proxy_socket: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    overlays: tuple[tuple[str, str], ...] = ()  # (file, where it is seen read-only inside)
 
     def describe(self) -> str:
         """One line for the pane and the model: what the sandbox allows."""
@@ -204,6 +205,9 @@ class Bubblewrap:
         for path in conf.readonly:
             if os.path.lexists(path) and not os.path.islink(path):
                 args += ["--ro-bind", path, path]
+        for src, dest in conf.overlays:
+            if os.path.isfile(src) and os.path.lexists(dest) and not os.path.islink(dest):
+                args += ["--ro-bind", src, dest]
         for key in SOCKET_ENV:
             args += ["--unsetenv", key]
         for key in list(os.environ):
@@ -429,9 +433,60 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
         env.update({"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy,
                     "ALL_PROXY": proxy, "NO_PROXY": "localhost,127.0.0.1", "npm_config_proxy": proxy,
                     "npm_config_https_proxy": proxy, "PIP_PROXY": proxy})
+    overlays = []
+    config = _git_config_of(tree)
+    if config:  # the repository's config without the credentials it may carry
+        clean = tmp.rstrip("/") + ".gitconfig"  # beside the temp folder: hidden, not writable inside
+        with open(clean, "w", encoding="utf-8") as f:
+            f.write(sanitized_git_config(config))
+        overlays.append((clean, config))
     return Confinement(tree, os.path.realpath(cwd), str(tmp), tuple(dict.fromkeys(writable)),
                        tuple(dict.fromkeys(readonly)), tuple(dict.fromkeys(hidden)), network,
-                       tuple(settings.allow_hosts), proxy_socket if network == "allow" else None, env)
+                       tuple(settings.allow_hosts), proxy_socket if network == "allow" else None, env,
+                       tuple(overlays))
+
+
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+_SECRET_KEY = re.compile(r"(?i)^\s*(extraheader|password|token|pass|helper|oauth\w*|bearer)\s*=")
+
+
+def sanitized_git_config(path: str) -> str:
+    """A repository's config as a session may read it: no ``http.*.extraheader`` (actions/checkout
+    leaves the job's token there), no credential helper or password keys, no user:token@ in a URL;
+    the rest (remotes, branches, core settings) as it is."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return ""
+    out = []
+    section = ""
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped.lower()
+            if section.startswith("[credential"):
+                out.append(line)
+                continue
+        if section.startswith("[credential") and "=" in stripped:
+            continue
+        if _SECRET_KEY.match(stripped):
+            continue
+        out.append(_URL_USERINFO.sub(r"\1", line))
+    return "\n".join(out) + "\n"
+
+
+def _git_config_of(tree: str) -> str | None:
+    """The path of the repository config git reads for ``tree`` (the common folder's), if any."""
+    try:
+        out = subprocess.run(["git", "-C", tree, "rev-parse", "--git-common-dir"], capture_output=True, text=True,
+                             timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    path = os.path.join(os.path.realpath(os.path.join(tree, out.stdout.strip())), "config")
+    return path if os.path.isfile(path) else None
 
 
 def _inside(tree: str, path: str) -> bool:
