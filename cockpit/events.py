@@ -327,7 +327,11 @@ class SessionDone(Event):
 @dataclass(frozen=True)
 class SessionForgotten(Event):
     """A finished session closed by a client (the pane's close): it leaves the server's list and
-    every client's grid. Its transcript, worktree and branch stay; its spend stays in the totals."""
+    every client's grid. Its transcript, worktree and branch stay; its spend stays in the totals:
+    ``usage`` and ``cost_usd`` are what it spent (an app that attaches later counts them too)."""
+
+    usage: Usage | None = None
+    cost_usd: float | None = None
 
 
 def _concrete_events() -> dict[str, type[Event]]:

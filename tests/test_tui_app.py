@@ -751,3 +751,35 @@ async def test_a_dialogs_question_wraps_and_every_button_shows(size):
         for button in dialog.query(Button):
             r = button.region
             assert box.contains_region(r) and r.width >= len(str(button.label)) + 2, button.label
+
+
+async def test_sessions_closed_before_attaching_stay_in_the_header_totals():
+    """Another app closed two finished sessions; this one attaches later: their spend is in the
+    header's totals (the snapshot carries it), beside the live session's."""
+    mgr = FakeManager([ev.SessionForgotten("c00001", ev.Usage(1000, 500, 0, 0), 0.25),
+                       ev.SessionForgotten("c00002", ev.Usage(2000, 0, 0, 0), 0.5),
+                       ev.SessionSpawned("l00001", "live one", "m", "/ws", "/t/l.jsonl", True)])
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "l00001" in app.views, "the live session")
+        await until(pilot, lambda: "$0.75" in text_of(app.screen.query_one("#totals")), "closed sessions' spend")
+        assert "3.5k tok" in text_of(app.screen.query_one("#totals"))
+        assert set(app.panes) == {"l00001"}  # no pane comes back for a closed session
+
+
+async def test_the_manager_snapshot_carries_what_closed_sessions_spent(tmp_path):
+    from standin import Reply, StandIn
+
+    from cockpit.runtime import RuntimeConfig, SessionManager
+
+    with StandIn() as api:
+        api.script(Reply("done"))
+        mgr = SessionManager(None, RuntimeConfig(api_key="k", base_url=api.base_url, interactive=False,
+                                                 sandbox=False, worktrees_dir=tmp_path / "w", max_retries=0))
+        s = await mgr.spawn("x", workspace=tmp_path, worktree=False, preseed=False)
+        assert await mgr.wait_idle(timeout=60)
+        assert s.usage.total > 0
+        await mgr.forget(s.id)
+        gone = [e for e in mgr.snapshot() if isinstance(e, ev.SessionForgotten)]
+        assert [(e.session_id, e.usage, e.cost_usd) for e in gone] == [(s.id, s.usage, s.cost_usd)]
+        await mgr.aclose()

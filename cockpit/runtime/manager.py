@@ -59,6 +59,7 @@ _CLOSE = object()
 LOG_EVENTS = 20_000  # per session, for snapshot()
 LOG_HEAD = 4  # SessionSpawned, Preseeded… always kept
 LOG_SESSIONS = 64
+FORGOTTEN_KEPT = 10_000  # closed sessions whose spend a late-attaching client is told of
 
 
 class SessionClosed(RuntimeError):
@@ -136,6 +137,7 @@ class SessionManager:
         self._last_check: dict[str, wt.CheckResult] = {}  # session id → its last check (for a PR's body)
         self._cm_supported: bool | None = None
         self._logs: dict[str, list[Event]] = {}
+        self._forgotten: list[SessionForgotten] = []  # closed sessions' spend, for snapshot()
         self.server_budget = Budget(self.config.server_budget_usd, self.config.server_budget_tokens)
 
     # -- SessionHost (what a session sees) -------------------------------------------------
@@ -259,8 +261,11 @@ class SessionManager:
         if not s.status.is_final:
             raise ValueError(f"session {s.id} is still {s.status.value}: kill it first")
         self._sessions.pop(s.id, None)
-        self.publish(SessionForgotten(s.id))
-        self._logs.pop(s.id, None)  # after publish: a late-attaching client never sees it again
+        gone = SessionForgotten(s.id, s.usage, s.cost_usd)
+        self.publish(gone)
+        self._logs.pop(s.id, None)  # after publish: a late-attaching client never sees it again…
+        self._forgotten.append(gone)  # …but its spend: the snapshot carries what closed sessions spent
+        del self._forgotten[:-FORGOTTEN_KEPT]
 
     def snapshot(self) -> list[Event]:
         """The events so far of every session of this manager, in order per session (consecutive
@@ -269,7 +274,7 @@ class SessionManager:
         pending approval — for a client that attaches late. A session's log keeps at most
         :data:`LOG_EVENTS` events (the first ones and the newest; older output is in its
         transcript); logs of the oldest finished sessions beyond :data:`LOG_SESSIONS` are dropped."""
-        out: list[Event] = []
+        out: list[Event] = list(self._forgotten)
         for log in self._logs.values():
             out.extend(log)
         return out

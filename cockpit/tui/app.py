@@ -255,6 +255,11 @@ class CockpitApp(SessionCommands, Attention, App):
         if sid in self._closed_ids:
             return
         if isinstance(event, ev.SessionForgotten):  # closed in another app (or this one)
+            if sid not in self.views and event.usage is not None:  # closed before this app attached
+                self.closed.append(SessionView(sid, usage=event.usage, cost_usd=event.cost_usd,
+                                               status=ev.SessionStatus.DONE))
+                self._closed_ids.add(sid)
+                return
             await self.remove_pane(sid, forget=False)
             return
         view = self.views.get(sid)
