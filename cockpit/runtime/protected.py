@@ -114,8 +114,14 @@ def existing_protected(tree: Path | str, hooks_path: str | None = None, extra: I
     return found[:limit]
 
 
-GIT_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false",
-            "--literal-pathspecs")
+# what Cockpit's own git runs with, on a session's tree (written by the session) above all: no
+# repository hook (post-commit, post-merge, post-checkout, reference-transaction…; ``--no-verify``
+# skips only some), no fsmonitor command, no descent into a nested repository the session planted
+# (its own .git/config could name a filter git would run outside the sandbox), no ext:: transport
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false",
+            "-c", "diff.ignoreSubmodules=all", "-c", "status.submoduleSummary=false", "-c", "protocol.ext.allow=never",
+            "-c", "core.pager=cat")
+GIT_SAFE = (*NO_HOOKS, "--literal-pathspecs")
 DELETED = "deleted"
 
 

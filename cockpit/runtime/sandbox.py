@@ -330,23 +330,37 @@ def secret_paths(extra: Iterable[str] = ()) -> list[str]:
     return out
 
 
-def _git_paths(tree: str, branch: str | None) -> tuple[list[str], list[str], list[str]]:
+def _git_dirs(tree: str) -> tuple[str, str] | None:
+    """(the tree's git admin folder, the repository's common folder), both absolute, or None
+    outside a repository. One ``rev-parse``: the sandbox's paths, its object store and its config
+    copy all come from these two."""
+    try:
+        out = subprocess.run(["git", "-C", tree, "rev-parse", "--absolute-git-dir", "--git-common-dir"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.splitlines() if out.returncode == 0 else []
+    if len(lines) != 2 or not all(lines):
+        return None
+    return lines[0], os.path.realpath(os.path.join(tree, lines[1]))
+
+
+def _linked_admin(dirs: tuple[str, str] | None) -> str | None:
+    """The admin folder of a linked worktree (a session's), None for a main checkout or no repo."""
+    if dirs is None:
+        return None
+    admin, common = dirs
+    return admin if os.path.realpath(admin) != common else None
+
+
+def _git_paths(tree: str, branch: str | None, dirs: tuple[str, str] | None) -> tuple[list[str], list[str], list[str]]:
     """(writable, read-only, hidden) for git in a session worktree on ``branch``."""
-
-    def rev(*args: str) -> str:
-        try:
-            out = subprocess.run(["git", "-C", tree, "rev-parse", *args], capture_output=True, text=True, timeout=20)
-        except (OSError, subprocess.SubprocessError):
-            return ""
-        return out.stdout.strip() if out.returncode == 0 else ""
-
-    admin = rev("--absolute-git-dir")
-    common = rev("--git-common-dir")
-    if not admin or not common:
+    if dirs is None:
         return [], [], []
-    common = os.path.realpath(os.path.join(tree, common))
+    common = dirs[1]
+    admin = _linked_admin(dirs)
     writable, readonly, hidden = [], [os.path.join(tree, ".git")], []
-    if os.path.realpath(admin) != common:  # a linked worktree: its own admin folder
+    if admin is not None:  # a linked worktree: its own admin folder
         # other sessions' admin folders, branches and reflogs hidden; this session's bound back
         hidden += [os.path.join(common, "worktrees"), os.path.join(common, "refs", "heads", "cockpit"),
                    os.path.join(common, "logs", "refs", "heads", "cockpit")]
@@ -412,7 +426,8 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
     worktrees and transcripts folders a config names). ``branch``: the session's own branch (its ref is the
     only one it may move). Blocks (runs git): call from a thread."""
     tree = os.path.realpath(tree)
-    writable, readonly, git_hidden = _git_paths(tree, branch)
+    dirs = _git_dirs(tree)
+    writable, readonly, git_hidden = _git_paths(tree, branch, dirs)
     hooks = hooks_path_of(tree)
     readonly += [str(p) for p in existing_protected(tree, hooks, settings.protected)]
     hidden = [p for p in cockpit_folders() + list(also_hidden) + git_hidden + secret_paths(settings.hide)
@@ -424,18 +439,18 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
            "GOTMPDIR": tmp, "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "gc.auto",
            "GIT_CONFIG_VALUE_0": "0", "GIT_CONFIG_KEY_1": "maintenance.auto", "GIT_CONFIG_VALUE_1": "false",
            "COCKPIT_SANDBOX": "bubblewrap"}
-    admin = next((w for w in writable if os.path.basename(os.path.dirname(w)) == "worktrees"), None)
-    if admin is not None:  # new objects into the session's own store, the shared one read-only
+    admin = _linked_admin(dirs)
+    if admin is not None and dirs is not None:  # new objects into the session's own store, the shared one read-only
         env["GIT_OBJECT_DIRECTORY"] = private_objects(admin)
-        env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.path.join(os.path.dirname(os.path.dirname(admin)), "objects")
+        env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.path.join(dirs[1], "objects")
     if network == "allow":
         proxy = f"http://127.0.0.1:{PROXY_PORT}"
         env.update({"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy,
                     "ALL_PROXY": proxy, "NO_PROXY": "localhost,127.0.0.1", "npm_config_proxy": proxy,
                     "npm_config_https_proxy": proxy, "PIP_PROXY": proxy})
     overlays = []
-    config = _git_config_of(tree)
-    if config:  # the repository's config without the credentials it may carry
+    config = os.path.join(dirs[1], "config") if dirs is not None else ""
+    if config and os.path.isfile(config):  # the repository's config without the credentials it may carry
         clean = tmp.rstrip("/") + ".gitconfig"  # beside the temp folder: hidden, not writable inside
         with open(clean, "w", encoding="utf-8") as f:
             f.write(sanitized_git_config(config))
@@ -474,19 +489,6 @@ def sanitized_git_config(path: str) -> str:
             continue
         out.append(_URL_USERINFO.sub(r"\1", line))
     return "\n".join(out) + "\n"
-
-
-def _git_config_of(tree: str) -> str | None:
-    """The path of the repository config git reads for ``tree`` (the common folder's), if any."""
-    try:
-        out = subprocess.run(["git", "-C", tree, "rev-parse", "--git-common-dir"], capture_output=True, text=True,
-                             timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0 or not out.stdout.strip():
-        return None
-    path = os.path.join(os.path.realpath(os.path.join(tree, out.stdout.strip())), "config")
-    return path if os.path.isfile(path) else None
 
 
 def _inside(tree: str, path: str) -> bool:

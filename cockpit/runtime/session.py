@@ -414,7 +414,7 @@ class Session(SessionBase):
         import subprocess
 
         try:
-            from cockpit.runtime.worktree import NO_HOOKS
+            from cockpit.runtime.protected import NO_HOOKS
 
             out = subprocess.run(["git", *NO_HOOKS, "-C", str(self._tree()), "status", "--porcelain",
                                   "--untracked-files=all", "--ignore-submodules=all"],

@@ -36,21 +36,12 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cockpit.runtime.protected import hooks_path_of, protected_reason
+from cockpit.runtime.protected import NO_HOOKS, hooks_path_of, protected_reason
 
 log = logging.getLogger("cockpit.worktree")
 BRANCH_PREFIX = "cockpit/"
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
 FALLBACK_IDENTITY = ("-c", "user.name=Cockpit", "-c", "user.email=cockpit@localhost")
-# before every git command Cockpit runs: no repository hook (post-commit, post-merge, post-checkout,
-# reference-transaction…; ``--no-verify`` skips only some) and no fsmonitor command, whatever the
-# repository's config or a session's change to its hooks folder says
-# what Cockpit's own git runs with, on a session's tree (written by the session) above all: no
-# hook, no fsmonitor command, no descent into a nested repository the session planted (its own
-# .git/config could name a filter that git would run outside the sandbox), no ext:: transport
-NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false",
-            "-c", "diff.ignoreSubmodules=all", "-c", "status.submoduleSummary=false", "-c", "protocol.ext.allow=never",
-            "-c", "core.pager=cat")
 MAX_PATCH_CHARS = 1_000_000  # one file's patch as shown (a generated file can be huge)
 MAX_DIFF_CHARS = 6_000_000  # all patches of one diff (it travels as one protocol line)
 
