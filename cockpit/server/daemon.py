@@ -498,7 +498,9 @@ class Server:
 
     # -- handlers ------------------------------------------------------------------------------
     async def h_hello(self, conn: Connection, p: dict) -> dict:
-        return {"server": "cockpit", "protocol": rpc.PROTOCOL_VERSION, "pid": os.getpid(),
+        from cockpit import __version__
+
+        return {"server": "cockpit", "version": __version__, "protocol": rpc.PROTOCOL_VERSION, "pid": os.getpid(),
                 "started_at": self.started_at, "python": sys.version.split()[0],
                 "backends": list(self.mgr.backends)}
 

@@ -1,0 +1,61 @@
+"""``cockpit config path`` (where the config file is), ``cockpit config check`` (does it parse),
+and the config keys each command reads, for its ``--help``."""
+
+from __future__ import annotations
+
+import argparse
+
+from cockpit.errors import CockpitError
+
+# the session settings (top level or [runtime]); every command that starts or runs sessions reads them
+SESSION_KEYS = ("model, base_url, max_tokens, max_turns, concurrency, top_k, preseed, selector, selector_model, "
+                "selector_timeout, max_retries, timeout, pricing, permission_mode, tools, worktrees, bash_timeout, "
+                "context_management, notify_os, backend, claude_setting_sources, max_budget_usd, "
+                "max_budget_tokens, server_budget_usd, server_budget_tokens; [permissions] allow, deny, "
+                "defaultMode; [sandbox] enabled, network, allow_hosts, hide, protected, pass_env; "
+                "[preseed] selector, model, timeout")
+KEYS_READ: dict[str | None, str] = {
+    None: SESSION_KEYS + "; [keymap] (the app's key bindings); theme",
+    "run": SESSION_KEYS,
+    "server": SESSION_KEYS + " (when the server starts)",
+    "memory": "top_k, selector, selector_model, selector_timeout, [preseed] (preseed and hook)",
+    "worktrees": "worktrees, check_command, [worktrees] enabled, check_command",
+    "budget": "max_budget_usd, max_budget_tokens, server_budget_usd, server_budget_tokens (the server's)",
+}
+
+
+def epilog(command: str | None) -> str:
+    """The ``--help`` footer of ``command`` (None: the app): the config file and the keys it reads."""
+    from cockpit.runtime.config import config_path
+
+    keys = KEYS_READ.get(command)
+    if keys is None:
+        return f"config file: {config_path()} (this command reads no config keys)"
+    return f"config file: {config_path()}\nconfig keys read: {keys}"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("config", help="where the config file is (path) and whether it parses (check)")
+    csub = p.add_subparsers(dest="config_command", required=True, metavar="{path,check}")
+    csub.add_parser("path", help="print the config file's path (it may not exist yet)").set_defaults(func=_path)
+    csub.add_parser("check", help="parse the config file; print the problem if any").set_defaults(func=_check)
+
+
+def _path(args: argparse.Namespace) -> int:
+    from cockpit.runtime.config import config_path
+
+    print(config_path())
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from cockpit.runtime import ConfigError, load_config
+    from cockpit.runtime.config import config_path
+
+    path = config_path()
+    try:
+        load_config()
+    except ConfigError as exc:
+        raise CockpitError(f"{path}: {exc}") from None
+    print(f"{path}: {'ok' if path.exists() else 'does not exist (defaults apply)'}")
+    return 0

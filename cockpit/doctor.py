@@ -1,0 +1,242 @@
+"""``cockpit doctor``: what this machine has and lacks, one line a check, each ✗ with its fix.
+
+Fast and read-only: no model is loaded, no server is started, no note is indexed; the API key's
+value is never read past "is it set". Exit status 0 when nothing failed (warnings allowed), 1
+otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import socket
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+MARKS = {OK: "✓", WARN: "!", FAIL: "✗"}
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+NET_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True)
+class Check:
+    state: str  # OK | WARN | FAIL
+    label: str
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        text = f"{MARKS[self.state]} {self.label}: {self.detail}"
+        return f"{text}\n    fix: {self.fix}" if self.fix and self.state != OK else text
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="check this machine: Python, config, folders, server, notes, sandbox, key",
+                       description="One line a check, ✓ / ! / ✗, with the fix for each problem. Reads only.")
+    p.add_argument("--notes", metavar="DIR", default="notes", help="notes folder to check (default ./notes)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    checks = list(collect(Path(args.notes)))
+    for c in checks:
+        print(c.line())
+    failed = sum(c.state == FAIL for c in checks)
+    warned = sum(c.state == WARN for c in checks)
+    print(f"\n{len(checks) - failed - warned} ok, {warned} warning(s), {failed} problem(s)")
+    return 1 if failed else 0
+
+
+def collect(notes: Path) -> Iterator[Check]:
+    steps: list[Callable[[], Check | list[Check]]] = [
+        check_python, check_config, check_folders, check_server, lambda: check_notes(notes), check_model,
+        check_sandbox, check_git, check_key, check_base_url, check_backends]
+    for step in steps:
+        try:
+            got = step()
+        except Exception as exc:  # a check that breaks is a finding, not a traceback
+            got = Check(FAIL, getattr(step, "__name__", "check").replace("check_", ""),
+                        f"the check itself failed: {type(exc).__name__}: {exc}")
+        yield from (got if isinstance(got, list) else [got])
+
+
+def check_python() -> Check:
+    v = sys.version_info
+    text = f"{v.major}.{v.minor}.{v.micro} ({sys.executable})"
+    if v < (3, 11):
+        return Check(FAIL, "python", text, "Cockpit needs Python ≥ 3.11")
+    from cockpit import __version__
+
+    return Check(OK, "python", f"{text}, cockpit {__version__}")
+
+
+def check_config() -> Check:
+    from cockpit.runtime import ConfigError, load_config
+    from cockpit.runtime.config import config_path
+
+    path = config_path()
+    if not path.exists():
+        return Check(OK, "config", f"{path} (not created; defaults apply)")
+    try:
+        load_config()
+    except ConfigError as exc:
+        return Check(FAIL, "config", f"{path}: {exc}", f"edit {path} (keys: docs/CONFIG.md)")
+    return Check(OK, "config", f"{path} (parses)")
+
+
+def _writable(folder: Path) -> str | None:
+    """None when ``folder`` is (or can be made) a writable folder, else why not."""
+    probe = folder
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None
+
+
+def check_folders() -> list[Check]:
+    from cockpit.runtime.config import sessions_dir, worktrees_dir
+    from cockpit.server import paths
+
+    out = []
+    for label, folder in (("data", sessions_dir().parent), ("worktrees", worktrees_dir()),
+                          ("runtime", paths.runtime_dir())):
+        why = _writable(folder)
+        out.append(Check(FAIL, f"{label} folder", why, "set COCKPIT_DATA_DIR to a writable folder")
+                   if why else Check(OK, f"{label} folder", str(folder)))
+    return out
+
+
+def check_server() -> Check:
+    from cockpit import __version__
+    from cockpit.server import paths
+    from cockpit.server.client import BlockingClient, ServerError
+
+    sock = paths.socket_path()
+    if not sock.exists():
+        return Check(OK, "server", f"not running (starts on demand; socket {sock})")
+    try:
+        with BlockingClient(sock, timeout=NET_TIMEOUT_S) as client:
+            hello = client.call("hello")
+    except (ServerError, OSError) as exc:
+        return Check(FAIL, "server", f"{sock}: {exc}", "cockpit server stop, then cockpit server start")
+    version = hello.get("version", "unknown")
+    detail = f"running, pid {hello.get('pid')}, version {version}, socket {sock}"
+    if version != __version__:
+        return Check(WARN, "server", detail,
+                     f"this cockpit is {__version__}: cockpit server stop (it restarts on demand)")
+    return Check(OK, "server", detail)
+
+
+def check_notes(notes: Path) -> list[Check]:
+    from memory.embedder import DEFAULT_MODEL
+    from memory.paths import default_index_path
+
+    if not notes.is_dir():
+        return [Check(WARN, "notes", f"{notes} does not exist",
+                      f"mkdir {notes} (markdown notes with YAML frontmatter), or pass --notes DIR")]
+    count = sum(1 for _ in notes.rglob("*.md"))
+    out = [Check(OK if count else WARN, "notes", f"{notes.resolve()}: {count} markdown file(s)",
+                 "" if count else "write a note: cockpit memory save NAME --description '…' < body.md")]
+    index = default_index_path(notes, DEFAULT_MODEL)
+    if not index.exists():
+        out.append(Check(OK, "index", f"{index} (not built yet; the first search or session builds it)"))
+        return out
+    try:
+        conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=NET_TIMEOUT_S)
+        try:
+            rows = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+            model = (conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone() or ["?"])[0]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        out.append(Check(FAIL, "index", f"{index}: {exc}", f"delete {index}; it is rebuilt from the notes"))
+        return out
+    age = time.strftime("%Y-%m-%d %H:%M", time.localtime(index.stat().st_mtime))
+    out.append(Check(OK, "index", f"{rows} note(s), model {model}, last written {age} ({index})"))
+    return out
+
+
+def check_model() -> Check:
+    from memory.embedder import packaged_model_path
+
+    path = packaged_model_path()
+    if path is None:
+        return Check(FAIL, "model", "MiniLM-L6-v2 is not installed",
+                     "reinstall cockpit (its wheel bundles the model)")
+    missing = [n for n in ("tokenizer.json", "config.json") if not (path / n).is_file()]
+    if not (path / "model.onnx").is_file() and not (path / "model.safetensors").is_file():
+        missing.insert(0, "model.onnx")
+    if missing:
+        return Check(FAIL, "model", f"{path} lacks {', '.join(missing)}", "reinstall cockpit")
+    runtime = "onnxruntime" if importlib.util.find_spec("onnxruntime") else None
+    if runtime is None:
+        return Check(FAIL, "model", "onnxruntime is not installed", "pip install onnxruntime")
+    return Check(OK, "model", f"all-MiniLM-L6-v2 at {path}, run by {runtime}")
+
+
+def check_sandbox() -> Check:
+    from cockpit.runtime.sandbox import detect
+
+    found = detect()
+    if found.backend is None:
+        return Check(FAIL, "sandbox", f"unavailable: {found.reason}",
+                     "install bubblewrap (apt install bubblewrap) and allow unprivileged user namespaces; "
+                     "or run with [sandbox] enabled = false and approve commands yourself")
+    return Check(OK, "sandbox", f"{type(found.backend).__name__.lower()} works here")
+
+
+def check_git() -> Check:
+    git = shutil.which("git")
+    if not git:
+        return Check(FAIL, "git", "not on PATH", "install git: sessions work in git worktrees")
+    gh = shutil.which("gh")
+    return Check(OK, "git", f"{git}; gh {'at ' + gh if gh else 'not installed (cockpit worktrees pr needs it)'}")
+
+
+def check_key() -> Check:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        if os.environ.get(name, "").strip():
+            return Check(OK, "API key", f"{name} is set (value not shown)")
+    return Check(WARN, "API key", "neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set",
+                 "export ANTHROPIC_API_KEY=… (sessions need it; the notes work without)")
+
+
+def check_base_url() -> Check:
+    from cockpit.runtime import ConfigError, load_config
+
+    try:
+        url = load_config().base_url or DEFAULT_BASE_URL
+    except ConfigError:
+        url = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+    parsed = urlparse(url)
+    host = parsed.hostname
+    if parsed.scheme not in ("http", "https") or not host:
+        return Check(FAIL, "base URL", f"{url!r} is not an http(s) URL",
+                     "set base_url in config.toml or ANTHROPIC_BASE_URL")
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=NET_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        return Check(FAIL, "base URL", f"{url} is not reachable ({exc.strerror or exc})",
+                     "check the network, or set base_url / ANTHROPIC_BASE_URL")
+    hint = " (a /v1 suffix is added by the client: drop it)" if parsed.path.rstrip("/").endswith("/v1") else ""
+    return Check(WARN if hint else OK, "base URL", f"{url} is reachable{hint}")
+
+
+def check_backends() -> list[Check]:
+    sdk = importlib.util.find_spec("claude_agent_sdk") is not None
+    return [Check(OK if sdk else WARN, "backend claude-code",
+                  "claude-agent-sdk installed" if sdk else "not installed (the default backend needs nothing)",
+                  "pip install 'cockpit[claude-code]'")]

@@ -1,0 +1,133 @@
+"""The CLI's conventions: --version, config path/check, doctor, shell completion, and every
+command's --help naming the config file and the keys it reads."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from importlib.metadata import version
+
+import pytest
+
+from cockpit import __version__, doctor
+from cockpit.cli import build_parser, main
+from cockpit.runtime import sandbox
+
+
+def test_version_is_the_installed_distributions(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"cockpit {__version__}" == f"cockpit {version('cockpit')}"
+
+
+def test_config_path_and_check(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path))
+    assert main(["config", "path"]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "config.toml")
+    assert main(["config", "check"]) == 0
+    assert "does not exist" in capsys.readouterr().out
+    (tmp_path / "config.toml").write_text("modle = 'x'\n")
+    assert main(["config", "check"]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "config.toml") in err and "modle" in err
+
+
+def test_every_commands_help_names_the_config_file_and_its_keys(tmp_path, monkeypatch):
+    monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path))
+    parser = build_parser()
+    assert "config keys read: model, base_url" in parser.format_help()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, command in sub.choices.items():  # type: ignore[attr-defined]
+        assert f"config file: {tmp_path / 'config.toml'}" in command.format_help(), name
+    assert "check_command" in sub.choices["worktrees"].format_help()  # type: ignore[attr-defined]
+
+
+def _doctor(capsys, notes) -> tuple[int, dict[str, str]]:
+    rc = main(["doctor", "--notes", str(notes)])
+    out = capsys.readouterr().out
+    lines = {}
+    for line in out.splitlines():
+        if line[:2] in ("✓ ", "! ", "✗ "):
+            label = line[2:].split(":", 1)[0]
+            lines[label] = line
+    return rc, lines
+
+
+def test_doctor_on_a_healthy_machine_says_ok_and_never_prints_the_key(tmp_path, monkeypatch, capsys, httpserver):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("---\nname: a\ndescription: d\n---\nbody\n")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value-123")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", httpserver.url_for("/"))
+    monkeypatch.setattr(sandbox, "detect", lambda: sandbox.Availability(sandbox.Bubblewrap()))
+    rc, lines = _doctor(capsys, notes)
+    assert all(not line.startswith("✗") for line in lines.values()), lines
+    assert rc == 0
+    assert lines["API key"].startswith("✓") and "sk-ant" not in "".join(lines.values())
+    assert "1 markdown file" in lines["notes"] and lines["base URL"].startswith("✓")
+    assert "not running" in lines["server"]
+
+
+def test_doctor_names_three_broken_things_with_their_fixes(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path))
+    (tmp_path / "config.toml").write_text("[runtime\nmodel = 1\n")  # not TOML
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setattr(sandbox, "detect", lambda: sandbox.Availability(None, "bwrap: not found"))
+    rc, lines = _doctor(capsys, tmp_path / "no-notes")
+    assert rc == 1
+    assert lines["config"].startswith("✗") and "config.toml" in lines["config"]
+    assert lines["sandbox"].startswith("✗") and "bwrap: not found" in lines["sandbox"]
+    assert lines["base URL"].startswith("✗") and "not reachable" in lines["base URL"]
+    assert lines["API key"].startswith("!") and lines["notes"].startswith("!")
+
+
+def test_doctor_reports_a_running_servers_version(monkeypatch, capsys, tmp_path):
+    from cockpit.server import paths
+
+    sock_path = paths.socket_path()
+    paths.ensure_private_dir(sock_path.parent)
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(sock_path))
+    srv.listen(1)
+
+    import json
+    import threading
+
+    def answer() -> None:  # a server that says hello with another version
+        conn, _ = srv.accept()
+        with conn:
+            msg = json.loads(conn.makefile("rb").readline())
+            conn.sendall((json.dumps({"jsonrpc": "2.0", "id": msg["id"],
+                                      "result": {"pid": 4242, "version": "0.0.9"}}) + "\n").encode())
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    try:
+        check = doctor.check_server()
+    finally:
+        t.join(10)
+        srv.close()
+    assert check.state == doctor.WARN and "pid 4242" in check.detail and "0.0.9" in check.detail
+
+
+def test_shell_completion_completes_subcommands(tmp_path):
+    for shell in ("bash", "zsh", "fish"):
+        out = subprocess.run([sys.executable, "-m", "cockpit", "completion", shell], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0 and "cockpit" in out.stdout and "_ARGCOMPLETE" in out.stdout, out.stderr
+    answer = tmp_path / "answer"
+    env = dict(os.environ, _ARGCOMPLETE="1", COMP_LINE="cockpit mem", COMP_POINT="11",
+               _ARGCOMPLETE_STDOUT_FILENAME=str(answer), _ARGCOMPLETE_IFS="\n")
+    subprocess.run([sys.executable, "-m", "cockpit"], env=env, timeout=60, capture_output=True)
+    assert answer.read_text().split() == ["memory"]
+    env.update(COMP_LINE="cockpit memory pre", COMP_POINT="18")
+    subprocess.run([sys.executable, "-m", "cockpit"], env=env, timeout=60, capture_output=True)
+    assert answer.read_text().split() == ["preseed"]
