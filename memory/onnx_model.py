@@ -1,9 +1,11 @@
 """The ONNX Runtime sentence encoder: the packaged MiniLM as an ONNX graph, run without torch
 or the sentence-transformers wrapper.
 
-* **Where the graph comes from.** :func:`ensure_onnx` builds it from the model folder's own
-  weights (``model.safetensors``) with :mod:`memory.onnx_build` — no torch, no download, about
-  one second — and keeps it in the per-user model cache (``$COCKPIT_MODEL_CACHE``, else
+* **Where the graph comes from.** The packaged MiniLM ships its graph (``memory/model/
+  model.onnx``, built when Cockpit was built): it is loaded as it is. For another model folder
+  :func:`ensure_onnx` builds it from the folder's own weights (``model.safetensors``) with
+  :mod:`memory.onnx_build` (needs ``onnx`` and ``safetensors``: the ``models`` extra) — no torch,
+  no download, about one second — and keeps it in the per-user model cache (``$COCKPIT_MODEL_CACHE``, else
   ``<COCKPIT_DATA_DIR>/models``, else ``platformdirs.user_cache_path("cockpit")/models``), so
   later starts only load it. The file name holds a fingerprint of the model folder and of the
   builder, so a new model version gets a new graph. Concurrent first uses build once (file
@@ -66,11 +68,21 @@ def ensure_onnx(model_dir: str | os.PathLike, model_id: str) -> Path | bytes:
     cannot be written. Raises ``FileNotFoundError`` when ``model_dir`` is not a local folder
     with a ``tokenizer.json`` and :class:`memory.onnx_build.UnsupportedModel` for a model the
     builder does not reproduce."""
-    from .onnx_build import build_model
-
     src = Path(model_dir)
+    if not src.is_dir() and model_id == str(model_dir):
+        raise FileNotFoundError(f"the embedding model {model_id} is not installed here (Cockpit's own copy, "
+                                "memory/model, is missing): reinstall cockpit; its build fetches the model once")
     if not (src / "tokenizer.json").is_file():
         raise FileNotFoundError(f"{src} is not a local model folder with a tokenizer.json")
+    if (src / "model.onnx").is_file():  # built already (the packaged model)
+        return src / "model.onnx"
+    try:
+        import onnx  # noqa: F401  (the builder's own imports, checked here for a clear message)
+        import safetensors  # noqa: F401
+    except ImportError:
+        raise RuntimeError(f"{src} has no model.onnx; building one needs onnx and safetensors: "
+                           "pip install 'cockpit[models]'") from None
+    from .onnx_build import build_model
     slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in model_id.rsplit("/", 1)[-1])
     folder = model_cache_dir() / f"{slug}-{_fingerprint(src)}"
     out = folder / "model.onnx"

@@ -3,6 +3,7 @@ command's --help naming the config file and the keys it reads."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 import subprocess
@@ -43,6 +44,9 @@ def test_every_commands_help_names_the_config_file_and_its_keys(tmp_path, monkey
     for name, command in sub.choices.items():  # type: ignore[attr-defined]
         assert f"config file: {tmp_path / 'config.toml'}" in command.format_help(), name
     assert "check_command" in sub.choices["worktrees"].format_help()  # type: ignore[attr-defined]
+    memory = sub.choices["memory"]  # type: ignore[attr-defined]
+    preseed = next(a for a in memory._actions if isinstance(a, argparse._SubParsersAction)).choices["preseed"]
+    assert "config keys read: top_k" in preseed.format_help()  # and the sub-commands' own --help
 
 
 def _doctor(capsys, notes) -> tuple[int, dict[str, str]]:

@@ -100,3 +100,13 @@ def test_without_torch_a_model_the_onnx_route_cannot_run_fails_with_both_reasons
     emb = Embedder(copy)
     assert emb.wait(60) is False
     assert "tokenizer.json" in (emb.error or "") and "cockpit[torch]" in (emb.error or "")
+
+
+def test_a_missing_packaged_model_is_one_clear_line(monkeypatch):
+    import memory.embedder as embedder_module
+
+    monkeypatch.setattr(embedder_module, "packaged_model_path", lambda: None)
+    monkeypatch.setitem(__import__("sys").modules, "sentence_transformers", None)
+    emb = Embedder(runtime="onnx")
+    assert emb.wait(60) is False
+    assert "not installed here" in (emb.error or "") and "reinstall cockpit" in (emb.error or "")

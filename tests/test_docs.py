@@ -1,0 +1,35 @@
+"""The docs a user reads stay true to the code: docs/CLI.md is every command's --help as the
+code prints it; the README's install and test commands are the ones CI runs; its links resolve."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from cockpit.cli_reference import render
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_cli_reference_is_current():
+    assert (ROOT / "docs" / "CLI.md").read_text(encoding="utf-8") == render(), \
+        "docs/CLI.md is stale: python -m cockpit.cli_reference > docs/CLI.md"
+
+
+def test_the_readme_is_short_and_its_test_command_is_the_one_ci_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 200
+    install = readme.split("## Install and run")[1].split("```bash")[1].split("```")[0]
+    assert "Python ≥ 3.11" in readme and "torch" not in install and install.strip().endswith("&& cockpit")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "pip install -e '.[test,claude-code]'" in readme and "-e '.[test,claude-code]'" in ci
+    assert "python -m pytest -q" in readme and "python -m pytest -q" in ci
+
+
+def test_every_relative_link_in_the_docs_resolves():
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            assert (doc.parent / target).exists(), f"{doc.relative_to(ROOT)}: broken link {target}"
