@@ -88,7 +88,8 @@ def check_config() -> Check:
     try:
         load_config()
     except ConfigError as exc:
-        return Check(FAIL, "config", f"{path}: {exc}", f"edit {path} (keys: docs/CONFIG.md)")
+        text = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
+        return Check(FAIL, "config", text, f"edit {path} (`cockpit --help` lists its keys)")
     return Check(OK, "config", f"{path} (parses)")
 
 
@@ -120,7 +121,7 @@ def check_folders() -> list[Check]:
 def check_server() -> Check:
     from cockpit import __version__
     from cockpit.server import paths
-    from cockpit.server.client import BlockingClient, ServerError
+    from cockpit.server.client import BlockingClient, ServerError, ServerHung
 
     sock = paths.socket_path()
     if not sock.exists():
@@ -128,8 +129,11 @@ def check_server() -> Check:
     try:
         with BlockingClient(sock, timeout=NET_TIMEOUT_S) as client:
             hello = client.call("hello")
+    except ServerHung:
+        return Check(FAIL, "server", f"the server at {sock} does not answer (stopped or hung?)",
+                     "cockpit server stop --force (its sessions end as after a crash: interrupted)")
     except (ServerError, OSError) as exc:
-        return Check(FAIL, "server", f"{sock}: {exc}", "cockpit server stop, then cockpit server start")
+        return Check(FAIL, "server", f"{sock}: {exc}", "cockpit server stop --force, then cockpit server start")
     version = hello.get("version", "unknown")
     detail = f"running, pid {hello.get('pid')}, version {version}, socket {sock}"
     if version != __version__:

@@ -135,3 +135,19 @@ def test_shell_completion_completes_subcommands(tmp_path):
     env.update(COMP_LINE="cockpit memory pre", COMP_POINT="18")
     subprocess.run([sys.executable, "-m", "cockpit"], env=env, timeout=60, capture_output=True)
     assert answer.read_text().split() == ["preseed"]
+
+
+def test_doctor_names_a_hung_server_and_does_not_hang_with_it(monkeypatch):
+    from cockpit.server import paths
+
+    sock_path = paths.socket_path()
+    paths.ensure_private_dir(sock_path.parent)
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(sock_path))
+    srv.listen(1)  # accepts (the kernel does), never answers: a stopped server
+    monkeypatch.setattr(doctor, "NET_TIMEOUT_S", 0.3)
+    try:
+        check = doctor.check_server()
+    finally:
+        srv.close()
+    assert check.state == doctor.FAIL and "does not answer" in check.detail and "--force" in check.fix
