@@ -1,4 +1,6 @@
-"""Fit the preseed gate (``memory/gate.json``) on labelled queries. See :mod:`memory.gate`.
+"""Fit the relevance gate (``memory/gate.json``) on labelled queries. See :mod:`memory.gate`.
+The gate now decides which of a project's instruction rules apply to a task
+(:mod:`memory.instructions`); the preseed judges each note on its own (``bench/fit_judge.py``).
 
 Usage (from the repo root; the development split lives beside the repo)::
 
@@ -8,9 +10,9 @@ Usage (from the repo root; the development split lives beside the repo)::
 
 Method (nothing here looks at single queries; every choice is made on pooled data):
 
-1. For every query, ``build_preseed(gate_threshold=0)``: the block the engine sends with the
-   gate open (as many notes as the budget holds), and the gate's three signals (best cosine,
-   best term coverage, best lane agreement of the first ``pool`` candidates).
+1. For every query, the ranking's first 24 notes (what the old block sent with the gate open)
+   and the gate's three signals (best cosine, best term coverage, best lane agreement of the
+   first ``pool`` candidates).
 2. Weights: a logistic regression of "the notes cover this task" (gold not empty) on the three
    signals, standardised, L2-regularised (``--l2``), fitted by Newton's method in numpy; its
    coefficients divided by the cosine's give ``coverage_weight`` and ``agreement_weight``
@@ -60,11 +62,22 @@ def _recall(gold, names) -> float:
 def collect(engine, queries) -> dict:
     """Per query: the three signals (``X``, n × 3), covered?, recall of the open block, file."""
     X, covered, rec, files = [], [], [], []
+    from memory.gate import load_gate
+    from memory.text import bound_query, coverage, query_terms
+
+    pool = load_gate().pool
     for q in queries:
-        pre = engine.build_preseed(q["query"], gate_threshold=0.0)
-        X.append(pre.gate_signals)
+        query = bound_query(q["query"])
+        cands, fetch = engine._rank(query, None)
+        rows = fetch(cands[:24])
+        top = [c for c in cands[:pool] if c.note_id in rows]
+        terms = query_terms(query)
+        X.append((max((c.cosine for c in top), default=0.0),
+                  max((coverage(terms, *rows[c.note_id][1:4]) for c in top), default=0.0),
+                  max((c.rrf for c in top), default=0.0)))
         covered.append(bool(q["gold"]))
-        rec.append(_recall(q["gold"], [h.name for h in pre.hits]) if q["gold"] else 0.0)
+        names = [rows[c.note_id][1] for c in cands[:24] if c.note_id in rows]  # the ranking's first 24
+        rec.append(_recall(q["gold"], names) if q["gold"] else 0.0)
         files.append(q["file"])
     return {"X": np.array(X, float), "covered": np.array(covered), "recall": np.array(rec),
             "file": np.array(files)}

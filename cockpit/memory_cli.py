@@ -53,8 +53,10 @@ def add_parser(sub) -> None:
     sp = common(msub.add_parser("preseed", help="print exactly the block a session would get"))
     sp.add_argument("query")
     sp.add_argument("--top-k", type=int, default=None, metavar="N",
-                    help="at most N notes (default: as many as the token budget holds: lines, then names)")
+                    help="at most N judged lines (default 6; priority notes and the index come on top)")
     _selector_arg(sp)
+    sp.add_argument("--explain", action="store_true",
+                    help="after the block, on stderr: each candidate's probability, and why close ones got no line")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_preseed)
 
@@ -87,7 +89,7 @@ def add_parser(sub) -> None:
                     help="at most N notes in the block (default: as many as the token budget holds: lines, then names)")
     sp.add_argument("--at", default="5,10,30", metavar="K,K,…", help="recall@k of the ranking for these k")
     sp.add_argument("--sweep", action="store_true",
-                    help="also print recall and false-inject rate over gate thresholds (the gate's curve)")
+                    help="also print line recall, extra lines and false-inject over line thresholds")
     _selector_arg(sp)
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_eval)
@@ -265,7 +267,7 @@ def _selector(args):
 
 
 def cmd_preseed(args) -> int:
-    from memory.gate import load_gate
+    from memory.judge import load_judge
 
     selector, _cfg = _selector(args)
     engine = _engine(args, remote=selector is None)
@@ -280,10 +282,31 @@ def cmd_preseed(args) -> int:
             print(f"cockpit: selector fell back to the embedded selection: {sel.error}", file=sys.stderr)
         if not pre.text:
             why = ("the selector found no note that applies" if pre.selected_by == "selector" else
-                   f"no note passes the relevance gate (score {pre.gate_score:.2f} < "
-                   f"{load_gate().threshold:.2f})")
+                   f"no note is likely enough to matter (best p {pre.gate_score:.2f} < "
+                   f"{load_judge().line:.2f}) and the index has none above its floor")
             print(f"cockpit: {why}: the session would get no block", file=sys.stderr)
+        if pre.priority_cut:
+            print(f"cockpit: priority notes over their budget, not given: {', '.join(pre.priority_cut)}",
+                  file=sys.stderr)
+        if getattr(args, "explain", False):
+            print(explain(pre), file=sys.stderr, end="")
     return 0
+
+
+def explain(pre) -> str:
+    """The ``--explain`` report: the candidates weighed, then why close ones got no line."""
+    given = {h.name.casefold() for h in pre.hits}
+    indexed = {h.name.casefold() for h in getattr(pre, "index", [])}
+    out = ["candidates (p = the judge's probability that the note matters for this task):"]
+    for h in pre.considered[:12]:
+        where = "line" if h.name.casefold() in given else "index" if h.name.casefold() in indexed else "-"
+        p = getattr(h, "probability", None)
+        status = f" [{h.status}]" if getattr(h, "status", "") else ""
+        out.append(f"  {'' if p is None else f'{p:.2f}':>5}  {where:<5} {h.name}{status}")
+    if pre.left_out:
+        out.append("why not a line:")
+        out += [f"  {name}: {why}" for name, why in pre.left_out]
+    return "\n".join(out) + "\n"
 
 
 def cmd_lint(args) -> int:
@@ -316,7 +339,7 @@ def cmd_save(args) -> int:
 
 def cmd_eval(args) -> int:
     from memory.eval import EvalError, load_queries, run_eval, sweep
-    from memory.gate import load_gate
+    from memory.judge import load_judge
 
     try:
         at = tuple(sorted({int(k) for k in args.at.split(",") if k.strip()}))
@@ -334,19 +357,18 @@ def cmd_eval(args) -> int:
     engine = _engine(args)
     _sync(engine, _Bar())
     res = run_eval(engine, queries, top_k=args.top_k, selector=selector, at=at, with_sweep=args.sweep)
-    gate = load_gate()
+    judge = load_judge()
     if args.sweep:
-        around = round(gate.threshold, 2)
-        thresholds = sorted({round(around + 0.01 * i, 2) for i in range(-20, 21)} | {gate.threshold})
+        thresholds = sorted({round(0.05 * i, 2) for i in range(1, 20)} | {judge.line})
         res["sweep"] = {name: sweep([r for r in res["queries"] if name in ("all", r["file"])], thresholds)
                         for name in [*res["files"], *(["all"] if len(res["files"]) > 1 else [])]}
     if selector is not None:
         _price_selector(res, cfg)
-    res["gate"] = {"threshold": gate.threshold, "pool": gate.pool, "model": gate.model}
+    res["judge"] = {"line": judge.line, "index": judge.index, "pool": judge.pool, "model": judge.model}
     if args.json:
         _print_json(res)
         return 0
-    _print_eval(res, engine, gate, at)
+    _print_eval(res, engine, judge, at)
     return 0
 
 
@@ -372,8 +394,8 @@ def _price_selector(res: dict, cfg) -> None:
                                             if all(c is not None for c in costs) else None)
 
 
-def _print_eval(res: dict, engine, gate, at) -> None:
-    from memory.preseed import DEFAULT_BUDGET_TOKENS, FULL_LINES, MAX_LINES
+def _print_eval(res: dict, engine, judge, at) -> None:
+    from memory.preseed import DEFAULT_BUDGET_TOKENS, MAX_LINES, PRIORITY_BUDGET_TOKENS
 
     cols = list(res["files"]) + (["all"] if len(res["files"]) > 1 else [])
     figs = [res["files"][c] if c in res["files"] else res["all"] for c in cols]
@@ -383,14 +405,12 @@ def _print_eval(res: dict, engine, gate, at) -> None:
     print(f"{allf['queries']} queries ({allf['queries_with_gold']} with gold, {allf['no_match_queries']} "
           f"no-match), notes {engine.notes_dir}, model {model}, SQLite binding {engine.store.binding}")
     notes = res["top_k"] or MAX_LINES
-    print(f"block: up to {notes} notes within {DEFAULT_BUDGET_TOKENS} tokens (the first "
-          f"{min(FULL_LINES, notes)} as lines, the rest by name); gate (memory/gate.json): best cosine + "
-          f"{gate.coverage_weight:g} × best term coverage + {gate.agreement_weight:g} × best lane agreement "
-          f"of the first {gate.pool} candidates "
-          f"≥ {gate.threshold:.3f}")
-    if gate.model != model:
-        print(f"warning: the gate was calibrated for {gate.model}, not {model}: refit it "
-              "(bench/fit_gate.py)", file=sys.stderr)
+    print(f"block within {DEFAULT_BUDGET_TOKENS} tokens: priority notes (their own {PRIORITY_BUDGET_TOKENS}), "
+          f"up to {notes} judged lines (p ≥ {judge.line:.2f}, memory/judge.json, of the first {judge.pool} "
+          f"candidates), then the index of the rest (p ≥ {judge.index:.2f}, or the whole folder when it fits)")
+    if judge.model != model:
+        print(f"warning: the judge was fitted for {judge.model}, not {model}: refit it "
+              "(bench/fit_judge.py)", file=sys.stderr)
     for name in res["unknown_gold"]:
         print(f"warning: gold note {name!r} is not in the index (a typo reads as a miss)", file=sys.stderr)
 
@@ -405,16 +425,21 @@ def _print_eval(res: dict, engine, gate, at) -> None:
         b = f(base.get(basekey), fmt) if basekey else ""
         print(f"{label:26}{cells}{b:>{w + 2}}")
 
-    row("recall of the block", "block_recall", basekey="block_recall")
+    row("recall of the lines", "line_recall", basekey="line_recall")
+    row("recall, lines + index", "any_recall")
     kinds = sorted({k for fg in figs for k in fg["per_kind"]} | set(base["per_kind"]))
     for kind in kinds:
         cells = "".join(f"{f(fg['per_kind'].get(kind)):>{w}}" for fg in figs)
         print(f"{'  ' + kind:26}{cells}{f(base['per_kind'].get(kind)):>{w + 2}}")
     for k in at:
         row(f"recall@{k} of the ranking", f"recall@{k}")
-    row("false-inject rate", "false_inject_rate", basekey="false_inject_rate")
+    row("precision of the lines", "line_precision", basekey="line_precision")
+    row("extra lines per query", "extra_lines", "{:.2f}", basekey="extra_lines")
+    row("priority lines per query", "priority_lines", "{:.2f}")
+    row("false-inject (lines)", "false_inject_lines", basekey="false_inject_lines")
+    row("false-inject (anything)", "false_inject_any")
+    row("superseded-only blocks", "superseded_only", "{:.0f}")
     row("block tokens (mean)", "mean_block_tokens", "{:.0f}")
-    row("block notes (mean)", "mean_block_notes", "{:.1f}")
     row("p50 preseed (ms)", "p50_ms", "{:.1f}", basekey="p50_ms")
     row("p95 preseed (ms)", "p95_ms", "{:.1f}")
     if any(fg.get("selector") for fg in figs):
@@ -436,8 +461,9 @@ def _print_eval(res: dict, engine, gate, at) -> None:
         if reasons:
             print("  fall-back reasons: " + ", ".join(f"{r} ×{n}" for r, n in sorted(reasons.items())))
     for name, curve in res.get("sweep", {}).items():
-        print(f"\ngate sweep ({name}): threshold → recall of the block, false-inject rate"
-              f" (* = the calibrated threshold)")
+        print(f"\nline threshold sweep ({name}): p → recall of the lines, extra lines a query, false-inject"
+              f" (lines) (* = the fitted threshold)")
         for p in curve:
-            mark = "*" if abs(p["threshold"] - gate.threshold) < 1e-9 else " "
-            print(f"  {mark}{p['threshold']:.3f}  {f(p['recall'])}  {f(p['false_inject'])}")
+            mark = "*" if abs(p["threshold"] - judge.line) < 1e-9 else " "
+            print(f"  {mark}{p['threshold']:.2f}  {f(p['line_recall'])}  {f(p['extra_lines'], '{:.2f}')}"
+                  f"  {f(p['false_inject_lines'])}")

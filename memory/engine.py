@@ -22,14 +22,14 @@ from filelock import FileLock, Timeout
 from . import lint as _lint
 from . import preseed as _preseed
 from .embedder import Embedder, get_embedder
-from .gate import load_gate
+from .judge import features, load_judge
 from .notes import INDEX_FILE_NAMES, MAX_FRONTMATTER_CHARS, MAX_NOTE_BYTES, scan_paths, walk
 from .paths import default_index_path
 from .search import CANDIDATES, KeywordStats, VectorMirror, bm25_notes, fuse
 from .selector import SHORTLIST, Selector, SelectorCandidate, SelectorResult
 from .store import Store
 from .sync import Applied, SyncWrite, plan_sync
-from .text import bound_query, coverage, note_texts, query_terms, snippet
+from .text import bound_query, content_terms, note_texts, query_terms, snippet
 from .tokens import estimate_tokens
 from .types import EngineStatus, Hit, IndexModelError, LintIssue, NoteExistsError, Preseed, SyncReport
 
@@ -66,6 +66,7 @@ class MemoryEngine:
         self.mirror = VectorMirror()
         self.keyword_stats = KeywordStats()
         self._prio: tuple[int, set[int]] = (-1, set())
+        self._succ: tuple[int, dict[int, str]] = (-1, {})
         self._rows_cache: tuple[int, dict] = (-1, {})
         self._sync_lock = threading.Lock()
         self._last_sync: float | None = None
@@ -376,21 +377,21 @@ class MemoryEngine:
                       query_vector: np.ndarray | None = None,
                       budget_tokens: int = _preseed.DEFAULT_BUDGET_TOKENS,
                       selector: Selector | None = None,
-                      gate_threshold: float | None = None) -> Preseed:
+                      line_threshold: float | None = None) -> Preseed:
         """The preseed block for a task, with what went into it (see :mod:`memory.preseed`).
 
-        Ranking as in :meth:`search`; one candidate per note name. Without a ``selector`` the
-        calibrated gate (:mod:`memory.gate`; ``gate_threshold`` overrides its threshold, for
-        sweeps) decides block or no block from its score — best cosine plus weighted best term
-        coverage and best lane agreement of the first candidates — and the block holds the
-        ranking's first notes: at most ``top_k`` (None: ``preseed.MAX_LINES``), the first
-        ``preseed.FULL_LINES`` as lines and the rest by name, within ``budget_tokens``
-        (estimated tokens, :mod:`memory.tokens`). With a ``selector``
-        (:mod:`memory.selector`) the first ``SHORTLIST`` candidates and the task go to it; its
-        answer picks the lines (``[]``: no block) and when it has none (``names`` None, or it
-        raised) the embedded selection above is used. ``Preseed.text`` is "" when nothing
-        qualifies; ``Preseed.considered`` holds the lines the gate judged, for the UI;
-        ``Preseed.gate_score`` the score it judged; ``Preseed.selector`` the selector's answer.
+        Every priority note is given as a line (within its own budget). The first
+        ``judge.pool`` candidates of the ranking (by lane agreement: no priority lift, one per
+        note name) are each judged on their own (:mod:`memory.judge`): a note whose probability
+        reaches the line threshold (``line_threshold`` overrides it, for sweeps) is a line, at
+        most ``top_k`` (None: ``preseed.MAX_LINES``); the next ones above the index floor go to
+        the index of the rest — or the whole folder when its index fits. With a ``selector``
+        (:mod:`memory.selector`) the first ``SHORTLIST`` candidates and the task go to it and
+        its answer picks the lines instead (``[]``: none); when it has none (``names`` None, or
+        it raised) the judge's lines are used. Lifecycle: a superseded or deprecated note is
+        never a line; its successor is given in its place, first, and the old note is listed in
+        the index marked as superseded. ``Preseed.left_out`` says why close candidates got no
+        line.
         """
         if top_k is not None and top_k < 1:
             raise ValueError("top_k must be at least 1")
@@ -398,50 +399,157 @@ class MemoryEngine:
             return Preseed("", [], 0, [])
         query = bound_query(query)
         max_lines = top_k or _preseed.MAX_LINES
-        gate = load_gate()
+        judge = load_judge()
+        line_at = judge.line if line_threshold is None else line_threshold
         cands, fetch = self._rank(query, query_vector)
-        want = max(max_lines, SHORTLIST if selector is not None else 0)
-        n = max(want, gate.pool)
-        rows = fetch(cands[:n])
-        terms = query_terms(query)
-        judged = [c for c in cands[: gate.pool] if c.note_id in rows]
-        cosines = [c.cosine for c in judged]
-        coverages = [coverage(terms, *rows[c.note_id][1:4]) for c in judged]
-        agreements = [c.rrf for c in judged]
-        gate_score = gate.score(cosines, coverages, agreements)
-        signals = (max(cosines, default=0.0), max(coverages, default=0.0), max(agreements, default=0.0))
-        # one hit per note name, as many as the lines (or the shortlist) need; snippets are
-        # made only for the lines that get one (render's ``fill``)
-        body_of: dict[str, str] = {}
-        ranked: list[Hit] = []
-        i = 0
-        while len(ranked) < want and i < len(cands):
-            if i >= n:  # same-name notes were dropped: fetch a few more rows
-                rows.update(fetch(cands[n: n + 8]))
-                n += 8
-            c = cands[i]
-            i += 1
+        cands = sorted(cands, key=lambda c: (-c.rrf, -c.cosine, c.note_id))
+        want = max(judge.pool, SHORTLIST if selector is not None else 0)
+        rows = fetch(cands[: want * 2])
+        pool, seen = [], set()
+        for c in cands[: want * 2]:
             row = rows.get(c.note_id)
-            if row is None or row[1].casefold() in body_of:
+            if row is None or row[1].casefold() in seen:
                 continue
-            body_of[row[1].casefold()] = row[3]
-            ranked.append(self._hit(c, row, query, with_snippet=False))
-        considered = ranked[:max_lines]
+            seen.add(row[1].casefold())
+            pool.append(c)
+            if len(pool) == want:
+                break
+        judged = pool[: judge.pool]
+        probs = judge.probabilities(features(judged, rows, query_terms(query), set(content_terms(query))))
+        successors = self._successors()
+        body_of = {rows[c.note_id][1].casefold(): rows[c.note_id][3] for c in pool}
+        considered = []
+        for i, c in enumerate(pool):
+            p = float(probs[i]) if i < len(probs) else 0.0
+            considered.append(self._judged_hit(c, rows[c.note_id], query, p, successors))
+        signals = (max((c.cosine for c in judged), default=0.0), 0.0, max((c.rrf for c in judged), default=0.0))
         result: SelectorResult | None = None
         if selector is not None:
-            result = self._ask_selector(selector, query, ranked[:SHORTLIST])
+            result = self._ask_selector(selector, query, considered[:SHORTLIST])
         if result is not None and result.names is not None:
             chosen = {name.casefold() for name in result.names}
-            kept = [h for h in ranked[:SHORTLIST] if h.name.casefold() in chosen]
+            picked = [h for h in considered[:SHORTLIST] if h.name.casefold() in chosen]
             selected_by = "selector"
         else:
-            kept = considered if gate.opens(gate_score, gate_threshold) else []
+            picked = [h for h in considered[: judge.pool] if (h.probability or 0.0) >= line_at]
+            picked.sort(key=lambda h: -(h.probability or 0.0))
             selected_by = "embedded"
-        text, included = _preseed.render(
-            kept, budget_tokens, max_lines,
+        lines, left_out, demoted = self._apply_lifecycle(picked[:max_lines], successors, query)
+        for h in picked[max_lines:]:
+            left_out.append((h.name, f"p {h.probability:.2f} ≥ {line_at:.2f} but past the {max_lines} lines"))
+        by_p = sorted((h for h in considered[: judge.pool] if h not in picked),
+                      key=lambda h: -(h.probability or 0.0))
+        index = demoted + [h for h in by_p if (h.probability or 0.0) >= judge.index]
+        whole = self._whole_index(lines)
+        if whole is not None:
+            index = demoted + whole
+        priority = self._priority_hits(considered, successors)
+        rendered = _preseed.render_block(
+            priority, lines, index, budget_tokens,
             fill=lambda h: dataclasses.replace(h, snippet=snippet(body_of.get(h.name.casefold(), ""), query)))
-        return Preseed(text, included, estimate_tokens(text), considered, gate_score=gate_score,
-                       gate_signals=signals, selected_by=selected_by, selector=result)
+        in_index = {h.name.casefold() for h in rendered.index}
+        for h in by_p[:8]:
+            if (h.probability or 0.0) < judge.index / 2:
+                continue  # not close: --explain lists every candidate anyway
+            if h.name.casefold() in in_index:
+                left_out.append((h.name, f"p {h.probability:.2f} < {line_at:.2f} (line threshold): in the index"))
+            elif h.name.casefold() not in {g.name.casefold() for g in rendered.lines}:
+                left_out.append((h.name, f"p {h.probability:.2f} < {judge.index:.2f} (index floor)"))
+        left_out += [(h.name, "over the block's token budget") for h in rendered.over_budget]
+        left_out += [(h.name, f"priority note over the {_preseed.PRIORITY_BUDGET_TOKENS}-token priority budget")
+                     for h in rendered.priority_cut]
+        return Preseed(rendered.text, rendered.lines, estimate_tokens(rendered.text), considered,
+                       gate_score=float(max(probs, default=0.0)), gate_signals=signals, selected_by=selected_by,
+                       selector=result, index=rendered.index, left_out=left_out,
+                       priority_cut=[h.name for h in rendered.priority_cut])
+
+    def _judged_hit(self, c, row, query: str, p: float, successors: dict[int, str]) -> Hit:
+        hit = self._hit(c, row, query, with_snippet=False)
+        return dataclasses.replace(hit, probability=p, status=row[6] or "", superseded_by=successors.get(row[0], ""))
+
+    def _apply_lifecycle(self, picked: list[Hit], successors: dict[int, str],
+                         query: str) -> tuple[list[Hit], list[tuple[str, str]], list[Hit]]:
+        """``(lines, left_out, demoted)``: a superseded or deprecated pick gives its line to its
+        successor (put first; fetched when the ranking did not have it) and goes to the index."""
+        lines: list[Hit] = []
+        left_out: list[tuple[str, str]] = []
+        demoted: list[Hit] = []
+        for h in picked:
+            if h.status not in ("superseded", "deprecated") and not h.superseded_by:
+                lines.append(h)
+                continue
+            demoted.append(h)
+            if h.superseded_by:
+                left_out.append((h.name, f"superseded by {h.superseded_by}: its successor is given instead"))
+                if all(x.name.casefold() != h.superseded_by.casefold() for x in lines):
+                    successor = self._hit_by_name(h.superseded_by, query, successors)
+                    if successor is not None:
+                        lines.insert(0, successor)
+            else:
+                left_out.append((h.name, f"{h.status or 'superseded'}: listed in the index only"))
+        return lines, left_out, demoted
+
+    def _hit_by_name(self, name: str, query: str, successors: dict[int, str]) -> Hit | None:
+        found = self.store.query("SELECT id FROM notes WHERE name = ? ORDER BY path LIMIT 1", (name,))
+        if not found:
+            return None
+        row = self.store.note_rows([found[0][0]])[found[0][0]]
+        from .search import Candidate
+
+        return self._judged_hit(Candidate(row[0]), row, query, 1.0, successors)
+
+    def _successors(self) -> dict[int, str]:
+        """``{note id: successor's name}`` for every superseded note whose successor resolves to a
+        note of the folder (by name, file name, or a record number such as ADR-0012), cached per
+        index generation."""
+        gen = self.mirror.generation
+        if self._succ[0] == gen:
+            return self._succ[1]
+        from .lint import resolve_successors
+
+        out = resolve_successors(self.store.lifecycles(), self.store.note_list())
+        self._succ = (gen, out)
+        return out
+
+    def _priority_hits(self, considered: list[Hit], successors: dict[int, str]) -> list[Hit]:
+        """Every priority note (superseded ones excluded), the judge's most likely first."""
+        ranked = {h.name.casefold(): h for h in considered}
+        rows = self.store.priority_rows()
+        if not rows:
+            return []
+        full = self.store.note_rows([r[0] for r in rows])
+        out = []
+        from .search import Candidate
+
+        for nid, _name, _desc in rows:
+            row = full[nid]
+            if row[6] in ("superseded", "deprecated") or nid in successors:
+                continue
+            h = ranked.get(row[1].casefold()) or self._judged_hit(Candidate(nid), row, "", 0.0, successors)
+            out.append(dataclasses.replace(h, priority=True))
+        out.sort(key=lambda h: -(h.probability or 0.0))
+        return out
+
+    def _whole_index(self, lines: list[Hit]) -> list[Hit] | None:
+        """Every note as index entries when the whole folder's index fits its budget (the way
+        Claude Code loads MEMORY.md whole), else None."""
+        if self.store.note_count() > _preseed.MAX_INDEX + len(lines):
+            return None
+        given = {h.name.casefold() for h in lines}
+        successors = self._successors()
+        hits = []
+        for name, desc, prio, path in self.store.note_list():
+            if name.casefold() in given or prio:
+                continue
+            hits.append(Hit(name, desc, "", bool(prio), 0.0, self.notes_dir / path))
+        lc = {r[1].casefold(): r for r in self.store.lifecycles()}
+        for i, h in enumerate(hits):
+            r = lc.get(h.name.casefold())
+            if r is not None:
+                hits[i] = dataclasses.replace(h, status=r[3], superseded_by=successors.get(r[0], ""))
+        if _preseed.index_cost(hits) > _preseed.INDEX_BUDGET_TOKENS:
+            return None
+        return hits
 
     @staticmethod
     def _ask_selector(selector: Selector, task: str, shortlist: list[Hit]) -> SelectorResult:

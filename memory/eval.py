@@ -1,27 +1,27 @@
-"""Recall evaluation: the preseed block as sent against gold note names, the ranking's recall@k
-beside it, and a plain keyword (grep-like) baseline.
+"""Recall evaluation: what a reader gets from the preseed block, against gold note names, with
+the ranking's recall@k and a plain keyword (grep-like) baseline beside it.
 
 Queries files: JSON lines ``{"id", "query", "gold": [names], "kind"}``; ``gold`` is required
 (``[]`` = the notes say nothing about this task: the ideal block is empty). Figures (see
-:func:`figures`), per file and over all files pooled:
+:func:`figures`), per file, per kind and over all files pooled:
 
-* ``block_recall``: over queries with non-empty gold, mean of |gold ∩ names in the block| /
-  |gold| — what a session actually gets (after the gate or the selector, and the token budget);
-  also ``per_kind``;
-* ``recall@k`` for each k in ``at``: the same over the ranking's first k notes (no gate, no
-  budget) — what the ranking holds;
-* ``false_inject_rate``: share of no-match queries whose block is not empty;
-* ``mean_block_tokens`` / ``mean_block_notes``: over queries that got a block (estimated tokens;
-  notes with a line or a name);
-* ``p50_ms`` / ``p95_ms``: wall time of ``build_preseed`` per query, the query embedding (and
-  the selector call, when one is used) included;
+* ``line_recall``: over queries with gold, mean of |gold ∩ notes given as lines| / |gold| —
+  the notes a session reads in full; ``any_recall``: the same with the index of the rest
+  counted (names + descriptions the session can follow);
+* ``line_precision``: of all judged lines (priority lines apart), the share that are gold;
+  ``extra_lines``: not-needed judged lines per query, every query counted; ``priority_lines``:
+  priority lines per query (given by rule, whatever the task);
+* ``false_inject_lines``: share of no-match queries given a judged line;
+  ``false_inject_any``: … given anything (a line, a priority line or an index);
+* ``superseded_only``: blocks that hold a superseded note as a line without its successor
+  (0 by construction; counted so that stays true);
+* ``mean_block_tokens``, ``p50_ms`` / ``p95_ms`` (``build_preseed`` wall time, the query
+  embedding included), ``recall@k`` of the ranking (no judge, no budget);
 * ``selector``: with a selector, calls, fall-backs with their reasons, "none applies" answers,
-  mean tokens per call (``usage`` as the API reported it) and p50 latency of the call.
+  mean tokens per call and p50 latency.
 
-``sweep``: the curve of block recall and false-inject rate over gate thresholds, from one extra
-``build_preseed(gate_threshold=0)`` per query (the block the ranking would send with the gate
-open, and the gate score it would be judged on) — exact, since the gate is one threshold on one
-score.
+``sweep``: line recall, extra lines and false-inject (lines) over line thresholds, from the
+probabilities of every row's candidates (exact: one threshold on one probability each).
 """
 
 from __future__ import annotations
@@ -117,29 +117,40 @@ def _pct(xs: list[float], p: float) -> float | None:
 
 def figures(rows: list[dict], at: tuple[int, ...] = (5, 10, 30), key: str = "engine") -> dict:
     """The figures (see module docstring) of per-query ``rows`` from :func:`run_eval`.
-    ``key``: ``"engine"`` or ``"baseline"`` (the baseline has no ranking, tokens or selector)."""
+    ``key``: ``"engine"`` or ``"baseline"`` (the baseline has no index, ranking or tokens: its
+    first notes count as lines)."""
     gold_rows = [r for r in rows if r["gold"]]
     nm_rows = [r for r in rows if not r["gold"]]
+
+    def given(r: dict) -> list[str]:
+        return r[key]["names"] + r[key].get("index", []) + r[key].get("priority", [])
+
     by_kind: dict[str, list[float]] = {}
     for r in gold_rows:
-        by_kind.setdefault(r["kind"], []).append(_recall(r["gold"], r[key]["names"]))
-    blocks = [r[key] for r in rows if r[key]["names"]]
+        by_kind.setdefault(r["kind"], []).append(_recall(r["gold"], r[key]["names"] + r[key].get("priority", [])))
+    judged = [(n, r) for r in rows for n in r[key]["names"]]
     out: dict[str, Any] = {
         "queries": len(rows),
         "queries_with_gold": len(gold_rows),
         "no_match_queries": len(nm_rows),
-        "block_recall": _mean(_recall(r["gold"], r[key]["names"]) for r in gold_rows),
+        "line_recall": _mean(_recall(r["gold"], r[key]["names"] + r[key].get("priority", [])) for r in gold_rows),
+        "any_recall": _mean(_recall(r["gold"], given(r)) for r in gold_rows),
         "per_kind": {k: _mean(v) for k, v in sorted(by_kind.items())},
-        "false_inject_rate": _mean(1.0 if r[key]["names"] else 0.0 for r in nm_rows),
+        "line_precision": _mean(1.0 if n.casefold() in {g.casefold() for g in r["gold"]} else 0.0 for n, r in judged),
+        "extra_lines": _mean(sum(n.casefold() not in {g.casefold() for g in r["gold"]} for n in r[key]["names"])
+                             for r in rows),
+        "priority_lines": _mean(len(r[key].get("priority", [])) for r in rows),
+        "false_inject_lines": _mean(1.0 if r[key]["names"] else 0.0 for r in nm_rows),
+        "false_inject_any": _mean(1.0 if given(r) else 0.0 for r in nm_rows),
     }
     lat = [r[key]["ms"] for r in rows]
     out["p50_ms"], out["p95_ms"] = _pct(lat, 0.5), _pct(lat, 0.95)
     if key != "engine":
         return out
+    out["superseded_only"] = sum(r[key].get("superseded_lines", 0) for r in rows)
     for k in at:
         out[f"recall@{k}"] = _mean(_recall(r["gold"], r["ranking"][:k]) for r in gold_rows)
-    out["mean_block_tokens"] = _mean(b["tokens"] for b in blocks)
-    out["mean_block_notes"] = _mean(len(b["names"]) for b in blocks)
+    out["mean_block_tokens"] = _mean(r[key]["tokens"] for r in rows)
     sel = [r["selector"] for r in rows if r.get("selector")]
     if sel:
         errors: dict[str, int] = {}
@@ -160,19 +171,22 @@ def figures(rows: list[dict], at: tuple[int, ...] = (5, 10, 30), key: str = "eng
     return out
 
 
-def sweep(rows: list[dict], thresholds) -> list[dict]:
-    """Block recall and false-inject rate if the gate's threshold were each of ``thresholds``
-    (rows need ``open``: the gate-open block and its gate score)."""
+def sweep(rows: list[dict], thresholds, max_lines: int = 6) -> list[dict]:
+    """Line recall, extra lines per query and false-inject (lines) if the judge's line
+    threshold were each of ``thresholds`` (rows need ``open``: candidate names and p)."""
     curve = []
     for t in thresholds:
-        rec, fi = [], []
+        rec, extra, fi = [], [], []
         for r in rows:
-            names = r["open"]["names"] if r["open"]["gate_score"] >= t else []
+            names = [n for n, p in zip(r["open"]["names"], r["open"]["p"], strict=True) if p >= t][:max_lines]
+            gold = {g.casefold() for g in r["gold"]}
+            extra.append(sum(n.casefold() not in gold for n in names))
             if r["gold"]:
                 rec.append(_recall(r["gold"], names))
             else:
                 fi.append(1.0 if names else 0.0)
-        curve.append({"threshold": round(float(t), 4), "recall": _mean(rec), "false_inject": _mean(fi)})
+        curve.append({"threshold": round(float(t), 4), "line_recall": _mean(rec), "extra_lines": _mean(extra),
+                      "false_inject_lines": _mean(fi)})
     return curve
 
 
@@ -189,6 +203,7 @@ def run_eval(engine, queries: list[dict], top_k: int | None = None, selector=Non
     from .preseed import MAX_LINES
 
     notes = engine.store.note_texts_all()
+    superseded = {name.casefold() for _i, name, _p, status, _s in engine.store.lifecycles() if status == "superseded"}
     known = {n.casefold() for n, _ in notes}
     base = KeywordBaseline(notes)
     lines = top_k or MAX_LINES
@@ -203,19 +218,22 @@ def run_eval(engine, queries: list[dict], top_k: int | None = None, selector=Non
         row = {
             "id": q["id"], "query": q["query"], "kind": q["kind"], "file": q.get("file", ""),
             "gold": q["gold"],
-            "engine": {"names": [h.name for h in pre.hits],
+            "engine": {"names": [h.name for h in pre.hits if not h.priority],
+                       "priority": [h.name for h in pre.hits if h.priority],
+                       "index": [h.name for h in pre.index],
                        "scores": [round(h.score, 4) for h in pre.hits],
                        "tokens": pre.tokens, "ms": round((t1 - t0) * 1000, 3),
-                       "selected_by": pre.selected_by, "gate_score": round(pre.gate_score, 4)},
+                       "selected_by": pre.selected_by, "best_p": round(pre.gate_score, 4),
+                       "superseded_lines": sum(1 for h in pre.hits if h.name.casefold() in superseded),
+                       "left_out": [list(x) for x in pre.left_out]},
             "ranking": [h.name for h in engine.search(q["query"], max(at))],
             "baseline": {"names": bnames, "ms": round((t2 - t1) * 1000, 3)},
         }
         if pre.selector is not None:
             row["selector"] = pre.to_dict()["selector"]
         if with_sweep:
-            opened = engine.build_preseed(q["query"], top_k, gate_threshold=0.0)
-            row["open"] = {"names": [h.name for h in opened.hits], "gate_score": opened.gate_score,
-                           "gate_signals": list(opened.gate_signals)}
+            ranked = sorted(pre.considered, key=lambda h: -(h.probability or 0.0))
+            row["open"] = {"names": [h.name for h in ranked], "p": [round(h.probability or 0.0, 4) for h in ranked]}
         rows.append(row)
     files = list(dict.fromkeys(r["file"] for r in rows))
     return {

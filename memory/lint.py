@@ -13,6 +13,10 @@ Checks:
   ``DUP_COS``.
 * ``name-collision`` — two files declare the same ``name`` (case-insensitive).
 * ``skipped`` — files that could not be indexed, with the reason.
+* ``missing-successor`` — a note says it is superseded by a note the folder does not have.
+* ``supersede-cycle`` — notes that supersede each other in a circle (no current decision).
+* ``priority-over-budget`` — more ``priority: high`` notes than the block's priority budget
+  holds: the ones past it are not given (the preseed names them).
 """
 
 from __future__ import annotations
@@ -110,5 +114,96 @@ def lint(engine) -> list[LintIssue]:
 
     for p, why in store.skipped_files():
         issues.append(LintIssue("skipped", p, f"{p} is not indexed: {why}"))
+    from .preseed import PRIORITY_BUDGET_TOKENS, line_tokens
+
+    issues += lifecycle_issues(store, PRIORITY_BUDGET_TOKENS, line_tokens)
     issues.sort(key=lambda i: (i.kind, i.path, i.other or ""))
+    return issues
+
+
+def _successor_key(ref: str) -> tuple[str, str]:
+    """A successor reference as (name-ish, record number): ``"0012-use-x.md"`` → ("0012-use-x",
+    "12"); ``"ADR-0012"`` → ("adr-0012", "12")."""
+    stem = ref.rsplit("/", 1)[-1]
+    if stem.lower().endswith(".md"):
+        stem = stem[:-3]
+    num = re.search(r"(\d{1,5})", stem)
+    return stem.casefold(), str(int(num.group(1))) if num else ""
+
+
+def resolve_successors(lifecycles, notes) -> dict[int, str]:
+    """``{note id: successor's name}`` from ``Store.lifecycles()`` rows ``(id, name, path, status,
+    superseded_by)`` and ``Store.note_list()`` rows ``(name, description, priority, path)``: the
+    successor named exactly, else the note whose file is named so, else — for a reference such
+    as "ADR-0012" — the note in the same folder whose file or name carries that record number.
+    Unresolved references are left out (lint reports them)."""
+    by_name = {n.casefold(): n for n, _d, _p, _path in notes}
+    by_stem: dict[str, str] = {}
+    by_num: dict[tuple[str, str], str] = {}
+    for n, _d, _p, path in notes:
+        folder, _, file = path.rpartition("/")
+        stem, num = _successor_key(file)
+        by_stem.setdefault(stem, n)
+        lead = re.match(r"(?:[a-z]+-)?0*(\d{1,5})\b", file.casefold())
+        if lead:
+            by_num.setdefault((folder, lead.group(1)), n)
+        lead = re.search(r"(?:adr|rfc|decision)[-_ ]?0*(\d{1,5})", n.casefold())
+        if lead:
+            by_num.setdefault((folder, lead.group(1)), n)
+    out: dict[int, str] = {}
+    for nid, name, path, _status, ref in lifecycles:
+        if not ref:
+            continue
+        stem, num = _successor_key(ref)
+        folder = path.rpartition("/")[0]
+        found = by_name.get(ref.casefold()) or by_stem.get(stem) or (by_num.get((folder, num)) if num else None)
+        if found and found.casefold() != name.casefold():
+            out[nid] = found
+    return out
+
+
+def lifecycle_issues(store, priority_budget_tokens: int, line_cost) -> list[LintIssue]:
+    """The lifecycle and priority checks (module docstring)."""
+    issues: list[LintIssue] = []
+    lifecycles = store.lifecycles()
+    notes = store.note_list()
+    resolved = resolve_successors(lifecycles, notes)
+    for nid, name, path, _status, ref in lifecycles:
+        if ref and nid not in resolved:
+            issues.append(LintIssue("missing-successor", path,
+                                    f"{path} is superseded by {ref!r}, which no note of this folder is; "
+                                    "fix superseded_by (a note name) or add the successor"))
+    name_of = {nid: name for nid, name, *_ in lifecycles}
+    path_of = {nid: path for nid, _n, path, *_ in lifecycles}
+    id_of = {name.casefold(): nid for nid, name, *_ in lifecycles}
+    reported: set[int] = set()
+    for start in resolved:
+        seen, cur = [start], start
+        while cur in resolved:
+            nxt = id_of.get(resolved[cur].casefold())
+            if nxt is None:
+                break
+            if nxt in seen:
+                loop = seen[seen.index(nxt):]
+                if not reported & set(loop):
+                    reported |= set(loop)
+                    names = " → ".join(name_of[i] for i in [*loop, nxt])
+                    issues.append(LintIssue("supersede-cycle", path_of[loop[0]],
+                                            f"these notes supersede each other in a circle: {names}; "
+                                            "one of them must be the current decision"))
+                break
+            seen.append(nxt)
+            cur = nxt
+    prio = [(n, d, path) for n, d, p, path in notes if p]
+    total, over = 0, []
+    for n, d, path in prio:
+        total += line_cost(n, d)
+        if total > priority_budget_tokens:
+            over.append((n, path))
+    if over:
+        issues.append(LintIssue("priority-over-budget", over[0][1],
+                                f"{len(prio)} priority notes; {len(over)} do not fit the "
+                                f"{priority_budget_tokens}-token priority budget and are not given "
+                                f"({', '.join(n for n, _ in over[:5])}{'…' if len(over) > 5 else ''}): "
+                                "keep priority: high for the few rules every task needs"))
     return issues

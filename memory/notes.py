@@ -56,6 +56,42 @@ class Note:
     mtime_ns: int
     size: int
     warnings: list[str] = field(default_factory=list)
+    status: str = ""          # lifecycle: accepted | proposed | superseded | deprecated | rejected | ""
+    superseded_by: str = ""   # the successor's note name (frontmatter), or the body's reference to it
+
+
+STATUSES = ("accepted", "proposed", "superseded", "deprecated", "rejected")
+# an ADR body's status section: "## Status" then its first line ("Superseded by ADR-0012", "Accepted")
+_STATUS_SECTION = re.compile(r"^#{1,6}\s*status\s*:?\s*\n+\s*(?:[-*]\s*)?(.+)$", re.IGNORECASE | re.MULTILINE)
+_STATUS_LINE = re.compile(r"^\s*\**status\**\s*:\s*\**(.+)$", re.IGNORECASE | re.MULTILINE)
+_SUPERSEDED_BY = re.compile(r"superseded\s+by\s*:?\s*(.+)", re.IGNORECASE)
+
+
+def lifecycle(meta: dict, body: str) -> tuple[str, str]:
+    """``(status, superseded_by)`` from frontmatter (``status``, ``superseded_by`` — MADR's
+    fields) or, failing that, an ADR body's ``Status`` section or ``Status:`` line ("Superseded
+    by ADR-0012" → ``("superseded", "ADR-0012")``). Status words other than :data:`STATUSES`
+    read as "". The successor is a name or a reference (a link's target); resolving it to a note
+    is the engine's (:func:`memory.engine.MemoryEngine.successor`)."""
+    status = str(meta.get("status") or "").strip().lower()
+    successor = str(meta.get("superseded_by") or meta.get("superseded-by") or "").strip()
+    if not status or status not in STATUSES:
+        found = _STATUS_SECTION.search(body[:4000]) or _STATUS_LINE.search(body[:4000])
+        if found:
+            text = found.group(1).strip().strip("*_ ")
+            word = re.split(r"[\s,.;:(]", text.lower(), maxsplit=1)[0]
+            status = word if word in STATUSES else ""
+            by = _SUPERSEDED_BY.search(text)
+            if by and not successor:
+                successor = by.group(1).strip()
+        else:
+            status = status if status in STATUSES else ""
+    if successor and not status:
+        status = "superseded"
+    link = re.search(r"\]\(([^)]+)\)", successor)  # "[ADR-0012](0012-x.md)" → its target
+    if link:
+        successor = link.group(1)
+    return status, successor.strip().strip("[]`*_ .")
 
 
 # --------------------------------------------------------------------------- YAML
@@ -206,6 +242,7 @@ def parse_bytes(raw: bytes, rel: str, mtime_ns: int = 0, size: int | None = None
         else:
             warnings.append("no description; using the first line of the body")
     ntype = _as_text("type", meta.get("type"), warnings) or None
+    status, successor = lifecycle(meta, body)
     return Note(
         rel=rel,
         name=name,
@@ -218,6 +255,8 @@ def parse_bytes(raw: bytes, rel: str, mtime_ns: int = 0, size: int | None = None
         mtime_ns=mtime_ns,
         size=size,
         warnings=warnings,
+        status=status,
+        superseded_by=successor,
     )
 
 

@@ -6,6 +6,10 @@ import hashlib
 import os
 from pathlib import Path
 
+# a new index file name whenever the schema changes (memory.store.SCHEMA_VERSION): the old
+# file is derived data, so an upgrade simply builds a new index instead of refusing the old one
+INDEX_GENERATION = ".s3"
+
 
 def data_root() -> Path | None:
     v = os.environ.get("COCKPIT_DATA_DIR")
@@ -13,9 +17,9 @@ def data_root() -> Path | None:
 
 
 def default_index_path(notes_dir: str | os.PathLike, model_id: str | None = None) -> Path:
-    """``$COCKPIT_INDEX`` if set; else ``<root>/index/<sha1(abs notes path)[:12]>.sqlite`` (the
-    default model) or ``<root>/index/<sha1(abs notes path)[:12]>-<sha1(model_id)[:8]>.sqlite``
-    (any other ``model_id``), where root is ``$COCKPIT_DATA_DIR`` or
+    """``$COCKPIT_INDEX`` if set; else ``<root>/index/<sha1(abs notes path)[:12]>.s3.sqlite`` (the
+    default model) or ``<root>/index/<sha1(abs notes path)[:12]>-<sha1(model_id)[:8]>.s3.sqlite``
+    (any other ``model_id``; ``.s3``: :data:`INDEX_GENERATION`), where root is ``$COCKPIT_DATA_DIR`` or
     ``platformdirs.user_cache_path("cockpit")``. One file per notes folder and model: processes
     using different embedding models (``COCKPIT_EMBED_MODEL``) never share an index."""
     env = os.environ.get("COCKPIT_INDEX")
@@ -31,4 +35,4 @@ def default_index_path(notes_dir: str | os.PathLike, model_id: str | None = None
         import platformdirs
 
         root = platformdirs.user_cache_path("cockpit")
-    return root / "index" / f"{key}.sqlite"
+    return root / "index" / f"{key}{INDEX_GENERATION}.sqlite"

@@ -27,7 +27,7 @@ import sqlite_vec
 from .sync import Applied, IndexRow, Skip, SyncWrite
 from .types import IndexModelError, IndexOpenError
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"  # 3: status, superseded_by
 BUSY_TIMEOUT_MS = 60_000
 JOURNAL_SIZE_LIMIT = 32 * 2**20  # bytes the WAL file is truncated to after a checkpoint
 _ROW_COLS = "SELECT id, path, mtime_ns, size, hash, embedded FROM notes"
@@ -74,7 +74,9 @@ CREATE TABLE IF NOT EXISTS notes (
     size INTEGER NOT NULL,
     hash TEXT NOT NULL,
     warnings TEXT NOT NULL DEFAULT '[]',
-    embedded INTEGER NOT NULL DEFAULT 0
+    embedded INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL DEFAULT '',
+    superseded_by TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS notes_hash ON notes(hash);
 CREATE INDEX IF NOT EXISTS notes_name ON notes(name);
@@ -290,12 +292,13 @@ class Store:
         return {r[0] for r in self.query("SELECT id FROM notes WHERE priority = 1")}
 
     def note_rows(self, ids: list[int]) -> dict[int, tuple]:
-        """``{id: (id, name, description, body, priority, path)}`` for the given note ids."""
+        """``{id: (id, name, description, body, priority, path, status, superseded_by)}`` for the
+        given note ids."""
         out: dict[int, tuple] = {}
         for i in range(0, len(ids), 500):
             part = ids[i: i + 500]
             marks = ",".join("?" * len(part))
-            for r in self.query("SELECT id, name, description, body, priority, path FROM notes "
+            for r in self.query("SELECT id, name, description, body, priority, path, status, superseded_by FROM notes "
                                 f"WHERE id IN ({marks})", tuple(part)):
                 out[r[0]] = r
         return out
@@ -310,6 +313,15 @@ class Store:
     def note_list(self) -> list[tuple[str, str, int, str]]:
         """``(name, description, priority, path)`` of every note, ★ first, then by name and path."""
         return self.query("SELECT name, description, priority, path FROM notes ORDER BY priority DESC, name, path")
+
+    def lifecycles(self) -> list[tuple[int, str, str, str, str]]:
+        """``(id, name, path, status, superseded_by)`` of every note with a status or a successor."""
+        return self.query("SELECT id, name, path, status, superseded_by FROM notes "
+                          "WHERE status != '' OR superseded_by != ''")
+
+    def priority_rows(self) -> list[tuple[int, str, str]]:
+        """``(id, name, description)`` of every priority note."""
+        return self.query("SELECT id, name, description FROM notes WHERE priority != 0 ORDER BY name, path")
 
     def note_texts_all(self) -> list[tuple[str, str]]:
         """``(name, "name description body")`` of every note (the eval's keyword baseline)."""
@@ -393,10 +405,10 @@ class Store:
         c = self.conn
         cur = c.execute(
             "INSERT INTO notes(path, name, description, body, priority, type, has_description,"
-            " mtime_ns, size, hash, warnings, embedded) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            " mtime_ns, size, hash, warnings, embedded, status, superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (note.rel, note.name, note.description, note.body, int(note.priority), note.type,
              int(note.has_description), note.mtime_ns, note.size, note.hash,
-             json.dumps(note.warnings), int(embedded)))
+             json.dumps(note.warnings), int(embedded), note.status, note.superseded_by))
         nid = cur.lastrowid
         c.execute("INSERT INTO notes_fts(rowid, name, description, body) VALUES (?,?,?,?)",
                   (nid, note.name.replace("-", " ").replace("_", " "), note.description, note.body))

@@ -57,9 +57,19 @@ class Hit:
     path: Path
     rank_score: float = 0.0
     keyword: bool = False  # matched an exact identifier of the query (FTS5 phrase)
+    probability: float | None = None  # the judge's p that it matters for the task (memory.judge)
+    status: str = ""                  # lifecycle (memory.notes.lifecycle): superseded, rejected, …
+    superseded_by: str = ""           # the successor's name when the engine resolved it
 
     def to_dict(self) -> dict:
-        return {
+        extra: dict = {}
+        if self.probability is not None:
+            extra["probability"] = round(self.probability, 4)
+        if self.status:
+            extra["status"] = self.status
+        if self.superseded_by:
+            extra["superseded_by"] = self.superseded_by
+        return extra | {
             "name": self.name,
             "description": self.description,
             "snippet": self.snippet,
@@ -76,12 +86,15 @@ class Preseed:
     """The preseed block and what went into it.
 
     ``text``: the exact block a session's first message starts with ("" when nothing qualifies).
-    ``hits``: the hits in the block, in rank order. ``tokens``: estimated tokens of ``text``
-    (:func:`memory.tokens.estimate_tokens`; 0 when empty). ``considered``: the lines the gate
-    judged (the ranking's top lines, one per note name), before the gate and the token budget.
-    ``gate_score``: the score the gate judged and ``gate_signals`` its parts (best cosine,
-    best term coverage, best lane agreement) — see :mod:`memory.gate`. ``selected_by``:
-    ``"embedded"`` (ranking + gate) or ``"selector"`` (a model chose; see
+    ``hits``: the notes given as lines (priority notes first), in block order. ``index``: the
+    notes in the block's index of the rest (name + description, "may be relevant").
+    ``tokens``: estimated tokens of ``text`` (:func:`memory.tokens.estimate_tokens`; 0 when
+    empty). ``considered``: the candidates the judge weighed (with ``probability``), in ranking
+    order. ``left_out``: ``(name, why)`` for candidates that came close but got no line (below
+    the line threshold and by how much, superseded by X, over budget). ``priority_cut``: priority
+    notes that did not fit their budget. ``gate_score``: the best probability among the
+    candidates (kept under its old name for clients); ``gate_signals``: best cosine, coverage,
+    agreement. ``selected_by``: ``"embedded"`` (the judge) or ``"selector"`` (a model chose; see
     :mod:`memory.selector`). ``selector``: the selector's answer when one was asked
     (``selector.error`` set when it fell back to the embedded selection), else None.
     """
@@ -94,12 +107,18 @@ class Preseed:
     gate_signals: tuple[float, float, float] = (0.0, 0.0, 0.0)
     selected_by: str = "embedded"
     selector: SelectorResult | None = None
+    index: list[Hit] = field(default_factory=list)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    priority_cut: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         out = {
             "text": self.text,
             "tokens": self.tokens,
             "hits": [h.to_dict() for h in self.hits],
+            "index": [h.to_dict() for h in self.index],
+            "left_out": [{"name": n, "why": w} for n, w in self.left_out],
+            "priority_cut": list(self.priority_cut),
             "considered": [h.to_dict() for h in self.considered],
             "gate_score": round(self.gate_score, 4),
             "gate_signals": [round(x, 4) for x in self.gate_signals],

@@ -207,7 +207,7 @@ def test_missing_notes_folder_and_bad_index_raise(tmp_path):
 def test_default_index_path_is_per_user_and_outside_notes(tmp_path, monkeypatch):
     data = Path(os.environ["COCKPIT_DATA_DIR"])
     p = default_index_path(tmp_path / "notes")
-    assert p.parent == data / "index" and p.suffix == ".sqlite" and len(p.stem) == 12
+    assert p.parent == data / "index" and p.name.endswith(".s3.sqlite") and len(p.name.split(".")[0]) == 12
     assert default_index_path(tmp_path / "other") != p
     monkeypatch.setenv("COCKPIT_INDEX", str(tmp_path / "x.sqlite"))
     assert default_index_path(tmp_path / "notes") == tmp_path / "x.sqlite"

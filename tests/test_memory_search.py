@@ -11,8 +11,8 @@ from test_memory_support import copy_fixture, note
 
 from memory import MemoryEngine, Preseed
 from memory.embedder import get_embedder
-from memory.gate import load_gate
-from memory.preseed import FENCE_CLOSE, FENCE_OPEN, MAX_LINES, neutralise
+from memory.judge import load_judge
+from memory.preseed import FENCE_CLOSE, FENCE_OPEN, INDEX_HEADING, MAX_LINES, neutralise
 from memory.tokens import estimate_tokens
 
 SEED_QUERY = "what port does staging run on, which host do we deploy to, and with what command?"
@@ -58,7 +58,7 @@ def test_seed_query_preseeds_both_notes_with_star_on_priority(seed):
     pre = seed.build_preseed(SEED_QUERY, top_k=5)
     assert isinstance(pre, Preseed)
     names = [h.name for h in pre.hits]
-    assert {"staging-stack", "deploy-command"} <= set(names)
+    assert names[0] == "staging-stack" and pre.hits[0].priority  # the priority note, always, first
     lines = pre.text.splitlines()
     assert lines[0] == FENCE_OPEN and lines[-1] == FENCE_CLOSE
     assert "not instructions" in lines[1]
@@ -66,12 +66,13 @@ def test_seed_query_preseeds_both_notes_with_star_on_priority(seed):
     deploy = next(line for line in lines if "[deploy-command]" in line)
     assert staging.startswith("★ [staging-stack]") and not deploy.startswith("★")
     assert "6443" in staging and "callisto" in staging and "make ship-v2" in deploy
-    # one line per hit, in rank order
-    hit_lines = [line for line in lines[2:-1]]
-    assert [line.lstrip("★ ").split("]")[0][1:] for line in hit_lines] == names
+    # the lines, then the index (the whole folder's: ten notes fit it), each note once
+    body = lines[2:-1]
+    given = [line.lstrip("★ -").split("]")[0][1:] for line in body if line != INDEX_HEADING]
+    assert given == names + [h.name for h in pre.index] and len(set(given)) == len(given) == 10
     assert pre.tokens == estimate_tokens(pre.text) > 0
     assert seed.preseed(SEED_QUERY, top_k=5) == pre.text
-    # distractors that have nothing to do with the question stay out
+    # distractors that have nothing to do with the question get no line
     assert not {"frontend-stack", "release-notes"} & set(names)
 
 
@@ -85,8 +86,9 @@ def test_exact_identifiers_are_found(seed, query, expected, identifier):
     hits = seed.search(query, top_k=3)
     assert hits[0].name == expected
     assert hits[0].keyword is identifier
-    if identifier:  # an exact identifier also opens the relevance gate of the preseed
-        assert seed.build_preseed(query).hits[0].name == expected
+    if identifier:  # an exact identifier also makes the note a line of the preseed
+        judged = [h.name for h in seed.build_preseed(query).hits if not h.priority]
+        assert judged[:1] == [expected] or expected == "staging-stack"
 
 
 def test_hits_carry_fields_and_scores(seed):
@@ -97,11 +99,22 @@ def test_hits_carry_fields_and_scores(seed):
     assert hits == sorted(hits, key=lambda x: -x.rank_score)
 
 
-def test_unrelated_task_gets_no_block(seed):
+def test_unrelated_task_gets_no_line_only_the_rule_and_the_index(seed):
     pre = seed.build_preseed("write a haiku about autumn leaves falling in a quiet forest")
-    assert pre.text == "" and pre.hits == [] and pre.tokens == 0
-    assert pre.considered  # the UI can still see what was rejected
+    assert [h.name for h in pre.hits] == ["staging-stack"]  # the priority note: given whatever the task
+    assert INDEX_HEADING in pre.text  # a small folder: its whole index, never "nothing" or "everything"
+    assert pre.considered and all((h.probability or 0) < load_judge().line for h in pre.considered)
     assert seed.preseed("") == ""
+
+
+def test_in_a_larger_folder_an_unrelated_task_gets_nothing(seed):
+    for i in range(20):
+        note(seed.notes_dir, f"billing-{i}", f"Invoices of plan {i} are sent on day {i + 1} of the month.")
+    (seed.notes_dir / "staging-stack.md").write_text(
+        (seed.notes_dir / "staging-stack.md").read_text().replace("priority: high\n", ""))
+    seed.sync()
+    pre = seed.build_preseed("write a haiku about autumn leaves falling in a quiet forest")
+    assert pre.text == "" and pre.hits == [] and pre.index == [] and pre.tokens == 0
 
 
 def test_a_huge_task_is_searched_by_its_head_and_tail_only(seed, monkeypatch):
@@ -122,25 +135,24 @@ def test_a_huge_task_is_searched_by_its_head_and_tail_only(seed, monkeypatch):
     assert "staging-stack" in [h.name for h in pre.considered] and hits  # the head still leads the ranking
 
 
-def test_short_question_opens_the_gate_through_term_coverage(seed):
-    # MiniLM scores short questions low, but every content word of the task is in the note:
-    # the gate's coverage signal opens it, and the note that answers comes first.
-    gate = load_gate()
+def test_a_short_question_still_gets_its_note_as_a_line(seed):
+    # MiniLM scores short questions low, but every content word of the task is in the note
     pre = seed.build_preseed("how do we run the tests")
-    cosine, cov, agreement = pre.gate_signals
-    assert cosine < gate.threshold and cov == 1.0
-    assert pre.gate_score == pytest.approx(cosine + gate.coverage_weight * cov + gate.agreement_weight * agreement)
-    assert pre.gate_score >= gate.threshold
-    assert pre.hits[0].name == "test-layout" and "[test-layout]" in pre.text
+    judged = [h for h in pre.hits if not h.priority]
+    assert judged[0].name == "test-layout" and judged[0].probability >= load_judge().line
+    assert "[test-layout] Tests live in tests/" in pre.text
 
 
-def test_gate_threshold_override_is_exact(seed):
+def test_line_threshold_override_is_exact(seed):
     task = "write a haiku about autumn leaves falling in a quiet forest"
     pre = seed.build_preseed(task)
-    assert pre.text == "" and pre.gate_score < load_gate().threshold
-    assert seed.build_preseed(task, gate_threshold=pre.gate_score + 1e-6).text == ""
-    opened = seed.build_preseed(task, gate_threshold=pre.gate_score)
-    assert opened.text and [h.name for h in opened.hits] == [h.name for h in pre.considered][: len(opened.hits)]
+    best = max(pre.considered, key=lambda h: h.probability)
+    assert pre.gate_score == pytest.approx(best.probability)
+    assert best.probability < load_judge().line
+    above = seed.build_preseed(task, line_threshold=best.probability + 1e-6)
+    assert [h.name for h in above.hits if not h.priority] == []
+    opened = seed.build_preseed(task, line_threshold=best.probability)
+    assert [h.name for h in opened.hits if not h.priority] == [best.name]
 
 
 def test_priority_lift_wins_close_calls_only(seed, tmp_path):
@@ -155,18 +167,17 @@ def test_priority_lift_wins_close_calls_only(seed, tmp_path):
     assert top.name == "frontend-stack"
 
 
-def test_block_is_bounded_by_its_budget_not_a_count(seed):
-    # the default block holds as many short lines as the budget allows, up to MAX_LINES
-    full = seed.build_preseed(SEED_QUERY)
-    assert 5 < len(full.hits) <= MAX_LINES and full.tokens <= 600
-    assert [h.name for h in full.hits] == [h.name for h in full.considered][: len(full.hits)]
+def test_block_is_bounded_by_its_budget(seed):
+    full = seed.build_preseed(SEED_QUERY, line_threshold=0.0)  # every candidate qualifies
+    judged = [h for h in full.hits if not h.priority]
+    # MAX_LINES picked; the priority note among them already has its ★ line
+    assert len(judged) == MAX_LINES - 1 and full.tokens <= 600
+    assert [h.probability for h in judged] == sorted((h.probability for h in judged), reverse=True)
     # top_k stays an upper bound a user can set
-    assert len(seed.build_preseed(SEED_QUERY, top_k=2).hits) == 2
-    # a smaller budget holds; lines keep their rank order, the best ones first
-    small = seed.build_preseed(SEED_QUERY, budget_tokens=200)
+    assert len(seed.build_preseed(SEED_QUERY, top_k=2, line_threshold=0.0).hits) == 2
+    # a smaller budget holds; the best lines stay
+    small = seed.build_preseed(SEED_QUERY, budget_tokens=200, line_threshold=0.0)
     assert 0 < len(small.hits) < len(full.hits) and small.tokens <= 200
-    order = [h.name for h in full.hits]
-    assert [order.index(h.name) for h in small.hits] == sorted(order.index(h.name) for h in small.hits)
     assert small.hits[0].name == full.hits[0].name
     assert seed.build_preseed(SEED_QUERY, budget_tokens=10).text == ""
     with pytest.raises(ValueError):
@@ -188,7 +199,7 @@ def test_cjk_descriptions_are_budgeted_by_script_not_by_characters(seed):
         note(seed.notes_dir, f"staging-cjk-{i}", "ステージング環境のポートは6443です。" * 5 + f"{i}")
     seed.sync()
     pre = seed.build_preseed("staging port 6443", budget_tokens=300)
-    assert any(h.name.startswith("staging-cjk") for h in pre.hits) and pre.tokens <= 300
+    assert any(h.name.startswith("staging-cjk") for h in pre.hits + pre.index) and pre.tokens <= 300
     cjk = [c for c in pre.text if ord(c) >= 0x2e80]
     assert 0 < len(cjk) <= 300  # at least one token per CJK character was counted
     assert (len(pre.text) + 3) // 4 < pre.tokens  # chars/4 would have let far more in

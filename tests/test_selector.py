@@ -51,7 +51,7 @@ def test_request_carries_the_shortlist_and_the_task(api, engine):
     user = body["messages"][0]["content"]
     assert body["messages"][0]["role"] == "user" and TASK in user
     listed = [line.split(":")[0] for line in user.split("<notes>\n")[1].split("\n</notes>")[0].splitlines()]
-    shortlist = engine.build_preseed(TASK, top_k=SHORTLIST, gate_threshold=0.0).considered
+    shortlist = engine.build_preseed(TASK, top_k=SHORTLIST).considered[:SHORTLIST]
     assert listed == [h.name for h in shortlist] and len(listed) == 10  # the whole seed folder
     assert "deploy-command: Deploy with make ship-v2" in user  # name: description, no body
     assert pre.selector is not None and pre.selector.model == "sel-model"
@@ -89,8 +89,8 @@ def test_failures_fall_back_to_the_embedded_block(api, engine, turn, reason):
 def test_none_applies_gives_no_block(api, engine):
     api.script(answer())
     pre = engine.build_preseed(TASK, selector=selector(api))
-    assert pre.text == "" and pre.hits == [] and pre.selected_by == "selector"
-    assert pre.selector.names == [] and pre.selector.error is None
+    assert [h.name for h in pre.hits] == ["staging-stack"]  # the priority note only: given by rule
+    assert pre.selected_by == "selector" and pre.selector.names == [] and pre.selector.error is None
 
 
 def test_a_selector_that_raises_falls_back(engine):
@@ -154,7 +154,7 @@ def test_shortlist_candidates_are_unique_names(engine):
     pre = engine.build_preseed(TASK, selector=Spy())
     names = [c.name for c in seen]
     assert len(names) == len(set(names)) and all(isinstance(c, SelectorCandidate) for c in seen)
-    assert [h.name for h in pre.hits] == ["deploy-command"]
+    assert [h.name for h in pre.hits if not h.priority] == ["deploy-command"]
 
 
 async def test_selector_usage_lands_in_the_session_totals(api, engine, tmp_path):
@@ -188,7 +188,7 @@ async def test_selector_usage_lands_in_the_session_totals(api, engine, tmp_path)
     assert recs[0]["type"] == "header" and [n["name"] for n in recs[0]["injected"]] == ["staging-stack"]
     # the session's own request carried the block the selector chose
     first = next(b["text"] for b in api.message_requests[1]["messages"][0]["content"] if "<project-notes>" in b["text"])
-    assert "[staging-stack]" in first and "[deploy-command]" not in first
+    assert "★ [staging-stack]" in first and "\n[deploy-command]" not in first  # a line: only the chosen one
     await mgr.aclose()
 
 

@@ -194,7 +194,7 @@ def _obj(d: dict, **extra: Any) -> Remote:
 
 
 def _hit(d: dict) -> Remote:
-    return _obj(d, path=Path(d.get("path", "")))
+    return _obj({"probability": None, "status": "", "superseded_by": ""} | d, path=Path(d.get("path", "")))
 
 
 class RemoteEngine:
@@ -232,7 +232,9 @@ class RemoteEngine:
             raise ValueError("a model selector runs in-process; the remote engine takes none")
         d = self._call("memory.preseed", query=query, top_k=top_k)
         return _obj(d, hits=[_hit(h) for h in d["hits"]], considered=[_hit(h) for h in d.get("considered", [])],
-                    selector=None)
+                    index=[_hit(h) for h in d.get("index", [])],
+                    left_out=[(x["name"], x["why"]) for x in d.get("left_out", [])],
+                    priority_cut=list(d.get("priority_cut", [])), selector=None)
 
     def preseed(self, query: str, top_k: int | None = None) -> str:
         return self.build_preseed(query, top_k).text
