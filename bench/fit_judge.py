@@ -176,8 +176,6 @@ def main() -> None:
                 zip(-probs(r, m), r["names"], strict=True))], lines)
             mm["bm25_recall@lines"] = recall_at(test, lambda r: r["bm25"], lines)
             mm["fused_recall@lines"] = recall_at(test, lambda r: r["names"], lines)
-            for key in ("judge_recall@3", "bm25_recall@3"):
-                pass
             mm["judge_recall@3"] = recall_at(test, lambda r, m=m: [n for _, n in sorted(
                 zip(-probs(r, m), r["names"], strict=True))], 3)
             mm["bm25_recall@3"] = recall_at(test, lambda r: r["bm25"], 3)

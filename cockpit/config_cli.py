@@ -20,6 +20,7 @@ KEYS_READ: dict[str | None, str] = {
     "server": SESSION_KEYS + " (when the server starts)",
     "memory": "top_k, selector, selector_model, selector_timeout, [preseed] (preseed and hook)",
     "worktrees": "worktrees, check_command, [worktrees] enabled, check_command",
+    "doctor": "base_url (checked; ANTHROPIC_BASE_URL first), and the whole file (does it parse)",
     "budget": "max_budget_usd, max_budget_tokens, server_budget_usd, server_budget_tokens (the server's)",
 }
 
@@ -56,6 +57,6 @@ def _check(args: argparse.Namespace) -> int:
     try:
         load_config()
     except ConfigError as exc:
-        raise CockpitError(f"{path}: {exc}") from None
+        raise CockpitError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
     print(f"{path}: {'ok' if path.exists() else 'does not exist (defaults apply)'}")
     return 0

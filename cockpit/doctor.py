@@ -146,6 +146,7 @@ def check_notes(notes: Path) -> list[Check]:
     from memory.embedder import DEFAULT_MODEL
     from memory.paths import default_index_path
 
+    notes = notes.expanduser().absolute()
     if not notes.is_dir():
         return [Check(WARN, "notes", f"{notes} does not exist",
                       f"mkdir {notes} (markdown notes with YAML frontmatter), or pass --notes DIR")]
@@ -193,6 +194,8 @@ def check_sandbox() -> Check:
     from cockpit.runtime.sandbox import detect
 
     found = detect()
+    if found.backend is None and "COCKPIT_BWRAP" in found.reason:
+        return Check(FAIL, "sandbox", f"unavailable: {found.reason}", "unset COCKPIT_BWRAP, or point it at bwrap")
     if found.backend is None:
         return Check(FAIL, "sandbox", f"unavailable: {found.reason}",
                      "install bubblewrap (apt install bubblewrap) and allow unprivileged user namespaces; "
@@ -243,4 +246,5 @@ def check_backends() -> list[Check]:
     sdk = importlib.util.find_spec("claude_agent_sdk") is not None
     return [Check(OK if sdk else WARN, "backend claude-code",
                   "claude-agent-sdk installed" if sdk else "not installed (the default backend needs nothing)",
-                  "pip install 'cockpit[claude-code]'")]
+                  "in a checkout: pip install -e '.[claude-code]'; as a tool: pipx inject cockpit claude-agent-sdk "
+                  "(uv: uv tool install --with claude-agent-sdk …)")]

@@ -76,13 +76,20 @@ class Usage:
 
 @dataclass(frozen=True)
 class InjectedNote:
-    """One note put in a session's preseed block: ``score`` is the engine's fused score."""
+    """One note put in a session's preseed block: ``score`` is its cosine with the task,
+    ``probability`` the judge's (None for a priority note given by rule, or an older record);
+    ``kind``: ``line`` (given in full) or ``index`` (listed under "may be relevant");
+    ``status``/``superseded_by``: its lifecycle (a superseded note is listed, never a line)."""
 
     name: str
     score: float
     priority: bool
     description: str = ""
     path: str = ""
+    kind: str = "line"
+    probability: float | None = None
+    status: str = ""
+    superseded_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -164,6 +171,19 @@ class Preseeded(Event):
     error: str = ""
     selector: SelectorInfo | None = None
     memory: bool = True
+    left_out: tuple[str, ...] = ()  # "name: why" for candidates that came close but got no line
+
+
+@dataclass(frozen=True)
+class MemoryMiss(Event):
+    """The session read a note in full that its preseed did not give as a line (a miss of the
+    preseed): ``via`` is ``memory_get``, ``file`` (it opened the note's file) or the MCP tool's
+    name; ``in_index``: the block listed it under "may be relevant". Counted in the pane;
+    ``cockpit memory misses`` lists them and ``cockpit memory calibrate`` learns from them."""
+
+    name: str
+    via: str
+    in_index: bool = False
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,10 @@ def add_parser(sub) -> None:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_preseed)
 
+    from cockpit import memory_learn_cli
+
+    memory_learn_cli.add_parsers(msub, common)
+
     sp = common(msub.add_parser("lint", help="advice on notes to fix (never edits)"))
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_lint)

@@ -91,22 +91,25 @@ def add_parsers(sub) -> None:
     p.set_defaults(func=cmd_deny)
 
 
-def _client():
+STATUS_TIMEOUT_S = 5.0  # server.status is a cheap call: a server that takes longer is stopped or hung
+
+
+def _client(timeout: float | None = None):
     from cockpit.server.client import BlockingClient, ServerError, server_running
 
     if not server_running():
         raise CockpitError("no Cockpit server is running (start one with `cockpit server start`, or open `cockpit`)")
     try:
-        return BlockingClient()
+        return BlockingClient(timeout=timeout)
     except ServerError as exc:
         raise CockpitError(str(exc)) from None
 
 
-def _call(method: str, **params):
+def _call(method: str, timeout: float | None = None, **params):
     from cockpit.server.client import RemoteError, ServerError
     from cockpit.server.rpc import NOT_FOUND
 
-    client = _client()
+    client = _client(timeout)
     try:
         return client.call(method, **params)
     except RemoteError as exc:
@@ -147,7 +150,7 @@ def cmd_server(args: argparse.Namespace) -> int:
             else:
                 print("no Cockpit server is running")
             return 0
-        st = _call("server.status")
+        st = _call("server.status", timeout=STATUS_TIMEOUT_S)
         if args.json:
             print(json.dumps({"running": True, **st}, indent=2))
             return 0
@@ -164,7 +167,7 @@ def cmd_server(args: argparse.Namespace) -> int:
     if not cl.server_running():
         print("no Cockpit server is running")
         return 0
-    pid = _call("server.status")["pid"]
+    pid = _call("server.status", timeout=STATUS_TIMEOUT_S)["pid"]
     _call("server.stop")
     if not cl.wait_for_stop(pid, 60):
         raise CockpitError(f"the server (pid {pid}) did not stop within 60 s", code=1)

@@ -353,7 +353,8 @@ class MemoryEngine:
             path = self._paths[row[5]] = self.notes_dir / row[5]
         # positional: name, description, snippet, priority, score, path, rank_score, keyword
         return Hit(row[1], row[2], snippet(row[3], query) if with_snippet else "",
-                   bool(row[4]), max(0.0, c.cosine), path, c.fused, c.ident)
+                   bool(row[4]), max(0.0, c.cosine), path, c.fused, c.ident,
+                   status=row[6] if len(row) > 6 else "")
 
     def search(self, query: str, top_k: int = 5, query_vector: np.ndarray | None = None) -> list[Hit]:
         """Hybrid search → up to ``top_k`` :class:`Hit` s, best first. No relevance floor.
@@ -641,8 +642,13 @@ class MemoryEngine:
         row = self.store.note_by_name(name)
         if row is None:
             return None
-        n, d, b, p, t, path = row
-        return {"name": n, "description": d, "body": b, "priority": bool(p), "type": t, "path": path}
+        n, d, b, p, t, path, status, successor = row
+        out = {"name": n, "description": d, "body": b, "priority": bool(p), "type": t, "path": path}
+        if status:
+            out["status"] = status
+        if successor:
+            out["superseded_by"] = successor
+        return out
 
     def list_notes(self) -> list[dict]:
         """Every indexed note's ``{name, description, priority, path}``, ★ first, then by name."""

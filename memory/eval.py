@@ -191,7 +191,8 @@ def sweep(rows: list[dict], thresholds, max_lines: int = 6) -> list[dict]:
 
 
 def run_eval(engine, queries: list[dict], top_k: int | None = None, selector=None,
-             at: tuple[int, ...] = (5, 10, 30), with_sweep: bool = False) -> dict:
+             at: tuple[int, ...] = (5, 10, 30), with_sweep: bool = False,
+             line_threshold: float | None = None) -> dict:
     """Evaluate ``engine`` (already synced) on ``queries`` (from :func:`load_queries`).
 
     Returns ``{"files": {name: figures}, "all": figures, "baseline": figures, "queries": rows,
@@ -211,7 +212,7 @@ def run_eval(engine, queries: list[dict], top_k: int | None = None, selector=Non
     rows = []
     for q in queries:
         t0 = time.perf_counter()
-        pre = engine.build_preseed(q["query"], top_k, selector=selector)
+        pre = engine.build_preseed(q["query"], top_k, selector=selector, line_threshold=line_threshold)
         t1 = time.perf_counter()
         bnames = base.names(q["query"], lines)
         t2 = time.perf_counter()

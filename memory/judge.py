@@ -27,6 +27,7 @@ budget goes. Priority is not a signal here: priority notes are given by rule
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -52,7 +53,7 @@ def name_words(name: str) -> list[str]:
     return [w for w in content_terms(name.replace("-", " ").replace("_", " ").replace(".", " ")) if len(w) > 1]
 
 
-def features(cands: list[Any], rows: dict[int, tuple], terms: list[str], task_words: set[str]) -> np.ndarray:
+def features(cands: list[Any], rows: dict[int, tuple], terms: frozenset[str], task_words: set[str]) -> np.ndarray:
     """The feature matrix ``(len(cands), len(FEATURES))`` of ``cands`` (candidates in ranking
     order, :class:`memory.search.Candidate`), with ``rows`` (``note_rows``: id, name,
     description, body, …), ``terms`` (:func:`memory.text.query_terms` of the task) and
@@ -121,5 +122,23 @@ def read_judge(path: str | Path) -> Judge:
 
 @functools.cache
 def load_judge() -> Judge:
-    """The packaged judge (``memory/judge.json``), read once per process."""
-    return read_judge(JUDGE_FILE)
+    """The packaged judge (``memory/judge.json``), read once per process, with the line threshold
+    ``cockpit memory calibrate`` fitted on the user's own sessions when there is one (for the
+    same model; a broken or foreign calibration file is ignored)."""
+    judge = read_judge(JUDGE_FILE)
+    local = read_calibration()
+    if local is not None and local.get("model") == judge.model:
+        judge = dataclasses.replace(judge, line=float(local["line"]))
+    return judge
+
+
+def read_calibration() -> dict | None:
+    """The user's calibration (``{"line", "model", …}``), or None when absent or unusable."""
+    from .paths import calibration_path
+
+    try:
+        data = json.loads(calibration_path().read_text(encoding="utf-8"))
+        line = float(data["line"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return data if 0.0 < line < 1.0 else None

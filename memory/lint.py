@@ -168,7 +168,7 @@ def lifecycle_issues(store, priority_budget_tokens: int, line_cost) -> list[Lint
     lifecycles = store.lifecycles()
     notes = store.note_list()
     resolved = resolve_successors(lifecycles, notes)
-    for nid, name, path, _status, ref in lifecycles:
+    for nid, _name, path, _status, ref in lifecycles:
         if ref and nid not in resolved:
             issues.append(LintIssue("missing-successor", path,
                                     f"{path} is superseded by {ref!r}, which no note of this folder is; "

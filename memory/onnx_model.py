@@ -30,6 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
+# ONNX Runtime keeps a telemetry event store (device id, OS, CPU, the interpreter's path) in
+# ~/.cache/Microsoft/DeveloperTools/.onnxruntime/ unless this is set before it is imported
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
 BATCH_TEXTS = 8          # bulk batches: small ones, length-sorted (measured best on 2 cores: 8 > 16 > 32)
 BATCH_TOKENS = 4096      # … and at most this many (padded) tokens
 BUILD_LOCK_TIMEOUT_S = 120  # another process building the same graph
@@ -129,6 +133,8 @@ class OnnxEncoder:
     def __init__(self, model_dir: str | os.PathLike, model_id: str, threads: int = 2):
         import onnxruntime as ort
         from tokenizers import Tokenizer
+
+        ort.disable_telemetry_events()  # (the variable below is what stops the event store)
 
         src = Path(model_dir)
         path = ensure_onnx(src, model_id)

@@ -36,3 +36,14 @@ def default_index_path(notes_dir: str | os.PathLike, model_id: str | None = None
 
         root = platformdirs.user_cache_path("cockpit")
     return root / "index" / f"{key}{INDEX_GENERATION}.sqlite"
+
+
+def calibration_path() -> Path:
+    """Where ``cockpit memory calibrate`` keeps the line threshold it fitted on the user's own
+    sessions: ``$COCKPIT_DATA_DIR/calibration.json``, else the per-user config folder's."""
+    root = data_root()
+    if root is None:
+        import platformdirs
+
+        root = platformdirs.user_config_path("cockpit")
+    return root / "calibration.json"

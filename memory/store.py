@@ -303,10 +303,10 @@ class Store:
                 out[r[0]] = r
         return out
 
-    def note_by_name(self, name: str) -> tuple[str, str, str, int, str | None, str] | None:
-        """``(name, description, body, priority, type, path)`` of the note named exactly ``name``
-        (the first by path when two share it), or None."""
-        rows = self.query("SELECT name, description, body, priority, type, path FROM notes "
+    def note_by_name(self, name: str) -> tuple[str, str, str, int, str | None, str, str, str] | None:
+        """``(name, description, body, priority, type, path, status, superseded_by)`` of the note
+        named exactly ``name`` (the first by path when two share it), or None."""
+        rows = self.query("SELECT name, description, body, priority, type, path, status, superseded_by FROM notes "
                           "WHERE name = ? ORDER BY path LIMIT 1", (name,))
         return rows[0] if rows else None
 

@@ -174,6 +174,9 @@ class NotesEngine:
     def search(self, query, top_k=5):
         return []
 
+    def get(self, name):
+        return None
+
     def save(self, name, description, body, priority=False):
         self.saved.append((name, description, body, priority))
         path = self.folder / f"{name}.md"
@@ -390,14 +393,14 @@ def test_permission_rules_follow_the_mode_and_the_config():
 
     c = RuntimeConfig(allow=("Bash(pytest *)", "memory_save"), deny=("Bash(rm *)",))
     r = permission_rules(c, M.DEFAULT)
-    assert r == {"allow": ["mcp__cockpit__memory_search", "Bash(pytest *)", "mcp__cockpit__memory_save"],
+    assert r == {"allow": ["mcp__cockpit__memory_search", "mcp__cockpit__memory_get", "Bash(pytest *)", "mcp__cockpit__memory_save"],
                  "deny": ["Bash(rm *)"]}
     r = permission_rules(RuntimeConfig(), M.ACCEPT_EDITS)  # memory_save writes outside the tree: it asks
     assert "mcp__cockpit__memory_save" not in r["allow"] and r["deny"] == []
     assert "mcp__cockpit__memory_save" in permission_rules(RuntimeConfig(), M.BYPASS)["allow"]
     r = permission_rules(RuntimeConfig(), M.PLAN)
     assert r["deny"] == ["mcp__cockpit__memory_save"]
-    assert permission_rules(RuntimeConfig(), M.DEFAULT) == {"allow": ["mcp__cockpit__memory_search"], "deny": []}
+    assert permission_rules(RuntimeConfig(), M.DEFAULT) == {"allow": ["mcp__cockpit__memory_search", "mcp__cockpit__memory_get"], "deny": []}
 
 
 def test_claude_codes_own_sandbox_gets_cockpits_policy(tmp_path, monkeypatch):

@@ -191,3 +191,15 @@ def test_the_engine_indexes_and_searches_with_only_the_runtime_installed(tmp_pat
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert proc.stdout.split() == ["staging", "onnxruntime", "None", "False"], proc.stderr[-3000:]
     assert not (tmp_path / "models").exists()  # nothing built at run time
+
+
+def test_onnx_runtime_writes_no_telemetry_store(tmp_path):
+    """ONNX Runtime's own telemetry (a device id and events in ~/.cache/Microsoft/…) stays off."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME")}
+    env["HOME"] = str(home)
+    code = "from memory.embedder import Embedder; e = Embedder(); assert e.wait(60), e.error; e.encode(['hello'])"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not (home / ".cache" / "Microsoft").exists()

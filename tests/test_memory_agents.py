@@ -81,7 +81,12 @@ def test_hook_preseeds_the_first_prompt_only(notes):
     start = handle(_payload("s-2", event="SessionStart"), str(notes), None, 5)
     assert start["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert handle({**_payload("s-3", event="SessionStart"), "prompt": None}, str(notes), None, 5) is None
-    assert handle(_payload("s-4", prompt="bake a sourdough loaf"), str(notes), None, 5) is None
+    # an unrelated task: no line, only the small folder's whole index ("may be relevant")
+    unrelated = handle(_payload("s-4", prompt="bake a sourdough loaf"), str(notes), None, 5)["hookSpecificOutput"]
+    lines = unrelated["additionalContext"].splitlines()[2:-1]
+    assert lines[0].startswith("★ [staging-stack]")  # the priority note: given whatever the task
+    assert lines[1] == "May be relevant (read with memory_get before relying on it):"
+    assert all(line.startswith("- [") for line in lines[2:])
 
 
 def test_the_hook_gives_the_block_a_cockpit_session_gets(notes, tmp_path):

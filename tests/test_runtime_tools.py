@@ -208,10 +208,10 @@ def test_definitions_are_anthropic_client_tools_or_portable_schemas():
     tools = tool_definitions("anthropic")
     assert tools[0] == {"type": "bash_20250124", "name": "bash"}
     assert tools[1]["type"] == "text_editor_20250728" and tools[1]["name"] == EDIT
-    assert [t["name"] for t in tools[2:]] == ["memory_search", "memory_save"]
+    assert [t["name"] for t in tools[2:]] == ["memory_search", "memory_get", "memory_save"]
     assert tools[-1]["cache_control"] == {"type": "ephemeral"}
     portable = tool_definitions("portable")
-    assert [t["name"] for t in portable] == ["bash", EDIT, "memory_search", "memory_save"]
+    assert [t["name"] for t in portable] == ["bash", EDIT, "memory_search", "memory_get", "memory_save"]
     assert all("input_schema" in t and "type" not in t for t in portable)
     with pytest.raises(ValueError):
         tool_definitions("other")

@@ -100,6 +100,7 @@ _TOOL_ALIASES = {
     "bash": "Bash", "edit": "Edit", "multiedit": "Edit", "write": "Write", "read": "Read",
     "memory_save": "memory_save", "mcp__cockpit__memory_save": "memory_save",
     "memory_search": "memory_search", "mcp__cockpit__memory_search": "memory_search",
+    "memory_get": "memory_search", "mcp__cockpit__memory_get": "memory_search",
 }
 
 

@@ -51,6 +51,10 @@ class MemoryBackend(Protocol):
         """``memory.Hit``s: name, description, snippet, priority, score, path."""
         ...
 
+    def get(self, name: str) -> dict | None:
+        """The whole note named ``name`` (``name, description, body, priority, path``…), or None."""
+        ...
+
     def save(self, name: str, description: str, body: str, priority: bool = False) -> Path:
         """Raises FileExistsError / ValueError when refused."""
         ...

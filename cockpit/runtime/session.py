@@ -328,6 +328,7 @@ class Session(SessionBase):
             touched = touched or changed
             self.rec.record("tool_result", id=call["id"], name=call["name"], content=out.content, is_error=out.is_error)
             self.rec.emit(ToolResult(self.id, call["id"], call["name"], out.content, out.is_error))
+            self.note_tool_use(call["name"], raw, out.is_error)
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call["id"], "content": out.content}
             if out.is_error:
                 block["is_error"] = True

@@ -28,6 +28,7 @@ from cockpit.events import (
     ApprovalResolved,
     BudgetNotice,
     InjectedNote,
+    MemoryMiss,
     Preseeded,
     SelectorInfo,
     SessionDone,
@@ -143,6 +144,9 @@ class SessionBase:
         self.acct = Accounting(usage=Usage(), cost_usd=0.0 if price else None,
                                context_window=price.context_window if price else None)
         self.injected: tuple[InjectedNote, ...] = ()
+        self.preseed_index: tuple[str, ...] = ()  # the notes the block listed under "may be relevant"
+        self.left_out: tuple[str, ...] = ()  # "name: why" for close candidates that got no line
+        self.misses: list[str] = []  # notes read in full that the preseed did not give as a line
         self.preseed_text = ""
         self.preseed_tokens = 0
         self.preseed_error = ""
@@ -256,6 +260,8 @@ class SessionBase:
             top_k=self.top_k,
             interactive=self.interactive,
             injected=[n.__dict__ for n in self.injected],
+            left_out=list(self.left_out),
+            notes=str(getattr(self.engine, "notes_dir", "") or ""),
             preseed_text=self.preseed_text,
             preseed_tokens=self.preseed_tokens,
             preseed_error=self.preseed_error,
@@ -454,12 +460,58 @@ class SessionBase:
                 self.preseed_text = pre.text or ""
                 self.preseed_tokens = int(pre.tokens or 0)
                 self.injected = tuple(
-                    InjectedNote(h.name, float(h.score), bool(h.priority), h.description or "", str(h.path))
-                    for h in pre.hits
+                    InjectedNote(h.name, float(h.score), bool(h.priority), h.description or "", str(h.path), kind,
+                                 None if h.priority else getattr(h, "probability", None),
+                                 getattr(h, "status", "") or "", getattr(h, "superseded_by", "") or "")
+                    for kind, hits in (("line", pre.hits), ("index", getattr(pre, "index", ()) or ()))
+                    for h in hits
                 )
+                self.preseed_index = tuple(n.name for n in self.injected if n.kind == "index")
+                self.left_out = tuple(f"{name}: {why}" for name, why in getattr(pre, "left_out", ()) or ())
                 info = self._account_selector(getattr(pre, "selector", None))
         self.rec.emit(Preseeded(self.id, self.injected, self.preseed_tokens, self.preseed_text, self.preseed_error,
-                                info, memory=engine is not None))
+                                info, memory=engine is not None, left_out=self.left_out))
+
+    MISS_TOOLS = ("memory_get", "mcp__cockpit__memory_get")
+
+    def note_tool_use(self, tool: str, data: Any, is_error: bool) -> None:
+        """After a tool call: when it read a whole note (``memory_get``, or the note's file
+        opened with the editor or ``Read``) that the preseed did not give as a line, record a
+        miss (transcript ``memory_miss`` record with the task and notes folder, and a
+        :class:`MemoryMiss` event), once per note."""
+        if is_error or not isinstance(data, dict) or not self.preseed_enabled:
+            return
+        name = None
+        if tool in self.MISS_TOOLS and isinstance(data.get("name"), str):
+            name, via = data["name"], tool
+        else:
+            path = data.get("path") or data.get("file_path")
+            notes_dir = getattr(self.engine, "notes_dir", None)
+            if isinstance(path, str) and path.endswith(".md") and notes_dir is not None:
+                try:
+                    rel = Path(path).expanduser().resolve().relative_to(Path(notes_dir).resolve())
+                except (ValueError, OSError):
+                    return
+                name, via = self._note_name_of(rel.as_posix()), "file"
+        if not name:
+            return
+        given = {n.name.casefold() for n in self.injected if n.kind == "line"}
+        if name.casefold() in given or name.casefold() in {m.casefold() for m in self.misses}:
+            return
+        self.misses.append(name)
+        in_index = name.casefold() in {n.casefold() for n in self.preseed_index}
+        notes_dir = getattr(self.engine, "notes_dir", "")
+        self.rec.record("memory_miss", name=name, via=via, in_index=in_index, task=self.task, notes=str(notes_dir),
+                        given=[n.name for n in self.injected if n.kind == "line" and not n.priority])
+        self.rec.emit(MemoryMiss(self.id, name, via, in_index))
+
+    def _note_name_of(self, rel: str) -> str | None:
+        """The name of the note at ``rel`` (relative to the notes folder) as the index knows it."""
+        lister = getattr(self.engine, "list_notes", None)
+        for listed in (lister() if lister is not None else []):
+            if listed.get("path") == rel:
+                return str(listed["name"])
+        return Path(rel).stem
 
     def _account_selector(self, res: Any) -> SelectorInfo | None:
         """Add a selector call's usage to the session's totals (transcript ``usage`` record with

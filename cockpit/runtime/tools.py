@@ -49,6 +49,16 @@ MEMORY_TOOLS: list[dict] = [
         },
     },
     {
+        "name": "memory_get",
+        "description": ("The whole note with this name (description and body): read a note the notes block lists "
+                        "under 'May be relevant', or a memory_search result, before relying on it."),
+        "input_schema": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The note's name, e.g. staging-port."}},
+            "required": ["name"],
+        },
+    },
+    {
         "name": "memory_save",
         "description": "Save ONE durable fact as a new project note. Refused if a note of that name exists.",
         "input_schema": {
@@ -120,7 +130,7 @@ def tool_definitions(style: str = "anthropic", cache: bool = True) -> list[dict]
     return tools
 
 
-TOOL_NAMES = (bash_tool.TOOL_NAME, editor_tool.TOOL_NAME, "memory_search", "memory_save")
+TOOL_NAMES = (bash_tool.TOOL_NAME, editor_tool.TOOL_NAME, "memory_search", "memory_get", "memory_save")
 
 
 @dataclass(frozen=True)
@@ -224,6 +234,8 @@ class ToolRunner:
         if name == "memory_save":
             detail = f"name: {data['name']}\ndescription: {data['description']}\n\n{data['body']}"
             return PreparedCall(name, data, Action("memory_save", data["name"]), f"save note {data['name']}", detail)
+        if name == "memory_get":
+            return PreparedCall(name, data, Action("memory_search", data["name"]), f"read note {data['name']}")
         return PreparedCall(name, data, Action("memory_search", data["query"]), f"search notes: {data['query']}")
 
     # -- step 2 ---------------------------------------------------------------------------
@@ -248,6 +260,8 @@ class ToolRunner:
                 return ToolOutcome(plan.message)
             if call.name == "memory_search":
                 return await self._memory_search(call.data)
+            if call.name == "memory_get":
+                return await memory_get(self.engine, call.data)
             return await self._memory_save(call.data)
         except (ToolInputError, PathRefused, EditorError) as exc:
             return ToolOutcome(str(exc), True)
@@ -306,6 +320,20 @@ async def memory_search(engine: MemoryBackend | None, d: dict, default_top_k: in
     top_k = max(1, min(20, d.get("top_k") or default_top_k or 5))
     hits = await asyncio.to_thread(engine.search, d["query"], top_k)
     return ToolOutcome(format_hits(hits))
+
+
+async def memory_get(engine: MemoryBackend | None, d: dict) -> ToolOutcome:
+    """The ``memory_get`` tool: one whole note by name (a tool error naming memory_search when
+    there is none)."""
+    if engine is None:
+        return ToolOutcome("memory_get unavailable: no notes folder configured", True)
+    note = await asyncio.to_thread(engine.get, d["name"])
+    if not note:
+        return ToolOutcome(f"no note named {d['name']!r} (memory_search finds names)", True)
+    star = "★ " if note.get("priority") else ""
+    status = f" [{note['status']}]" if note.get("status") else ""
+    head = f"{star}{note['name']}{status}: {note.get('description', '')}"
+    return ToolOutcome(f"{head}\n\n{note.get('body', '')}".rstrip())
 
 
 async def memory_save(engine: MemoryBackend | None, d: dict) -> ToolOutcome:

@@ -61,6 +61,8 @@ class SessionView:
     status: SessionStatus = SessionStatus.STARTING
     detail: str = ""
     notes: tuple[InjectedNote, ...] = ()
+    left_out: tuple[str, ...] = ()  # "name: why" for candidates that came close but got no line
+    misses: tuple[str, ...] = ()  # notes the session read in full that were not given as a line
     preseeded: bool = False
     preseed_tokens: int = 0
     preseed_text: str = ""
@@ -148,8 +150,11 @@ class SessionView:
         elif isinstance(event, ev.UserMessage):
             self.blocks.append(Block("user", text=event.text))
             self.context_level = "" if self.context_level == "full" else self.context_level
+        elif isinstance(event, ev.MemoryMiss):
+            self.misses += (event.name,)
         elif isinstance(event, ev.Preseeded):
             self.notes = event.notes
+            self.left_out = event.left_out
             self.preseed_tokens = event.tokens
             self.preseed_text = event.text
             self.preseed_error = event.error
@@ -258,8 +263,10 @@ class SessionView:
         if header and not self.preseeded:  # a resumed session: the notes its first message had
             self.notes = tuple(
                 InjectedNote(str(n.get("name", "")), float(n.get("score") or 0), bool(n.get("priority")),
-                             str(n.get("description", "")), str(n.get("path", "")))
+                             str(n.get("description", "")), str(n.get("path", "")), str(n.get("kind") or "line"),
+                             n.get("probability"), str(n.get("status") or ""), str(n.get("superseded_by") or ""))
                 for n in header.get("injected") or [] if isinstance(n, dict))
+            self.left_out = tuple(str(x) for x in header.get("left_out") or [])
             self.preseed_tokens = int(header.get("preseed_tokens") or 0)
             self.preseed_text = str(header.get("preseed_text") or "")
             self.preseed_enabled = bool(header.get("preseed_enabled", True))

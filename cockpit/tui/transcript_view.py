@@ -66,15 +66,22 @@ def render_transcript(records: list[dict]) -> str:
             out.append(_rule(f"notes injected ({len(injected)})"))
             for note in injected:
                 star = "★" if note.get("priority") else " "
+                kind = "" if note.get("kind", "line") == "line" else "(index) "
+                succ = f" (superseded by {note['superseded_by']})" if note.get("superseded_by") else ""
                 out.append(
-                    f"{star} {note.get('name', '')}  {fmt.score(note.get('score', 0))}  "
-                    f"{note.get('description', '')}"
+                    f"{star} {kind}{note.get('name', '')}  {fmt.score(note.get('score', 0))}  "
+                    f"{note.get('description', '')}{succ}"
                 )
+            for why in rec.get("left_out") or []:
+                out.append(f"  ✗ not a line: {why}")
             if not rec.get("preseed_enabled", True):
                 out.append("(preseed off)")
             tokens = rec.get("preseed_tokens", 0)
             out.append(_rule(f"injected block, exactly as sent (~{tokens} tokens)"))
             out.append(rec.get("preseed_text") or "(empty: nothing qualified)")
+        elif kind == "memory_miss":
+            where = "listed in the index" if rec.get("in_index") else "not in the block"
+            out.append(f"memory miss: {rec.get('name', '')} read via {rec.get('via', '')} ({where})")
         elif kind == "message":
             content = rec.get("content")
             blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content)}]

@@ -21,6 +21,7 @@ from cockpit.runtime.tools import (
     ToolInputError,
     ToolOutcome,
     check_memory_input,
+    memory_get,
     memory_save,
     memory_search,
 )
@@ -28,6 +29,7 @@ from cockpit.runtime.tools import (
 SERVER_NAME = "cockpit"
 SEARCH_TOOL = f"mcp__{SERVER_NAME}__memory_search"
 SAVE_TOOL = f"mcp__{SERVER_NAME}__memory_save"
+GET_TOOL = f"mcp__{SERVER_NAME}__memory_get"
 
 
 def _result(out: ToolOutcome) -> dict[str, Any]:
@@ -36,7 +38,7 @@ def _result(out: ToolOutcome) -> dict[str, Any]:
 
 def memory_server(engine: MemoryBackend | None, default_top_k: int | None = 5) -> Any:
     """The ``McpSdkServerConfig`` to put in ``ClaudeAgentOptions.mcp_servers[SERVER_NAME]``."""
-    search_def, save_def = MEMORY_TOOLS
+    search_def, get_def, save_def = MEMORY_TOOLS
 
     @tool(search_def["name"], search_def["description"], search_def["input_schema"],
           annotations=ToolAnnotations(read_only_hint=True))
@@ -47,6 +49,15 @@ def memory_server(engine: MemoryBackend | None, default_top_k: int | None = 5) -
             return _result(ToolOutcome(str(exc), True))
         return _result(await memory_search(engine, data, default_top_k))
 
+    @tool(get_def["name"], get_def["description"], get_def["input_schema"],
+          annotations=ToolAnnotations(read_only_hint=True))
+    async def _get(args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            data = check_memory_input("memory_get", args)
+        except ToolInputError as exc:
+            return _result(ToolOutcome(str(exc), True))
+        return _result(await memory_get(engine, data))
+
     @tool(save_def["name"], save_def["description"], save_def["input_schema"],
           annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
     async def _save(args: dict[str, Any]) -> dict[str, Any]:
@@ -56,4 +67,4 @@ def memory_server(engine: MemoryBackend | None, default_top_k: int | None = 5) -
             return _result(ToolOutcome(str(exc), True))
         return _result(await memory_save(engine, data))
 
-    return create_sdk_mcp_server(SERVER_NAME, version=__version__, tools=[_search, _save])
+    return create_sdk_mcp_server(SERVER_NAME, version=__version__, tools=[_search, _get, _save])

@@ -52,7 +52,7 @@ from cockpit.runtime import prompts
 from cockpit.runtime.permissions import PermissionMode
 
 from .approvals import claude_rule
-from .memory_server import SAVE_TOOL, SEARCH_TOOL, SERVER_NAME
+from .memory_server import GET_TOOL, SAVE_TOOL, SEARCH_TOOL, SERVER_NAME
 
 if TYPE_CHECKING:  # pragma: no cover
     from cockpit.runtime.config import RuntimeConfig
@@ -85,7 +85,7 @@ def permission_rules(cfg: RuntimeConfig, mode: PermissionMode) -> dict[str, list
     """Claude Code ``permissions`` for a session: the config's rules, ``memory_search`` always
     allowed, ``memory_save`` allowed in ``bypassPermissions`` and denied in ``plan``; elsewhere it asks
     (it writes outside the worktree, into every later session's first message)."""
-    allow = [SEARCH_TOOL] + [claude_rule(r) for r in cfg.allow]
+    allow = [SEARCH_TOOL, GET_TOOL] + [claude_rule(r) for r in cfg.allow]
     deny = [claude_rule(r) for r in cfg.deny]
     if mode is PermissionMode.BYPASS:  # memory_save writes outside the tree: it asks in acceptEdits/auto
         allow.append(SAVE_TOOL)

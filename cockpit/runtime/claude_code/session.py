@@ -135,6 +135,7 @@ class ClaudeCodeSession(SessionBase):
         self._cc_cost_seen = float(h.get("claude_total_cost_usd") or 0.0)  # Claude Code's cumulative figure
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
         self._names: dict[str, str] = {}
+        self._inputs: dict[str, Any] = {}  # tool_use id → its input (a note read in full is a miss)
         self._assistant: tuple[str | None, list[dict]] | None = None
         self._turn_live = Usage()  # finished responses of the running turn (live figures)
         self._resp_start = Usage()
@@ -339,6 +340,7 @@ class ClaudeCodeSession(SessionBase):
                 self._turn_text = b["text"]
             elif b["type"] == "tool_use":
                 self._names[b["id"]] = b["name"]
+                self._inputs[b["id"]] = b["input"]
                 self.rec.record("tool_call", id=b["id"], name=b["name"], input=b["input"])
                 self.rec.emit(ToolCall(self.id, b["id"], b["name"], b["input"]))
         if msg.error:
@@ -364,6 +366,7 @@ class ClaudeCodeSession(SessionBase):
                 err = bool(b.get("is_error"))
                 self.rec.record("tool_result", id=b["tool_use_id"], name=name, content=b["content"], is_error=err)
                 self.rec.emit(ToolResult(self.id, b["tool_use_id"], name, b["content"], err))
+                self.note_tool_use(name, self._inputs.pop(b["tool_use_id"], None), err)
         if blocks:
             self._add_message("user", blocks)
 

@@ -113,8 +113,10 @@ class MemoryScreen(Screen):
         items = []
         for hit in hits:
             star = "[$accent]★[/]" if hit.priority else " "
+            status = getattr(hit, "status", "") or ""
+            mark = f" [$warning]({status})[/]" if status in ("superseded", "deprecated", "rejected", "proposed") else ""
             items.append(ListItem(Label(Content.from_markup(
-                f"{star} [b]$name[/b] [dim]$score[/]  $desc",
+                f"{star} [b]$name[/b]{mark} [dim]$score[/]  $desc",
                 name=fmt.short(hit.name, 80), score=fmt.score(hit.score), desc=fmt.short(hit.description, 70),
             ))))
         if not items:

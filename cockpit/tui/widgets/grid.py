@@ -30,7 +30,7 @@ EMPTY_HINT = (
 )
 NO_KEY_HINT = ("\n\n[b $warning]ANTHROPIC_API_KEY is not set:[/] sessions will stop with an auth error."
                "\n[dim]Set it, or try a local Messages API server: ANTHROPIC_API_KEY=x cockpit --base-url URL"
-               "\n(the README's \"Without an API key\" has one).[/]")
+               "\n(docs/GUIDE.md, \"Without an API key\", has one).[/]")
 
 
 def page_capacity(width: int = 200, height: int = 50) -> tuple[int, int]:

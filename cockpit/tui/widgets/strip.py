@@ -28,11 +28,27 @@ def strip_markup(view: SessionView, width: int = 22) -> str:
         lines.append("[dim](no notes folder)[/]")
     elif not view.notes:
         lines.append("[dim](none qualified)[/]")
+    elif not [n for n in view.notes if n.kind == "line"]:
+        lines.append("[dim](no line qualified)[/]")
     name_w = max(width - 6, 6)
     for note in view.notes:
+        if note.kind != "line":
+            continue
         star = "[$accent]★[/]" if note.priority else " "
         name = escape(fmt.short(note.name, name_w - 1))
-        lines.append(f"{star}{name:<{name_w - 1}} [dim]{fmt.score(note.score)}[/]")
+        p = "rule" if note.priority else fmt.score(note.probability if note.probability is not None else note.score)
+        lines.append(f"{star}{name:<{name_w - 1}} [dim]{p}[/]")
+    index = [n for n in view.notes if n.kind == "index"]
+    if index:
+        lines.append(f"[dim]index: {len(index)} listed[/]")
+        for note in index:
+            if note.superseded_by or note.status in ("superseded", "deprecated"):
+                succ = f"→{note.superseded_by}" if note.superseded_by else note.status
+                lines.append(f"[dim] {escape(fmt.short(note.name + ' ' + succ, width - 1))}[/]")
+    for why in view.left_out[:2]:  # the closest candidates that got no line, and why
+        lines.append(f"[dim]✗ {escape(fmt.short(why, width - 2))}[/]")
+    if view.misses:
+        lines.append(f"[$warning]misses {len(view.misses)}[/] [dim]{escape(fmt.short(view.misses[-1], width - 10))}[/]")
     lines += ["", "[b]changes[/b]", changes_markup(view)]
     u = view.usage
     lines += [

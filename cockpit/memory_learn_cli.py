@@ -1,0 +1,198 @@
+"""``cockpit memory misses`` and ``cockpit memory calibrate``: what the preseed missed in real
+sessions (from their transcripts), and a line threshold refitted on it.
+
+A *miss* is a transcript ``memory_miss`` record: the session read a note in full (``memory_get``,
+the MCP tool, or the note's file) that its preseed did not give as a line. A *given-but-unused*
+line is a judged (non-priority) line whose note name the session never wrote in a message or a
+tool call. ``calibrate`` turns both into labelled examples for the notes folder, refits the
+judge's line threshold on them (:mod:`memory.calibrate`), shows the figures before and after —
+on those examples and, with ``--dev``, on labelled query files — and keeps the refit only when
+none of them gets worse (``calibration.json`` beside the config; ``--dry-run`` only shows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cockpit.errors import CockpitError
+
+
+def add_parsers(msub: argparse._SubParsersAction, common) -> None:
+    sp = msub.add_parser("misses", help="notes sessions read in full that their preseed did not give")
+    sp.add_argument("--notes", metavar="DIR", default=None, help="only sessions on this notes folder")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_misses)
+    sp = common(msub.add_parser("calibrate", help="refit the line threshold on your sessions' misses; "
+                                                   "kept only if no figure gets worse"))
+    sp.add_argument("--dev", metavar="QUERIES", action="append", default=[],
+                    help="labelled queries file (cockpit memory eval's format) the refit must not make worse; "
+                         "repeatable")
+    sp.add_argument("--dev-notes", metavar="DIR", default=None, help="notes folder of the --dev files")
+    sp.add_argument("--dry-run", action="store_true", help="show the refit, do not keep it")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_calibrate)
+
+
+def _sessions() -> list[tuple[Path, list[dict]]]:
+    from cockpit.runtime.config import sessions_dir
+    from cockpit.runtime.transcript import read_transcript
+
+    out = []
+    folder = sessions_dir()
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        try:
+            out.append((path, read_transcript(path, [])))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _same_folder(a: str, b: Path | None) -> bool:
+    if b is None:
+        return True
+    try:
+        return Path(a).expanduser().resolve() == b.expanduser().resolve()
+    except OSError:
+        return False
+
+
+def collect_misses(notes: Path | None) -> list[dict]:
+    rows = []
+    for path, recs in _sessions():
+        head = recs[0]
+        for r in recs:
+            if r.get("type") == "memory_miss" and _same_folder(str(r.get("notes", "")), notes):
+                rows.append({"session": head.get("session_id", path.stem), "time": r.get("ts", ""),
+                             "note": r.get("name", ""), "via": r.get("via", ""), "in_index": bool(r.get("in_index")),
+                             "task": r.get("task", head.get("task", "")), "notes": r.get("notes", ""),
+                             "transcript": str(path)})
+    return rows
+
+
+def cmd_misses(args) -> int:
+    notes = Path(args.notes) if args.notes else None
+    rows = collect_misses(notes)
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("no misses recorded: every note the sessions read in full had been given as a line")
+        return 0
+    for r in rows:
+        where = "listed in the index" if r["in_index"] else "not in the block"
+        task = r["task"] if len(r["task"]) <= 70 else r["task"][:69] + "…"
+        print(f"{r['session']}  {r['note']}  via {r['via']} ({where})  task: {task}")
+    notes_count = len({r['note'] for r in rows})
+    print(f"{len(rows)} miss(es) of {notes_count} note(s) in {len({r['session'] for r in rows})} session(s)")
+    return 0
+
+
+def collect_examples(notes: Path) -> list:
+    """Misses (positive) and given-but-unused judged lines (negative) of the sessions on ``notes``."""
+    from memory.calibrate import Example
+
+    out: list[Example] = []
+    for path, recs in _sessions():
+        head = recs[0]
+        if not head.get("notes") or not _same_folder(head["notes"], notes) or not head.get("task"):
+            continue
+        sid = head.get("session_id", path.stem)
+        for r in recs:
+            if r.get("type") == "memory_miss":
+                out.append(Example(head["task"], r.get("name", ""), True, sid))
+        said = json.dumps([r for r in recs[1:] if r.get("type") in ("message", "tool_call")]).casefold()
+        for n in head.get("injected", []):
+            line = n.get("kind", "line") == "line"
+            if line and not n.get("priority") and n.get("name") and n["name"].casefold() not in said:
+                out.append(Example(head["task"], n["name"], False, sid))
+    return out
+
+
+def cmd_calibrate(args) -> int:
+    from cockpit.memory_cli import _engine, _sync
+    from memory.calibrate import fit_line, probabilities
+    from memory.judge import load_judge, read_calibration
+    from memory.paths import calibration_path
+
+    engine = _engine(args)
+    _sync(engine)
+    examples = collect_examples(engine.notes_dir)
+    if not examples:
+        raise CockpitError(f"no sessions on {engine.notes_dir} with misses or given lines to learn from yet "
+                           "(cockpit memory misses lists what is recorded)", code=1)
+    judge = load_judge()
+    probs = probabilities(engine, examples)
+    line, report = fit_line(examples, probs, judge.line)
+    report["dev"] = _dev_check(args, judge.line, line) if args.dev else None
+    worse = []
+    b, a = report["before"], report["after"]
+    if a["misses_given"] - a["unused_given"] < b["misses_given"] - b["unused_given"]:
+        worse.append("your sessions")
+    for name, fig in (report["dev"] or {}).items():
+        if fig["after"]["line_recall"] < fig["before"]["line_recall"] - 0.005 or \
+                fig["after"]["false_inject_lines"] > fig["before"]["false_inject_lines"] + 0.005:
+            worse.append(name)
+    keep = not worse and line != judge.line and not args.dry_run
+    report["kept"] = keep
+    report["refused"] = worse
+    if keep:
+        path = calibration_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        prev = read_calibration() or {}
+        path.write_text(json.dumps({"line": line, "model": judge.model, "examples": len(examples),
+                                    "previous": prev.get("line", judge.line)}, indent=1) + "\n", encoding="utf-8")
+        report["written"] = str(path)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    _print(report)
+    return 0
+
+
+def _dev_check(args, before: float, after: float) -> dict[str, Any]:
+    from cockpit.memory_cli import _sync
+    from memory import MemoryEngine
+    from memory.eval import EvalError, load_queries, run_eval
+
+    if not args.dev_notes:
+        raise CockpitError("--dev needs --dev-notes DIR (the notes folder its queries are about)")
+    try:
+        queries = [q for path in args.dev for q in load_queries(path)]
+    except EvalError as exc:
+        raise CockpitError(str(exc)) from None
+    engine = MemoryEngine(Path(args.dev_notes).expanduser())
+    _sync(engine)
+    out: dict[str, Any] = {}
+    figs = {t: run_eval(engine, queries, line_threshold=t) for t in (before, after)}
+    for name in figs[before]["files"]:
+        out[name] = {when: {k: figs[t]["files"][name][k] for k in ("line_recall", "any_recall", "extra_lines",
+                                                                   "false_inject_lines")}
+                     for when, t in (("before", before), ("after", after))}
+    return out
+
+
+def _print(rep: dict) -> None:
+    b, a = rep["before"], rep["after"]
+    print(f"{rep['examples']} examples from your sessions: {rep['positives']} misses, "
+          f"{rep['negatives']} given-but-unused lines")
+    print(f"line threshold {b['line']:.2f} → {a['line']:.2f}")
+    print(f"  misses that would have been lines: {b['misses_given']} → {a['misses_given']}")
+    print(f"  unused lines still given:          {b['unused_given']} → {a['unused_given']}")
+    for name, fig in (rep.get("dev") or {}).items():
+        f0, f1 = fig["before"], fig["after"]
+        print(f"  {name}: line recall {f0['line_recall']:.3f} → {f1['line_recall']:.3f}, "
+              f"extra lines {f0['extra_lines']:.2f} → {f1['extra_lines']:.2f}, "
+              f"false-inject (lines) {f0['false_inject_lines']:.3f} → {f1['false_inject_lines']:.3f}")
+    if rep["refused"]:
+        print(f"refused: the refit is worse on {', '.join(rep['refused'])}; the threshold stays {b['line']:.2f}")
+    elif rep.get("written"):
+        print(f"kept: {rep['written']}")
+    elif a["line"] == b["line"]:
+        print("the threshold already fits your sessions: nothing to change")
+    else:
+        print("dry run: nothing written")
+    sys.stdout.flush()
