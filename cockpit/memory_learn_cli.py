@@ -7,7 +7,8 @@ line is a judged (non-priority) line whose note name the session never wrote in 
 tool call. ``calibrate`` turns both into labelled examples for the notes folder, refits the
 judge's line threshold on them (:mod:`memory.calibrate`), shows the figures before and after —
 on those examples and, with ``--dev``, on labelled query files — and keeps the refit only when
-none of them gets worse (``calibration.json`` beside the config; ``--dry-run`` only shows).
+none of them gets worse (line recall down, false-inject up, or more than a quarter of a wrong
+line more per query) (``calibration.json`` beside the config; ``--dry-run`` only shows).
 """
 
 from __future__ import annotations
@@ -133,8 +134,10 @@ def cmd_calibrate(args) -> int:
     if a["misses_given"] - a["unused_given"] < b["misses_given"] - b["unused_given"]:
         worse.append("your sessions")
     for name, fig in (report["dev"] or {}).items():
-        if fig["after"]["line_recall"] < fig["before"]["line_recall"] - 0.005 or \
-                fig["after"]["false_inject_lines"] > fig["before"]["false_inject_lines"] + 0.005:
+        f0, f1 = fig["before"], fig["after"]
+        if (f1["line_recall"] < f0["line_recall"] - 0.005
+                or f1["false_inject_lines"] > f0["false_inject_lines"] + 0.005
+                or f1["extra_lines"] > f0["extra_lines"] + 0.25):
             worse.append(name)
     keep = not worse and line != judge.line and not args.dry_run
     report["kept"] = keep

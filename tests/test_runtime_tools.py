@@ -30,6 +30,12 @@ class FakeEngine:
         from types import SimpleNamespace as NS
         return [NS(name="n1", description="d1", snippet="s1", priority=True, score=0.9, path=Path("n1.md"))]
 
+    def get(self, name):
+        if name != "n1":
+            return None
+        return {"name": "n1", "description": "d1", "body": "The whole body.", "priority": True, "path": "n1.md",
+                "status": "superseded"}
+
     def save(self, name, description, body, priority=False):
         if name == "dup":
             raise FileExistsError("note 'dup' exists")
@@ -441,3 +447,12 @@ async def test_a_program_planted_in_the_current_folder_never_runs_by_its_name(tm
 def test_round_three_credentials_never_reach_a_session():
     env = session_env({"NPM_CONFIG__AUTH": "x", "KUBECONFIG_DATA": "y", "PATH": "/usr/bin", "GIT_AUTHOR_NAME": "n"})
     assert "NPM_CONFIG__AUTH" not in env and "KUBECONFIG_DATA" not in env and env["GIT_AUTHOR_NAME"] == "n"
+
+
+async def test_memory_get_gives_the_whole_note_or_says_how_to_find_names(runner):
+    out = await runner.run("memory_get", {"name": "n1"})
+    assert not out.is_error and out.content == "★ n1 [superseded]: d1\n\nThe whole body."
+    missing = await runner.run("memory_get", {"name": "nope"})
+    assert missing.is_error and "memory_search finds names" in missing.content
+    bad = await runner.run("memory_get", {})
+    assert bad.is_error and "missing required field" in bad.content

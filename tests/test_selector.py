@@ -172,7 +172,7 @@ async def test_selector_usage_lands_in_the_session_totals(api, engine, tmp_path)
     sub.close()
     events = [e async for e in sub if e.session_id == s.id]
     pre = next(e for e in events if isinstance(e, Preseeded))
-    assert [n.name for n in pre.notes] == ["staging-stack"] and "[staging-stack]" in pre.text
+    assert [n.name for n in pre.notes if n.kind == "line"] == ["staging-stack"] and "[staging-stack]" in pre.text
     sel = pre.selector
     assert sel.model == "sel-model" and sel.chosen == 1 and sel.error is None and sel.usage.total > 0
     assert sel.cost_usd == pytest.approx(price.cost(sel.usage))
@@ -185,7 +185,7 @@ async def test_selector_usage_lands_in_the_session_totals(api, engine, tmp_path)
     recs = read_transcript(s.transcript_path)
     usage_recs = [r for r in recs if r["type"] == "usage"]
     assert usage_recs[0]["source"] == "selector" and usage_recs[0]["model"] == "sel-model"
-    assert recs[0]["type"] == "header" and [n["name"] for n in recs[0]["injected"]] == ["staging-stack"]
+    assert recs[0]["type"] == "header" and [n["name"] for n in recs[0]["injected"] if n["kind"] == "line"] == ["staging-stack"]
     # the session's own request carried the block the selector chose
     first = next(b["text"] for b in api.message_requests[1]["messages"][0]["content"] if "<project-notes>" in b["text"])
     assert "★ [staging-stack]" in first and "\n[deploy-command]" not in first  # a line: only the chosen one
@@ -207,5 +207,5 @@ async def test_session_selector_failure_falls_back_and_still_counts(api, engine,
     assert pre.selector.chosen is None and "malformed" in pre.selector.error
     assert pre.selector.usage.total > 0 and s.usage.total > pre.selector.usage.total  # billed anyway
     embedded = engine.build_preseed(TASK)
-    assert [n.name for n in pre.notes] == [h.name for h in embedded.hits]
+    assert [n.name for n in pre.notes if n.kind == "line"] == [h.name for h in embedded.hits]
     await mgr.aclose()

@@ -201,6 +201,11 @@ class FakeEngine:
         self.queries.append(query)
         return [h for h in self.hits if any(w in h.name or w in h.description for w in query.lower().split())][:top_k]
 
+    def get(self, name):
+        hit = next((h for h in self.hits if h.name == name), None)
+        return None if hit is None else {"name": hit.name, "description": hit.description, "body": "",
+                                         "priority": hit.priority, "path": str(hit.path)}
+
     def build_preseed(self, query, top_k=5):
         while not self.ready:  # like the real engine: waits for the model
             time.sleep(0.01)

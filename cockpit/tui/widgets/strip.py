@@ -36,7 +36,7 @@ def strip_markup(view: SessionView, width: int = 22) -> str:
             continue
         star = "[$accent]★[/]" if note.priority else " "
         name = escape(fmt.short(note.name, name_w - 1))
-        p = "rule" if note.priority else fmt.score(note.probability if note.probability is not None else note.score)
+        p = fmt.score(note.probability if note.probability is not None else note.score)
         lines.append(f"{star}{name:<{name_w - 1}} [dim]{p}[/]")
     index = [n for n in view.notes if n.kind == "index"]
     if index:
