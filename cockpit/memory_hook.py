@@ -22,6 +22,12 @@ Sessions already preseeded are remembered in ``<data>/hooks/seen.json`` (the las
 a session Cockpit itself runs with the claude-code backend (``COCKPIT_SESSION_ID`` set in Claude
 Code's environment) the hook stays silent: that session got the block in its first prompt.
 
+Misses: for a session it preseeded, the hook keeps the block's lines in
+``<data>/hooks/given/<session>.json``; installed also as a ``PostToolUse`` hook (matcher
+:data:`MISS_MATCHER`), it sees the session read a note in full — ``mcp__cockpit__memory_get``, or
+``Read`` of a file in the notes folder — and, when that note was not a line, appends a miss to
+``<data>/hooks/misses.jsonl`` (what ``cockpit memory misses`` lists beside the transcripts' own).
+
 ``--install [--project|--user]`` adds the hook to ``<cwd>/.claude/settings.json`` (default) or
 ``~/.claude/settings.json`` (``$CLAUDE_CONFIG_DIR`` respected) after showing the change and asking;
 ``--uninstall`` removes exactly that entry (restoring the file byte for byte when nothing else
@@ -38,6 +44,7 @@ from typing import Any
 
 MARK = "-m cockpit memory hook"
 SEEN_MAX = 1000
+MISS_MATCHER = "mcp__cockpit__memory_get|Read"
 BUDGET_S = 1.2  # the whole hook, server round trip included (Claude Code waits for it)
 WATCHDOG_S = 1.6  # past this the process ends silently, whatever it was waiting for
 
@@ -196,11 +203,67 @@ def block_for(prompt: str, notes: Path, index: str | None, top_k: int | None,
         return engine.build_preseed(query, top_k).text
 
 
+def _given_path(session: str) -> Path:
+    import hashlib
+
+    return _data_root() / "hooks" / "given" / f"{hashlib.sha1(session.encode()).hexdigest()[:16]}.json"
+
+
+def _remember_given(session: str, text: str, prompt: str, notes: Path) -> None:
+    """The block's lines and index entries, for the session's later PostToolUse calls."""
+    import re
+
+    lines = re.findall(r"^(?:★ )?\[([^\]]+)\]", text, re.MULTILINE)
+    index = re.findall(r"^- \[([^\]]+)\]", text, re.MULTILINE)
+    path = _given_path(session)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"session": session, "lines": lines, "index": index, "task": prompt,
+                                "notes": str(notes.resolve())}), encoding="utf-8")
+
+
+def record_miss(payload: dict) -> None:
+    """A ``PostToolUse`` input: the session read a note in full; a miss when it was not a line."""
+    import time
+
+    session = str(payload.get("session_id") or "")
+    tool = str(payload.get("tool_name") or "")
+    raw = payload.get("tool_input")
+    data: dict = raw if isinstance(raw, dict) else {}
+    try:
+        given = json.loads(_given_path(session).read_text(encoding="utf-8")) if session else None
+    except (OSError, ValueError):
+        return
+    if not isinstance(given, dict):
+        return
+    name = data.get("name") if tool.endswith("memory_get") else None
+    if tool == "Read" and isinstance(data.get("file_path"), str):
+        path = Path(data["file_path"]).expanduser()
+        try:
+            rel = path.resolve().relative_to(Path(given["notes"]))
+        except (ValueError, OSError, KeyError):
+            return
+        name = rel.stem if rel.suffix == ".md" else None
+    if not isinstance(name, str) or not name or name.casefold() in {n.casefold() for n in given.get("lines", [])}:
+        return
+    out = _data_root() / "hooks" / "misses.jsonl"
+    if out.exists() and any(json.loads(line).get("session") == session and json.loads(line).get("name") == name
+                            for line in out.read_text(encoding="utf-8").splitlines() if line.strip()):
+        return  # once per note and session
+    record = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S"), "session": session, "name": name, "via": tool,
+              "in_index": name.casefold() in {n.casefold() for n in given.get("index", [])},
+              "task": given.get("task", ""), "notes": given.get("notes", ""), "agent": "claude-code (hook)"}
+    with open(out, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
 def handle(payload: Any, notes_arg: str | None, index: str | None, top_k: int | None) -> dict | None:
     """The hook output for one input (None: print nothing)."""
     if not isinstance(payload, dict):
         return None
     if os.environ.get("COCKPIT_SESSION_ID"):  # a Cockpit claude-code session: already preseeded
+        return None
+    if payload.get("hook_event_name") == "PostToolUse":
+        record_miss(payload)
         return None
     event = payload.get("hook_event_name")
     prompt = payload.get("prompt")
@@ -219,6 +282,11 @@ def handle(payload: Any, notes_arg: str | None, index: str | None, top_k: int | 
         return None
     if not text:
         return None
+    if session:
+        try:
+            _remember_given(session, text, prompt, notes)
+        except OSError:
+            pass
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
@@ -279,25 +347,26 @@ def _is_ours(hook: Any) -> bool:
 def with_hook(settings: dict, command: str) -> dict:
     hooks = settings.setdefault("hooks", {})
     groups = hooks.setdefault("UserPromptSubmit", [])
-    for group in groups:
-        if any(_is_ours(h) for h in group.get("hooks", [])):
-            return settings
-    groups.append({"hooks": [{"type": "command", "command": command, "timeout": 60}]})
+    if not any(_is_ours(h) for group in groups for h in group.get("hooks", [])):
+        groups.append({"hooks": [{"type": "command", "command": command, "timeout": 60}]})
+    post = hooks.setdefault("PostToolUse", [])  # misses: a note read in full that was not a line
+    if not any(_is_ours(h) for group in post if isinstance(group, dict) for h in group.get("hooks", [])):
+        post.append({"matcher": MISS_MATCHER, "hooks": [{"type": "command", "command": command, "timeout": 10}]})
     return settings
 
 
 def without_hook(settings: dict) -> dict:
     hooks = settings.get("hooks", {})
-    groups = hooks.get("UserPromptSubmit", [])
-    kept = []
-    for group in groups:
-        rest = [h for h in group.get("hooks", []) if not _is_ours(h)]
-        if rest:
-            kept.append({**group, "hooks": rest})
-    if kept:
-        hooks["UserPromptSubmit"] = kept
-    else:
-        hooks.pop("UserPromptSubmit", None)
+    for event in ("UserPromptSubmit", "PostToolUse"):
+        kept = []
+        for group in hooks.get(event, []):
+            rest = [h for h in group.get("hooks", []) if not _is_ours(h)] if isinstance(group, dict) else [group]
+            if rest:
+                kept.append({**group, "hooks": rest} if isinstance(group, dict) else group)
+        if kept:
+            hooks[event] = kept
+        else:
+            hooks.pop(event, None)
     if not hooks:
         settings.pop("hooks", None)
     return settings

@@ -61,8 +61,26 @@ def _same_folder(a: str, b: Path | None) -> bool:
         return False
 
 
-def collect_misses(notes: Path | None) -> list[dict]:
+def _hook_misses(notes: Path | None) -> list[dict]:
+    """Misses the Claude Code hook recorded (``<data>/hooks/misses.jsonl``)."""
+    from cockpit.memory_hook import _data_root
+
+    path = _data_root() / "hooks" / "misses.jsonl"
     rows = []
+    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(r, dict) and _same_folder(str(r.get("notes", "")), notes):
+            rows.append({"session": r.get("session", ""), "time": r.get("ts", ""), "note": r.get("name", ""),
+                         "via": r.get("via", ""), "in_index": bool(r.get("in_index")), "task": r.get("task", ""),
+                         "notes": r.get("notes", ""), "transcript": str(path)})
+    return rows
+
+
+def collect_misses(notes: Path | None) -> list[dict]:
+    rows = _hook_misses(notes)
     for path, recs in _sessions():
         head = recs[0]
         for r in recs:
@@ -96,7 +114,7 @@ def collect_examples(notes: Path) -> list:
     """Misses (positive) and given-but-unused judged lines (negative) of the sessions on ``notes``."""
     from memory.calibrate import Example
 
-    out: list[Example] = []
+    out: list[Example] = [Example(r["task"], r["note"], True, r["session"]) for r in _hook_misses(notes) if r["task"]]
     for path, recs in _sessions():
         head = recs[0]
         if not head.get("notes") or not _same_folder(head["notes"], notes) or not head.get("task"):
@@ -107,7 +125,7 @@ def collect_examples(notes: Path) -> list:
                 out.append(Example(head["task"], r.get("name", ""), True, sid))
         said = json.dumps([r for r in recs[1:] if r.get("type") in ("message", "tool_call")]).casefold()
         for n in head.get("injected", []):
-            line = n.get("kind", "line") == "line"
+            line = n.get("kind", "line") == "line"  # (a given line's name never written: unused)
             if line and not n.get("priority") and n.get("name") and n["name"].casefold() not in said:
                 out.append(Example(head["task"], n["name"], False, sid))
     return out

@@ -89,6 +89,40 @@ def test_hook_preseeds_the_first_prompt_only(notes):
     assert all(line.startswith("- [") for line in lines[2:])
 
 
+def test_the_hook_records_a_note_read_in_full_that_was_not_a_line(notes, capsys):
+    from cockpit.cli import main
+
+    out = handle(_payload("s-miss"), str(notes), None, 5)
+    block = out["hookSpecificOutput"]["additionalContext"]
+    assert "★ [staging-stack]" in block and "- [deploy-command]" in block  # a line, and an index entry
+
+    def post(tool, data):
+        return {"session_id": "s-miss", "cwd": "/", "hook_event_name": "PostToolUse", "tool_name": tool,
+                "tool_input": data, "tool_response": {}}
+
+    assert handle(post("mcp__cockpit__memory_get", {"name": "staging-stack"}), str(notes), None, 5) is None  # a line
+    assert handle(post("mcp__cockpit__memory_get", {"name": "deploy-command"}), str(notes), None, 5) is None
+    assert handle(post("Read", {"file_path": str(notes / "deploy-command.md")}), str(notes), None, 5) is None  # again
+    assert handle(post("Read", {"file_path": "/etc/hosts"}), str(notes), None, 5) is None  # not a note
+    assert main(["memory", "misses", "--json", "--notes", str(notes)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["note"], r["via"], r["in_index"], r["session"]) for r in rows] == [
+        ("deploy-command", "mcp__cockpit__memory_get", True, "s-miss")]
+    assert rows[0]["task"] == QUESTION
+
+
+def test_the_installed_hook_also_watches_for_misses_and_uninstalls_cleanly():
+    from cockpit.memory_hook import MISS_MATCHER, with_hook, without_hook
+
+    settings = with_hook({"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+                                                                                  "command": "lint"}]}]}}, "x -m cockpit memory hook")
+    post = settings["hooks"]["PostToolUse"]
+    assert post[-1]["matcher"] == MISS_MATCHER and len(post) == 2
+    assert with_hook(settings, "x -m cockpit memory hook") == settings  # idempotent
+    assert without_hook(settings) == {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "lint"}]}]}}
+
+
 def test_the_hook_gives_the_block_a_cockpit_session_gets(notes, tmp_path):
     """Not a smaller one: without --top-k the hook's block is the token-budgeted block (it was
     cut to 5 notes)."""
