@@ -36,6 +36,7 @@ from .types import EngineStatus, Hit, IndexModelError, LintIssue, NoteExistsErro
 Progress = Callable[[int, int], None]
 QUERY_CACHE_SIZE = 64  # query vectors kept by embed_query (exact text → vector)
 PATH_CACHE_SIZE = 20_000  # note paths kept as Path objects for hits
+PRIORITY_PRICED = 30  # priority notes priced for their budget per preseed (a handful fit; the rest are cut)
 SYNC_BATCH_NOTES = 512  # a cold index commits every this many embedded notes (kept if stopped)
 ENCODE_STEP = 1024  # texts per encode call (progress granularity; a bigger call sorts by length better)
 CHECKPOINT_AFTER_TEXTS = 2000  # a sync that wrote this much truncates the WAL afterwards
@@ -67,6 +68,8 @@ class MemoryEngine:
         self.keyword_stats = KeywordStats()
         self._prio: tuple[int, set[int]] = (-1, set())
         self._succ: tuple[int, dict[int, str]] = (-1, {})
+        self._prio_hits: tuple[int, list[Hit]] = (-1, [])
+        self._count: tuple[int, int] = (-1, 0)
         self._rows_cache: tuple[int, dict] = (-1, {})
         self._sync_lock = threading.Lock()
         self._last_sync: float | None = None
@@ -405,16 +408,21 @@ class MemoryEngine:
         cands, fetch = self._rank(query, query_vector)
         cands = sorted(cands, key=lambda c: (-c.rrf, -c.cosine, c.note_id))
         want = max(judge.pool, SHORTLIST if selector is not None else 0)
-        rows = fetch(cands[: want * 2])
+        n = want + 4
+        rows = fetch(cands[:n])
         pool, seen = [], set()
-        for c in cands[: want * 2]:
+        i = 0
+        while len(pool) < want and i < len(cands):
+            if i >= n:  # same-name notes were dropped: a few more rows
+                rows.update(fetch(cands[n: n + 8]))
+                n += 8
+            c = cands[i]
+            i += 1
             row = rows.get(c.note_id)
             if row is None or row[1].casefold() in seen:
                 continue
             seen.add(row[1].casefold())
             pool.append(c)
-            if len(pool) == want:
-                break
         judged = pool[: judge.pool]
         probs = judge.probabilities(features(judged, rows, query_terms(query), set(content_terms(query))))
         successors = self._successors()
@@ -445,8 +453,9 @@ class MemoryEngine:
         if whole is not None:
             index = demoted + whole
         priority = self._priority_hits(considered, successors)
+        unpriced = priority[PRIORITY_PRICED:]  # never fit the priority budget: cut without pricing
         rendered = _preseed.render_block(
-            priority, lines, index, budget_tokens,
+            priority[:PRIORITY_PRICED], lines, index, budget_tokens,
             fill=lambda h: dataclasses.replace(h, snippet=snippet(body_of.get(h.name.casefold(), ""), query)))
         in_index = {h.name.casefold() for h in rendered.index}
         for h in by_p[:8]:
@@ -457,16 +466,22 @@ class MemoryEngine:
             elif h.name.casefold() not in {g.name.casefold() for g in rendered.lines}:
                 left_out.append((h.name, f"p {h.probability:.2f} < {judge.index:.2f} (index floor)"))
         left_out += [(h.name, "over the block's token budget") for h in rendered.over_budget]
+        cut = rendered.priority_cut + unpriced
         left_out += [(h.name, f"priority note over the {_preseed.PRIORITY_BUDGET_TOKENS}-token priority budget")
-                     for h in rendered.priority_cut]
+                     for h in cut[:8]]
         return Preseed(rendered.text, rendered.lines, estimate_tokens(rendered.text), considered,
                        gate_score=float(max(probs, default=0.0)), gate_signals=signals, selected_by=selected_by,
                        selector=result, index=rendered.index, left_out=left_out,
-                       priority_cut=[h.name for h in rendered.priority_cut])
+                       priority_cut=[h.name for h in cut])
 
     def _judged_hit(self, c, row, query: str, p: float, successors: dict[int, str]) -> Hit:
-        hit = self._hit(c, row, query, with_snippet=False)
-        return dataclasses.replace(hit, probability=p, status=row[6] or "", superseded_by=successors.get(row[0], ""))
+        path = self._paths.get(row[5])
+        if path is None:
+            if len(self._paths) >= PATH_CACHE_SIZE:
+                self._paths.clear()
+            path = self._paths[row[5]] = self.notes_dir / row[5]
+        return Hit(row[1], row[2], "", bool(row[4]), max(0.0, c.cosine), path, c.fused, c.ident,
+                   probability=p, status=row[6] or "", superseded_by=successors.get(row[0], ""))
 
     def _apply_lifecycle(self, picked: list[Hit], successors: dict[int, str],
                          query: str) -> tuple[list[Hit], list[tuple[str, str]], list[Hit]]:
@@ -513,29 +528,34 @@ class MemoryEngine:
         return out
 
     def _priority_hits(self, considered: list[Hit], successors: dict[int, str]) -> list[Hit]:
-        """Every priority note (superseded ones excluded), the judge's most likely first."""
-        ranked = {h.name.casefold(): h for h in considered}
-        rows = self.store.priority_rows()
-        if not rows:
-            return []
-        full = self.store.note_rows([r[0] for r in rows])
-        out = []
-        from .search import Candidate
+        """Every priority note (superseded ones excluded): those the judge weighed first, most
+        likely first, then the rest by name. The notes are read once per index generation."""
+        gen = self.mirror.generation
+        if self._prio_hits[0] != gen:
+            from .search import Candidate
 
-        for nid, _name, _desc in rows:
-            row = full[nid]
-            if row[6] in ("superseded", "deprecated") or nid in successors:
-                continue
-            h = ranked.get(row[1].casefold()) or self._judged_hit(Candidate(nid), row, "", 0.0, successors)
-            out.append(dataclasses.replace(h, priority=True))
-        out.sort(key=lambda h: -(h.probability or 0.0))
-        return out
+            rows = self.store.priority_rows()
+            full = self.store.note_rows([r[0] for r in rows]) if rows else {}
+            base = [dataclasses.replace(self._judged_hit(Candidate(nid), full[nid], "", 0.0, successors), priority=True)
+                    for nid, _n, _d in rows
+                    if nid in full and full[nid][6] not in ("superseded", "deprecated") and nid not in successors]
+            self._prio_hits = (gen, base)
+        base = self._prio_hits[1]
+        ranked = {h.name: h for h in considered if h.priority}
+        if not ranked:
+            return base
+        front = sorted((dataclasses.replace(ranked[h.name], priority=True) for h in base if h.name in ranked),
+                       key=lambda h: -(h.probability or 0.0))
+        return front + [h for h in base if h.name not in ranked]
 
     def _whole_index(self, lines: list[Hit]) -> list[Hit] | None:
         """Every note as index entries when the whole folder's index fits its budget (the way
         Claude Code loads MEMORY.md whole), else None."""
-        if self.store.note_count() > _preseed.MAX_INDEX + len(lines):
-            return None
+        gen = self.mirror.generation
+        if self._count[0] != gen:
+            self._count = (gen, self.store.note_count())
+        if self._count[1] - len(self._prio_hits[1]) > _preseed.MAX_INDEX + len(lines):
+            return None  # (priority notes are given by rule, never in the index)
         given = {h.name.casefold() for h in lines}
         successors = self._successors()
         hits = []

@@ -245,12 +245,17 @@ def render_block(priority: list[Hit], lines: list[Hit], index: list[Hit],
     cut: list[Hit] = []
     over: list[Hit] = []
     prio_used = 0
+    spent_all = False
     for h in unique_names(priority):
         seen.add(h.name.casefold())
+        if spent_all:  # the budget is spent: the rest are cut without pricing each (a folder of 300 ★ notes)
+            cut.append(h)
+            continue
         line = _line(h, with_snippet=False)
         cost = estimate_tokens(line + "\n")
         if prio_used + cost > PRIORITY_BUDGET_TOKENS or used + cost > budget_tokens:
             cut.append(h)
+            spent_all = True  # in order until the budget is full: the rest are cut, unpriced
             continue
         out_lines.append(line)
         given.append(h)
