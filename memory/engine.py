@@ -410,7 +410,8 @@ class MemoryEngine:
         want = max(judge.pool, SHORTLIST if selector is not None else 0)
         n = want + 4
         rows = fetch(cands[:n])
-        pool, seen = [], set()
+        pool: list = []
+        seen: set[str] = set()
         i = 0
         while len(pool) < want and i < len(cands):
             if i >= n:  # same-name notes were dropped: a few more rows
