@@ -308,3 +308,32 @@ def test_calibrate_keeps_a_refit_no_figure_gets_worse_on_and_the_engine_uses_it(
         assert load_judge().line == new
     finally:
         load_judge.cache_clear()
+
+
+@pytest.fixture()
+def inside(tmp_path):
+    """A notes folder inside the workspace (./notes)."""
+    ws = tmp_path / "ws"
+    folder = ws / "notes"
+    folder.mkdir(parents=True)
+    for name, desc, body, extra in CART:
+        note(folder, name, desc, body, extra)
+    engine = MemoryEngine(folder, index_path=tmp_path / "idx.sqlite")
+    engine.start_warmup()
+    engine.sync()
+    assert engine.wait_ready(120)
+    yield engine, ws
+    engine.close()
+
+
+async def test_opening_a_note_file_the_block_did_not_give_is_a_miss_too(inside):
+    engine, ws = inside
+    with StandIn() as api:
+        api.script(Reply("Reading.", [ToolUse("str_replace_based_edit_tool", {"command": "view",
+                                                                               "path": "notes/logging.md"})]),
+                   Reply("Reading a line I had.", [ToolUse("str_replace_based_edit_tool", {
+                       "command": "view", "path": "notes/money-decimal.md"})]),
+                   Reply("Done."))
+        s, events = await _session(engine, ws, api, "Cart.total ignores the quantity")
+    misses = [e for e in events if isinstance(e, MemoryMiss)]
+    assert [(m.name, m.via, m.in_index) for m in misses] == [("logging", "file", True)]

@@ -488,9 +488,17 @@ class SessionBase:
             path = data.get("path") or data.get("file_path")
             notes_dir = getattr(self.engine, "notes_dir", None)
             if isinstance(path, str) and path.endswith(".md") and notes_dir is not None:
-                try:
-                    rel = Path(path).expanduser().resolve().relative_to(Path(notes_dir).resolve())
-                except (ValueError, OSError):
+                opened = Path(path).expanduser()
+                if not opened.is_absolute():  # the editor's paths are the working tree's
+                    opened = Path(self.cwd) / opened
+                rel = None
+                for folder in self._notes_folders(Path(notes_dir)):
+                    try:
+                        rel = opened.resolve().relative_to(folder)
+                        break
+                    except (ValueError, OSError):
+                        continue
+                if rel is None:
                     return
                 name, via = self._note_name_of(rel.as_posix()), "file"
         if not name:
@@ -504,6 +512,18 @@ class SessionBase:
         self.rec.record("memory_miss", name=name, via=via, in_index=in_index, task=self.task, notes=str(notes_dir),
                         given=[n.name for n in self.injected if n.kind == "line" and not n.priority])
         self.rec.emit(MemoryMiss(self.id, name, via, in_index))
+
+    def _notes_folders(self, notes_dir: Path) -> list[Path]:
+        """The notes folder, and its copy in the session's worktree when it lies in the workspace."""
+        folders = [notes_dir.resolve()]
+        w = self.spec.worktree
+        try:
+            inner = folders[0].relative_to(Path(self.workspace).resolve())
+        except (ValueError, OSError):
+            return folders
+        if w is not None:
+            folders.append((Path(w.path) / inner).resolve())
+        return folders
 
     def _note_name_of(self, rel: str) -> str | None:
         """The name of the note at ``rel`` (relative to the notes folder) as the index knows it."""
