@@ -49,8 +49,9 @@ class JudgeFileError(ValueError):
     """``judge.json`` is missing a field or does not match :data:`FEATURES`."""
 
 
-def name_words(name: str) -> list[str]:
-    return [w for w in content_terms(name.replace("-", " ").replace("_", " ").replace(".", " ")) if len(w) > 1]
+@functools.lru_cache(maxsize=16384)
+def name_words(name: str) -> tuple[str, ...]:
+    return tuple(w for w in content_terms(name.replace("-", " ").replace("_", " ").replace(".", " ")) if len(w) > 1)
 
 
 def features(cands: list[Any], rows: dict[int, tuple], terms: frozenset[str], task_words: set[str]) -> np.ndarray:

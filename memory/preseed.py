@@ -150,6 +150,7 @@ def _fold(s: str) -> str:
     return s
 
 
+@lru_cache(maxsize=16384)  # pure: the same notes' text comes up query after query
 def neutralise(s: str) -> str:
     """Note text made safe to put between the fence tags: visible characters only, NFKC,
     one line, and every tag-like ``project-notes`` form replaced by ``(project-notes)``
