@@ -37,7 +37,7 @@ POOL = 20
 MAX_LINES = 6
 MAX_EXTRA = 1.5      # margin under the 2 extra lines a query, for unseen tasks
 MAX_FI = 0.08        # margin under 0.10
-INDEX_FLOOR = 0.02   # the index lists every candidate but the negligible ones (a task no note
+INDEX_FLOOR = 0.005  # the index lists every candidate but the negligible ones (a task no note
                      # covers gets at most the index: "may be relevant", never a line)
 L2 = 1.0
 

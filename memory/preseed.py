@@ -65,11 +65,11 @@ DEFAULT_BUDGET_TOKENS = 600
 PRIORITY_BUDGET_TOKENS = 150  # the priority notes' own share
 INDEX_BUDGET_TOKENS = 220     # the index of the rest, at most
 MAX_LINES = 6           # judged lines at most (the index holds the rest)
-MAX_INDEX = 10          # index entries at most
+MAX_INDEX = 12          # index entries at most
 SNIPPET_LINES = 2       # the first lines also carry a body snippet, budget permitting
 INDEX_HEADING = "May be relevant (read with memory_get before relying on it):"
 MAX_DESCRIPTION_CHARS = 300
-INDEX_DESCRIPTION_CHARS = 120
+INDEX_DESCRIPTION_CHARS = 80
 
 # A bracket a lenient reader takes for "<": ASCII, look-alikes that NFKC does not fold
 # (‹ 〈 ⟨ ❮ ⧼ ˂ ❬ ⦑ ⟪), and HTML escapes. Fullwidth ＜ and small ﹤ fold to "<" under NFKC.
