@@ -49,7 +49,7 @@ def responder():
     def answer(body):
         step = sum(1 for m in body["messages"] if m["role"] == "assistant")
         if step == 0:
-            return Reply("Let me read the service note first.", [ToolUse("memory_get", {"name": "orders-service"})])
+            return Reply("Let me read the logging rules first.", [ToolUse("memory_get", {"name": "logging"})])
         return Reply("Errors will be application/problem+json (ADR-0012), raised from services/orders/api.py.")
 
     return answer

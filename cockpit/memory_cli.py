@@ -301,8 +301,8 @@ def explain(pre) -> str:
     """The ``--explain`` report: the candidates weighed, then why close ones got no line."""
     given = {h.name.casefold() for h in pre.hits}
     indexed = {h.name.casefold() for h in getattr(pre, "index", [])}
-    out = ["candidates (p = the judge's probability that the note matters for this task):"]
-    for h in pre.considered[:12]:
+    out = ["candidates, most likely first (p = the judge's probability that the note matters for this task):"]
+    for h in sorted(pre.considered, key=lambda h: -(getattr(h, "probability", None) or 0.0))[:12]:
         where = "line" if h.name.casefold() in given else "index" if h.name.casefold() in indexed else "-"
         p = getattr(h, "probability", None)
         status = f" [{h.status}]" if getattr(h, "status", "") else ""

@@ -3,9 +3,9 @@ sessions (from their transcripts), and a line threshold refitted on it.
 
 A *miss* is a transcript ``memory_miss`` record: the session read a note in full (``memory_get``,
 the MCP tool, or the note's file) that its preseed did not give as a line. A *given-but-unused*
-line is a judged (non-priority) line whose note name the session never wrote in a message or a
-tool call. ``calibrate`` turns both into labelled examples for the notes folder, refits the
-judge's line threshold on them (:mod:`memory.calibrate`), shows the figures before and after —
+line is a judged (non-priority) line of which the session wrote neither the name nor two words of
+the description in a message or a tool call. ``calibrate`` turns both into labelled examples for
+the notes folder, refits the judge's line threshold on them (:mod:`memory.calibrate`), shows the figures before and after —
 on those examples and, with ``--dev``, on labelled query files — and keeps the refit only when
 none of them gets worse (line recall down, false-inject up, or more than a quarter of a wrong
 line more per query) (``calibration.json`` beside the config; ``--dry-run`` only shows).
@@ -113,6 +113,7 @@ def cmd_misses(args) -> int:
 def collect_examples(notes: Path) -> list:
     """Misses (positive) and given-but-unused judged lines (negative) of the sessions on ``notes``."""
     from memory.calibrate import Example
+    from memory.text import content_terms
 
     out: list[Example] = [Example(r["task"], r["note"], True, r["session"]) for r in _hook_misses(notes) if r["task"]]
     for path, recs in _sessions():
@@ -123,10 +124,15 @@ def collect_examples(notes: Path) -> list:
         for r in recs:
             if r.get("type") == "memory_miss":
                 out.append(Example(head["task"], r.get("name", ""), True, sid))
-        said = json.dumps([r for r in recs[1:] if r.get("type") in ("message", "tool_call")]).casefold()
+        said = json.dumps([r for r in recs[1:] if r.get("type") == "tool_call"
+                           or (r.get("type") == "message" and r.get("role") == "assistant")]).casefold()
+        said_terms = {t[:5] for t in content_terms(said)}
         for n in head.get("injected", []):
-            line = n.get("kind", "line") == "line"  # (a given line's name never written: unused)
-            if line and not n.get("priority") and n.get("name") and n["name"].casefold() not in said:
+            if n.get("kind", "line") != "line" or n.get("priority") or not n.get("name"):
+                continue
+            desc = {t[:5] for t in content_terms(str(n.get("description", "")))}
+            used = n["name"].casefold() in said or len(desc & said_terms) >= min(2, len(desc))
+            if not used:  # neither its name nor two words of its description in what the session wrote
                 out.append(Example(head["task"], n["name"], False, sid))
     return out
 
@@ -208,6 +214,9 @@ def _print(rep: dict) -> None:
         print(f"  {name}: line recall {f0['line_recall']:.3f} → {f1['line_recall']:.3f}, "
               f"extra lines {f0['extra_lines']:.2f} → {f1['extra_lines']:.2f}, "
               f"false-inject (lines) {f0['false_inject_lines']:.3f} → {f1['false_inject_lines']:.3f}")
+    if rep.get("out_of_reach"):
+        print(f"  out of reach of any threshold (p < 0.05 for their tasks): {', '.join(rep['out_of_reach'])} — "
+              "a description that names what the task would say helps more than a threshold")
     if rep["refused"]:
         print(f"refused: the refit is worse on {', '.join(rep['refused'])}; the threshold stays {b['line']:.2f}")
     elif rep.get("written"):

@@ -49,7 +49,8 @@ def fit_line(examples: list[Example], probs: list[float], current: float) -> tup
     best = max(grid, key=lambda t: (kept(t)[0] - kept(t)[1], -abs(t - current)))
     pos_now, neg_now = kept(current)
     pos_new, neg_new = kept(best)
-    report = {"examples": len(examples), "positives": sum(e.label for e in examples),
+    far = sorted({e.name for e, p in zip(examples, probs, strict=True) if e.label and p < grid[0]})
+    report = {"examples": len(examples), "positives": sum(e.label for e in examples), "out_of_reach": far,
               "negatives": sum(not e.label for e in examples),
               "before": {"line": current, "misses_given": pos_now, "unused_given": neg_now},
               "after": {"line": best, "misses_given": pos_new, "unused_given": neg_new}}

@@ -500,8 +500,8 @@ class MemoryEngine:
                 left_out.append((h.name, f"superseded by {h.superseded_by}: its successor is given instead"))
                 if all(x.name.casefold() != h.superseded_by.casefold() for x in lines):
                     successor = self._hit_by_name(h.superseded_by, query, successors)
-                    if successor is not None:
-                        lines.insert(0, successor)
+                    if successor is not None:  # given in its place: with its predecessor's probability
+                        lines.insert(0, dataclasses.replace(successor, probability=h.probability))
             else:
                 left_out.append((h.name, f"{h.status or 'superseded'}: listed in the index only"))
         return lines, left_out, demoted

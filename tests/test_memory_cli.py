@@ -94,7 +94,7 @@ def test_preseed_prints_exactly_the_block(notes, capsys, tmp_path):
     assert all("probability" in h for h in data["considered"])
     code, out, err = run(["preseed", "knit a wool scarf for winter", "--notes", str(notes), "--explain"], capsys)
     assert code == 0 and "[knit" not in out
-    assert "candidates (p = the judge's probability" in err and "staging-stack" in err
+    assert "candidates, most likely first (p = the judge's probability" in err and "staging-stack" in err
 
 
 def test_search_sees_edits_without_an_explicit_index(notes, capsys):

@@ -168,8 +168,9 @@ def test_preseed_explain_prints_every_candidates_probability(cart, capsys):
     main(["memory", "preseed", PHRASINGS[0], "--notes", str(cart.notes_dir), "--index", str(cart.index_path),
           "--explain", "--no-server"])
     err = capsys.readouterr().err
-    assert "candidates (p = the judge's probability" in err
-    assert "line  cart-total" in err.replace("  ", " ").replace(" line ", "  line  ") or "cart-total" in err
+    assert "candidates, most likely first (p = the judge's probability" in err
+    first = err.splitlines()[1].split()
+    assert first[1:] == ["line", "cart-total"] and float(first[0]) >= load_judge().line
 
 
 # ---- misses from real sessions ---------------------------------------------------------------

@@ -41,12 +41,21 @@ def strip_markup(view: SessionView, width: int = 22) -> str:
     index = [n for n in view.notes if n.kind == "index"]
     if index:
         lines.append(f"[dim]index: {len(index)} listed[/]")
-        for note in index:
+        for note in index:  # a superseded decision is listed only here, with its successor
             if note.superseded_by or note.status in ("superseded", "deprecated"):
-                succ = f"→{note.superseded_by}" if note.superseded_by else note.status
-                lines.append(f"[dim] {escape(fmt.short(note.name + ' ' + succ, width - 1))}[/]")
-    for why in view.left_out[:2]:  # the closest candidates that got no line, and why
-        lines.append(f"[dim]✗ {escape(fmt.short(why, width - 2))}[/]")
+                lines.append(f"[dim] {escape(fmt.short(note.name, width - 2))}[/]")
+                succ = f"→{note.superseded_by}" if note.superseded_by else f"({note.status})"
+                lines.append(f"[dim]  {escape(fmt.short(succ, width - 3))}[/]")
+    shown = 0
+    for entry in view.left_out:  # the closest candidates that got no line, and why
+        name, _, why = entry.partition(": ")
+        if "line threshold" not in why or shown == 2:
+            continue
+        p, _, line_at = why.removeprefix("p ").partition(" < ")
+        score = f"{p.removeprefix('0')}<{line_at.split()[0].removeprefix('0')}"  # .02<.40
+        room = max(width - 3 - len(score), 4)
+        lines.append(f"[dim]✗{escape(fmt.short(name, room)):<{room}} {score}[/]")
+        shown += 1
     if view.misses:
         lines.append(f"[$warning]misses {len(view.misses)}[/] [dim]{escape(fmt.short(view.misses[-1], width - 10))}[/]")
     lines += ["", "[b]changes[/b]", changes_markup(view)]
