@@ -6,9 +6,10 @@ the MCP tool, or the note's file) that its preseed did not give as a line. A *gi
 line is a judged (non-priority) line of which the session wrote neither the name nor two words of
 the description in a message or a tool call. ``calibrate`` turns both into labelled examples for
 the notes folder, refits the judge's line threshold on them (:mod:`memory.calibrate`), shows the
-figures before and after — on those examples and, with ``--dev``, on labelled query files — and keeps the refit only when
-none of them gets worse (line recall down, false-inject up, or more than a quarter of a wrong
-line more per query) (``calibration.json`` beside the config; ``--dry-run`` only shows).
+figures before and after — on those examples and, with ``--dev``, on labelled query files — and
+keeps the refit only when none of them gets worse (line recall down, false-inject up, or more
+than a quarter of a wrong line more per query): ``calibration.json`` beside the config;
+``--dry-run`` only shows.
 """
 
 from __future__ import annotations
