@@ -151,3 +151,22 @@ def test_doctor_names_a_hung_server_and_does_not_hang_with_it(monkeypatch):
     finally:
         srv.close()
     assert check.state == doctor.FAIL and "does not answer" in check.detail and "--force" in check.fix
+
+
+def test_server_status_and_stop_name_a_hung_server_quickly(monkeypatch, capsys):
+    from cockpit import server_cli
+    from cockpit.server import paths
+
+    sock_path = paths.socket_path()
+    paths.ensure_private_dir(sock_path.parent)
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(sock_path))
+    srv.listen(4)  # accepts (the kernel does), never answers: a stopped server
+    monkeypatch.setattr(server_cli, "STATUS_TIMEOUT_S", 0.3)
+    try:
+        for action in ("status", "stop"):
+            assert main(["server", action]) != 0
+            err = capsys.readouterr().err
+            assert "does not answer" in err and "--force" in err, (action, err)
+    finally:
+        srv.close()
