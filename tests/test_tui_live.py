@@ -111,11 +111,13 @@ async def test_spawn_through_dialog_states_notes_and_cost(api, tmp_path, workspa
 
             # the strip lists exactly what the runtime injected, and it reached the model
             session = mgr.get(sid)
-            injected = [n.name for n in session.injected]
+            injected = [n.name for n in session.injected if n.kind == "line"]
             assert "staging-stack" in injected
             strip = text_of(pane.query_one("#pane-strip"))
             for name in injected:
                 assert name in strip
+            listed = [n for n in session.injected if n.kind == "index"]
+            assert not listed or f"index: {len(listed)} listed" in strip
             assert "★staging-stack" in strip.replace(" ", "")
             first_user = json.dumps(api.message_requests[0]["messages"][0])
             assert "6443" in first_user and "staging-stack" in first_user
