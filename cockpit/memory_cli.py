@@ -250,7 +250,9 @@ def cmd_search(args) -> int:
         print("no matching notes")
     for i, h in enumerate(hits, 1):
         star = "★ " if h.priority else ""
-        print(f"{i}. {star}[{one_line(h.name)}] cos {h.score:.3f}  {one_line(h.description)}")
+        status = getattr(h, "status", "") or ""
+        mark = f" ({status})" if status in ("superseded", "deprecated", "rejected", "proposed") else ""
+        print(f"{i}. {star}[{one_line(h.name)}]{mark} cos {h.score:.3f}  {one_line(h.description)}")
         if h.snippet:
             print(f"     {one_line(h.snippet)}")
     return 0
@@ -306,7 +308,8 @@ def explain(pre) -> str:
         where = "line" if h.name.casefold() in given else "index" if h.name.casefold() in indexed else "-"
         p = getattr(h, "probability", None)
         status = f" [{h.status}]" if getattr(h, "status", "") else ""
-        out.append(f"  {'' if p is None else f'{p:.2f}':>5}  {where:<5} {h.name}{status}")
+        star = "★ " if h.priority else ""
+        out.append(f"  {'' if p is None else f'{p:.2f}':>5}  {where:<5} {star}{h.name}{status}")
     if pre.left_out:
         out.append("why not a line:")
         out += [f"  {name}: {why}" for name, why in pre.left_out]
@@ -410,8 +413,8 @@ def _print_eval(res: dict, engine, judge, at) -> None:
           f"no-match), notes {engine.notes_dir}, model {model}, SQLite binding {engine.store.binding}")
     notes = res["top_k"] or MAX_LINES
     print(f"block within {DEFAULT_BUDGET_TOKENS} tokens: priority notes (their own {PRIORITY_BUDGET_TOKENS}), "
-          f"up to {notes} judged lines (p ≥ {judge.line:.2f}, memory/judge.json, of the first {judge.pool} "
-          f"candidates), then the index of the rest (p ≥ {judge.index:.2f}, or the whole folder when it fits)")
+          f"up to {notes} judged lines (p ≥ {judge.line:g}, memory/judge.json, of the first {judge.pool} "
+          f"candidates), then the index of the rest (p ≥ {judge.index:g}, or the whole folder when it fits)")
     if judge.model != model:
         print(f"warning: the judge was fitted for {judge.model}, not {model}: refit it "
               "(bench/fit_judge.py)", file=sys.stderr)

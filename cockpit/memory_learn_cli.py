@@ -100,7 +100,10 @@ def cmd_misses(args) -> int:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
     if not rows:
-        print("no misses recorded: every note the sessions read in full had been given as a line")
+        if not _sessions():
+            print("no session transcripts yet: misses are counted as sessions run (cockpit, cockpit run, the hook)")
+        else:
+            print("no misses recorded: every note the sessions read in full had been given as a line")
         return 0
     for r in rows:
         where = "listed in the index" if r["in_index"] else "not in the block"

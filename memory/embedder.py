@@ -24,6 +24,7 @@ import atexit
 import contextlib
 import logging
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,8 @@ class Embedder:
 
                     backend = OnnxEncoder(self._target, self.model_id, threads=self.threads)
                 except Exception as exc:  # fall back to torch, say why
+                    if sys.is_finalizing() or "after shutdown" in str(exc):
+                        raise  # the process is exiting under the warm-up: nothing to fall back for
                     self.fallback = f"{type(exc).__name__}: {exc}"
                     log.warning("ONNX encoder unavailable (%s); using sentence-transformers", self.fallback)
             if backend is None:

@@ -36,6 +36,15 @@ from .types import EngineStatus, Hit, IndexModelError, LintIssue, NoteExistsErro
 Progress = Callable[[int, int], None]
 QUERY_CACHE_SIZE = 64  # query vectors kept by embed_query (exact text → vector)
 PATH_CACHE_SIZE = 20_000  # note paths kept as Path objects for hits
+def _p(p: float | None, threshold: float) -> str:
+    """A probability with the decimals that keep it apart from ``threshold`` (0.3995, not 0.40)."""
+    p = p or 0.0
+    for digits in (2, 3, 4):
+        if round(p, digits) != round(threshold, digits):
+            return f"{p:.{digits}f}"
+    return f"{p:.4f}"
+
+
 PRIORITY_PRICED = 30  # priority notes priced for their budget per preseed (a handful fit; the rest are cut)
 SYNC_BATCH_NOTES = 512  # a cold index commits every this many embedded notes (kept if stopped)
 ENCODE_STEP = 1024  # texts per encode call (progress granularity; a bigger call sorts by length better)
@@ -399,8 +408,10 @@ class MemoryEngine:
         """
         if top_k is not None and top_k < 1:
             raise ValueError("top_k must be at least 1")
-        if not query.strip():
-            return Preseed("", [], 0, [])
+        if not query.strip():  # no task: the rule still holds, the priority notes are given
+            first = self._priority_hits([], self._successors())[:PRIORITY_PRICED]
+            rendered = _preseed.render_block(first, [], [], budget_tokens)
+            return Preseed(rendered.text, rendered.lines, estimate_tokens(rendered.text), [])
         query = bound_query(query)
         max_lines = top_k or _preseed.MAX_LINES
         judge = load_judge()
@@ -444,9 +455,13 @@ class MemoryEngine:
             picked = [h for h in considered[: judge.pool] if (h.probability or 0.0) >= line_at]
             picked.sort(key=lambda h: -(h.probability or 0.0))
             selected_by = "embedded"
-        lines, left_out, demoted = self._apply_lifecycle(picked[:max_lines], successors, query)
+        # a superseded decision the task is about (p at least half the threshold) brings in the
+        # current one even when it is not a line itself: the task names the old way of doing it
+        pulled = [h for h in considered[: judge.pool] if h not in picked and h.superseded_by
+                  and (h.probability or 0.0) >= line_at / 2]
+        lines, left_out, demoted = self._apply_lifecycle(picked[:max_lines] + pulled, successors, query)
         for h in picked[max_lines:]:
-            left_out.append((h.name, f"p {h.probability:.2f} ≥ {line_at:.2f} but past the {max_lines} lines"))
+            left_out.append((h.name, f"p {_p(h.probability, line_at)} ≥ {line_at:g} but past the {max_lines} lines"))
         by_p = sorted((h for h in considered[: judge.pool] if h not in picked),
                       key=lambda h: -(h.probability or 0.0))
         index = demoted + [h for h in by_p if (h.probability or 0.0) >= judge.index]
@@ -463,9 +478,10 @@ class MemoryEngine:
             if (h.probability or 0.0) < judge.index / 2:
                 continue  # not close: --explain lists every candidate anyway
             if h.name.casefold() in in_index:
-                left_out.append((h.name, f"p {h.probability:.2f} < {line_at:.2f} (line threshold): in the index"))
+                why = f"p {_p(h.probability, line_at)} < {line_at:g} (line threshold): in the index"
+                left_out.append((h.name, why))
             elif h.name.casefold() not in {g.name.casefold() for g in rendered.lines}:
-                left_out.append((h.name, f"p {h.probability:.2f} < {judge.index:.2f} (index floor)"))
+                left_out.append((h.name, f"p {_p(h.probability, judge.index)} < {judge.index:g} (index floor)"))
         left_out += [(h.name, "over the block's token budget") for h in rendered.over_budget]
         cut = rendered.priority_cut + unpriced
         left_out += [(h.name, f"priority note over the {_preseed.PRIORITY_BUDGET_TOKENS}-token priority budget")
@@ -486,8 +502,10 @@ class MemoryEngine:
 
     def _apply_lifecycle(self, picked: list[Hit], successors: dict[int, str],
                          query: str) -> tuple[list[Hit], list[tuple[str, str]], list[Hit]]:
-        """``(lines, left_out, demoted)``: a superseded or deprecated pick gives its line to its
-        successor (put first; fetched when the ranking did not have it) and goes to the index."""
+        """``(lines, left_out, demoted)``: a superseded or deprecated pick gives its line to the
+        current decision its ``superseded_by`` chain ends at (put first; fetched when the ranking
+        did not have it; none when the chain loops or ends at another superseded note) and goes
+        to the index."""
         lines: list[Hit] = []
         left_out: list[tuple[str, str]] = []
         demoted: list[Hit] = []
@@ -496,15 +514,35 @@ class MemoryEngine:
                 lines.append(h)
                 continue
             demoted.append(h)
-            if h.superseded_by:
-                left_out.append((h.name, f"superseded by {h.superseded_by}: its successor is given instead"))
-                if all(x.name.casefold() != h.superseded_by.casefold() for x in lines):
-                    successor = self._hit_by_name(h.superseded_by, query, successors)
-                    if successor is not None:  # given in its place: with its predecessor's probability
-                        lines.insert(0, dataclasses.replace(successor, probability=h.probability))
-            else:
-                left_out.append((h.name, f"{h.status or 'superseded'}: listed in the index only"))
+            current = self._current_decision(h, query, successors) if h.superseded_by else None
+            if current is None:
+                why = f"{h.status or 'superseded'}: listed in the index only"
+                if h.superseded_by:
+                    why = (f"superseded by {h.superseded_by}, which is not a current decision: "
+                           "listed in the index only")
+                left_out.append((h.name, why))
+                continue
+            left_out.append((h.name, f"superseded by {h.superseded_by}: its successor is given instead"))
+            if all(x.name.casefold() != current.name.casefold() for x in lines):
+                lines.insert(0, dataclasses.replace(current, probability=h.probability))  # given in its place
         return lines, left_out, demoted
+
+    def _current_decision(self, h: Hit, query: str, successors: dict[int, str]) -> Hit | None:
+        """The note ``h``'s successor chain ends at, when that is a current decision (not
+        superseded or deprecated, no loop), else None."""
+        seen = {h.name.casefold()}
+        name = h.superseded_by
+        for _ in range(8):
+            nxt = self._hit_by_name(name, query, successors)
+            if nxt is None or nxt.name.casefold() in seen:
+                return None
+            if nxt.status not in ("superseded", "deprecated") and not nxt.superseded_by:
+                return nxt
+            if not nxt.superseded_by:
+                return None
+            seen.add(nxt.name.casefold())
+            name = nxt.superseded_by
+        return None
 
     def _hit_by_name(self, name: str, query: str, successors: dict[int, str]) -> Hit | None:
         found = self.store.query("SELECT id FROM notes WHERE name = ? ORDER BY path LIMIT 1", (name,))

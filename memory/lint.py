@@ -168,8 +168,13 @@ def lifecycle_issues(store, priority_budget_tokens: int, line_cost) -> list[Lint
     lifecycles = store.lifecycles()
     notes = store.note_list()
     resolved = resolve_successors(lifecycles, notes)
-    for nid, _name, path, _status, ref in lifecycles:
+    for nid, name, path, _status, ref in lifecycles:
         if ref and nid not in resolved:
+            own = (name.casefold(), path.casefold(), path.rsplit("/", 1)[-1].removesuffix(".md").casefold())
+            if ref.casefold() in own:
+                issues.append(LintIssue("missing-successor", path, f"{path} says it is superseded by itself; "
+                                        "name the note that replaces it in superseded_by"))
+                continue
             issues.append(LintIssue("missing-successor", path,
                                     f"{path} is superseded by {ref!r}, which no note of this folder is; "
                                     "fix superseded_by (a note name) or add the successor"))

@@ -73,12 +73,16 @@ def lifecycle(meta: dict, body: str) -> tuple[str, str]:
     by ADR-0012" → ``("superseded", "ADR-0012")``). Status words other than :data:`STATUSES`
     read as "". The successor is a name or a reference (a link's target); resolving it to a note
     is the engine's (:func:`memory.engine.MemoryEngine.successor`)."""
-    status = str(meta.get("status") or "").strip().lower()
-    successor = str(meta.get("superseded_by") or meta.get("superseded-by") or "").strip()
+    status = meta.get("status")
+    status = status.strip().lower() if isinstance(status, str) else ""
+    successor = meta.get("superseded_by") or meta.get("superseded-by") or ""
+    if isinstance(successor, list):  # several successors: the first is the one given in its place
+        successor = next((str(x) for x in successor if x), "")
+    successor = successor.strip() if isinstance(successor, str) else ""
     if not status or status not in STATUSES:
         found = _STATUS_SECTION.search(body[:4000]) or _STATUS_LINE.search(body[:4000])
         if found:
-            text = found.group(1).strip().strip("*_ ")
+            text = re.sub(r"[*_`]", "", found.group(1)).strip()  # "**Superseded** by …": emphasis is not a word
             word = re.split(r"[\s,.;:(]", text.lower(), maxsplit=1)[0]
             status = word if word in STATUSES else ""
             by = _SUPERSEDED_BY.search(text)

@@ -33,3 +33,16 @@ def test_every_relative_link_in_the_docs_resolves():
             if target.startswith(("http://", "https://", "mailto:")):
                 continue
             assert (doc.parent / target).exists(), f"{doc.relative_to(ROOT)}: broken link {target}"
+
+
+def test_every_data_file_the_code_reads_is_declared_package_data():
+    """A file beside the code that the code opens must ship in the wheel (judge.json once did not)."""
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    for package in ("memory", "cockpit"):
+        for path in (ROOT / package).rglob("*.json"):
+            rel = path.relative_to(ROOT / package).as_posix()
+            if rel.startswith("model/"):
+                continue  # the model folder is put into the wheel by setup.py
+            assert any(Path(rel).match(pattern) for pattern in declared[package]), f"{package}/{rel} is not package data"

@@ -161,7 +161,7 @@ def test_why_not_names_the_threshold_and_the_probability(cart):
     for name, why in pre.left_out:
         if "line threshold" in why:
             p = float(why.split()[1])
-            assert p < judge.line and f"{judge.line:.2f}" in why and name in {h.name for h in pre.index}
+            assert p < judge.line and f"< {judge.line:g} " in why and name in {h.name for h in pre.index}
 
 
 def test_preseed_explain_prints_every_candidates_probability(cart, capsys):
@@ -338,3 +338,48 @@ async def test_opening_a_note_file_the_block_did_not_give_is_a_miss_too(inside):
         s, events = await _session(engine, ws, api, "Cart.total ignores the quantity")
     misses = [e for e in events if isinstance(e, MemoryMiss)]
     assert [(m.name, m.via, m.in_index) for m in misses] == [("logging", "file", True)]
+
+
+def test_a_superseded_chain_gives_the_current_decision_and_a_loop_gives_none(tmp_path):
+    folder = tmp_path / "n"
+    folder.mkdir()
+    note(folder, "cycle-a", "Config is read from TOML files in config/", extra="status: superseded\nsuperseded_by: cycle-b\n")
+    note(folder, "cycle-b", "Config is read from environment variables only", extra="status: superseded\nsuperseded_by: cycle-a\n")
+    note(folder, "queue-v1", "Background jobs run on Celery with RabbitMQ",
+         "## Status\n\n**Superseded** by [ADR-0007](0007-arq.md)\n")
+    (folder / "0007-arq.md").write_text("---\nname: queue-v2\ndescription: Background jobs run on arq with Redis\n"
+                                        "status: superseded\nsuperseded_by: queue-v3\n---\nReplaced.\n")
+    note(folder, "queue-v3", "Background jobs run on Dramatiq with Redis", extra="status: accepted\n")
+    for i in range(14):
+        note(folder, f"other-{i}", f"Unrelated decision {i} about the documentation site theme {i}")
+    with MemoryEngine(folder, index_path=tmp_path / "i.sqlite") as eng:
+        eng.sync()
+        loop = eng.build_preseed("read the app configuration from TOML files in config/", line_threshold=0.0)
+        chain = eng.build_preseed("add a celery task to resize uploaded images")
+    assert not {"cycle-a", "cycle-b"} & {h.name for h in loop.hits}  # a loop has no current decision
+    assert any("not a current decision" in why for _, why in loop.left_out)
+    assert chain.hits and chain.hits[0].name == "queue-v3"  # the chain's end, pulled in by the old decision
+    assert not {"queue-v1", "queue-v2"} & {h.name for h in chain.hits}
+
+
+@pytest.mark.parametrize("meta,want", [
+    ({"status": 42}, ("", "")),
+    ({"status": "superseded", "superseded_by": ["a", "b"]}, ("superseded", "a")),
+    ({"superseded_by": {"x": 1}}, ("", "")),
+])
+def test_odd_lifecycle_values_are_read_or_ignored_never_a_crash(meta, want):
+    assert lifecycle(meta, "") == want
+
+
+def test_an_empty_task_still_gets_the_priority_notes(cart):
+    pre = cart.build_preseed("   ")
+    assert [h.name for h in pre.hits] == ["money-decimal"] and pre.index == []
+
+
+def test_lint_says_a_note_superseded_by_itself_is(tmp_path):
+    folder = tmp_path / "n"
+    folder.mkdir()
+    note(folder, "self-succ", "A decision", extra="status: superseded\nsuperseded_by: self-succ\n")
+    with MemoryEngine(folder, index_path=tmp_path / "i.sqlite") as eng:
+        issues = eng.lint()
+    assert any(i.kind == "missing-successor" and "superseded by itself" in i.message for i in issues)
