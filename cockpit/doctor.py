@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 def collect(notes: Path) -> Iterator[Check]:
     steps: list[Callable[[], Check | list[Check]]] = [
         check_python, check_config, check_folders, check_server, lambda: check_notes(notes), check_model,
-        check_sandbox, check_git, check_key, check_base_url, check_backends]
+        check_sandbox, check_git, check_key, check_base_url, check_backends, check_agents]
     for step in steps:
         try:
             got = step()
@@ -240,6 +240,40 @@ def check_base_url() -> Check:
                      "check the network, or set base_url / ANTHROPIC_BASE_URL")
     hint = " (a /v1 suffix is added by the client: drop it)" if parsed.path.rstrip("/").endswith("/v1") else ""
     return Check(WARN if hint else OK, "base URL", f"{url} is reachable{hint}")
+
+
+AGENT_CLIS = {"claude": ("claude", "npm install -g @anthropic-ai/claude-code"),
+              "codex": ("codex", "npm install -g @openai/codex"),
+              "gemini": ("gemini", "npm install -g @google/gemini-cli")}
+
+
+def check_agents() -> list[Check]:
+    """Each agent Cockpit's hook can preseed: its CLI on PATH, and whether the hook is installed
+    for this project or this user."""
+    from cockpit.memory_hook import AGENTS, MARK
+
+    out = []
+    cwd = Path.cwd()
+    for key, agent in AGENTS.items():
+        exe, install = AGENT_CLIS[key]
+        found = shutil.which(exe)
+        where = []
+        for user in (False, True):
+            try:
+                text = agent.path(user, cwd).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if MARK in text:
+                where.append("user" if user else "project")
+        hooked = f"hook installed ({', '.join(where)})" if where else "hook not installed"
+        if not found:
+            out.append(Check(OK, f"agent {key}", f"{agent.label}: not installed ({install}); {hooked}"))
+        elif where:
+            out.append(Check(OK, f"agent {key}", f"{agent.label} at {found}; {hooked}"))
+        else:
+            out.append(Check(WARN, f"agent {key}", f"{agent.label} at {found}; {hooked}",
+                             f"cockpit memory hook --install --agent {key} (its sessions then start with the notes)"))
+    return out
 
 
 def check_backends() -> list[Check]:

@@ -39,12 +39,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-MARK = "-m cockpit memory hook"
+MARK = "cockpit memory hook"  # in our command, portable ("cockpit memory hook …") or not ("python -m cockpit …")
 SEEN_MAX = 1000
 MISS_MATCHER = "mcp__cockpit__memory_get|Read"
+PROMPT_EVENTS = ("UserPromptSubmit", "SessionStart", "BeforeAgent")  # Claude Code and Codex; Gemini CLI
 BUDGET_S = 1.2  # the whole hook, server round trip included (Claude Code waits for it)
 WATCHDOG_S = 1.6  # past this the process ends silently, whatever it was waiting for
 
@@ -67,11 +69,16 @@ def add_arguments(sp: Any) -> None:
     sp.add_argument("--top-k", type=int, default=None, metavar="N",
                     help="at most N notes (default: what the token budget holds, as for a Cockpit session)")
     sp.add_argument("--install", action="store_true",
-                    help="add the hook to a Claude Code settings.json (shows the change, asks)")
+                    help="add the hook to the agent's settings (shows the change, asks)")
+    sp.add_argument("--agent", choices=sorted(AGENTS), default="claude",
+                    help="whose settings: claude (.claude/settings.json), codex (.codex/hooks.json), "
+                         "gemini (.gemini/settings.json); default claude")
     sp.add_argument("--uninstall", action="store_true", help="remove exactly what --install added")
     where = sp.add_mutually_exclusive_group()
-    where.add_argument("--project", action="store_true", help="<cwd>/.claude/settings.json (default)")
-    where.add_argument("--user", action="store_true", help="~/.claude/settings.json")
+    where.add_argument("--project", action="store_true",
+                       help="the project's file, e.g. <cwd>/.claude/settings.json (default); the command in it "
+                            "is the portable `cockpit memory hook` (cockpit on PATH), never a path into a venv")
+    where.add_argument("--user", action="store_true", help="your own file, e.g. ~/.claude/settings.json")
     sp.add_argument("--yes", action="store_true", help="do not ask before writing settings.json")
 
 
@@ -267,7 +274,7 @@ def handle(payload: Any, notes_arg: str | None, index: str | None, top_k: int | 
         return None
     event = payload.get("hook_event_name")
     prompt = payload.get("prompt")
-    if event not in ("UserPromptSubmit", "SessionStart") or not isinstance(prompt, str) or not prompt.strip():
+    if event not in PROMPT_EVENTS or not isinstance(prompt, str) or not prompt.strip():
         return None
     session = str(payload.get("session_id") or "")
     from cockpit.notes_location import resolve_notes
@@ -325,18 +332,51 @@ def main(args: Any) -> int:
 
 
 # -- install / uninstall ----------------------------------------------------------------------------
-def settings_path(user: bool, cwd: Path) -> Path:
-    from cockpit.notes_location import claude_config_dir
+@dataclass(frozen=True)
+class Agent:
+    """An agent whose hooks can preseed its first prompt. ``project`` / ``user``: its settings
+    file (``user`` relative to the folder ``home()`` gives); ``event``: the prompt hook's event;
+    ``misses``: it also runs our ``PostToolUse`` entry (misses); ``note``: what else it needs."""
 
-    return claude_config_dir() / "settings.json" if user else cwd / ".claude" / "settings.json"
+    label: str
+    project: str
+    user: str
+    home_env: str
+    home: str
+    event: str
+    misses: bool = False
+    note: str = ""
+
+    def path(self, user: bool, cwd: Path) -> Path:
+        if not user:
+            return cwd / self.project
+        base = os.environ.get(self.home_env) if self.home_env else None
+        return (Path(base).expanduser() if base else Path.home() / self.home) / self.user
 
 
-def hook_command(notes: str | None, cwd: Path) -> str:
+AGENTS = {
+    "claude": Agent("Claude Code", ".claude/settings.json", "settings.json", "CLAUDE_CONFIG_DIR", ".claude",
+                    "UserPromptSubmit", misses=True),
+    "codex": Agent("Codex", ".codex/hooks.json", "hooks.json", "CODEX_HOME", ".codex", "UserPromptSubmit",
+                   note="Codex runs hooks only with `[features] codex_hooks = true` in ~/.codex/config.toml"),
+    "gemini": Agent("Gemini CLI", ".gemini/settings.json", "settings.json", "", ".gemini", "BeforeAgent",
+                    note="Gemini CLI runs hooks when they are enabled in its settings (see its hooks guide)"),
+}
+
+
+def settings_path(user: bool, cwd: Path, agent: str = "claude") -> Path:
+    return AGENTS[agent].path(user, cwd)
+
+
+def hook_command(notes: str | None, cwd: Path, portable: bool = False) -> str:
+    """The command the agent runs. ``portable`` (a project's file, which a team commits):
+    ``cockpit memory hook`` found on PATH, the notes folder relative to the session's cwd; else
+    this interpreter and absolute paths (one user's machine)."""
     import shlex
 
-    parts = [sys.executable, "-m", "cockpit", "memory", "hook"]
+    parts = ["cockpit", "memory", "hook"] if portable else [sys.executable, "-m", "cockpit", "memory", "hook"]
     if notes:
-        parts += ["--notes", notes if notes == "auto" else str((cwd / notes).resolve())]
+        parts += ["--notes", notes if notes == "auto" or portable else str((cwd / notes).resolve())]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -344,20 +384,22 @@ def _is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and MARK in str(hook.get("command", ""))
 
 
-def with_hook(settings: dict, command: str) -> dict:
+def with_hook(settings: dict, command: str, agent: str = "claude") -> dict:
+    spec = AGENTS[agent]
     hooks = settings.setdefault("hooks", {})
-    groups = hooks.setdefault("UserPromptSubmit", [])
+    groups = hooks.setdefault(spec.event, [])
     if not any(_is_ours(h) for group in groups for h in group.get("hooks", [])):
         groups.append({"hooks": [{"type": "command", "command": command, "timeout": 60}]})
-    post = hooks.setdefault("PostToolUse", [])  # misses: a note read in full that was not a line
-    if not any(_is_ours(h) for group in post if isinstance(group, dict) for h in group.get("hooks", [])):
-        post.append({"matcher": MISS_MATCHER, "hooks": [{"type": "command", "command": command, "timeout": 10}]})
+    if spec.misses:  # misses: a note read in full that was not a line
+        post = hooks.setdefault("PostToolUse", [])
+        if not any(_is_ours(h) for group in post if isinstance(group, dict) for h in group.get("hooks", [])):
+            post.append({"matcher": MISS_MATCHER, "hooks": [{"type": "command", "command": command, "timeout": 10}]})
     return settings
 
 
 def without_hook(settings: dict) -> dict:
     hooks = settings.get("hooks", {})
-    for event in ("UserPromptSubmit", "PostToolUse"):
+    for event in (*{a.event for a in AGENTS.values()}, "PostToolUse"):
         kept = []
         for group in hooks.get(event, []):
             rest = [h for h in group.get("hooks", []) if not _is_ours(h)] if isinstance(group, dict) else [group]
@@ -372,9 +414,10 @@ def without_hook(settings: dict) -> dict:
     return settings
 
 
-def _check_shape(settings: dict, path: Path) -> None:
+def _check_shape(settings: dict, path: Path, event: str = "UserPromptSubmit") -> None:
     """Refuse (CockpitError naming the key) a settings file whose ``hooks`` part is not shaped as
-    Claude Code documents it: nothing is rewritten that this command does not understand."""
+    the agent documents it (Claude Code, Codex and Gemini CLI share the shape): nothing is
+    rewritten that this command does not understand."""
     from cockpit.errors import CockpitError
 
     def bad(where: str, want: str) -> CockpitError:
@@ -383,12 +426,12 @@ def _check_shape(settings: dict, path: Path) -> None:
     hooks = settings.get("hooks", {})
     if not isinstance(hooks, dict):
         raise bad('"hooks"', "an object")
-    groups = hooks.get("UserPromptSubmit", [])
+    groups = hooks.get(event, [])
     if not isinstance(groups, list):
-        raise bad('"hooks.UserPromptSubmit"', "a list")
+        raise bad(f'"hooks.{event}"', "a list")
     for i, group in enumerate(groups):
         if not isinstance(group, dict) or not isinstance(group.get("hooks", []), list):
-            raise bad(f'"hooks.UserPromptSubmit[{i}]"', 'an object with a "hooks" list')
+            raise bad(f'"hooks.{event}[{i}]"', 'an object with a "hooks" list')
 
 
 def _backup(path: Path) -> Path:
@@ -420,7 +463,9 @@ def install(args: Any) -> int:
     from cockpit.errors import CockpitError
 
     cwd = Path.cwd()
-    path = settings_path(bool(args.user), cwd)
+    agent = getattr(args, "agent", None) or "claude"
+    spec = AGENTS[agent]
+    path = settings_path(bool(args.user), cwd, agent)
     if path.is_symlink():  # write through the link (a dotfiles checkout), never replace it
         path = path.resolve()
     try:
@@ -433,12 +478,12 @@ def install(args: Any) -> int:
         raise CockpitError(f"{path} is not valid JSON ({exc}); fix it first") from None
     if not isinstance(settings, dict):
         raise CockpitError(f"{path} does not hold a JSON object")
-    _check_shape(settings, path)
+    _check_shape(settings, path, spec.event)
     backup = _backup(path)
     new_text: str | None
     saved: Any = None
     if args.install:
-        new = with_hook(json.loads(json.dumps(settings)), hook_command(args.notes, cwd))
+        new = with_hook(json.loads(json.dumps(settings)), hook_command(args.notes, cwd, portable=not args.user), agent)
         new_text = _settings_text(new)
     else:
         try:
@@ -468,7 +513,7 @@ def install(args: Any) -> int:
         path.unlink()
         if isinstance(saved, dict) and saved.get("created_dir"):
             try:
-                path.parent.rmdir()  # the .claude folder --install made, when nothing else is in it
+                path.parent.rmdir()  # the folder (.claude, .codex, .gemini) --install made, when nothing else is in it
             except OSError:
                 pass
     else:
@@ -481,8 +526,13 @@ def install(args: Any) -> int:
         original = None if old_bytes is None else base64.b64encode(old_bytes).decode()
         backup.write_text(json.dumps({"path": str(path), "original": original, "written": new_text,
                                       "created_dir": created_dir}), encoding="utf-8")
-        print(f"installed: Claude Code sessions in {cwd if not args.user else 'every project'} now start with "
+        print(f"installed: {spec.label} sessions in {cwd if not args.user else 'every project'} now start with "
               f"the notes their first prompt needs")
+        if not args.user:
+            print("the entry runs `cockpit memory hook` from PATH: everyone using it needs cockpit installed "
+                  "(pipx install / uv tool install)")
+        if spec.note:
+            print(f"note: {spec.note}")
     else:
         backup.unlink(missing_ok=True)
         print("uninstalled")

@@ -170,3 +170,25 @@ def test_server_status_and_stop_name_a_hung_server_quickly(monkeypatch, capsys):
             assert "does not answer" in err and "--force" in err, (action, err)
     finally:
         srv.close()
+
+
+def test_doctor_names_each_agents_cli_and_hook(tmp_path, monkeypatch):
+    import cockpit.doctor as d
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for exe in ("codex", "gemini"):
+        (bin_dir / exe).write_text("#!/bin/sh\n")
+        (bin_dir / exe).chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    (tmp_path / ".gemini").mkdir()
+    (tmp_path / ".gemini" / "settings.json").write_text(
+        '{"hooks": {"BeforeAgent": [{"hooks": [{"type": "command", "command": "cockpit memory hook"}]}]}}')
+    checks = {c.label: c for c in d.check_agents()}
+    assert checks["agent claude"].state == d.OK and "not installed (npm install -g" in checks["agent claude"].detail
+    assert checks["agent codex"].state == d.WARN and "--agent codex" in checks["agent codex"].fix
+    assert checks["agent gemini"].state == d.OK and "hook installed (project)" in checks["agent gemini"].detail

@@ -185,8 +185,9 @@ def test_hook_install_uninstall_round_trip_is_byte_identical(tmp_path, monkeypat
     assert "+" in shown and "memory hook" in shown  # the diff was shown before asking
     data = json.loads(settings.read_text())
     hook = data["hooks"]["UserPromptSubmit"][0]["hooks"][0]
-    assert hook["type"] == "command" and "-m cockpit memory hook --notes" in hook["command"]
-    assert str(tmp_path / "notes") in hook["command"]
+    # a project's file is committed: the portable command, the notes folder relative to the session's cwd
+    assert hook["type"] == "command" and hook["command"] == "cockpit memory hook --notes notes"
+    assert str(tmp_path) not in json.dumps(data) and sys.executable not in json.dumps(data)
     monkeypatch.setattr("sys.stdin", __import__("io").StringIO("y\n"))
     assert main(["memory", "hook", "--install", "--project", "--notes", "notes"]) == 0  # idempotent
     assert capsys.readouterr().out.strip().endswith("nothing to change")
@@ -546,3 +547,37 @@ def test_mcp_tool_on_a_stopped_server_is_a_clear_tool_error(notes, server_env):
 
     found = asyncio.run(_mcp_session(notes, {**server_env, "COCKPIT_SERVER_TIMEOUT": "1"}, calls))
     assert found.is_error and "does not answer (stopped or hung?)" in found.content[0].text
+
+
+
+@pytest.mark.parametrize("agent,file,event", [
+    ("codex", ".codex/hooks.json", "UserPromptSubmit"),
+    ("gemini", ".gemini/settings.json", "BeforeAgent"),
+])
+def test_the_installer_for_codex_and_gemini_round_trips(tmp_path, monkeypatch, capsys, agent, file, event):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / file
+    path.parent.mkdir()
+    original = '{\n  "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo hi"}]}]},\n  "x": 1\n}\n'
+    path.write_text(original)
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("y\n"))
+    assert main(["memory", "hook", "--install", "--agent", agent, "--project"]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(path.read_text())  # the agent's own file still parses
+    entry = data["hooks"][event][0]["hooks"][0]
+    assert entry["command"] == "cockpit memory hook" and data["x"] == 1 and "SessionStart" in data["hooks"]
+    assert "PostToolUse" not in data["hooks"]  # the misses watcher is Claude Code's only
+    assert "cockpit installed" in out
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("y\n"))
+    assert main(["memory", "hook", "--uninstall", "--agent", agent, "--project"]) == 0
+    assert path.read_text() == original  # byte for byte
+
+
+def test_a_gemini_before_agent_payload_gets_the_block_in_its_own_output_form(notes):
+    payload = {"session_id": "g-1", "transcript_path": "/tmp/t.json", "cwd": "/", "hook_event_name": "BeforeAgent",
+               "timestamp": "2026-12-02T08:00:00Z", "prompt": QUESTION}
+    out = handle(payload, str(notes), None, 5)
+    assert out["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
+    assert "6443" in out["hookSpecificOutput"]["additionalContext"]
+    codex = handle(_payload("c-1"), str(notes), None, 5)  # Codex: Claude Code's wire format
+    assert codex["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"

@@ -383,3 +383,13 @@ def test_lint_says_a_note_superseded_by_itself_is(tmp_path):
     with MemoryEngine(folder, index_path=tmp_path / "i.sqlite") as eng:
         issues = eng.lint()
     assert any(i.kind == "missing-successor" and "superseded by itself" in i.message for i in issues)
+
+
+def test_preseed_as_markdown_for_agents_without_hooks(cart, capsys):
+    main(["memory", "preseed", PHRASINGS[0], "--notes", str(cart.notes_dir), "--index", str(cart.index_path),
+          "--format", "md", "--no-server"])
+    out = capsys.readouterr().out
+    assert out.startswith("## Project notes for this task\n")
+    assert "- ★ **money-decimal**: Money is Decimal with two places, never float" in out
+    assert "- **cart-total**: Cart.total multiplies" in out and "### May be relevant" in out
+    assert "<project-notes>" not in out
