@@ -146,9 +146,17 @@ def note_texts(name: str, description: str, body: str) -> tuple[list[str], list[
     return texts, kinds
 
 
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+
+
 def _sentences(body: str) -> list[str]:
-    flat = " ".join(body.split())
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", flat) if s.strip()]
+    """The body's sentences, paragraph by paragraph; Markdown heading lines are left out (an ADR's
+    "# 0007. Use arq" / "## Status" are labels, not facts to quote or to check)."""
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", body):
+        text = " ".join(" ".join(ln for ln in para.splitlines() if not _HEADING.match(ln)).split())
+        out += [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+    return out
 
 
 @functools.lru_cache(maxsize=4096)

@@ -393,3 +393,11 @@ def test_preseed_as_markdown_for_agents_without_hooks(cart, capsys):
     assert "- ★ **money-decimal**: Money is Decimal with two places, never float" in out
     assert "- **cart-total**: Cart.total multiplies" in out and "### May be relevant" in out
     assert "<project-notes>" not in out
+
+
+def test_a_snippet_quotes_a_sentence_not_an_adr_heading():
+    from memory.text import snippet
+
+    body = "# ADR-0007: arq on Redis\n\n## Status\n\nAccepted\n\n## Decision\n\nBackground jobs run on arq with Redis. Celery is removed.\n"
+    assert snippet(body, "background jobs with celery") == "Background jobs run on arq with Redis."
+    assert "#" not in snippet(body, "status of the decision")
