@@ -465,10 +465,10 @@ class MemoryEngine:
         by_p = sorted((h for h in considered[: judge.pool] if h not in picked),
                       key=lambda h: -(h.probability or 0.0))
         index = demoted + [h for h in by_p if (h.probability or 0.0) >= judge.index]
+        priority = self._priority_hits(considered, successors)  # (first: the whole index counts them)
         whole = self._whole_index(lines)
         if whole is not None:
             index = demoted + whole
-        priority = self._priority_hits(considered, successors)
         unpriced = priority[PRIORITY_PRICED:]  # never fit the priority budget: cut without pricing
         rendered = _preseed.render_block(
             priority[:PRIORITY_PRICED], lines, index, budget_tokens,

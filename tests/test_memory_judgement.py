@@ -401,3 +401,22 @@ def test_a_snippet_quotes_a_sentence_not_an_adr_heading():
     body = "# ADR-0007: arq on Redis\n\n## Status\n\nAccepted\n\n## Decision\n\nBackground jobs run on arq with Redis. Celery is removed.\n"
     assert snippet(body, "background jobs with celery") == "Background jobs run on arq with Redis."
     assert "#" not in snippet(body, "status of the decision")
+
+
+def test_the_first_preseed_after_a_sync_is_the_same_as_the_next(tmp_path):
+    """A small folder with several priority notes: its whole index from the very first call
+    (the priority notes, given by rule, are not counted against it)."""
+    folder = tmp_path / "n"
+    folder.mkdir()
+    for name, desc, body, extra in CART:
+        note(folder, name, desc, body, extra)
+    for i in range(8):
+        note(folder, f"rule-{i}", f"House rule {i}", extra="priority: high\n")
+    note(folder, "extra-1", "Release notes go in CHANGELOG.md")
+    note(folder, "extra-2", "Feature flags live in LaunchDarkly")
+    with MemoryEngine(folder, index_path=tmp_path / "i.sqlite") as eng:
+        eng.sync()
+        first = eng.build_preseed(PHRASINGS[2])
+        second = eng.build_preseed(PHRASINGS[2])
+    assert first.text == second.text
+    assert {h.name for h in first.index} >= {"extra-1", "extra-2", "deploy"}
