@@ -41,6 +41,7 @@ import asyncio
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -123,7 +124,10 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
         notes.mkdir()
         (notes / "a.md").write_text("---\nname: a\ndescription: staging port 6443\n---\nport 6443\n")
         engine = MemoryEngine(notes, index_path=tmp / "index.sqlite")
-    config = RuntimeConfig(api_key="bench", base_url=base_url, model="claude-sonnet-4-5",
+    # every session streams at once: the concurrency cap is the number of sessions (a cap below it
+    # would queue the rest, and the bench would wait for them forever)
+    os.environ["COCKPIT_CONCURRENCY"] = str(sessions)
+    config = RuntimeConfig(api_key="bench", base_url=base_url, model="claude-sonnet-4-5", concurrency=sessions,
                            max_tokens=64000, sessions_dir=tmp / "sessions", interactive=True)
     server_pid = None
     if through_server:
@@ -134,6 +138,7 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
         start_server()
         with BlockingClient() as c:
             server_pid = c.call("server.status")["pid"]
+        _STARTED.append(server_pid)  # stopped by main's finally, however the bench ends
 
         class _Attached(CockpitApp):
             async def on_load(self) -> None:
@@ -170,7 +175,11 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
     async with app.run_test(size=(200, 50)):
         for n in range(sessions):
             app.spawn(f"benchmark session {n + 1}: stream a long answer")
+        deadline = time.monotonic() + 120
         while not (len(app.views) == sessions and all(v.status is S.STREAMING for v in app.views.values())):
+            if time.monotonic() > deadline:
+                states = sorted(v.status.value for v in app.views.values())
+                raise SystemExit(f"tui_bench: the sessions did not all stream within 120 s ({states})")
             await asyncio.sleep(0.05)
         await asyncio.sleep(1.0)  # let the streams settle
         grid = app.screen.query_one("#grid")
@@ -223,19 +232,15 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
     if engine is not None:
         engine.close()
     if through_server:
-        from cockpit.server.client import BlockingClient, wait_for_stop
-
-        with BlockingClient() as c:
-            c.call("server.stop")
-        wait_for_stop(server_pid, 30)
+        _stop_servers()
     return {
         "sessions": sessions,
         "seconds": round(wall, 1),
         "key_presses": presses,
         "key_to_screen_ms": {
-            "p50": round(statistics.median(latencies) * 1000, 1),
-            "p95": round(pct(latencies, 95) * 1000, 1),
-            "max": round(max(latencies) * 1000, 1),
+            "p50": round(statistics.median(latencies) * 1000, 1) if latencies else None,
+            "p95": round(pct(latencies, 95) * 1000, 1) if latencies else None,
+            "max": round(max(latencies) * 1000, 1) if latencies else None,
             "n": len(latencies),
             "unmeasured": unmeasured,
         },
@@ -251,6 +256,31 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
     }
 
 
+_STARTED: list[int] = []  # server pids this bench started
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_servers() -> None:
+    """Stop the Cockpit server this bench started (also on Ctrl-C or SIGTERM): never left running."""
+    from cockpit.server.client import BlockingClient, ServerError, wait_for_stop
+
+    while _STARTED:
+        pid = _STARTED.pop()
+        try:
+            with BlockingClient(timeout=5) as c:
+                c.call("server.stop")
+        except (ServerError, OSError):
+            pass
+        if not wait_for_stop(pid, 30):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=30.0)
@@ -263,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     ap.add_argument("--words", type=int, default=4000, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.sessions < 2 and args.serve is None:
+        ap.error("--sessions must be at least 2: the measured key (tab) moves the selection between panes")
     if args.serve is not None:
         serve(args.serve, args.tps, args.words)
         return 0
@@ -271,11 +303,13 @@ def main(argv: list[str] | None = None) -> int:
         [sys.executable, __file__, "--serve", "0", "--tps", str(args.tps), "--words", str(words)],
         stdout=subprocess.PIPE, text=True,
     )
+    signal.signal(signal.SIGTERM, _interrupted)  # a kill runs the finally below too
     try:
         base_url = server.stdout.readline().strip()
         result = asyncio.run(bench(base_url, args.seconds, args.sessions, args.key_interval, args.engine,
                                    args.server))
     finally:
+        _stop_servers()
         server.terminate()
         server.wait(10)
     result["tps_target"] = args.tps
@@ -295,4 +329,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the server it started is already stopped
+        print("tui_bench: interrupted", file=sys.stderr)
+        sys.exit(130)
