@@ -373,9 +373,8 @@ class MemoryEngine:
 
         Ranking (see :mod:`memory.search`): reciprocal-rank fusion of the vector lane (max cosine
         over a note's title and body-chunk vectors) and the FTS5 BM25 lane, plus a vote for notes
-        holding an exact identifier of the query (``ship-v2``, ``6443``). Priority notes get a
-        lift (``search.PRIORITY_LIFT``: the gain of moving from rank 3 to rank 1 in both lanes) —
-        they win close calls, never bury a clearly better note. ``Hit.score`` is the cosine,
+        holding an exact identifier of the query (``ship-v2``, ``6443``). Priority does not move a
+        note (the preseed gives priority notes by rule). ``Hit.score`` is the cosine,
         clamped to 0…1. ``query_vector`` (float32 ``(dim,)``, normalised) skips embedding the
         query. Does not sync; the index must be current (``sync``/``watch``).
         """
@@ -394,7 +393,7 @@ class MemoryEngine:
         """The preseed block for a task, with what went into it (see :mod:`memory.preseed`).
 
         Every priority note is given as a line (within its own budget). The first
-        ``judge.pool`` candidates of the ranking (by lane agreement: no priority lift, one per
+        ``judge.pool`` candidates of the ranking (by lane agreement, one per
         note name) are each judged on their own (:mod:`memory.judge`): a note whose probability
         reaches the line threshold (``line_threshold`` overrides it, for sweeps) is a line, at
         most ``top_k`` (None: ``preseed.MAX_LINES``); the next ones above the index floor go to

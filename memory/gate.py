@@ -10,7 +10,7 @@ best over the first ``pool`` candidates of the fused ranking:
 (:func:`memory.text.query_terms`) that a note's name, description or body contains
 (:func:`memory.text.coverage`) — a lexical check that catches short or keyword-heavy tasks
 MiniLM scores low, and questions that borrow the project's vocabulary without its topic;
-*agreement*: a note's reciprocal-rank score before the priority lift
+*agreement*: a note's reciprocal-rank score
 (:attr:`memory.search.Candidate.rrf`) — high when both lanes, the meaning and the words, put the
 same note near the top, low when only one of them finds anything. The block is sent when
 ``score >= threshold``. Lines are not filtered one by one: once the gate opens, the block holds

@@ -9,11 +9,9 @@ Ranking, in order:
    identifiers also as exact phrases (``ship-v2`` → ``"ship v2"``).
 3. *Fusion.* Reciprocal-rank fusion ``Σ w/(K + rank)`` over the two lanes; an exact identifier
    phrase that only a few notes contain counts as an extra rank-1 vote.
-4. *Priority.* Notes marked ``priority: high`` get ``PRIORITY_LIFT`` added to the fused score —
-   the gain of moving from rank 3 to rank 1 in both lanes — so they win close calls (a priority
-   note one or two places behind in both lanes comes first) but never push a clearly better
-   note out, and never pass the relevance floor on their own (the floor looks at cosine and
-   identifier matches, not at the fused score).
+4. *Priority* does not move a note in the ranking: a priority note is given to every session by
+   rule (:mod:`memory.preseed`), so search orders by relevance alone (a lift used to put ★ notes
+   above far better matches: 77 % of the top-5 slots against a 31 % base rate).
 """
 
 from __future__ import annotations
@@ -32,7 +30,6 @@ W_VEC = 1.0
 W_BM25 = 1.0
 W_IDENT = 1.0
 IDENT_MAX_NOTES = 5          # an identifier phrase in more notes is not distinctive
-PRIORITY_LIFT = 2 * (1 / (RRF_K + 1) - 1 / (RRF_K + 3))  # two places up in both lanes
 CANDIDATES = 50              # per lane
 
 
@@ -41,8 +38,8 @@ class Candidate:
     """One note of the fused ranking. ``cosine``: its best cosine with the query; ``vec_rank`` /
     ``bm25_rank``: its rank in each lane (None: not in the lane's first ``CANDIDATES``);
     ``ident``: it holds a distinctive identifier of the query; ``rrf``: its reciprocal-rank
-    score before the priority lift — how strongly the lanes agree on it (0 … 0.5 with the
-    default weights); ``fused``: ``rrf`` plus the lift, the order of the ranking."""
+    score — how strongly the lanes agree on it (0 … 0.5 with the default weights); ``fused``:
+    the order of the ranking (``rrf``; priority no longer adds to it)."""
 
     note_id: int
     cosine: float = 0.0
@@ -456,7 +453,5 @@ def fuse(vec: list[tuple[int, float]], bm25: list[int], ident: set[int],
             s += W_IDENT / (RRF_K + 1)
         c.rrf = s
         c.priority = c.note_id in priority_ids
-        if c.priority:
-            s += PRIORITY_LIFT
         c.fused = s
     return sorted(cands.values(), key=lambda c: (-c.fused, -c.cosine, c.note_id))

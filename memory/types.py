@@ -44,7 +44,7 @@ class Hit:
     ``score`` is the cosine similarity between the query vector and the note's best-matching
     vector (title or a body chunk), clamped to 0…1 (a negative cosine, unrelated, shows as 0);
     ``rank_score`` is the fused score that decided the order (reciprocal-rank fusion of vector and
-    BM25 ranks, plus the priority lift).
+    BM25 ranks; priority does not add to it).
     ``snippet`` is a short piece of the body (≤ ~160 chars) chosen for the query.
     ``path`` is the note's file path (absolute).
     """

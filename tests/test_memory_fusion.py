@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory.search import PRIORITY_LIFT, RRF_K, W_BM25, W_IDENT, W_VEC, fuse, top_order
+from memory.search import RRF_K, W_BM25, W_IDENT, W_VEC, fuse, top_order
 
 
-def test_fused_score_is_the_lanes_agreement_plus_the_priority_lift():
+def test_fused_score_is_the_lanes_agreement_and_priority_adds_nothing():
     vec = [(1, 0.9), (2, 0.8), (3, 0.7)]
     bm25 = [2, 4]
     cands = {c.note_id: c for c in fuse(vec, bm25, {4}, priority_ids={3},
@@ -17,8 +17,8 @@ def test_fused_score_is_the_lanes_agreement_plus_the_priority_lift():
     assert cands[1].rrf == pytest.approx(W_VEC / (RRF_K + 1))  # one lane only
     assert cands[4].rrf == pytest.approx(W_BM25 / (RRF_K + 2) + W_IDENT / (RRF_K + 1))  # identifier vote
     assert cands[4].cosine == 0.1  # a keyword-only note gets its cosine from cos_of
-    assert cands[3].priority and cands[3].fused == pytest.approx(cands[3].rrf + PRIORITY_LIFT)
-    assert all(c.fused == c.rrf for c in cands.values() if not c.priority)
+    assert cands[3].priority and cands[3].fused == cands[3].rrf  # given by rule in the preseed, not lifted
+    assert all(c.fused == c.rrf for c in cands.values())
     # the lanes agreeing on note 2 beat note 1's first place in one lane
     assert cands[2].rrf > cands[1].rrf
 
