@@ -258,11 +258,7 @@ class ToolRunner:
                 plan = call.plan
                 await asyncio.to_thread(apply_plan, plan)
                 return ToolOutcome(plan.message)
-            if call.name == "memory_search":
-                return await self._memory_search(call.data)
-            if call.name == "memory_get":
-                return await memory_get(self.engine, call.data)
-            return await self._memory_save(call.data)
+            return await memory_call(self.engine, call.name, call.data, self.default_top_k)
         except (ToolInputError, PathRefused, EditorError) as exc:
             return ToolOutcome(str(exc), True)
         except asyncio.CancelledError:
@@ -304,12 +300,17 @@ class ToolRunner:
         """Kill the shell (and its process group)."""
         await self.bash.close()
 
-    # -- memory ---------------------------------------------------------------------------
-    async def _memory_search(self, d: dict) -> ToolOutcome:
-        return await memory_search(self.engine, d, self.default_top_k)
 
-    async def _memory_save(self, d: dict) -> ToolOutcome:
-        return await memory_save(self.engine, d)
+async def memory_call(engine: MemoryBackend | None, name: str, d: dict,
+                      default_top_k: int | None = 5) -> ToolOutcome:
+    """One memory tool (``memory_search`` | ``memory_get`` | ``memory_save``) on ``engine``,
+    its input already checked by :func:`check_memory_input`: our loop and the claude-code
+    backend's MCP server both call this."""
+    if name == "memory_search":
+        return await memory_search(engine, d, default_top_k)
+    if name == "memory_get":
+        return await memory_get(engine, d)
+    return await memory_save(engine, d)
 
 
 async def memory_search(engine: MemoryBackend | None, d: dict, default_top_k: int | None = 5) -> ToolOutcome:

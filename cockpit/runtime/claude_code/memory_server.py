@@ -1,8 +1,8 @@
 """Our memory as an in-process MCP server for Claude Code (``create_sdk_mcp_server``).
 
-Two tools, the same names, descriptions and input schemas as in Cockpit's own loop
+Three tools, the same names, descriptions and input schemas as in Cockpit's own loop
 (:data:`cockpit.runtime.tools.MEMORY_TOOLS`), served under the server name ``cockpit`` — Claude
-Code calls them ``mcp__cockpit__memory_search`` and ``mcp__cockpit__memory_save``. Both call the
+Code calls them ``mcp__cockpit__memory_search``, ``…_memory_get`` and ``…_memory_save``. All call the
 session's memory engine (the manager's warm one: no second model load) in a worker thread and
 answer with the same text as the loop's tools; failures are tool errors the model can read.
 """
@@ -21,9 +21,7 @@ from cockpit.runtime.tools import (
     ToolInputError,
     ToolOutcome,
     check_memory_input,
-    memory_get,
-    memory_save,
-    memory_search,
+    memory_call,
 )
 
 SERVER_NAME = "cockpit"
@@ -37,34 +35,23 @@ def _result(out: ToolOutcome) -> dict[str, Any]:
 
 
 def memory_server(engine: MemoryBackend | None, default_top_k: int | None = 5) -> Any:
-    """The ``McpSdkServerConfig`` to put in ``ClaudeAgentOptions.mcp_servers[SERVER_NAME]``."""
-    search_def, get_def, save_def = MEMORY_TOOLS
+    """The ``McpSdkServerConfig`` to put in ``ClaudeAgentOptions.mcp_servers[SERVER_NAME]``: the
+    same memory tools as our own loop (:data:`MEMORY_TOOLS`, run by :func:`memory_call`)."""
 
-    @tool(search_def["name"], search_def["description"], search_def["input_schema"],
-          annotations=ToolAnnotations(read_only_hint=True))
-    async def _search(args: dict[str, Any]) -> dict[str, Any]:
-        try:
-            data = check_memory_input("memory_search", args)
-        except ToolInputError as exc:
-            return _result(ToolOutcome(str(exc), True))
-        return _result(await memory_search(engine, data, default_top_k))
+    def sdk_tool(spec: dict[str, Any]) -> Any:
+        name = spec["name"]
+        read_only = name != "memory_save"
+        annotations = (ToolAnnotations(read_only_hint=True) if read_only
+                       else ToolAnnotations(read_only_hint=False, destructive_hint=False))
 
-    @tool(get_def["name"], get_def["description"], get_def["input_schema"],
-          annotations=ToolAnnotations(read_only_hint=True))
-    async def _get(args: dict[str, Any]) -> dict[str, Any]:
-        try:
-            data = check_memory_input("memory_get", args)
-        except ToolInputError as exc:
-            return _result(ToolOutcome(str(exc), True))
-        return _result(await memory_get(engine, data))
+        @tool(name, spec["description"], spec["input_schema"], annotations=annotations)
+        async def run(args: dict[str, Any]) -> dict[str, Any]:
+            try:
+                data = check_memory_input(name, args)
+            except ToolInputError as exc:
+                return _result(ToolOutcome(str(exc), True))
+            return _result(await memory_call(engine, name, data, default_top_k))
 
-    @tool(save_def["name"], save_def["description"], save_def["input_schema"],
-          annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
-    async def _save(args: dict[str, Any]) -> dict[str, Any]:
-        try:
-            data = check_memory_input("memory_save", args)
-        except ToolInputError as exc:
-            return _result(ToolOutcome(str(exc), True))
-        return _result(await memory_save(engine, data))
+        return run
 
-    return create_sdk_mcp_server(SERVER_NAME, version=__version__, tools=[_search, _get, _save])
+    return create_sdk_mcp_server(SERVER_NAME, version=__version__, tools=[sdk_tool(t) for t in MEMORY_TOOLS])
