@@ -228,6 +228,27 @@ def _remember_given(session: str, text: str, prompt: str, notes: Path) -> None:
                                 "notes": str(notes.resolve())}), encoding="utf-8")
 
 
+def misses_path() -> Path:
+    return _data_root() / "hooks" / "misses.jsonl"
+
+
+def read_misses() -> list[dict]:
+    """The misses the hook recorded (a damaged line is skipped)."""
+    try:
+        text = misses_path().read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            out.append(record)
+    return out
+
+
 def record_miss(payload: dict) -> None:
     """A ``PostToolUse`` input: the session read a note in full; a miss when it was not a line."""
     import time
@@ -252,14 +273,12 @@ def record_miss(payload: dict) -> None:
         name = rel.stem if rel.suffix == ".md" else None
     if not isinstance(name, str) or not name or name.casefold() in {n.casefold() for n in given.get("lines", [])}:
         return
-    out = _data_root() / "hooks" / "misses.jsonl"
-    if out.exists() and any(json.loads(line).get("session") == session and json.loads(line).get("name") == name
-                            for line in out.read_text(encoding="utf-8").splitlines() if line.strip()):
+    if any(r.get("session") == session and r.get("name") == name for r in read_misses()):
         return  # once per note and session
     record = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S"), "session": session, "name": name, "via": tool,
               "in_index": name.casefold() in {n.casefold() for n in given.get("index", [])},
               "task": given.get("task", ""), "notes": given.get("notes", ""), "agent": "claude-code (hook)"}
-    with open(out, "a", encoding="utf-8") as fh:
+    with open(misses_path(), "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 

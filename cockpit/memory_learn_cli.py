@@ -64,16 +64,12 @@ def _same_folder(a: str, b: Path | None) -> bool:
 
 def _hook_misses(notes: Path | None) -> list[dict]:
     """Misses the Claude Code hook recorded (``<data>/hooks/misses.jsonl``)."""
-    from cockpit.memory_hook import _data_root
+    from cockpit.memory_hook import misses_path, read_misses
 
-    path = _data_root() / "hooks" / "misses.jsonl"
+    path = misses_path()
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(r, dict) and _same_folder(str(r.get("notes", "")), notes):
+    for r in read_misses():
+        if _same_folder(str(r.get("notes", "")), notes):
             rows.append({"session": r.get("session", ""), "time": r.get("ts", ""), "note": r.get("name", ""),
                          "via": r.get("via", ""), "in_index": bool(r.get("in_index")), "task": r.get("task", ""),
                          "notes": r.get("notes", ""), "transcript": str(path)})

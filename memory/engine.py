@@ -357,7 +357,9 @@ class MemoryEngine:
 
         return cands, fetch
 
-    def _hit(self, c, row, query: str, with_snippet: bool = True) -> Hit:
+    def _hit(self, c, row, query: str, with_snippet: bool = True, probability: float | None = None,
+             superseded_by: str = "") -> Hit:
+        """The :class:`Hit` of candidate ``c`` and its ``note_rows`` row."""
         path = self._paths.get(row[5])
         if path is None:  # a Path costs microseconds to build; the same notes come up again
             if len(self._paths) >= PATH_CACHE_SIZE:
@@ -366,7 +368,7 @@ class MemoryEngine:
         # positional: name, description, snippet, priority, score, path, rank_score, keyword
         return Hit(row[1], row[2], snippet(row[3], query) if with_snippet else "",
                    bool(row[4]), max(0.0, c.cosine), path, c.fused, c.ident,
-                   status=row[6] if len(row) > 6 else "")
+                   probability=probability, status=row[6] or "", superseded_by=superseded_by)
 
     def search(self, query: str, top_k: int = 5, query_vector: np.ndarray | None = None) -> list[Hit]:
         """Hybrid search → up to ``top_k`` :class:`Hit` s, best first. No relevance floor.
@@ -473,13 +475,14 @@ class MemoryEngine:
             priority[:PRIORITY_PRICED], lines, index, budget_tokens,
             fill=lambda h: dataclasses.replace(h, snippet=snippet(body_of.get(h.name.casefold(), ""), query)))
         in_index = {h.name.casefold() for h in rendered.index}
+        as_lines = {h.name.casefold() for h in rendered.lines}
         for h in by_p[:8]:
             if (h.probability or 0.0) < judge.index / 2:
                 continue  # not close: --explain lists every candidate anyway
             if h.name.casefold() in in_index:
                 why = f"p {_p(h.probability, line_at)} < {line_at:g} (line threshold): in the index"
                 left_out.append((h.name, why))
-            elif h.name.casefold() not in {g.name.casefold() for g in rendered.lines}:
+            elif h.name.casefold() not in as_lines:
                 left_out.append((h.name, f"p {_p(h.probability, judge.index)} < {judge.index:g} (index floor)"))
         left_out += [(h.name, "over the block's token budget") for h in rendered.over_budget]
         cut = rendered.priority_cut + unpriced
@@ -491,13 +494,8 @@ class MemoryEngine:
                        priority_cut=[h.name for h in cut])
 
     def _judged_hit(self, c, row, query: str, p: float, successors: dict[int, str]) -> Hit:
-        path = self._paths.get(row[5])
-        if path is None:
-            if len(self._paths) >= PATH_CACHE_SIZE:
-                self._paths.clear()
-            path = self._paths[row[5]] = self.notes_dir / row[5]
-        return Hit(row[1], row[2], "", bool(row[4]), max(0.0, c.cosine), path, c.fused, c.ident,
-                   probability=p, status=row[6] or "", superseded_by=successors.get(row[0], ""))
+        return self._hit(c, row, query, with_snippet=False, probability=p,
+                         superseded_by=successors.get(row[0], ""))
 
     def _apply_lifecycle(self, picked: list[Hit], successors: dict[int, str],
                          query: str) -> tuple[list[Hit], list[tuple[str, str]], list[Hit]]:

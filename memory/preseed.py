@@ -288,8 +288,9 @@ def render_block(priority: list[Hit], lines: list[Hit], index: list[Hit],
     indexed: list[Hit] = []
     room = min(INDEX_BUDGET_TOKENS, budget_tokens - used)
     spent = estimate_tokens(INDEX_HEADING + "\n")
+    lined = {g.name.casefold() for g in given}
     for h in unique_names(over + index):
-        if len(indexed) >= MAX_INDEX or h.name.casefold() in {g.name.casefold() for g in given}:
+        if len(indexed) >= MAX_INDEX or h.name.casefold() in lined:
             continue
         if h.name.casefold() in seen and h not in over:
             continue
