@@ -116,14 +116,16 @@ def assert_implements(impl: type, protocol: type) -> None:
                 problems.append(f"{name}: needs {p.name}, which the protocol never passes")
     assert not problems, f"{impl.__name__} does not implement {protocol.__name__}: {'; '.join(problems)}"
 
-def fake_gh(tmp_path: Path, monkeypatch) -> Path:
-    """A ``gh`` on PATH that records its arguments (JSON) and prints a pull request's URL."""
+def fake_gh(tmp_path: Path, monkeypatch, with_cwd: bool = False) -> Path:
+    """A ``gh`` on PATH that records its arguments (JSON: the list, or ``{"argv", "cwd"}`` with
+    ``with_cwd``) and prints a pull request's URL."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     record = tmp_path / "gh-args"
     script = bin_dir / "gh"
-    script.write_text(f"#!{sys.executable}\nimport json, sys\n"
-                      f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+    what = "{'argv': sys.argv[1:], 'cwd': os.getcwd()}" if with_cwd else "sys.argv[1:]"
+    script.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                      f"open({str(record)!r}, 'w').write(json.dumps({what}))\n"
                       "print('https://github.com/acme/calc/pull/7')\n")
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import stat
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import CALC, git, make_repo, stop_server
+from helpers import CALC, fake_gh, git, make_repo, stop_server
 from standin import Reply, StandIn, ToolUse
 
 from cockpit import wire
@@ -38,15 +35,7 @@ def server_env(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    record = tmp_path / "gh-args"
-    gh = bin_dir / "gh"
-    gh.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
-                  f"open({str(record)!r}, 'w').write(json.dumps({{'argv': sys.argv[1:], 'cwd': os.getcwd()}}))\n"
-                  "print('https://github.com/acme/calc/pull/7')\n")
-    gh.chmod(gh.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    record = fake_gh(tmp_path, monkeypatch, with_cwd=True)
     yield record
     stop_server()
 

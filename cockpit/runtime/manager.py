@@ -589,13 +589,7 @@ class SessionManager:
             s.post(None)
             if s._task is not None:
                 await asyncio.wait([s._task])
-        event = Reviewed(s.id, action, ok, text)
-        try:
-            append_record(s.transcript_path, "review", action=action, ok=ok, message=text)
-        except OSError:
-            pass
-        self.publish(event)
-        return event
+        return self._reviewed(s, action, ok, text)
 
     async def _ship(self, s: SessionBase, info: wt.WorktreeInfo, action: str, title: str = "",
                     body: str = "") -> Reviewed:
@@ -638,9 +632,13 @@ class SessionManager:
                 title, body = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
             message = f"cockpit session {s.id}: {s.task.splitlines()[0][:60]}"
             ok, text = await asyncio.to_thread(ship.open_pr, info, title, body, message)
-        event = Reviewed(s.id, shown, ok, text)
+        return self._reviewed(s, shown, ok, text)
+
+    def _reviewed(self, s: SessionBase, action: str, ok: bool, text: str) -> Reviewed:
+        """Record a review action in the session's transcript and publish it."""
+        event = Reviewed(s.id, action, ok, text)
         try:
-            append_record(s.transcript_path, "review", action=shown, ok=ok, message=text)
+            append_record(s.transcript_path, "review", action=action, ok=ok, message=text)
         except OSError:
             pass
         self.publish(event)
