@@ -137,39 +137,35 @@ def test_shell_completion_completes_subcommands(tmp_path):
     assert answer.read_text().split() == ["preseed"]
 
 
-def test_doctor_names_a_hung_server_and_does_not_hang_with_it(monkeypatch):
+@pytest.fixture
+def stopped_server():
+    """A socket where the server's is that accepts (the kernel does) and never answers: a
+    stopped (SIGSTOP) server."""
     from cockpit.server import paths
 
     sock_path = paths.socket_path()
     paths.ensure_private_dir(sock_path.parent)
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(str(sock_path))
-    srv.listen(1)  # accepts (the kernel does), never answers: a stopped server
+    srv.listen(4)
+    yield sock_path
+    srv.close()
+
+
+def test_doctor_names_a_hung_server_and_does_not_hang_with_it(monkeypatch, stopped_server):
     monkeypatch.setattr(doctor, "NET_TIMEOUT_S", 0.3)
-    try:
-        check = doctor.check_server()
-    finally:
-        srv.close()
+    check = doctor.check_server()
     assert check.state == doctor.FAIL and "does not answer" in check.detail and "--force" in check.fix
 
 
-def test_server_status_and_stop_name_a_hung_server_quickly(monkeypatch, capsys):
+def test_server_status_and_stop_name_a_hung_server_quickly(monkeypatch, capsys, stopped_server):
     from cockpit import server_cli
-    from cockpit.server import paths
 
-    sock_path = paths.socket_path()
-    paths.ensure_private_dir(sock_path.parent)
-    srv = socket.socket(socket.AF_UNIX)
-    srv.bind(str(sock_path))
-    srv.listen(4)  # accepts (the kernel does), never answers: a stopped server
     monkeypatch.setattr(server_cli, "STATUS_TIMEOUT_S", 0.3)
-    try:
-        for action in ("status", "stop"):
-            assert main(["server", action]) != 0
-            err = capsys.readouterr().err
-            assert "does not answer" in err and "--force" in err, (action, err)
-    finally:
-        srv.close()
+    for action in ("status", "stop"):
+        assert main(["server", action]) != 0
+        err = capsys.readouterr().err
+        assert "does not answer" in err and "--force" in err, (action, err)
 
 
 def test_doctor_names_each_agents_cli_and_hook(tmp_path, monkeypatch):

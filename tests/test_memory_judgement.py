@@ -45,12 +45,19 @@ PHRASINGS = [
 ]
 
 
-@pytest.fixture()
-def cart(tmp_path):
-    folder = tmp_path / "notes"
-    folder.mkdir()
+def write_cart(folder: Path, fillers: int = 0) -> Path:
+    """The five cart notes in ``folder`` (made), and ``fillers`` unrelated ones."""
+    folder.mkdir(parents=True, exist_ok=True)
     for name, desc, body, extra in CART:
         note(folder, name, desc, body, extra)
+    for i in range(fillers):
+        note(folder, f"filler-{i}", f"Filler decision {i} about an unrelated subsystem {i}")
+    return folder
+
+
+@pytest.fixture()
+def cart(tmp_path):
+    folder = write_cart(tmp_path / "notes")
     eng = MemoryEngine(folder, index_path=tmp_path / "idx.sqlite")
     eng.sync()
     yield eng
@@ -177,12 +184,7 @@ def test_preseed_explain_prints_every_candidates_probability(cart, capsys):
 @pytest.fixture()
 def miss_run(tmp_path):
     """A scripted model that reads, with memory_get, a note the preseed did not give as a line."""
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    for name, desc, body, extra in CART:
-        note(folder, name, desc, body, extra)
-    for i in range(14):
-        note(folder, f"filler-{i}", f"Filler decision {i} about an unrelated subsystem {i}")
+    folder = write_cart(tmp_path / "notes", fillers=14)
     engine = MemoryEngine(folder, index_path=tmp_path / "idx.sqlite")
     engine.start_warmup()
     engine.sync()
@@ -250,12 +252,7 @@ def calib(tmp_path, monkeypatch):
     from cockpit import memory_learn_cli as learn
     from memory.calibrate import Example
 
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    for name, desc, body, extra in CART:
-        note(folder, name, desc, body, extra)
-    for i in range(14):
-        note(folder, f"filler-{i}", f"Filler decision {i} about an unrelated subsystem {i}")
+    folder = write_cart(tmp_path / "notes", fillers=14)
     dev = tmp_path / "dev.jsonl"
     dev.write_text("\n".join(json.dumps(q) for q in [
         {"query": "Cart.total ignores the quantity", "gold": ["cart-total"]},
@@ -315,10 +312,7 @@ def test_calibrate_keeps_a_refit_no_figure_gets_worse_on_and_the_engine_uses_it(
 def inside(tmp_path):
     """A notes folder inside the workspace (./notes)."""
     ws = tmp_path / "ws"
-    folder = ws / "notes"
-    folder.mkdir(parents=True)
-    for name, desc, body, extra in CART:
-        note(folder, name, desc, body, extra)
+    folder = write_cart(ws / "notes")
     engine = MemoryEngine(folder, index_path=tmp_path / "idx.sqlite")
     engine.start_warmup()
     engine.sync()
@@ -406,10 +400,7 @@ def test_a_snippet_quotes_a_sentence_not_an_adr_heading():
 def test_the_first_preseed_after_a_sync_is_the_same_as_the_next(tmp_path):
     """A small folder with several priority notes: its whole index from the very first call
     (the priority notes, given by rule, are not counted against it)."""
-    folder = tmp_path / "n"
-    folder.mkdir()
-    for name, desc, body, extra in CART:
-        note(folder, name, desc, body, extra)
+    folder = write_cart(tmp_path / "n")
     for i in range(8):
         note(folder, f"rule-{i}", f"House rule {i}", extra="priority: high\n")
     note(folder, "extra-1", "Release notes go in CHANGELOG.md")
