@@ -35,6 +35,11 @@ def epilog(command: str | None) -> str:
     return f"config file: {config_path()}\nconfig keys read: {keys}"
 
 
+def problem(path: object, exc: Exception) -> str:
+    """A config error as one line naming the file once (most errors already start with it)."""
+    return str(exc) if str(path) in str(exc) else f"{path}: {exc}"
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("config", help="where the config file is (path) and whether it parses (check)")
     csub = p.add_subparsers(dest="config_command", required=True, metavar="{path,check}")
@@ -57,6 +62,6 @@ def _check(args: argparse.Namespace) -> int:
     try:
         load_config()
     except ConfigError as exc:
-        raise CockpitError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
+        raise CockpitError(problem(path, exc)) from None
     print(f"{path}: {'ok' if path.exists() else 'does not exist (defaults apply)'}")
     return 0

@@ -88,8 +88,9 @@ def check_config() -> Check:
     try:
         load_config()
     except ConfigError as exc:
-        text = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
-        return Check(FAIL, "config", text, f"edit {path} (`cockpit --help` lists its keys)")
+        from cockpit.config_cli import problem
+
+        return Check(FAIL, "config", problem(path, exc), f"edit {path} (`cockpit --help` lists its keys)")
     return Check(OK, "config", f"{path} (parses)")
 
 
