@@ -134,12 +134,14 @@ def _engine(args, must_exist: bool = True, warm: bool = True, remote: bool = Fal
     if getattr(args, "top_k", None) is not None and args.top_k < 1:
         raise CockpitError("--top-k must be at least 1")
     if remote and not os.environ.get("COCKPIT_NO_SERVER"):
-        from cockpit.server.client import BlockingClient, ServerError, server_running
+        from cockpit.server.client import BlockingClient, ServerError, ServerHung, server_running
         from cockpit.server.remote import RemoteEngine
 
         if server_running():
             try:
                 return RemoteEngine(BlockingClient(), notes, args.index)
+            except ServerHung as exc:  # stopped or hung: say so (an engine of our own would race its index)
+                raise CockpitError(str(exc)) from None
             except ServerError:
                 pass
     from memory import IndexOpenError, MemoryEngine

@@ -87,6 +87,35 @@ def server_pid() -> int | None:
         os.close(fd)
 
 
+def stopped_pid(path: Path | str | None = None) -> int | None:
+    """The pid of this data folder's server when it is stopped (SIGSTOP, Ctrl-Z: state ``T`` in
+    ``/proc``), else None. A stopped server's socket still accepts (the kernel does), so without
+    this a client would learn it only from its read timeout. Only for the default socket (the
+    lock names the server of this data folder); None where ``/proc`` is missing."""
+    if path is not None and Path(path) != paths.socket_path():
+        return None
+    pid = server_pid()
+    if pid is None:
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state = stat.rpartition(")")[2].split()[:1]
+    return pid if state and state[0] in ("T", "t") else None
+
+
+def stopped_message(pid: int) -> str:
+    return (f"the Cockpit server (pid {pid}) is stopped (SIGSTOP or Ctrl-Z) — `kill -CONT {pid}` lets it go on; "
+            "`cockpit server stop --force` ends it (its sessions end as after a crash: `interrupted`)")
+
+
+def _refuse_stopped(path: Path) -> None:
+    pid = stopped_pid(path)
+    if pid is not None:
+        raise ServerHung(stopped_message(pid))
+
+
 class RemoteError(RuntimeError):
     """An error reply: ``code`` and ``message``."""
 
@@ -229,7 +258,6 @@ def _connect(path: Path, timeout: float) -> socket.socket:
         sock.settimeout(max(0.05, end - time.monotonic()))
         try:
             sock.connect(str(path))
-            return sock
         except TimeoutError:
             sock.close()
             raise ServerHung(hung_message(path)) from None
@@ -239,9 +267,16 @@ def _connect(path: Path, timeout: float) -> socket.socket:
                 raise ServerHung(hung_message(path)) from None
             time.sleep(pause)
             pause = min(pause * 2, 0.1)
+            continue
         except OSError as exc:
             sock.close()
             raise ServerError(f"cannot connect to the Cockpit server at {path}: {exc}") from None
+        try:
+            _refuse_stopped(path)
+        except ServerHung:
+            sock.close()
+            raise
+        return sock
 
 
 class BlockingClient:
@@ -345,6 +380,9 @@ class AsyncClient:
                 reader, writer = await asyncio.wait_for(
                     asyncio.open_unix_connection(str(where), limit=rpc.MAX_LINE),
                     max(0.05, end - time.monotonic()))
+                if stopped_pid(where) is not None:
+                    writer.close()
+                    _refuse_stopped(where)
                 return cls(reader, writer, where, timeout)
             except TimeoutError:
                 raise ServerHung(hung_message(where)) from None

@@ -15,12 +15,12 @@ import threading
 from dataclasses import fields
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Protocol
 
 from cockpit import wire
 from cockpit.events import Event, Usage
 from cockpit.runtime.config import RuntimeConfig
-from cockpit.server.client import AsyncClient, BlockingClient
+from cockpit.server.client import AsyncClient
 
 CLIENT_CONFIG_KEYS = (
     "api_key", "auth_token", "base_url", "model", "max_tokens", "max_turns", "top_k", "preseed", "max_retries",
@@ -197,11 +197,18 @@ def _hit(d: dict) -> Remote:
     return _obj({"probability": None, "status": "", "superseded_by": ""} | d, path=Path(d.get("path", "")))
 
 
+class Caller(Protocol):
+    """What :class:`RemoteEngine` needs of a connection: one blocking request at a time
+    (:class:`~cockpit.server.client.BlockingClient`, or one that connects on first use)."""
+
+    def call(self, method: str, **params: Any) -> Any: ...
+
+
 class RemoteEngine:
     """The memory engine of the server for one notes folder (blocking calls; use from threads).
     Raises ``cockpit.server.client.RemoteError`` / ``ServerError`` like the engine raises its own."""
 
-    def __init__(self, client: BlockingClient, notes: str | Path, index: str | Path | None = None):
+    def __init__(self, client: Caller, notes: str | Path, index: str | Path | None = None):
         self.client = client
         self.notes_dir = Path(notes).expanduser().resolve()
         self.index_path: Path | None = Path(index).expanduser().resolve() if index else None
