@@ -42,9 +42,13 @@ class _ConnectOnCall:
         try:
             return self._client.call(method, **params)
         except ServerError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._client is not None:
             self._client.close()
             self._client = None
-            raise
 
 
 def open_engine(notes: Path, index: str | None) -> tuple[Any, str]:

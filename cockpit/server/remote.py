@@ -203,6 +203,8 @@ class Caller(Protocol):
 
     def call(self, method: str, **params: Any) -> Any: ...
 
+    def close(self) -> None: ...
+
 
 class RemoteEngine:
     """The memory engine of the server for one notes folder (blocking calls; use from threads).
