@@ -7,6 +7,7 @@
 ``cockpit shell ID``        $SHELL in a session's worktree
 ``cockpit server …``        the background server that owns the sessions (run/start/status/stop)
 ``cockpit ls|send|kill|attach|approve|deny|budget``   act on the server's sessions
+``cockpit agents [install NAME]``   the ACP agents sessions can run (--backend acp:NAME)
 ``cockpit doctor``          check this machine (one line a check, with the fix)
 ``cockpit config path|check``   where the config file is, whether it parses
 ``cockpit completion SHELL``    shell completion code (bash, zsh, fish)
@@ -30,6 +31,7 @@ __all__ = ["CockpitError", "build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     from cockpit import (
         __version__,
+        agents_cli,
         completion_cli,
         config_cli,
         doctor,
@@ -49,11 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
     tui_cli.add_arguments(parser)
     sub = parser.add_subparsers(
         dest="command",
-        metavar="{memory,run,ls,send,kill,attach,approve,deny,budget,worktrees,shell,server,doctor,config,completion}")
+        metavar="{memory,run,ls,send,kill,attach,approve,deny,budget,worktrees,shell,server,agents,doctor,config,"
+                "completion}")
     memory_cli.add_parser(sub)
     headless.add_parser(sub)
     server_cli.add_parsers(sub)
     worktrees_cli.add_parser(sub)
+    agents_cli.add_parser(sub)
     doctor.add_parser(sub)
     config_cli.add_parser(sub)
     completion_cli.add_parser(sub)

@@ -95,9 +95,10 @@ def add_parser(sub) -> None:
     p.add_argument("--tools", default=None, choices=["anthropic", "portable"],
                    help="Anthropic's client tool types (default) or plain JSON-schema equivalents "
                         "for local servers that reject them")
-    p.add_argument("--backend", default=None, choices=["cockpit", "claude-code"],
-                   help="the agent: Cockpit's own loop (default: config / COCKPIT_BACKEND / cockpit) or "
-                        "Claude Code (needs the claude-code extra)")
+    p.add_argument("--backend", default=None, metavar="NAME",
+                   help="the agent: cockpit, Cockpit's own loop (default: config / COCKPIT_BACKEND / cockpit); "
+                        "claude-code, Claude Code (needs the claude-code extra); or acp:AGENT, any ACP agent "
+                        "(acp:claude, acp:codex, acp:gemini, acp:opencode, acp:goose; `cockpit agents` lists them)")
     p.add_argument("--claude-setting-sources", default=None, metavar="LIST",
                    help="claude-code backend: which of the user's Claude Code settings to read, comma-separated "
                         "from user,project,local, or none (default: all, as Claude Code does)")
@@ -202,7 +203,7 @@ def _check_writable(folder: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cockpit.runtime import ConfigError, PricingError, claude_code, load_config, load_pricing
+    from cockpit.runtime import ConfigError, PricingError, load_config, load_pricing
     from cockpit.runtime.config import parse_setting_sources
 
     if args.workspace is not None and not args.workspace.is_dir():
@@ -243,9 +244,13 @@ def run(args: argparse.Namespace) -> int:
         pricing = load_pricing(cfg.pricing_path)
     except (ConfigError, PricingError) as exc:
         raise CockpitError(str(exc)) from None
-    if cfg.backend == "claude-code" and not claude_code.available():
-        raise CockpitError(claude_code.INSTALL_HINT)
-    if not cfg.api_key and cfg.backend == "cockpit":  # Claude Code may use its own login instead
+    from cockpit.runtime import backends
+
+    spec = backends.resolve(cfg.backend, cfg)
+    why = spec.unavailable(cfg)
+    if why:
+        raise CockpitError(why)
+    if not cfg.api_key and spec.needs_api_key:  # Claude Code may use its own login instead
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
     _check_writable(cfg.resolved_sessions_dir())
     _say_if_unconfined(cfg)

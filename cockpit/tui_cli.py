@@ -34,8 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="who picks the notes: the engine's ranking and gate (default) or a small "
                         "model over its shortlist (config: [preseed] selector)")
     g.add_argument("--no-preseed", action="store_true", help="start sessions without the notes block")
-    g.add_argument("--backend", choices=["cockpit", "claude-code"], default=None,
-                   help="default agent of new sessions: Cockpit's own loop or Claude Code (the claude-code extra)")
+    g.add_argument("--backend", metavar="NAME", default=None,
+                   help="default agent of new sessions: cockpit (Cockpit's own loop), claude-code (the claude-code "
+                        "extra) or acp:AGENT, any ACP agent (acp:claude, acp:codex, acp:gemini, acp:opencode, "
+                        "acp:goose, [agents.NAME] in config.toml; `cockpit agents` lists them)")
     g.add_argument("--claude-setting-sources", metavar="LIST", default=None,
                    help="claude-code sessions read these of the user's Claude Code settings: comma-separated "
                         "user,project,local, or none (default: all)")
@@ -103,10 +105,11 @@ def run(args: argparse.Namespace) -> int:
         })
     except ConfigError as exc:
         raise CockpitError(str(exc)) from None
-    from cockpit.runtime import claude_code
+    from cockpit.runtime import backends
 
-    if config.backend == "claude-code" and not claude_code.available():
-        raise CockpitError(claude_code.INSTALL_HINT)
+    why = backends.resolve(config.backend, config).unavailable(config)
+    if why:
+        raise CockpitError(why)
     if config.permission_mode == "auto" and config.backend == "cockpit":
         # refused here, as `cockpit run` does, not after the user typed a task into the dialog
         if not config.sandbox:

@@ -50,7 +50,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from cockpit.runtime.sandbox import SandboxSettings
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-BACKENDS = ("cockpit", "claude-code")
 CLAUDE_SETTING_SOURCES = ("user", "project", "local")
 
 
@@ -168,6 +167,8 @@ class RuntimeConfig:
     server_budget_usd: float | None = None
     server_budget_tokens: int | None = None
     check_command: str | None = None  # tests before merge: `check_command` or [worktrees] check_command
+    agents: tuple[Any, ...] = ()  # [agents.NAME] tables: cockpit.runtime.acp.agents.AgentDef
+    acp_timeout: float = 60.0  # seconds an ACP agent has to answer initialize / session/new
 
     def sandbox_settings(self) -> SandboxSettings:
         """The ``[sandbox]`` settings as the sandbox module takes them."""
@@ -221,7 +222,7 @@ _FILE_KEYS: dict[str, Any] = {
     "context_management": str, "notify_os": bool, "backend": str, "claude_setting_sources": "sources",
     "selector": str, "selector_model": str, "selector_timeout": float,
     "max_budget_usd": float, "max_budget_tokens": int, "server_budget_usd": float, "server_budget_tokens": int,
-    "check_command": str,
+    "check_command": str, "acp_timeout": float,
 }
 _WORKTREES_TABLE = {"enabled": "worktrees", "check_command": "check_command"}  # [worktrees] (a table, not the bool)
 _PRESEED_TABLE = {"selector": "selector", "model": "selector_model", "timeout": "selector_timeout"}
@@ -252,7 +253,8 @@ class ConfigError(ValueError):
 _SANDBOX_TABLE = {"enabled": "sandbox", "network": "network", "allow_hosts": "allow_hosts", "hide": "sandbox_hide",
                   "protected": "protected", "pass_env": "pass_env"}
 _TABLES = {"runtime": set(_FILE_KEYS), "permissions": {"allow", "deny", "defaultMode"}, "sandbox": set(_SANDBOX_TABLE),
-           "preseed": set(_PRESEED_TABLE), "keymap": None}  # keymap: binding ids, checked by the app
+           "preseed": set(_PRESEED_TABLE), "keymap": None,
+           "agents": None}  # keymap: binding ids, checked by the app; agents: by acp.agents.parse_agents
 
 
 def _refuse_unknown(path: Path, data: dict) -> None:
@@ -368,6 +370,13 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
                     Path: "a path string"}.get(typ, getattr(typ, "__name__", str(typ)))
             raise ConfigError(f"{path}: '{key}' must be {what}, got {value!r}") from None
     out.update(_sandbox_table(path, data.get("sandbox")))
+    if "agents" in data:
+        from cockpit.runtime.acp.agents import AgentConfigError, parse_agents
+
+        try:
+            out["agents"] = parse_agents(data["agents"], str(path))
+        except AgentConfigError as exc:
+            raise ConfigError(str(exc)) from None
     perms = data.get("permissions")
     if perms is not None:
         if not isinstance(perms, dict):
@@ -449,7 +458,7 @@ def _validate(config: RuntimeConfig) -> None:
         value = getattr(config, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ConfigError(f"{name} must be a whole number of tokens ≥ 1, got {value!r}")
-    for name in ("timeout", "bash_timeout", "selector_timeout"):
+    for name in ("timeout", "bash_timeout", "selector_timeout", "acp_timeout"):
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
             raise ConfigError(f"{name} must be a number of seconds > 0, got {value!r}")  # nan, inf too
@@ -472,8 +481,12 @@ def _validate(config: RuntimeConfig) -> None:
             raise ConfigError(f"sandbox.allow_hosts: {host!r} is not a host name (e.g. pypi.org, *.npmjs.org)")
     if config.tools not in ("anthropic", "portable"):
         raise ConfigError(f"tools must be 'anthropic' or 'portable', got {config.tools!r}")
-    if config.backend not in BACKENDS:
-        raise ConfigError(f"unknown session backend {config.backend!r}; use one of: {', '.join(BACKENDS)}")
+    from cockpit.runtime import backends
+
+    try:
+        backends.resolve(config.backend, config)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if config.claude_setting_sources is not None:
         config.claude_setting_sources = parse_setting_sources(list(config.claude_setting_sources))
     if config.context_management not in ("auto", "off"):

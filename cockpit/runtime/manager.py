@@ -50,7 +50,7 @@ from cockpit.runtime.config import RuntimeConfig
 from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.pricing import PricingTable, load_pricing
 from cockpit.runtime.protocols import MemoryBackend
-from cockpit.runtime.session import Session, SessionSpec
+from cockpit.runtime.session import SessionSpec
 from cockpit.runtime.session_base import SessionBase
 from cockpit.runtime.summary import continuation_message
 from cockpit.runtime.transcript import append_record, load_messages, new_transcript_path, read_transcript
@@ -99,11 +99,16 @@ def sandbox_for(cfg: RuntimeConfig, requested: bool | None, backend: str) -> tup
 
     if not (cfg.sandbox if requested is None else requested):
         return "", "unconfined: the sandbox is off for this session (--no-sandbox)"
-    if backend == "claude-code":
-        return "claude-code", f"sandboxed by Claude Code's own sandbox, network {cfg.network}"
+    from cockpit.runtime.backends import resolve
+
+    spec = resolve(backend, cfg)
+    if spec.own_sandbox is not None:
+        return backend, spec.own_sandbox(cfg)
     found = detect()
     if found.backend is None:
         return "", f"unconfined: {found.reason}"
+    if spec.confined:
+        return found.backend.name, f"sandboxed ({found.backend.name}): {spec.confined}"
     net = {"off": "network off", "on": "network on", "allow": "network only to " + ", ".join(cfg.allow_hosts)}
     return found.backend.name, f"sandboxed ({found.backend.name}): writes only in the worktree and its own $TMPDIR, " \
                                f"{net.get(cfg.network, cfg.network)}"
@@ -346,7 +351,7 @@ class SessionManager:
         if style not in ("anthropic", "portable"):
             raise ValueError(f"unknown tools style {style!r}; use 'anthropic' or 'portable'")
         backend = backend or cfg.backend
-        cls = self._session_class(backend)
+        cls = self._session_class(backend, cfg)
         if network is not None:
             cfg = replace(cfg, network=network)
             if network not in ("off", "on", "allow"):
@@ -376,22 +381,19 @@ class SessionManager:
 
     @property
     def backends(self) -> tuple[str, ...]:
-        """The session backends ``spawn`` can run here: ``cockpit`` (this package's own loop) and,
-        when the ``claude-agent-sdk`` extra is installed, ``claude-code``."""
-        from cockpit.runtime import claude_code
+        """The session backends ``spawn`` can run here (:mod:`cockpit.runtime.backends`):
+        ``cockpit`` (this package's own loop), ``claude-code`` when the ``claude-agent-sdk``
+        extra is installed, and ``acp:NAME`` for each ACP agent that is installed."""
+        from cockpit.runtime import backends
 
-        return ("cockpit", "claude-code") if claude_code.available() else ("cockpit",)
+        return backends.available(self.config)
 
-    def _session_class(self, backend: str) -> type[SessionBase]:
-        """The session class of ``backend``. Raises ValueError for an unknown one and
-        ``claude_code.BackendUnavailable`` (a ValueError saying how to install it) for a missing one."""
-        if backend == "cockpit":
-            return Session
-        if backend == "claude-code":
-            from cockpit.runtime import claude_code
+    def _session_class(self, backend: str, cfg: RuntimeConfig | None = None) -> type[SessionBase]:
+        """The session class of ``backend``. Raises ValueError for an unknown one, or one that
+        cannot run here (saying how to install it)."""
+        from cockpit.runtime import backends
 
-            return claude_code.session_class()
-        raise ValueError(f"unknown session backend {backend!r}; use one of: cockpit, claude-code")
+        return backends.session_class(backend, cfg or self.config)
 
     async def _place(self, ws: Path, sid: str, task: str, transcript: str, use: bool | None,
                      cfg: RuntimeConfig) -> tuple[wt.WorktreeInfo | None, str]:
@@ -428,7 +430,7 @@ class SessionManager:
         records = await asyncio.to_thread(read_transcript, path)  # never on the event loop
         h = records[0]
         backend = h.get("backend") or "cockpit"
-        cls = self._session_class(backend)
+        cls = self._session_class(backend, config or self.config)
         # a resumed session is confined as it was (unconfined only when it was turned off then)
         box, box_note = await asyncio.to_thread(sandbox_for, config or self.config,
                                                 False if h.get("sandbox_off") else None,

@@ -1,0 +1,357 @@
+"""ACP agents as sessions: the scripted agent (tests/acp_agent.py) for the protocol's cases, the
+relay and memory server on their own, and the registry. The real agents are in test_acp_agents.py."""
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import make_repo
+from standin import FactResponder, StandIn
+
+from cockpit.events import (
+    ApprovalRequested,
+    SessionStatus,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    UsageUpdate,
+    WorktreeChanged,
+)
+from cockpit.runtime import ConfigError, RuntimeConfig, SessionManager, backends, load_config, read_transcript
+from cockpit.runtime.acp.agents import BUILTIN, AgentDef, parse_agents
+from cockpit.runtime.acp.relay import PLACEHOLDER_KEY, ModelRelay
+from cockpit.runtime.sandbox import detect
+
+S = SessionStatus
+KEY = "sk-test-acp-key-0123456789abcdef"
+FAKE = (sys.executable, str(Path(__file__).parent / "acp_agent.py"))
+BOXED = detect().backend is not None
+
+
+def fake(mode: str = "") -> AgentDef:
+    return AgentDef("fake", "Fake agent", (FAKE,), env={"ACP_FAKE": mode})
+
+
+def cfg(tmp_path, mode: str = "", **kw) -> RuntimeConfig:
+    base = dict(api_key=KEY, base_url="http://127.0.0.1:9", interactive=False, backend="acp:fake",
+                agents=(fake(mode),), worktrees_dir=tmp_path / "wt", sessions_dir=tmp_path / "sessions",
+                acp_timeout=20.0, model="standin-model")
+    base.update(kw)
+    return RuntimeConfig(**base)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return make_repo(tmp_path / "repo")
+
+
+def agent_log(s) -> list[dict]:
+    """What the scripted agent said it got (its ``ACP_LOG`` stderr lines, kept in the transcript)."""
+    out = []
+    for r in read_transcript(s.transcript_path):
+        if r["type"] == "stderr" and r["line"].startswith("ACP_LOG "):
+            out.append(json.loads(r["line"][8:]))
+    return out
+
+
+async def run_one(mgr, task, **spawn):
+    sub = mgr.subscribe()
+    s = await mgr.spawn(task, **spawn)
+    assert await mgr.wait_idle(timeout=120)
+    sub.close()
+    return s, [e async for e in sub if e.session_id == s.id]
+
+
+async def next_event(sub, kind, timeout=60):
+    async def _wait():
+        async for ev in sub:
+            if isinstance(ev, kind):
+                return ev
+    return await asyncio.wait_for(_wait(), timeout)
+
+
+# -- a whole session --------------------------------------------------------------------------
+class _Block:
+    def __init__(self, text):
+        self.text = text
+        self.tokens = 42
+        self.hits = []
+
+
+class OneNote:
+    """A memory backend whose preseed block is one fixed line."""
+
+    ready = True
+    BLOCK = "<project-notes>\n- staging-stack: staging runs on port 6443\n</project-notes>"
+
+    def wait_ready(self, timeout=None):
+        return True
+
+    def build_preseed(self, query, top_k=5, **kw):
+        return _Block(self.BLOCK)
+
+    def search(self, query, top_k=5):
+        return []
+
+    def get(self, name):
+        return None
+
+    def save(self, *a, **k):
+        raise ValueError("read-only")
+
+
+@pytest.mark.parametrize("sandbox", [pytest.param(True, marks=pytest.mark.skipif(not BOXED, reason="no sandbox here")),
+                                     False])
+async def test_the_block_goes_into_the_first_prompt_before_the_task(repo, tmp_path, sandbox):
+    mgr = SessionManager(OneNote(), cfg(tmp_path))
+    s, events = await run_one(mgr, "which port does staging use?", workspace=repo, sandbox=sandbox)
+    await mgr.aclose()
+    assert s.status == S.DONE, s.error
+    log = agent_log(s)
+    new = next(x["new_session"] for x in log if "new_session" in x)
+    prompt = next(x["prompt"] for x in log if "prompt" in x)
+    # the env block, then the notes block, then the task: separate text blocks, in the first prompt
+    assert prompt[0].startswith("<env>") and prompt[1] == OneNote.BLOCK and prompt[2] == "which port does staging use?"
+    assert new["cwd"] == str(s.spec.cwd) and s.spec.worktree is not None and new["cwd"] == s.spec.worktree.path
+    # our memory, offered as an MCP server over HTTP through the session's relay
+    (mcp,) = new["mcp"]
+    assert mcp["name"] == "cockpit" and mcp["url"].endswith("/mcp") and mcp["url"].startswith("http://127.0.0.1:")
+    assert "blocks: 3" in s.final_text and OneNote.BLOCK in s.final_text
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert text == s.final_text
+    # usage from the prompt's answer, cost as the agent reported it, labelled with its source
+    final = [e for e in events if isinstance(e, UsageUpdate) and not e.partial]
+    assert final and final[-1].cost_source == "acp:fake" and final[-1].total_cost_usd == pytest.approx(0.0125)
+    assert s.usage.input == 1200 and s.usage.output == 100 and s.cost_usd == pytest.approx(0.0125)
+    assert s.to_dict()["cost_source"] == "acp:fake" and s.to_dict()["agent"] == "fake"
+    recs = read_transcript(s.transcript_path)
+    assert recs[0]["backend"] == "acp:fake" and recs[0]["preseed_text"] == OneNote.BLOCK
+    assert any(r["type"] == "plan" and len(r["entries"]) == 2 for r in recs)
+    assert any(r["type"] == "acp" and r["session_id"] == "fake-1" and r["mode"] == "default" for r in recs)
+    if sandbox:
+        assert s.spec.sandbox == "bubblewrap" and "network only to its model endpoint" in s.spec.sandbox_note
+    else:
+        assert s.spec.sandbox == "" and s.spec.sandbox_note.startswith("unconfined")
+
+
+async def test_the_key_never_reaches_the_agent(repo, tmp_path):
+    """The agent's environment has a placeholder where the key would be; the relay holds it."""
+    agent = AgentDef("fake", "Fake agent", (FAKE,), key_env=("ANTHROPIC_API_KEY",), base_url_env=("ANTHROPIC_BASE_URL",))
+    mgr = SessionManager(None, cfg(tmp_path, agents=(agent,)))
+    s = await mgr.spawn("say hi", workspace=repo, sandbox=False)
+    seen = {}
+
+    async def env_of_agent():
+        while s._proc is None:
+            await asyncio.sleep(0.01)
+        return Path(f"/proc/{s._proc.pid}/environ").read_bytes()
+
+    raw = await asyncio.wait_for(env_of_agent(), 30)
+    assert await mgr.wait_idle(60)
+    await mgr.aclose()
+    for item in raw.split(b"\0"):
+        k, _, v = item.decode().partition("=")
+        seen[k] = v
+    assert KEY not in raw.decode() and seen["ANTHROPIC_API_KEY"] == PLACEHOLDER_KEY
+    assert seen["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:") and seen["HOME"] != str(Path.home())
+    assert s.status == S.DONE
+
+
+async def test_edits_by_the_agents_own_tool_show_as_a_tool_result_and_a_changed_worktree(repo, tmp_path):
+    mgr = SessionManager(None, cfg(tmp_path))
+    s, events = await run_one(mgr, "EDIT hello.txt hi there", workspace=repo)
+    await mgr.aclose()
+    assert s.status == S.DONE, s.error
+    call = next(e for e in events if isinstance(e, ToolCall))
+    result = next(e for e in events if isinstance(e, ToolResult))
+    assert call.name == "Write hello.txt" and not result.is_error and "+hi there" in result.content
+    changed = [e for e in events if isinstance(e, WorktreeChanged)]
+    assert changed and "hello.txt" in changed[-1].paths
+    assert (Path(s.spec.worktree.path) / "hello.txt").read_text() == "hi there\n"
+
+
+# -- permissions --------------------------------------------------------------------------------
+async def test_permission_requests_go_through_the_approval_flow(repo, tmp_path):
+    """Allow once, then deny: each answer reaches the agent as the option of that kind."""
+    mgr = SessionManager(None, cfg(tmp_path, interactive=True))
+    sub = mgr.subscribe()
+    s = await mgr.spawn("PERMISSION please", workspace=repo)
+    ask = await next_event(sub, ApprovalRequested)
+    assert ask.tool == "Run make deploy" and ask.kind == "bash" and "make deploy" in ask.detail
+    assert s.status == S.NEEDS_APPROVAL
+    await mgr.answer(s.id, ask.request_id, True)
+    ask2 = await next_event(sub, ApprovalRequested)
+    await mgr.answer(s.id, ask2.request_id, False, reason="not now")
+    while s.status != S.WAITING:
+        await next_event(sub, object)
+    sub.close()
+    assert "outcomes: allow_once, reject_once" in s.final_text
+    await mgr.aclose()
+
+
+async def test_allow_for_the_session_is_the_agents_allow_always_and_stops_asking(repo, tmp_path):
+    mgr = SessionManager(None, cfg(tmp_path, interactive=True))
+    sub = mgr.subscribe()
+    s = await mgr.spawn("PERMISSION please", workspace=repo)
+    ask = await next_event(sub, ApprovalRequested)
+    await mgr.answer(s.id, ask.request_id, True, scope="session")
+    while s.status != S.WAITING:
+        ev = await next_event(sub, object)
+        assert not isinstance(ev, ApprovalRequested) or ev.request_id == ask.request_id
+    sub.close()
+    assert "outcomes: allow_always, allow_once" in s.final_text  # the second was decided by the session's rule
+    await mgr.aclose()
+
+
+async def test_headless_and_plan_mode_refuse_and_bypass_allows(repo, tmp_path):
+    for mode, want in (("default", "reject_once, reject_once"), ("plan", "reject_once, reject_once"),
+                       ("bypassPermissions", "allow_once, allow_once")):
+        mgr = SessionManager(None, cfg(tmp_path / mode, permission_mode=mode))
+        s, events = await run_one(mgr, "PERMISSION please", workspace=repo)
+        await mgr.aclose()
+        assert s.status == S.DONE and f"outcomes: {want}" in s.final_text, (mode, s.final_text, s.error)
+        asked = [e for e in events if isinstance(e, ApprovalRequested)]
+        assert len(asked) == (2 if mode == "default" else 0), mode  # headless: asked, denied with the reason
+
+
+# -- failures are states ------------------------------------------------------------------------
+async def test_kill_while_the_agent_works_cancels_it(repo, tmp_path):
+    mgr = SessionManager(None, cfg(tmp_path, interactive=True))
+    sub = mgr.subscribe()
+    s = await mgr.spawn("WAIT for it", workspace=repo)
+    while "waiting for cancel" not in s.final_text and "waiting for cancel" not in getattr(s, "_turn_text", ""):
+        await next_event(sub, TextDelta)
+    proc = s._proc
+    await mgr.kill(s.id)
+    sub.close()
+    assert s.status == S.KILLED and proc.returncode is not None
+    await mgr.aclose()
+
+
+async def test_a_crashing_agent_is_an_error_with_its_exit_code_and_last_line(repo, tmp_path):
+    mgr = SessionManager(None, cfg(tmp_path))
+    s, _ = await run_one(mgr, "CRASH now", workspace=repo)
+    await mgr.aclose()
+    assert s.status == S.ERROR and s.error.kind == "acp"
+    assert "Fake agent exited (code 3)" in s.error.message and "crashing on purpose" in s.error.message
+
+
+async def test_an_agent_that_never_answers_is_an_error_after_the_timeout(repo, tmp_path):
+    mgr = SessionManager(None, cfg(tmp_path, mode="hang", acp_timeout=1.0))
+    s, _ = await run_one(mgr, "hello", workspace=repo)
+    await mgr.aclose()
+    assert s.status == S.ERROR and "did not answer initialize within 1 s" in s.error.message
+
+
+async def test_garbage_on_stdout_is_recorded_and_the_session_goes_on(repo, tmp_path):
+    mgr = SessionManager(None, cfg(tmp_path, mode="garbage"))
+    s, events = await run_one(mgr, "hello", workspace=repo)
+    await mgr.aclose()
+    assert s.status == S.DONE and "blocks:" in s.final_text
+    bad = [r["line"] for r in read_transcript(s.transcript_path) if r["type"] == "acp_garbage"]
+    assert bad == ["this is not json", "{not json either", "[1, 2]"]
+    assert any(getattr(e, "detail", "").startswith("Fake agent wrote 1 line(s) that are not ACP") for e in events)
+
+
+async def test_a_missing_agent_says_how_to_install_it(repo, tmp_path):
+    agent = AgentDef("ghost", "Ghost", (("no-such-agent-binary",),), npm="ghost-acp")
+    mgr = SessionManager(None, cfg(tmp_path, agents=(agent,)))
+    with pytest.raises(ValueError, match="Ghost is not installed .* cockpit agents install ghost"):
+        await mgr.spawn("hi", workspace=repo, backend="acp:ghost")
+    with pytest.raises(ValueError, match="unknown ACP agent 'nope'"):
+        await mgr.spawn("hi", workspace=repo, backend="acp:nope")
+    await mgr.aclose()
+
+
+# -- the relay ----------------------------------------------------------------------------------
+async def test_the_relay_puts_the_key_on_and_refuses_requests_without_the_token():
+    import urllib.error
+    import urllib.request
+
+    def post(url):
+        body = json.dumps({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}).encode()
+        req = urllib.request.Request(url, body, {"x-api-key": PLACEHOLDER_KEY, "anthropic-version": "2023-06-01",
+                                                 "content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    with StandIn(FactResponder()) as api:
+        relay = ModelRelay(api.base_url, KEY)
+        await relay.start(tcp=True)
+        try:
+            ok = await asyncio.to_thread(post, relay.base_url() + "/v1/messages")
+            bad = await asyncio.to_thread(post, f"http://127.0.0.1:{relay.port}/v1/messages")
+        finally:
+            await relay.close()
+        got = api.requests[-1]
+    assert ok[0] == 200 and ok[1]["type"] == "message"
+    assert got.headers.get("x-api-key") == KEY and got.path == "/v1/messages"
+    assert bad[0] == 403 and "one session's agent only" in bad[1] and relay.refused == 1 and relay.requests == 1
+
+
+async def test_the_memory_server_answers_through_the_relay(tmp_path):
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from cockpit.runtime.acp.memory_http import MemoryHttp
+
+    class Engine(OneNote):
+        def search(self, query, top_k=5):
+            from types import SimpleNamespace
+
+            return [SimpleNamespace(name="staging-stack", description="staging runs on port 6443", snippet="6443",
+                                    priority=False, score=0.9)]
+
+    sock = str(tmp_path / "memory.sock")
+    memory = MemoryHttp(Engine(), sock)
+    await asyncio.to_thread(memory.start)
+    relay = ModelRelay("http://127.0.0.1:9", KEY, mcp_socket=sock)
+    await relay.start(tcp=True)
+    try:
+        async with streamable_http_client(relay.base_url() + "/mcp") as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                found = await session.call_tool("memory_search", {"query": "staging port"})
+    finally:
+        await relay.close()
+        await asyncio.to_thread(memory.close)
+    assert not found.is_error and "6443" in found.content[0].text
+
+
+# -- the registry -------------------------------------------------------------------------------
+def test_the_registry_has_the_agents_and_config_adds_and_overrides(tmp_path):
+    assert {"claude", "codex", "gemini", "opencode", "goose"} <= set(BUILTIN)
+    assert backends.known()[:2] == ["cockpit", "claude-code"] and "acp:opencode" in backends.known()
+    f = tmp_path / "config.toml"
+    f.write_text('backend = "acp:mine"\n[agents.mine]\ncommand = ["my-agent", "--acp"]\nkey_env = ["MY_KEY"]\n'
+                 '[agents.claude]\ninstall = "ask your admin"\n')
+    c = load_config({}, env={}, config_file=f)
+    mine = next(a for a in c.agents if a.name == "mine")
+    assert mine.commands == (("my-agent", "--acp"),) and mine.key_env == ("MY_KEY",) and c.backend == "acp:mine"
+    claude = next(a for a in c.agents if a.name == "claude")
+    assert claude.install == "ask your admin" and claude.commands == BUILTIN["claude"].commands
+    assert "acp:mine" in backends.known(c)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[agents.x]\ntitle = "X"\n', "a new agent needs command"),
+    ('[agents.x]\ncommand = "x"\n', "agents.x.command must be a list of strings"),
+    ('[agents.x]\ncommand = ["x"]\ncomand = 1\n', "unknown key 'comand'"),
+    ('backend = "acp:nobody"\n', "unknown ACP agent 'nobody'"),
+    ('backend = "codex"\n', "unknown session backend 'codex'"),
+])
+def test_bad_agent_tables_are_one_clear_line(tmp_path, text, message):
+    f = tmp_path / "config.toml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config({}, env={}, config_file=f)
+
+
+def test_parse_agents_keeps_builtin_env_under_an_override():
+    (claude,) = parse_agents({"claude": {"env": {"EXTRA": "1"}}})
+    assert claude.env["EXTRA"] == "1" and claude.env["DISABLE_AUTOUPDATER"] == "1"
