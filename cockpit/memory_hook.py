@@ -70,9 +70,10 @@ def add_arguments(sp: Any) -> None:
                     help="at most N notes (default: what the token budget holds, as for a Cockpit session)")
     sp.add_argument("--install", action="store_true",
                     help="add the hook to the agent's settings (shows the change, asks)")
-    sp.add_argument("--agent", choices=sorted(AGENTS), default="claude",
+    sp.add_argument("--agent", choices=[*sorted(AGENTS), "opencode"], default="claude",
                     help="whose settings: claude (.claude/settings.json), codex (.codex/hooks.json), "
-                         "gemini (.gemini/settings.json); default claude")
+                         "gemini (.gemini/settings.json), opencode (a plugin, .opencode/plugins/cockpit-memory.js); "
+                         "default claude")
     sp.add_argument("--uninstall", action="store_true", help="remove exactly what --install added")
     where = sp.add_mutually_exclusive_group()
     where.add_argument("--project", action="store_true",
@@ -483,6 +484,10 @@ def install(args: Any) -> int:
 
     cwd = Path.cwd()
     agent = getattr(args, "agent", None) or "claude"
+    if agent == "opencode":  # a plugin file, not a settings entry
+        from cockpit import opencode_plugin
+
+        return opencode_plugin.install(args)
     spec = AGENTS[agent]
     path = settings_path(bool(args.user), cwd, agent)
     if path.is_symlink():  # write through the link (a dotfiles checkout), never replace it

@@ -239,7 +239,8 @@ class AcpSession(SessionBase):
         env.update({k: os.environ[k] for k in self._cfg.pass_env if k in os.environ})
         env.update({"HOME": home, "XDG_CONFIG_HOME": f"{home}/.config", "XDG_DATA_HOME": f"{home}/.local/share",
                     "XDG_STATE_HOME": f"{home}/.local/state", "XDG_CACHE_HOME": f"{home}/.cache",
-                    "CLAUDE_CONFIG_DIR": f"{home}/.claude", "TERM": "dumb", "NO_COLOR": "1"})
+                    "CLAUDE_CONFIG_DIR": f"{home}/.claude", "TERM": "dumb", "NO_COLOR": "1",
+                    "PWD": str(self.spec.cwd)})  # (Bun programs take their folder from $PWD)
         bins = str(agents_dir() / "node_modules" / ".bin")
         env["PATH"] = env.get("PATH", "/usr/bin:/bin") + os.pathsep + bins
         env.update(self.agent.env)

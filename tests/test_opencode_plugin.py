@@ -1,0 +1,100 @@
+"""OpenCode's preseed plugin: the installer's round trip, and the real ``opencode run`` (from npm,
+installed by ``.ci/run``) against the stand-in with the plugin in the project: the block reaches
+the model as a part of its own before the prompt, and the answer comes from it."""
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from seed_data import FACTS, QUESTION, write_seed
+from standin import FactResponder, StandIn
+
+from cockpit.cli import main
+from cockpit.opencode_plugin import MARK, plugin_path
+
+
+def _answer(monkeypatch, text="y\n"):
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+
+
+def test_install_writes_the_plugin_and_uninstall_leaves_the_project_as_it_was(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text("x\n")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    _answer(monkeypatch)
+    assert main(["memory", "hook", "--install", "--agent", "opencode", "--project", "--notes", "docs/notes"]) == 0
+    path = tmp_path / ".opencode" / "plugins" / "cockpit-memory.js"
+    text = path.read_text()
+    assert MARK in text and 'const COMMAND = ["cockpit", "memory", "hook", "--notes", "docs/notes"]' in text
+    assert "cockpit installed" in capsys.readouterr().out
+    node = shutil.which("node")
+    if node:  # the agent's own runtime parses it (an ES module)
+        mjs = tmp_path / "check.mjs"
+        mjs.write_text(text)
+        assert subprocess.run([node, "--check", str(mjs)], capture_output=True).returncode == 0
+        mjs.unlink()
+    _answer(monkeypatch)
+    assert main(["memory", "hook", "--install", "--agent", "opencode", "--project", "--notes", "docs/notes"]) == 0
+    assert "nothing to change" in capsys.readouterr().out
+    _answer(monkeypatch)
+    assert main(["memory", "hook", "--uninstall", "--agent", "opencode", "--project"]) == 0
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_plugin_file_that_is_not_ours_is_never_overwritten(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    path = plugin_path(False, tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("export const Mine = async () => ({})\n")
+    _answer(monkeypatch)
+    assert main(["memory", "hook", "--install", "--agent", "opencode", "--project"]) != 0
+    assert "is not Cockpit's plugin" in capsys.readouterr().err
+    assert path.read_text() == "export const Mine = async () => ({})\n"
+
+
+def test_the_user_plugin_lives_in_opencodes_config_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    assert plugin_path(True, tmp_path) == tmp_path / "cfg" / "opencode" / "plugins" / "cockpit-memory.js"
+
+
+def test_real_opencode_gets_the_block_before_its_first_prompt(tmp_path, monkeypatch):
+    opencode = shutil.which("opencode")
+    if opencode is None:
+        pytest.skip("OpenCode is not installed (npm install -g opencode-ai; .ci/run installs it)")
+    notes, ws = write_seed(tmp_path)
+    monkeypatch.chdir(ws)
+    _answer(monkeypatch)
+    assert main(["memory", "hook", "--install", "--agent", "opencode", "--project", "--notes", str(notes)]) == 0
+    home = tempfile.mkdtemp(dir=tmp_path)
+    # the hook in-process (no server): the notes' engine loads in the hook itself
+    with StandIn(FactResponder()) as api:
+        env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": f"{home}/.config", "XDG_DATA_HOME": f"{home}/.local",
+               "XDG_CACHE_HOME": f"{home}/.cache", "COCKPIT_NO_SERVER": "1", "HF_HUB_OFFLINE": "1",
+               "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+               "OPENCODE_CONFIG_CONTENT": json.dumps({
+                   "provider": {"anthropic": {"options": {"baseURL": api.base_url + "/v1", "apiKey": "x"}}},
+                   "model": "anthropic/claude-sonnet-4-5", "autoupdate": False, "share": "disabled"}),
+               "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+               "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+               "PWD": str(ws)}  # OpenCode takes its project folder from $PWD, not from its cwd
+        # warm the index once, so the plugin's 5 s hook budget is the hook's, not a cold index build
+        subprocess.run([sys.executable, "-m", "cockpit", "memory", "index", "--notes", str(notes)], env=env,
+                       capture_output=True, timeout=300, check=True)
+        proc = subprocess.run([opencode, "run", QUESTION], cwd=ws, env=env, capture_output=True, text=True,
+                              timeout=300, stdin=subprocess.DEVNULL)  # (it reads a piped stdin into the prompt)
+        bodies = api.message_requests
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first = next(b for b in bodies if any(QUESTION in (p.get("text") or "") for p in b["messages"][0]["content"]))
+    texts = [p.get("text", "") for p in first["messages"][0]["content"] if p.get("type") == "text"]
+    block = next(i for i, t in enumerate(texts) if t.startswith("<project-notes>"))
+    task = next(i for i, t in enumerate(texts) if QUESTION in t)
+    assert block < task and "6443" in texts[block]
+    for fact in FACTS:
+        assert fact in proc.stdout, proc.stdout
+    assert Path(ws / ".opencode" / "plugins" / "cockpit-memory.js").is_file()
