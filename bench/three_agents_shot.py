@@ -41,6 +41,7 @@ def _first_user_texts(api, question: str) -> list[str]:
 
 
 async def main(docs: Path) -> None:
+    from helpers import make_repo
     from screenshot import save, wait
     from seed_data import QUESTION, write_seed
     from standin import FactResponder, StandIn
@@ -48,7 +49,6 @@ async def main(docs: Path) -> None:
     from cockpit.events import SessionStatus as S
     from cockpit.runtime import RuntimeConfig, SessionManager
     from cockpit.tui import CockpitApp
-    from helpers import make_repo
     from memory import MemoryEngine
 
     tmp = Path(tempfile.mkdtemp(prefix="cockpit-three-"))
@@ -64,7 +64,7 @@ async def main(docs: Path) -> None:
         app = CockpitApp(mgr, engine, workspace=ws, notify_os=False, sessions_dir=tmp / "sessions")
         async with app.run_test(size=(216, 40)) as pilot:  # ≥ 64 columns a pane: its notes strip shows
             await wait(pilot, lambda: app.memory.model_state == "ready", 120)
-            for (backend, _), api in zip(AGENTS, apis):
+            for (backend, _), api in zip(AGENTS, apis, strict=True):
                 await mgr.spawn(QUESTION, workspace=ws, backend=backend,
                                 config=RuntimeConfig(base_url=api.base_url, backend=backend, **base))
             await wait(pilot, lambda: len(app.views) == 3 and all(
@@ -84,7 +84,7 @@ async def main(docs: Path) -> None:
              "The first request each agent sent to its model endpoint (a loopback Messages API stand-in "
              "per session), as the endpoint received it: the text blocks of the first user message. "
              "The `<project-notes>` block is there before the task, before the model's first turn.", ""]
-    for (backend, title), api, s in zip(AGENTS, apis, sessions):
+    for (backend, title), api, s in zip(AGENTS, apis, sessions, strict=True):
         texts = _first_user_texts(api, QUESTION)
         lines += [f"## {title} (`--backend {backend}`): {s.status.value}", "",
                   f"Answer: {s.final_text.strip()!r}", "", "```json", json.dumps(texts, indent=1, ensure_ascii=False),
