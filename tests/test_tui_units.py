@@ -349,3 +349,19 @@ def test_a_dotted_keymap_id_unquoted_is_the_dotted_binding(tmp_path, monkeypatch
     from cockpit.tui.keymap import check_keymap
 
     check_keymap(state.load_keymap())
+
+
+def test_the_strip_says_whose_cost_it_shows_or_why_there_is_none():
+    from cockpit.tui.model import SessionView
+    from cockpit.tui.widgets.strip import cost_note
+
+    v = SessionView("s1", "t")
+    assert cost_note(v) == "our price table"
+    v.cost_usd = None
+    assert cost_note(v) == "n/a: model not priced"
+    v.cost_source = "acp:opencode"
+    assert cost_note(v) == "n/a: none reported"
+    v.cost_usd = 0.01
+    assert cost_note(v) == "reported by the agent"
+    v.cost_source = "claude-code"
+    assert cost_note(v) == "by Claude Code"

@@ -71,6 +71,7 @@ class SessionView:
     selector: ev.SelectorInfo | None = None  # the model selector's call, when one was made
     usage: Usage = field(default_factory=Usage)  # running totals, tokens (live while streaming)
     cost_usd: float | None = 0.0  # running total, USD (live while streaming)
+    cost_source: str = "pricing"  # whose figure: "pricing" (our table), "claude-code", "acp:NAME" (the agent's)
     priced: bool = True
     context_tokens: int = 0
     context_window: int | None = None
@@ -107,6 +108,7 @@ class SessionView:
         elif isinstance(event, ev.UsageUpdate):
             self.usage = event.totals
             self.cost_usd = event.total_cost_usd
+            self.cost_source = event.cost_source
             self.priced = event.total_cost_usd is not None
             if event.context_tokens or not event.partial:
                 self.context_tokens = event.context_tokens

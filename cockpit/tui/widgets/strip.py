@@ -68,6 +68,7 @@ def strip_markup(view: SessionView, width: int = 22) -> str:
         f"cache r {fmt.tokens(u.cache_read):>7}",
         f"cache w {fmt.tokens(u.cache_write):>7}",
         f"cost    {fmt.usd(view.cost_usd):>7}",
+        f"[dim]{escape(fmt.short(cost_note(view), width))}[/]",
     ]
     if view.preseed_tokens:
         share = view.preseed_share
@@ -106,6 +107,16 @@ def changes_markup(view: SessionView) -> str:
         others = sorted({o for sids in view.overlap.values() for o in sids})
         radar = f" [b $warning]⚠ {len(view.overlap)} also in {', '.join(others)}[/]"
     return f"{files} [$success]+{c.added}[/] [$error]-{c.removed}[/]{radar}"
+
+
+def cost_note(view: SessionView) -> str:
+    """Whose cost figure the strip shows, or why there is none (fits the strip's 22 columns)."""
+    source = view.cost_source
+    if source.startswith("acp:"):
+        return "reported by the agent" if view.cost_usd is not None else "n/a: none reported"
+    if source == "claude-code":
+        return "by Claude Code"
+    return "our price table" if view.cost_usd is not None else "n/a: model not priced"
 
 
 def strip_content(view: SessionView, width: int = 22) -> Content:
