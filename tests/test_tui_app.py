@@ -783,3 +783,37 @@ async def test_the_manager_snapshot_carries_what_closed_sessions_spent(tmp_path)
         gone = [e for e in mgr.snapshot() if isinstance(e, ev.SessionForgotten)]
         assert [(e.session_id, e.usage, e.cost_usd) for e in gone] == [(s.id, s.usage, s.cost_usd)]
         await mgr.aclose()
+
+
+async def test_each_spawn_focuses_its_own_pane_even_when_another_pane_arrives_first():
+    """Two quick spawns: the first one's pane shows only after the second was asked for (a slow
+    worktree); focus ends on the pane of the spawn that returned last, never on a pane that merely
+    arrived while a spawn was pending."""
+    import asyncio
+
+    mgr = FakeManager()
+    gate = asyncio.Event()
+    real = mgr.spawn
+
+    async def spawn(task, **options):
+        if task == "slow":
+            await gate.wait()
+        return await real(task, **options)
+
+    mgr.spawn = spawn
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(ev.SessionSpawned("z00001", "other", "m", "/ws", "/t", True))  # a pane from elsewhere
+        await until(pilot, lambda: "z00001" in app.panes, "the other pane")
+        app.spawn("slow")
+        mgr.emit(ev.SessionSpawned("z00002", "another", "m", "/ws", "/t", True))  # arrives meanwhile
+        await until(pilot, lambda: "z00002" in app.panes, "a pane while the spawn waits")
+        assert app.screen.focused_pane() is app.panes["z00001"]  # not stolen by a pane nobody spawned here
+        gate.set()
+        await until(pilot, lambda: len(app.panes) == 3, "the spawned pane")
+        sid = next(s for s in app.panes if s.startswith("a"))
+        await until(pilot, lambda: app.screen.focused_pane() is app.panes[sid], "focus on the spawned pane")
+        app.spawn("fast")
+        await until(pilot, lambda: len(app.panes) == 4, "the second spawned pane")
+        second = sorted(s for s in app.panes if s.startswith("a"))[-1]
+        await until(pilot, lambda: app.screen.focused_pane() is app.panes[second], "focus on the second")

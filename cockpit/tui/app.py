@@ -136,7 +136,7 @@ class CockpitApp(SessionCommands, Attention, App):
         self._urgent: set[str] = set()  # dirty with more than text: sync on the next tick
         self._last_sync: dict[str, float] = {}  # session id → monotonic time of its last sync
         self._totals_dirty = True
-        self._focus_new = False
+        self._focus_ids: set[str] = set()  # sessions whose pane takes the focus when it is added
         self._stop = threading.Event()
         self._shutting_down = False
         self.events_seen = 0
@@ -336,8 +336,8 @@ class CockpitApp(SessionCommands, Attention, App):
         main = self.get_screen("main") if self.is_screen_installed("main") else self.screen_stack[0]
         await main.query_one(PaneGrid).add_pane(pane)
         self._totals_dirty = True
-        if isinstance(main, MainScreen) and (self._focus_new or main.focused_pane() is None):
-            self._focus_new = False
+        if isinstance(main, MainScreen) and (view.session_id in self._focus_ids or main.focused_pane() is None):
+            self._focus_ids.discard(view.session_id)
             main.focus_pane(pane)
 
     async def remove_pane(self, session_id: str, forget: bool = True) -> None:

@@ -49,7 +49,8 @@ class SessionCommands(App):
     worktree: bool | None
     backend: str | None
     workspace: str | None
-    _focus_new: bool
+    _focus_ids: set[str]
+    panes: dict[str, Any]
 
     @property
     def sessions_dir(self) -> Path:
@@ -77,7 +78,6 @@ class SessionCommands(App):
 
     def _spawn_chosen(self, request: SpawnRequest | None) -> None:
         if request:
-            self._focus_new = True
             self.spawn(request)
 
     @work(group="manager", name="spawn")
@@ -90,14 +90,28 @@ class SessionCommands(App):
         if request.sandbox is not None:
             budget["sandbox"] = request.sandbox
         try:
-            await self.manager.spawn(
+            session = await self.manager.spawn(
                 request.task, workspace=self.workspace, model=request.model or self.model,
                 preseed=self.preseed, top_k=self.top_k, permission_mode=request.permission_mode,
                 worktree=request.worktree, backend=request.backend, **budget,
             )
         except Exception as exc:
-            self._focus_new = False
             self.notify(f"spawn failed: {exc}", severity="error")
+            return
+        self._focus_when_shown(session)
+
+    def _focus_when_shown(self, session: Any) -> None:
+        """Focus the pane of ``session`` (what spawn, resume and continue return): now when its
+        pane is there, else as soon as it is added — that pane, not whichever came next."""
+        sid = getattr(session, "id", None)
+        if not isinstance(sid, str):
+            return
+        pane = self.panes.get(sid)
+        main = self.get_screen("main") if self.is_screen_installed("main") else None
+        if pane is not None and main is not None and hasattr(main, "focus_pane"):
+            main.focus_pane(pane)
+        elif pane is None:
+            self._focus_ids.add(sid)
 
     # -- kill, follow up -------------------------------------------------------------
     def confirm_kill(self, session_id: str) -> None:
@@ -223,12 +237,12 @@ class SessionCommands(App):
 
     @work(group="manager", name="continue")
     async def continue_fresh(self, session_id: str) -> None:
-        self._focus_new = True
         try:
-            await self.manager.continue_fresh(session_id)
+            session = await self.manager.continue_fresh(session_id)
         except Exception as exc:
-            self._focus_new = False
             self.notify(f"continue failed: {exc}", severity="error")
+            return
+        self._focus_when_shown(session)
 
     @work(group="manager", name="review")
     async def review(self, session_id: str, action: str, close: bool = False) -> None:
@@ -293,7 +307,6 @@ class SessionCommands(App):
 
     def _resume_chosen(self, path: Any) -> None:
         if path:
-            self._focus_new = True
             self.resume(Path(path))
 
     @work(group="manager", name="resume")
@@ -301,10 +314,11 @@ class SessionCommands(App):
         """Reopen a past session in a new pane; its earlier conversation is read from ``path``
         when its ``SessionSpawned`` (``resumed_from``) arrives."""
         try:
-            await self.manager.resume(path)
+            session = await self.manager.resume(path)
         except Exception as exc:
-            self._focus_new = False
             self.notify(f"resume failed: {exc}", severity="error")
+            return
+        self._focus_when_shown(session)
 
     def open_memory(self, tab: str = "search") -> None:
         if self.engine is None:
