@@ -817,3 +817,26 @@ async def test_each_spawn_focuses_its_own_pane_even_when_another_pane_arrives_fi
         await until(pilot, lambda: len(app.panes) == 4, "the second spawned pane")
         second = sorted(s for s in app.panes if s.startswith("a"))[-1]
         await until(pilot, lambda: app.screen.focused_pane() is app.panes[second], "focus on the second")
+
+
+async def test_closing_a_pane_keeps_the_others_numbers_and_a_new_pane_takes_the_free_one():
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        for i in (1, 2, 3):
+            mgr.emit(ev.SessionSpawned(f"n0000{i}", f"task {i}", "m", "/ws", "/t", True),
+                     ev.StatusChanged(f"n0000{i}", S.DONE), ev.SessionDone(f"n0000{i}", S.DONE))
+        await until(pilot, lambda: len(app.panes) == 3, "three panes")
+        assert [app.panes[f"n0000{i}"].number for i in (1, 2, 3)] == [1, 2, 3]
+        await app.remove_pane("n00002")
+        assert app.panes["n00001"].number == 1 and app.panes["n00003"].number == 3  # not renumbered
+        await pilot.press("3")
+        assert app.screen.focused_pane() is app.panes["n00003"]  # the key is the number in the title
+        mgr.emit(ev.SessionSpawned("n00004", "task 4", "m", "/ws", "/t", True))
+        await until(pilot, lambda: "n00004" in app.panes, "a new pane")
+        assert app.panes["n00004"].number == 2  # the free number
+        grid = app.screen.grid
+        assert [p.number for p in grid.panes] == [1, 2, 3]  # shown in number order
+        from cockpit.tui.widgets.pane import SessionPane
+
+        assert [c.number for c in grid.children if isinstance(c, SessionPane)] == [1, 2, 3]  # and laid out so

@@ -265,7 +265,7 @@ async def test_bell_toast_and_os_notification_when_a_background_session_needs_yo
         first = only_view(app)
         assert rang == [] and toasts == []  # the selected pane, app focused: nobody is told
 
-        app.spawn("ask for a command")  # not selected: a background session
+        app.spawn("ask for a command", focus=False)  # not selected: a background session
         await until(pilot, lambda: len(app.views) == 2, "second pane")
         second = [v for v in app.views.values() if v is not first][0]
         await until(pilot, lambda: second.status is S.NEEDS_APPROVAL, "second needs approval")
@@ -275,7 +275,7 @@ async def test_bell_toast_and_os_notification_when_a_background_session_needs_yo
         assert notifier.sent == []  # the app is focused: no OS notification
 
         app.app_focus = False  # the terminal lost focus (Textual's AppBlur)
-        app.spawn("ask again")
+        app.spawn("ask again", focus=False)
         await until(pilot, lambda: len(app.views) == 3, "third pane")
         third = list(app.views.values())[-1]
         await until(pilot, lambda: third.status is S.NEEDS_APPROVAL, "third needs approval")

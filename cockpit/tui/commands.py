@@ -81,8 +81,9 @@ class SessionCommands(App):
             self.spawn(request)
 
     @work(group="manager", name="spawn")
-    async def spawn(self, request: SpawnRequest | str) -> None:
-        """Spawn a session: ``request`` from the spawn dialog, or a task alone (the app's defaults)."""
+    async def spawn(self, request: SpawnRequest | str, focus: bool = True) -> None:
+        """Spawn a session: ``request`` from the spawn dialog, or a task alone (the app's defaults).
+        ``focus``: its pane takes the focus once shown (False: it starts in the background)."""
         if isinstance(request, str):
             request = SpawnRequest(request, permission_mode=self.permission_mode, worktree=self.worktree,
                                    backend=self.backend)
@@ -98,7 +99,8 @@ class SessionCommands(App):
         except Exception as exc:
             self.notify(f"spawn failed: {exc}", severity="error")
             return
-        self._focus_when_shown(session)
+        if focus:
+            self._focus_when_shown(session)
 
     def _focus_when_shown(self, session: Any) -> None:
         """Focus the pane of ``session`` (what spawn, resume and continue return): now when its

@@ -169,8 +169,12 @@ class MainScreen(Screen):
             getattr(pane, f"action_{how}")()
 
     def action_jump(self, number: int) -> None:
+        """The pane titled ``number`` when it is on the page shown, else the page's n-th pane."""
         panes = self.grid.page_panes()
-        if 1 <= number <= len(panes):
+        titled = next((p for p in panes if p.number == number), None)
+        if titled is not None:
+            self.focus_pane(titled)
+        elif 1 <= number <= len(panes) and not any(p.number <= len(panes) for p in panes):
             self.focus_pane(panes[number - 1])
 
     def action_cycle(self, step: int) -> None:

@@ -5,7 +5,9 @@ Up to nine panes show at once (1 → full screen, 2–3 side by side, 4 → 2×2
 ``MIN_PANE_HEIGHT`` rows to show any output, so at 80×24 a page holds 2×2 and at 60×20 two
 panes above each other. More sessions than a page holds: panes go on pages (no cap, nothing
 hidden: the totals bar says "page 2/3", focus keys cross pages). Pane numbers continue across
-pages (the first pane of page 2 at 3×3 is 10); the keys 1–9 pick the n-th pane of the page shown.
+pages (the first pane of page 2 at 3×3 is 10). A pane keeps its number while it is open: closing
+one leaves its number free (the next new pane takes the lowest free one) and never renumbers the
+others; the key of a number shown on the page picks that pane (1–9), else the n-th pane of the page.
 Any pane can be zoomed to the whole screen (``z``: Textual's maximize).
 """
 
@@ -87,8 +89,11 @@ class PaneGrid(Container, can_focus=True):
         return self.panes[page * size : (page + 1) * size]
 
     async def add_pane(self, pane: SessionPane) -> None:
+        taken = {p.number for p in self.panes}
+        pane.number = next(n for n in range(1, len(self.panes) + 2) if n not in taken)
         self.panes.append(pane)
-        await self.mount(pane)
+        self.panes.sort(key=lambda p: p.number)
+        await self.mount(pane, before=self.panes.index(pane) + 1 if self.panes[-1] is not pane else None)
         self.relayout()
 
     async def remove_pane(self, pane: SessionPane) -> None:
@@ -112,12 +117,8 @@ class PaneGrid(Container, can_focus=True):
         self.styles.grid_size_columns = cols
         self.styles.grid_size_rows = rows
         shown = set(map(id, visible))
-        for index, pane in enumerate(self.panes):
+        for pane in self.panes:
             pane.display = id(pane) in shown
-            number = index + 1
-            if number != pane.number:
-                pane.number = number
-                pane.sync(force=True)
         self.add_class("empty") if not self.panes else self.remove_class("empty")
         self.query_one("#empty-hint").display = not self.panes
 

@@ -49,7 +49,7 @@ class SessionPane(Vertical):
         # no widget id from the session id: ids are for CSS, and a session id is data
         super().__init__(classes="session-pane")
         self.view = view
-        self.number = 0  # its place in the grid, 1-based, continuing across pages
+        self.number = 0  # its number in the grid (1-based, kept while it is open; set by PaneGrid.add_pane)
         self._synced = -1
         self._meta_synced = -1
         self._title: tuple[str, str, str] | None = None
