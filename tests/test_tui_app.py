@@ -840,3 +840,20 @@ async def test_closing_a_pane_keeps_the_others_numbers_and_a_new_pane_takes_the_
         from cockpit.tui.widgets.pane import SessionPane
 
         assert [c.number for c in grid.children if isinstance(c, SessionPane)] == [1, 2, 3]  # and laid out so
+
+
+async def test_at_80_columns_every_footer_key_that_does_something_fits_quit_among_them():
+    from textual.widgets._footer import FooterKey
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=(80, 24)) as pilot:
+        mgr.emit(ev.SessionSpawned("f00001", "one", "m", "/ws", "/t", True), ev.StatusChanged("f00001", S.STREAMING),
+                 ev.SessionSpawned("f00002", "two", "m", "/ws", "/t", True), ev.StatusChanged("f00002", S.WAITING))
+        await until(pilot, lambda: len(app.panes) == 2, "two panes")
+        await pilot.pause()
+        keys = [k for k in app.screen.query(FooterKey) if k.display]
+        shown = {k.description: k.region for k in keys}
+        assert {"Spawn", "Kill", "Quit", "Diff"} <= set(shown), shown
+        assert all(r.right <= 80 and r.width > 0 for r in shown.values()), shown  # none cut off
+        assert "Allow once" not in shown  # nothing to allow: gone, not greyed, at this width

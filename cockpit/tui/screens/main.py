@@ -42,6 +42,9 @@ def _jump_bindings() -> list[Binding]:
     return out
 
 
+NARROW_FOOTER = 120  # columns
+
+
 class MainScreen(Screen):
     ALLOW_IN_MAXIMIZED_VIEW = "TotalsBar, KeyFooter"  # a zoomed pane keeps the header and the keys
 
@@ -119,7 +122,15 @@ class MainScreen(Screen):
         return pane if pane is not None and pane.is_attached else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Greys out keys that do nothing now (footer shows them dimmed)."""
+        """Greys out keys that do nothing now (footer shows them dimmed); in a terminal narrower
+        than :data:`NARROW_FOOTER` columns they leave the footer instead, so the keys that do
+        something (quit among them) fit at 80 columns."""
+        found = self._check_action(action)
+        if found is None and self.app.size.width < NARROW_FOOTER:
+            return False
+        return found
+
+    def _check_action(self, action: str) -> bool | None:
         pane = self.focused_pane()
         view = pane.view if pane is not None else None
         if action == "kill":

@@ -10,9 +10,17 @@ from __future__ import annotations
 from textual.screen import Screen
 from textual.widgets import Footer
 
+COMPACT_BELOW = 140  # columns: a narrower terminal gets the compact footer (every key still fits at 80)
+
 
 class KeyFooter(Footer):
     _signature: tuple | None = None  # the keys last shown (None: not drawn yet)
+
+    def on_resize(self) -> None:
+        compact = self.size.width < COMPACT_BELOW
+        if compact != self.compact:
+            self.compact = compact
+            self.show_command_palette = not compact  # (ctrl+p still opens it; the keys need the room)
 
     def bindings_changed(self, screen: Screen) -> None:
         signature = tuple(
