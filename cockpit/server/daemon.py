@@ -580,22 +580,24 @@ class Server:
         return {}
 
     async def h_spawn(self, conn: Connection, p: dict) -> dict:
+        from dataclasses import asdict
+
+        from cockpit.runtime.spawn import SpawnOptionError, SpawnOptions
+
         task = self._str(p, "task")
-        self._typed(p, {"model": str, "top_k": int, "preseed": bool, "interactive": bool, "permission_mode": str,
-                        "worktree": bool, "tools": str, "backend": str, "sandbox": bool, "network": str})
+        try:
+            opts = SpawnOptions.from_wire(p, ignore=("task", "notes", "index", "config"))
+        except SpawnOptionError as exc:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, str(exc)) from None
         workspace = self._abs_path(p, "workspace")
         if workspace is None:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "workspace (an absolute folder path) is required")
         usd, tokens = self._caps(p, "max_budget_usd", "max_budget_tokens")
         cfg = self._config(p)
         engine = await asyncio.to_thread(self._engine, p)
-        s = await self.mgr.spawn(
-            task, workspace=workspace, model=p.get("model"), preseed=p.get("preseed"),
-            top_k=p.get("top_k"), interactive=bool(p.get("interactive", True)),
-            permission_mode=p.get("permission_mode"), worktree=p.get("worktree"), tools=p.get("tools"),
-            backend=p.get("backend"), config=cfg, engine=engine, max_budget_usd=usd, max_budget_tokens=tokens,
-            sandbox=p.get("sandbox"), network=p.get("network"),
-        )
+        given = {**asdict(opts), "workspace": workspace, "max_budget_usd": usd, "max_budget_tokens": tokens,
+                 "interactive": True if opts.interactive is None else opts.interactive}
+        s = await self.mgr.spawn(task, config=cfg, engine=engine, **given)
         return s.to_dict()
 
     @staticmethod

@@ -97,18 +97,18 @@ class RemoteRuntime:
     def subscribe(self) -> _Subscription:
         return _Subscription(self)
 
-    async def spawn(self, task: str, workspace: str | Path | None = None, model: str | None = None,
-                    preseed: bool | None = None, top_k: int | None = None, interactive: bool | None = None,
-                    permission_mode: str | None = None, worktree: bool | None = None, tools: str | None = None,
-                    backend: str | None = None, max_budget_usd: float | None = None,
-                    max_budget_tokens: int | None = None, sandbox: bool | None = None,
-                    network: str | None = None, **_: Any) -> SessionInfo:
-        row = await self.client.call(
-            "spawn", task=task, workspace=str(Path(workspace or Path.cwd()).resolve()), model=model, preseed=preseed,
-            top_k=top_k, interactive=self.config.interactive if interactive is None else interactive,
-            permission_mode=permission_mode, worktree=worktree, tools=tools, backend=backend,
-            max_budget_usd=max_budget_usd, max_budget_tokens=max_budget_tokens, sandbox=sandbox, network=network,
-            notes=self.notes, index=self.index, config=config_payload(self.config))
+    async def spawn(self, task: str, **options: Any) -> SessionInfo:
+        """Spawn on the server. ``options``: :class:`~cockpit.runtime.spawn.SpawnOptions` fields
+        (an unknown one is a TypeError here, never dropped)."""
+        from cockpit.runtime.spawn import SpawnOptions
+
+        opts = SpawnOptions(**options)
+        wire = opts.to_wire()
+        wire["workspace"] = str(Path(opts.workspace or Path.cwd()).resolve())
+        if opts.interactive is None:
+            wire["interactive"] = self.config.interactive
+        row = await self.client.call("spawn", task=task, **wire, notes=self.notes, index=self.index,
+                                     config=config_payload(self.config))
         return SessionInfo(**row)
 
     async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,
