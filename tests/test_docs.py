@@ -46,3 +46,17 @@ def test_every_data_file_the_code_reads_is_declared_package_data():
             if rel.startswith("model/"):
                 continue  # the model folder is put into the wheel by setup.py
             assert any(Path(rel).match(pattern) for pattern in declared[package]), f"{package}/{rel} is not package data"
+
+
+def test_the_protocol_tables_methods_are_the_servers_methods():
+    """docs/PROTOCOL.md's method table names exactly the methods the server dispatches."""
+    from cockpit.server.daemon import Server
+
+    server = Server.__new__(Server)
+    Server.__init__(server)
+    table = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8").split("| method | params | result |")[1]
+    documented = set()
+    for row in table.split("\n\n")[0].splitlines():
+        if row.startswith("| `"):
+            documented |= set(re.findall(r"`([a-z_.]+)`", row.split(" | ")[0]))
+    assert documented == set(server.handlers), (documented ^ set(server.handlers))
