@@ -5,7 +5,8 @@ OpenCode has no command hooks; it loads plugins from ``.opencode/plugins/`` (the
 memory hook`` once per session, on its first message, with the Claude-Code-shaped payload the
 hook already answers (``UserPromptSubmit``), and puts the block it returns before the prompt as
 a part of its own. The hook never blocks a prompt: it is given 5 s (it answers within 2 s, or
-with nothing on a cold start), and any failure leaves the message as it was.
+with nothing on a cold start; ``COCKPIT_HOOK_TIMEOUT_MS`` changes the 5 s), and any failure
+leaves the message as it was.
 
 The file is wholly ours: ``--install`` writes it (showing it, asking), ``--uninstall`` deletes it
 and the folders the install made — the project is byte-identical afterwards.
@@ -26,6 +27,7 @@ TEMPLATE = """// {mark}
 // Puts the project notes the first prompt of each OpenCode session needs before that prompt
 // (`cockpit memory hook`). Remove it with `cockpit memory hook --uninstall --agent opencode`.
 const COMMAND = {command}
+const TIMEOUT_MS = Number(process.env.COCKPIT_HOOK_TIMEOUT_MS) || 5000
 const seen = new Set()
 
 export const CockpitMemory = async ({{ directory }}) => ({{
@@ -40,7 +42,7 @@ export const CockpitMemory = async ({{ directory }}) => ({{
     try {{
       const proc = Bun.spawn(COMMAND, {{ cwd: directory, stdin: new Blob([payload]), stdout: "pipe",
                                         stderr: "ignore" }})
-      const timer = setTimeout(() => proc.kill(), 5000)
+      const timer = setTimeout(() => proc.kill(), TIMEOUT_MS)
       const out = await new Response(proc.stdout).text()
       clearTimeout(timer)
       const block = JSON.parse(out || "{{}}")?.hookSpecificOutput?.additionalContext

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from seed_data import FACTS, QUESTION, write_seed
-from standin import FactResponder, StandIn
+from standin import FactResponder, Reply, StandIn
 
 from cockpit.cli import main
 from cockpit.opencode_plugin import MARK, plugin_path
@@ -72,8 +72,15 @@ def test_real_opencode_gets_the_block_before_its_first_prompt(tmp_path, monkeypa
     _answer(monkeypatch)
     assert main(["memory", "hook", "--install", "--agent", "opencode", "--project", "--notes", str(notes)]) == 0
     home = tempfile.mkdtemp(dir=tmp_path)
-    # the hook in-process (no server): the notes' engine loads in the hook itself
-    with StandIn(FactResponder()) as api:
+    facts = FactResponder()
+
+    def no_tools(body):  # OpenCode has not the stand-in's file tool: answer or give up, never loop
+        turn = facts(body)
+        return Reply("I could not find that in the notes.") if turn.tool_uses else turn
+
+    # the hook in-process (no server): the notes' engine loads in the hook itself, given as long as
+    # it needs on a loaded machine (the plugin's own 5 s is for a user's prompt, not for this test)
+    with StandIn(no_tools) as api:
         env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": f"{home}/.config", "XDG_DATA_HOME": f"{home}/.local",
                "XDG_CACHE_HOME": f"{home}/.cache", "COCKPIT_NO_SERVER": "1", "HF_HUB_OFFLINE": "1",
                "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
@@ -82,7 +89,7 @@ def test_real_opencode_gets_the_block_before_its_first_prompt(tmp_path, monkeypa
                    "model": "anthropic/claude-sonnet-4-5", "autoupdate": False, "share": "disabled"}),
                "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
                "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-               "PWD": str(ws)}  # OpenCode takes its project folder from $PWD, not from its cwd
+               "PWD": str(ws), "COCKPIT_HOOK_TIMEOUT_MS": "120000"}  # OpenCode takes its project folder from $PWD, not from its cwd
         # warm the index once, so the plugin's 5 s hook budget is the hook's, not a cold index build
         subprocess.run([sys.executable, "-m", "cockpit", "memory", "index", "--notes", str(notes)], env=env,
                        capture_output=True, timeout=300, check=True)
