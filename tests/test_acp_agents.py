@@ -67,7 +67,7 @@ async def test_a_real_agent_answers_the_seed_question_from_the_preseed(seed, tmp
     with StandIn(_no_tools()) as api:
         cfg = RuntimeConfig(api_key=KEY, base_url=api.base_url, interactive=False, backend=f"acp:{agent}",
                             worktrees_dir=tmp_path / "wt", sessions_dir=tmp_path / "sessions", acp_timeout=120.0,
-                            model="claude-sonnet-4-5", max_retries=0)
+                            max_retries=0)  # the default model: an id OpenCode's own list lacks
         mgr = SessionManager(engine, cfg)
         s = await mgr.spawn(QUESTION, workspace=ws, sandbox=boxed)
         assert await mgr.wait_idle(timeout=300)

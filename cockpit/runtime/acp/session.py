@@ -254,10 +254,13 @@ class AcpSession(SessionBase):
             env[k] = base_url
         for k in a.model_env:
             env[k] = model
-        if a.provider == "opencode":
+        if a.provider == "opencode":  # the model declared too: OpenCode refuses ids its own list lacks
+            provider, _, model_id = model.rpartition("/")
             env["OPENCODE_CONFIG_CONTENT"] = json.dumps({
-                "provider": {"anthropic": {"options": {"baseURL": f"{base_url}/v1", "apiKey": PLACEHOLDER_KEY}}},
-                "model": model, "autoupdate": False, "share": "disabled"})
+                "provider": {provider or "anthropic": {
+                    "options": {"baseURL": f"{base_url}/v1", "apiKey": PLACEHOLDER_KEY},
+                    "models": {model_id: {"name": model_id}}}},
+                "model": model, "small_model": model, "autoupdate": False, "share": "disabled"})
         return env
 
     def _boxed(self, argv: list[str], tmp: str, env: dict[str, str]) -> list[str]:
