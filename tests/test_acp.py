@@ -355,3 +355,25 @@ def test_bad_agent_tables_are_one_clear_line(tmp_path, text, message):
 def test_parse_agents_keeps_builtin_env_under_an_override():
     (claude,) = parse_agents({"claude": {"env": {"EXTRA": "1"}}})
     assert claude.env["EXTRA"] == "1" and claude.env["DISABLE_AUTOUPDATER"] == "1"
+
+
+def test_a_clients_agents_go_with_its_spawn_and_only_over_the_unix_socket():
+    """A running server knows the [agents.NAME] tables the client read, not only its own (a table
+    added after the server started works at once); over TCP they are refused (commands to run)."""
+    from types import SimpleNamespace
+
+    from cockpit.server import rpc
+    from cockpit.server.daemon import Server
+    from cockpit.server.remote import config_payload
+
+    mine = AgentDef("mine", "Mine", (("my-agent", "--acp"),), key_env=("K",), env={"A": "1"})
+    payload = config_payload(RuntimeConfig(agents=(mine,), backend="acp:mine"))
+    assert json.loads(json.dumps(payload))["agents"][0]["commands"] == [["my-agent", "--acp"]]
+    server = Server.__new__(Server)
+    server.config = RuntimeConfig()
+    cfg = server._config({"config": json.loads(json.dumps(payload))}, SimpleNamespace(tcp=False))
+    assert cfg.agents == (mine,) and cfg.backend == "acp:mine"
+    with pytest.raises(rpc.RpcError, match="Unix socket only"):
+        server._config({"config": payload}, SimpleNamespace(tcp=True))
+    with pytest.raises(rpc.RpcError, match="malformed agent"):
+        server._config({"config": {"agents": [{"name": "x"}]}}, SimpleNamespace(tcp=False))

@@ -440,13 +440,25 @@ class Server:
         assert self.manager is not None
         return self.manager
 
-    def _config(self, params: dict) -> RuntimeConfig:
+    def _config(self, params: dict, conn: Connection | None = None) -> RuntimeConfig:
         given = params.get("config") or {}
         if not isinstance(given, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "config must be an object")
         overrides = {k: (tuple(v) if k in ("allow", "deny", "allow_hosts", "sandbox_hide", "protected", "pass_env")
                          and isinstance(v, list) else v)
-                     for k, v in given.items() if k in CLIENT_CONFIG_KEYS}
+                     for k, v in given.items() if k in CLIENT_CONFIG_KEYS and k != "agents"}
+        agents = given.get("agents")
+        if agents:  # the client's [agents.NAME] tables: commands it runs, so only from this user's socket
+            from cockpit.runtime.acp.agents import AgentConfigError, AgentDef
+
+            if conn is not None and conn.tcp:
+                raise rpc.RpcError(rpc.INVALID_PARAMS, "agent definitions are taken from the Unix socket only")
+            if not isinstance(agents, list):
+                raise rpc.RpcError(rpc.INVALID_PARAMS, "config.agents must be a list")
+            try:
+                overrides["agents"] = tuple(AgentDef.from_wire(a) for a in agents)
+            except AgentConfigError as exc:
+                raise rpc.RpcError(rpc.INVALID_PARAMS, str(exc)) from None
         overrides["interactive"] = bool(params.get("interactive", True))
         return load_config(overrides, env={}, config_file=Path(os.devnull), base=self.config)
 
@@ -593,7 +605,7 @@ class Server:
         if workspace is None:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "workspace (an absolute folder path) is required")
         usd, tokens = self._caps(p, "max_budget_usd", "max_budget_tokens")
-        cfg = self._config(p)
+        cfg = self._config(p, conn)
         engine = await asyncio.to_thread(self._engine, p)
         given = {**asdict(opts), "workspace": workspace, "max_budget_usd": usd, "max_budget_tokens": tokens,
                  "interactive": True if opts.interactive is None else opts.interactive}
@@ -674,7 +686,7 @@ class Server:
         if not ghost and not os.path.isabs(path) and not looks_like_session_id(path):
             raise rpc.RpcError(rpc.INVALID_PARAMS, f"path must be an absolute transcript path or a Claude Code "
                                                    f"session id, got {path!r}")
-        cfg = self._config(p)
+        cfg = self._config(p, conn)
         notes = (ghost.header if ghost else {}).get("notes") or self._abs_path(p, "notes")
         index = self._abs_path(p, "index")
         engine = await asyncio.to_thread(self.engines.get, str(notes), index) if notes else None

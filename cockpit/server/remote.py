@@ -27,7 +27,7 @@ CLIENT_CONFIG_KEYS = (
     "timeout", "permission_mode", "allow", "deny", "tools", "worktrees", "bash_timeout", "context_management",
     "backend", "claude_setting_sources", "sandbox", "network", "allow_hosts", "sandbox_hide", "protected", "pass_env",
     "check_command",
-    "max_budget_usd", "max_budget_tokens",
+    "max_budget_usd", "max_budget_tokens", "agents", "acp_timeout",
 )
 
 
@@ -36,6 +36,7 @@ def config_payload(config: RuntimeConfig) -> dict:
     data = {f.name: getattr(config, f.name) for f in fields(config) if f.name in CLIENT_CONFIG_KEYS}
     for key in ("allow", "deny", "allow_hosts", "sandbox_hide", "protected", "pass_env"):
         data[key] = list(getattr(config, key))
+    data["agents"] = [a.to_wire() for a in config.agents]  # this client's [agents.NAME], not the server's
     return data
 
 

@@ -53,6 +53,28 @@ class AgentDef:
     model_prefix: str = ""
     own_sandbox: str = ""  # the agent's own sandbox, named in the pane when it has one
 
+    def to_wire(self) -> dict[str, Any]:
+        """As JSON (a client sends its config's agents with a spawn)."""
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> AgentDef:
+        """From :meth:`to_wire`'s JSON. Raises :class:`AgentConfigError` on a malformed one."""
+        try:
+            d = dict(data)
+            d["commands"] = tuple(tuple(str(a) for a in argv) for argv in d["commands"])
+            for key in ("key_env", "base_url_env", "model_env"):
+                d[key] = tuple(str(v) for v in d.get(key, ()))
+            d["env"] = {str(k): str(v) for k, v in dict(d.get("env", {})).items()}
+            agent = cls(**d)
+        except (TypeError, KeyError, ValueError) as exc:
+            raise AgentConfigError(f"a malformed agent definition: {exc}") from None
+        if not agent.commands or not all(agent.commands):
+            raise AgentConfigError(f"agent {agent.name!r} has no command")
+        return agent
+
     @property
     def backend(self) -> str:
         return f"acp:{self.name}"
