@@ -2,9 +2,10 @@
 
 OpenCode has no command hooks; it loads plugins from ``.opencode/plugins/`` (the project's) and
 ``~/.config/opencode/plugins/`` (the user's). The plugin this module writes calls ``cockpit
-memory hook`` once per session, on its first message, with the Claude-Code-shaped payload the
-hook already answers (``UserPromptSubmit``), and puts the block it returns before the prompt as
-a part of its own. The hook never blocks a prompt: it is given 5 s (it answers within 2 s, or
+memory hook`` on a session's messages until it has given the session a block (the hook gives
+one once: on the first prompt, or on a later one when the server was still starting), with the
+Claude-Code-shaped payload the hook already answers (``UserPromptSubmit``), and puts the block
+before the prompt as a part of its own. The hook never blocks a prompt: it is given 5 s (it answers within 2 s, or
 with nothing on a cold start; ``COCKPIT_HOOK_TIMEOUT_MS`` changes the 5 s), and any failure
 leaves the message as it was.
 
@@ -35,7 +36,6 @@ export const CockpitMemory = async ({{ directory }}) => ({{
     const sid = input?.sessionID
     const parts = output?.parts
     if (!sid || seen.has(sid) || !Array.isArray(parts)) return
-    seen.add(sid)
     const prompt = parts.filter((p) => p.type === "text" && !p.synthetic).map((p) => p.text).join("\\n")
     if (!prompt.trim()) return
     const payload = JSON.stringify({{ hook_event_name: "UserPromptSubmit", session_id: sid, prompt, cwd: directory }})
@@ -46,7 +46,8 @@ export const CockpitMemory = async ({{ directory }}) => ({{
       const out = await new Response(proc.stdout).text()
       clearTimeout(timer)
       const block = JSON.parse(out || "{{}}")?.hookSpecificOutput?.additionalContext
-      if (!block) return
+      if (!block) return  // nothing yet (a server starting, no note for this prompt): the next prompt asks again
+      seen.add(sid)
       const first = parts.find((p) => p.type === "text") ?? parts[0]
       parts.unshift({{ ...first, id: first.id ? first.id.replace(/.$/, "0") : undefined, type: "text", text: block,
                        synthetic: true }})

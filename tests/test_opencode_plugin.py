@@ -105,3 +105,46 @@ def test_real_opencode_gets_the_block_before_its_first_prompt(tmp_path, monkeypa
     for fact in FACTS:
         assert fact in proc.stdout, proc.stdout
     assert Path(ws / ".opencode" / "plugins" / "cockpit-memory.js").is_file()
+
+
+def test_the_plugin_asks_again_until_the_session_got_its_block(tmp_path):
+    """A cold start (the hook prints nothing while the server starts) does not lose the notes for
+    the session: the next message asks again; once a block was given it stops asking. The plugin
+    runs under node with a stand-in for Bun.spawn; the hook is a script counting its calls."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    from cockpit.opencode_plugin import plugin_text
+
+    calls = tmp_path / "calls"
+    hook = tmp_path / "hook.sh"
+    block = json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                               "additionalContext": "<project-notes>port 6443</project-notes>"}})
+    hook.write_text(f"#!/bin/sh\necho x >> {calls}\n[ $(wc -l < {calls}) -ge 2 ] && echo '{block}'\nexit 0\n")
+    hook.chmod(0o755)
+    plugin = tmp_path / "plugin.mjs"
+    plugin.write_text(plugin_text(None, portable=True).replace('["cockpit", "memory", "hook"]', json.dumps([str(hook)])))
+    driver = tmp_path / "drive.mjs"
+    driver.write_text(f"""
+import {{ execFileSync }} from "node:child_process"
+globalThis.Bun = {{ spawn(cmd) {{
+  const out = execFileSync(cmd[0], cmd.slice(1))
+  return {{ stdout: new Blob([out]), kill() {{}} }}
+}} }}
+const {{ CockpitMemory }} = await import({json.dumps(str(plugin))})
+const hooks = await CockpitMemory({{ directory: {json.dumps(str(tmp_path))} }})
+const seen = []
+for (const text of ["first", "second", "third"]) {{
+  const output = {{ parts: [{{ id: "prt_1", type: "text", text }}] }}
+  await hooks["chat.message"]({{ sessionID: "ses_1" }}, output)
+  seen.push(output.parts.map((p) => p.text))
+}}
+console.log(JSON.stringify(seen))
+""")
+    out = subprocess.run([node, str(driver)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    first, second, third = json.loads(out.stdout)
+    assert first == ["first"]  # the hook had nothing yet (cold start)
+    assert second == ["<project-notes>port 6443</project-notes>", "second"]  # asked again: the block
+    assert third == ["third"]  # given once: not asked again
+    assert calls.read_text().count("x") == 2
