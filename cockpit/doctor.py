@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 def collect(notes: Path) -> Iterator[Check]:
     steps: list[Callable[[], Check | list[Check]]] = [
         check_python, check_config, check_folders, check_server, lambda: check_notes(notes), check_model,
-        check_sandbox, check_git, check_key, check_base_url, check_backends, check_agents]
+        check_sandbox, check_git, check_key, check_base_url, check_backends, check_acp_agents, check_agents]
     for step in steps:
         try:
             got = step()
@@ -245,35 +246,60 @@ def check_base_url() -> Check:
 
 AGENT_CLIS = {"claude": ("claude", "npm install -g @anthropic-ai/claude-code"),
               "codex": ("codex", "npm install -g @openai/codex"),
-              "gemini": ("gemini", "npm install -g @google/gemini-cli")}
+              "gemini": ("gemini", "npm install -g @google/gemini-cli"),
+              "opencode": ("opencode", "npm install -g opencode-ai")}
 
 
 def check_agents() -> list[Check]:
     """Each agent Cockpit's hook can preseed: its CLI on PATH, and whether the hook is installed
     for this project or this user."""
+    from cockpit import opencode_plugin
     from cockpit.memory_hook import AGENTS, MARK
 
     out = []
     cwd = Path.cwd()
-    for key, agent in AGENTS.items():
+    paths: dict[str, tuple[Any, str, str]] = {k: (a.path, a.label, MARK) for k, a in AGENTS.items()}
+    paths["opencode"] = (opencode_plugin.plugin_path, "OpenCode", opencode_plugin.MARK)
+    for key, (path_of, label, mark) in paths.items():
         exe, install = AGENT_CLIS[key]
         found = shutil.which(exe)
         where = []
         for user in (False, True):
             try:
-                text = agent.path(user, cwd).read_text(encoding="utf-8")
+                text = path_of(user, cwd).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
-            if MARK in text:
+            if mark in text:
                 where.append("user" if user else "project")
         hooked = f"hook installed ({', '.join(where)})" if where else "hook not installed"
+        name = f"{label} on its own"
         if not found:
-            out.append(Check(OK, f"agent {key}", f"{agent.label}: not installed ({install}); {hooked}"))
+            out.append(Check(OK, f"agent {key}", f"{name}: not installed ({install}); {hooked}"))
         elif where:
-            out.append(Check(OK, f"agent {key}", f"{agent.label} at {found}; {hooked}"))
+            out.append(Check(OK, f"agent {key}", f"{name} at {found}; {hooked}"))
         else:
-            out.append(Check(WARN, f"agent {key}", f"{agent.label} at {found}; {hooked}",
+            out.append(Check(WARN, f"agent {key}", f"{name} at {found}; {hooked}",
                              f"cockpit memory hook --install --agent {key} (its sessions then start with the notes)"))
+    return out
+
+
+def check_acp_agents() -> list[Check]:
+    """Each ACP agent of the registry (--backend acp:NAME): installed, or how to install it."""
+    from cockpit.runtime.acp.agents import registry
+    from cockpit.runtime.config import ConfigError, load_config
+
+    try:
+        extra = load_config().agents
+    except ConfigError:
+        extra = ()  # (the config check says why)
+    out = []
+    for agent in registry(extra).values():
+        argv = agent.command()
+        if argv:
+            out.append(Check(OK, f"backend acp:{agent.name}", f"{agent.title} over ACP: {argv[0]}"))
+        else:
+            how = f"cockpit agents install {agent.name}" if agent.npm else agent.install
+            out.append(Check(OK, f"backend acp:{agent.name}", f"{agent.title} over ACP: not installed ({how})"))
     return out
 
 

@@ -188,3 +188,16 @@ def test_doctor_names_each_agents_cli_and_hook(tmp_path, monkeypatch):
     assert checks["agent claude"].state == d.OK and "not installed (npm install -g" in checks["agent claude"].detail
     assert checks["agent codex"].state == d.WARN and "--agent codex" in checks["agent codex"].fix
     assert checks["agent gemini"].state == d.OK and "hook installed (project)" in checks["agent gemini"].detail
+    plugin = tmp_path / ".opencode" / "plugins" / "cockpit-memory.js"
+    plugin.parent.mkdir(parents=True)
+    from cockpit.opencode_plugin import plugin_text
+
+    plugin.write_text(plugin_text(None, portable=True))
+    checks = {c.label: c for c in d.check_agents()}
+    assert "hook installed (project)" in checks["agent opencode"].detail
+    acp = {c.label: c for c in d.check_acp_agents()}
+    assert "not installed (cockpit agents install opencode)" in acp["backend acp:opencode"].detail
+    (bin_dir / "opencode").write_text("#!/bin/sh\n")
+    (bin_dir / "opencode").chmod(0o755)
+    acp = {c.label: c for c in d.check_acp_agents()}
+    assert acp["backend acp:opencode"].detail == f"OpenCode over ACP: {bin_dir / 'opencode'}"
