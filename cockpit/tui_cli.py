@@ -160,10 +160,14 @@ def run(args: argparse.Namespace) -> int:
     return int(app.return_code or 0)
 
 
-def detached_message(live: int) -> str:
-    """What the shell shows after the app detaches from ``live`` (> 0) working sessions."""
-    return (f"cockpit: {live} session{'s go' if live != 1 else ' goes'} on in the server "
-            "(cockpit ls · cockpit attach ID · cockpit to come back)")
+def detached_message(live: int, waiting: int = 0) -> str:
+    """What the shell shows after the app detaches from ``live`` (> 0) sessions that are not
+    over, ``waiting`` of them waiting for a follow-up or an answer (not working meanwhile)."""
+    working = live - waiting
+    parts = [f"{working} working"] if working else []
+    parts += [f"{waiting} waiting for you"] if waiting else []
+    return (f"cockpit: {live} session{'s stay' if live != 1 else ' stays'} in the server ({', '.join(parts)}; "
+            "cockpit ls · cockpit attach ID · cockpit to come back)")
 
 
 def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
@@ -209,5 +213,9 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
             engine.close()
     live = [v for v in app.views.values() if not v.status.is_final]
     if live:
-        print(detached_message(len(live)), file=sys.stderr)
+        from cockpit.events import SessionStatus
+
+        waiting = sum(v.status in (SessionStatus.WAITING, SessionStatus.NEEDS_APPROVAL, SessionStatus.BUDGET_REACHED)
+                      for v in live)
+        print(detached_message(len(live), waiting), file=sys.stderr)
     return int(app.return_code or 0)

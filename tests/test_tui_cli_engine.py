@@ -33,5 +33,6 @@ def test_closing_an_engine_never_used_builds_nothing(tmp_path):
 
 
 def test_the_detach_line_counts_sessions_in_english():
-    assert detached_message(1).startswith("cockpit: 1 session goes on in the server (")
-    assert detached_message(3).startswith("cockpit: 3 sessions go on in the server (")
+    assert detached_message(1).startswith("cockpit: 1 session stays in the server (1 working; ")
+    assert detached_message(3, 2).startswith("cockpit: 3 sessions stay in the server (1 working, 2 waiting for you; ")
+    assert detached_message(2, 2).startswith("cockpit: 2 sessions stay in the server (2 waiting for you; ")

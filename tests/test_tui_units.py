@@ -365,3 +365,9 @@ def test_the_strip_says_whose_cost_it_shows_or_why_there_is_none():
     assert cost_note(v) == "reported by the agent"
     v.cost_source = "claude-code"
     assert cost_note(v) == "by Claude Code"
+    from cockpit import events as ev
+
+    failed = SessionView("s2", "t")  # an ACP session that failed before any usage
+    failed.apply(ev.SessionSpawned("s2", "t", "m", "/ws", "/t", True, backend="acp:opencode"))
+    failed.cost_usd = None
+    assert cost_note(failed) == "n/a: none reported"

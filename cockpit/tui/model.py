@@ -171,6 +171,8 @@ class SessionView:
             self.transcript_path = event.transcript_path
             self.preseed_enabled = event.preseed_enabled
             self.backend = event.backend
+            if self.cost_source == "pricing" and event.backend != "cockpit":  # before any usage arrives
+                self.cost_source = event.backend
             self.permission_mode = event.permission_mode
             self.placement = event.placement
             self.cwd = event.cwd
