@@ -581,3 +581,23 @@ def test_a_gemini_before_agent_payload_gets_the_block_in_its_own_output_form(not
     assert "6443" in out["hookSpecificOutput"]["additionalContext"]
     codex = handle(_payload("c-1"), str(notes), None, 5)  # Codex: Claude Code's wire format
     assert codex["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+
+
+@pytest.mark.parametrize("argv", [["ls"], ["memory", "hook", "--notes", "{notes}"], ["approve", "abcd"],
+                                  ["memory", "search", "staging", "--notes", "{notes}"]])
+def test_thin_clients_import_neither_numpy_nor_the_engine_nor_anthropic(notes, server_env, argv):
+    """With a server running, the hook and the CLI's session and memory commands are its clients:
+    they import no numpy, no model runtime, no engine and no Anthropic SDK (their start-up cost)."""
+    from cockpit.server.client import BlockingClient, start_server
+
+    start_server()
+    with BlockingClient() as c:
+        c.call("memory.wait_ready", notes=str(notes), index=None, timeout=120)
+    argv = [a.replace("{notes}", str(notes)) for a in argv]
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "cockpit", *argv],
+                          input=json.dumps(_payload("thin-1")).encode(), capture_output=True, timeout=60, env=server_env)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines() if "|" in line}
+    assert "cockpit.cli" in imported or "cockpit.memory_hook" in imported  # (the listing is there)
+    heavy = {m for m in imported if m.split(".")[0] in ("numpy", "onnxruntime", "tokenizers", "anthropic", "textual")
+             or m in ("memory.engine", "memory.embedder", "memory.store")}
+    assert heavy == set(), heavy
