@@ -440,7 +440,11 @@ def format_report(report: dict) -> str:
         else:
             out.append(f"where: {s['cwd']} ({s['placement']})")
         if s["preseed"]:
-            notes = ", ".join(f"{'★ ' if n['priority'] else ''}{n['name']} ({n['score']:.2f})" for n in s["injected"])
+            given = [n for n in s["injected"] if n.get("kind", "line") == "line"]
+            listed = [n["name"] for n in s["injected"] if n.get("kind", "line") != "line"]
+            notes = ", ".join(f"{'★ ' if n['priority'] else ''}{n['name']} ({n['score']:.2f})" for n in given)
+            if listed:  # named in the block's "may be relevant" index only: not given
+                notes = ", ".join(filter(None, [notes, f"listed: {', '.join(listed)}"]))
             if s.get("preseed_error"):
                 out.append(f"preseed: FAILED ({s['preseed_error']}) · the session ran without notes")
             else:

@@ -283,3 +283,17 @@ def test_a_base_url_ending_in_v1_gets_a_hint_on_404(tmp_path, ws, monkeypatch, c
     assert code == 1
     error = json.dumps(out["sessions"][0])
     assert "404" in error and "drop the trailing /v1" in error
+
+
+def test_the_report_names_notes_only_listed_in_the_index_as_listed_not_given():
+    from cockpit.headless import format_report
+
+    s = {"id": "abc", "status": "done", "model": "m", "permission_mode": "default", "task": "t", "worktree": None,
+         "cwd": "/w", "placement": "in place", "preseed": True, "preseed_tokens": 30, "error": None, "answer": "a",
+         "injected": [{"name": "staging", "score": 0.61, "priority": True, "kind": "line"},
+                      {"name": "error-format", "score": 0.0, "priority": False, "kind": "index"}],
+         "usage": {"input": 1, "output": 1, "cache_write": 0, "cache_read": 0}, "cost_usd": 0.0, "requests": 1,
+         "transcript": "/t.jsonl"}
+    report = format_report({"sessions": [s], "totals": {"usage": s["usage"], "cost_usd": 0.0}, "pricing": {"date": "d"}})
+    line = next(x for x in report.splitlines() if x.startswith("preseed:"))
+    assert line == "preseed: ★ staging (0.61), listed: error-format · 30 tokens"

@@ -642,7 +642,8 @@ class SessionBase:
             "preseed": self.preseed_enabled,
             "preseed_error": self.preseed_error or None,
             "injected": [
-                {"name": n.name, "priority": n.priority, "score": round(n.score, 4)} for n in self.injected
+                {"name": n.name, "priority": n.priority, "score": round(n.score, 4), "kind": n.kind}
+                for n in self.injected
             ],
             "preseed_tokens": self.preseed_tokens,
             "usage": {**self.usage.__dict__, "total": self.usage.total},
