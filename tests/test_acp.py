@@ -377,3 +377,63 @@ def test_a_clients_agents_go_with_its_spawn_and_only_over_the_unix_socket():
         server._config({"config": payload}, SimpleNamespace(tcp=True))
     with pytest.raises(rpc.RpcError, match="malformed agent"):
         server._config({"config": {"agents": [{"name": "x"}]}}, SimpleNamespace(tcp=False))
+
+
+@pytest.mark.parametrize("auth, header, value", [("bearer", "authorization", "Bearer sk-openai-1"),
+                                                 ("x-goog-api-key", "x-goog-api-key", "sk-openai-1"),
+                                                 ("x-api-key", "x-api-key", "sk-openai-1")])
+async def test_the_relay_speaks_each_providers_auth_to_its_own_upstream(auth, header, value):
+    """An agent with its own provider (Codex: OpenAI, Gemini CLI: Google) reaches that provider's
+    API through the relay, with that provider's key in that provider's header; whatever auth the
+    agent sent is dropped."""
+    import threading
+    import urllib.request
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+            self.send_response(200)
+            self.send_header("content-length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *a):
+            pass
+
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    relay = ModelRelay(f"http://127.0.0.1:{upstream.server_port}/v1", "sk-openai-1", None, auth=auth)
+    await relay.start(tcp=True)
+
+    def post():
+        req = urllib.request.Request(relay.base_url() + "/responses", b"{}", {
+            "authorization": f"Bearer {PLACEHOLDER_KEY}", "x-goog-api-key": PLACEHOLDER_KEY,
+            "content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status
+
+    try:
+        assert await asyncio.to_thread(post) == 200
+    finally:
+        await relay.close()
+        upstream.shutdown()
+    path, headers = seen[0]
+    assert path == "/v1/responses" and headers[header] == value
+    assert PLACEHOLDER_KEY not in json.dumps(headers)
+
+
+def test_other_providers_keys_are_read_kept_secret_and_sent_with_a_spawn():
+    from cockpit.server.remote import config_payload
+
+    c = load_config({}, env={"OPENAI_API_KEY": "sk-openai-2", "ANTHROPIC_API_KEY": "a"}, config_file=Path("/dev/null"))
+    assert c.provider_keys == {"OPENAI_API_KEY": "sk-openai-2"} and "sk-openai-2" not in repr(c)
+    assert config_payload(c)["provider_keys"] == {"OPENAI_API_KEY": "sk-openai-2"}
+    codex = BUILTIN["codex"]
+    assert codex.upstream.startswith("https://api.openai.com") and codex.auth == "bearer"
+    assert codex.upstream_key_env == "OPENAI_API_KEY"
+    with pytest.raises(Exception, match="auth must be one of"):
+        parse_agents({"x": {"command": ["x"], "auth": "basic"}})

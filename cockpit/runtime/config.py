@@ -93,7 +93,7 @@ def worktrees_dir() -> Path:
     return platformdirs.user_data_path("cockpit") / "worktrees"
 
 
-_SECRET_FIELDS = ("api_key", "auth_token")  # never shown (repr), never logged
+_SECRET_FIELDS = ("api_key", "auth_token", "provider_keys")  # never shown (repr), never logged
 
 
 @dataclass
@@ -169,6 +169,9 @@ class RuntimeConfig:
     check_command: str | None = None  # tests before merge: `check_command` or [worktrees] check_command
     agents: tuple[Any, ...] = ()  # [agents.NAME] tables: cockpit.runtime.acp.agents.AgentDef
     acp_timeout: float = 60.0  # seconds an ACP agent has to answer initialize / session/new
+    # other providers' keys from the environment (OPENAI_API_KEY…): an ACP agent's relay puts its
+    # provider's on its requests (cockpit.runtime.acp.agents.AgentDef.upstream_key_env)
+    provider_keys: dict[str, str] = field(default_factory=dict, repr=False)
 
     def sandbox_settings(self) -> SandboxSettings:
         """The ``[sandbox]`` settings as the sandbox module takes them."""
@@ -422,6 +425,11 @@ def load_config(
             raise ConfigError(f"{var}: {exc}") from None
         except ValueError:
             raise ConfigError(f"{var} must be {typ.__name__}") from None  # value not echoed
+    from cockpit.runtime.keyguard import PROVIDER_KEY_VARS
+
+    found = {var: env[var] for var in PROVIDER_KEY_VARS if env.get(var)}
+    if found:
+        values["provider_keys"] = found
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key] = value

@@ -24,7 +24,9 @@ import ctypes
 import os
 import sys
 
-KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+            "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")  # (the last three: ACP agents' providers)
+PROVIDER_KEY_VARS = KEY_VARS[2:]
 PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 _taken: dict[str, str] = {}
 
@@ -132,4 +134,4 @@ def guard_process() -> bool:
     return make_undumpable()
 
 
-__all__ = ["KEY_VARS", "guard_process", "take_keys", "make_undumpable", "taken", "forget"]
+__all__ = ["KEY_VARS", "PROVIDER_KEY_VARS", "guard_process", "take_keys", "make_undumpable", "taken", "forget"]

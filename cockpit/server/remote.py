@@ -27,7 +27,7 @@ CLIENT_CONFIG_KEYS = (
     "timeout", "permission_mode", "allow", "deny", "tools", "worktrees", "bash_timeout", "context_management",
     "backend", "claude_setting_sources", "sandbox", "network", "allow_hosts", "sandbox_hide", "protected", "pass_env",
     "check_command",
-    "max_budget_usd", "max_budget_tokens", "agents", "acp_timeout",
+    "max_budget_usd", "max_budget_tokens", "agents", "acp_timeout", "provider_keys",
 )
 
 

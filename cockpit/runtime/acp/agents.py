@@ -52,6 +52,9 @@ class AgentDef:
     provider: str = "anthropic"
     model_prefix: str = ""
     own_sandbox: str = ""  # the agent's own sandbox, named in the pane when it has one
+    upstream: str = ""  # its provider's API base URL ("": Cockpit's base_url, the Anthropic Messages API)
+    upstream_key_env: str = ""  # the variable of Cockpit's environment holding that provider's key
+    auth: str = "x-api-key"  # how the relay sends that key: x-api-key | bearer | x-goog-api-key
 
     def to_wire(self) -> dict[str, Any]:
         """As JSON (a client sends its config's agents with a spawn)."""
@@ -130,10 +133,13 @@ BUILTIN: dict[str, AgentDef] = {a.name: a for a in (
              env=dict(_QUIET)),
     AgentDef("codex", "Codex", (("codex-acp",),), install="npm install -g @zed-industries/codex-acp",
              npm="@zed-industries/codex-acp", key_env=("OPENAI_API_KEY",), base_url_env=("OPENAI_BASE_URL",),
-             own_sandbox="Codex's own sandbox (workspace-write)"),
+             own_sandbox="Codex's own sandbox (workspace-write)", upstream="https://api.openai.com/v1",
+             upstream_key_env="OPENAI_API_KEY", auth="bearer"),
     AgentDef("gemini", "Gemini CLI", (("gemini", "--experimental-acp"),), install="npm install -g @google/gemini-cli",
              npm="@google/gemini-cli", key_env=("GEMINI_API_KEY",), base_url_env=("GOOGLE_GEMINI_BASE_URL",),
-             model_env=("GEMINI_MODEL",), env={"GEMINI_CLI_NO_RELAUNCH": "true"}),
+             model_env=("GEMINI_MODEL",), env={"GEMINI_CLI_NO_RELAUNCH": "true"},
+             upstream="https://generativelanguage.googleapis.com", upstream_key_env="GEMINI_API_KEY",
+             auth="x-goog-api-key"),
     AgentDef("opencode", "OpenCode", (("opencode", "acp"),), install="npm install -g opencode-ai", npm="opencode-ai",
              provider="opencode", model_prefix="anthropic/",
              env={"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
@@ -145,7 +151,9 @@ BUILTIN: dict[str, AgentDef] = {a.name: a for a in (
 )}
 
 _STR_LISTS = ("key_env", "base_url_env", "model_env")
-_KEYS = {"command", "title", "install", "npm", "env", "provider", "model_prefix", *_STR_LISTS}
+AUTH_STYLES = ("x-api-key", "bearer", "x-goog-api-key")
+_KEYS = {"command", "title", "install", "npm", "env", "provider", "model_prefix", "upstream", "upstream_key_env",
+         "auth", *_STR_LISTS}
 
 
 def _str_list(where: str, key: str, value: Any) -> tuple[str, ...]:
@@ -177,13 +185,17 @@ def parse_agents(table: Any, source: str = "config.toml") -> tuple[AgentDef, ...
             changes["commands"] = (_str_list(where, "command", spec["command"]),)
         elif base is None:
             raise AgentConfigError(f"{where}: a new agent needs command = [\"program\", \"arg\"…]")
-        for key in ("title", "install", "npm", "provider", "model_prefix"):
+        for key in ("title", "install", "npm", "provider", "model_prefix", "upstream", "upstream_key_env", "auth"):
             if key in spec:
                 if not isinstance(spec[key], str):
                     raise AgentConfigError(f"{where}.{key} must be a string, got {spec[key]!r}")
                 changes[key] = spec[key]
         if changes.get("provider", "anthropic") not in ("anthropic", "opencode"):
             raise AgentConfigError(f"{where}.provider must be anthropic or opencode")
+        if changes.get("auth", "x-api-key") not in AUTH_STYLES:
+            raise AgentConfigError(f"{where}.auth must be one of {', '.join(AUTH_STYLES)}")
+        if changes.get("upstream") and not str(changes["upstream"]).startswith(("http://", "https://")):
+            raise AgentConfigError(f"{where}.upstream must be an http(s) URL")
         for key in _STR_LISTS:
             if key in spec:
                 changes[key] = _str_list(where, key, spec[key])

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 MAX_HEAD = 64 * 1024
 CONNECT_TIMEOUT = 15.0
 _DROP = {"host", "x-api-key", "authorization", "connection", "proxy-connection", "keep-alive",
-         "proxy-authorization"}
+         "proxy-authorization", "x-goog-api-key"}
 PLACEHOLDER_KEY = "cockpit-relay-holds-the-key"
 
 
@@ -56,7 +56,9 @@ class ModelRelay:
     ``requests``: model requests forwarded; ``refused``: requests turned away (no token)."""
 
     def __init__(self, upstream: str | None, api_key: str | None = None, auth_token: str | None = None,
-                 mcp_socket: str | None = None):
+                 mcp_socket: str | None = None, auth: str = "x-api-key"):
+        """``api_key`` goes on each request as ``auth`` says (``x-api-key``, ``bearer``:
+        ``Authorization: Bearer``, ``x-goog-api-key``); ``auth_token`` as a bearer token."""
         url = urlsplit(upstream or "https://api.anthropic.com")
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"the model base URL must be http(s)://host[:port][/path], got {upstream!r}")
@@ -67,6 +69,7 @@ class ModelRelay:
         self._host_header = url.netloc.rpartition("@")[2]
         self._key = api_key
         self._token_auth = auth_token
+        self._auth = auth
         self.mcp_socket = mcp_socket
         self.token = secrets.token_urlsafe(18)
         self.requests = 0
@@ -142,8 +145,10 @@ class ModelRelay:
                 path = self._base + path
                 headers.append(f"Host: {self._host_header}")
                 if self._key:
-                    headers.append(f"x-api-key: {self._key}")
-                if self._token_auth:
+                    headers.append({"bearer": f"Authorization: Bearer {self._key}",
+                                    "x-goog-api-key": f"x-goog-api-key: {self._key}"}.get(
+                                        self._auth, f"x-api-key: {self._key}"))
+                if self._token_auth and not (self._key and self._auth == "bearer"):
                     headers.append(f"Authorization: Bearer {self._token_auth}")
                 self.requests += 1
         except (OSError, TimeoutError) as exc:

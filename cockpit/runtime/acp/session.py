@@ -175,7 +175,13 @@ class AcpSession(SessionBase):
         # the sockets' folder (bound read-only inside): short, a Unix socket's path is ≤ 107 bytes
         self._sockets = relay_dir = tempfile.mkdtemp(prefix="cockpit-acp-")
         mcp_sock = await self._start_memory(relay_dir)
-        relay = self._relay = ModelRelay(self._cfg.base_url, self._cfg.api_key, self._cfg.auth_token, mcp_sock)
+        a = self.agent
+        if a.upstream:  # its own provider: that provider's key, from the spawning client's environment
+            key = self._cfg.provider_keys.get(a.upstream_key_env) if a.upstream_key_env else None
+            relay = ModelRelay(a.upstream, key, None, mcp_sock, auth=a.auth)
+        else:
+            relay = ModelRelay(self._cfg.base_url, self._cfg.api_key, self._cfg.auth_token, mcp_sock)
+        self._relay = relay
         await relay.start(os.path.join(relay_dir, "relay.sock") if boxed else None, tcp=not boxed)
         base = relay.base_url(RELAY_PORT if boxed else None)
         env = self._agent_env(home, base)
