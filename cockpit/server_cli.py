@@ -217,7 +217,8 @@ def _fmt_row(r: dict) -> str:
 
     task = one_line(r.get("task", ""))
     branch = one_line(branch)
-    return (f"{r['id']:<13}{r['status']:<16}{str(r.get('model', ''))[:22]:<23}{branch[:34]:<35}"
+    agent = one_line(str(r.get("backend") or "cockpit"))
+    return (f"{r['id']:<13}{r['status']:<16}{agent[:13]:<14}{str(r.get('model', ''))[:22]:<23}{branch[:34]:<35}"
             f"{fmt.tokens(usage.get('total')):>7} {fmt.usd(r.get('cost_usd')):>9}  {task[:60]}")
 
 
@@ -229,7 +230,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if not rows:
         print("no sessions")
         return 0
-    print(f"{'ID':<13}{'STATE':<16}{'MODEL':<23}{'BRANCH':<35}{'TOKENS':>7} {'COST':>9}  TASK")
+    print(f"{'ID':<13}{'STATE':<16}{'AGENT':<14}{'MODEL':<23}{'BRANCH':<35}{'TOKENS':>7} {'COST':>9}  TASK")
     for r in rows:
         print(_fmt_row(r))
     return 0

@@ -297,3 +297,12 @@ def test_the_report_names_notes_only_listed_in_the_index_as_listed_not_given():
     report = format_report({"sessions": [s], "totals": {"usage": s["usage"], "cost_usd": 0.0}, "pricing": {"date": "d"}})
     line = next(x for x in report.splitlines() if x.startswith("preseed:"))
     assert line == "preseed: ★ staging (0.61), listed: error-format · 30 tokens"
+
+
+def test_ls_rows_name_the_agent_of_each_session():
+    from cockpit.server_cli import _fmt_row
+
+    base = {"id": "abc", "status": "done", "model": "m", "task": "t", "worktree": None, "placement": "in place",
+            "usage": {"total": 1}, "cost_usd": 0.0}
+    assert _fmt_row({**base, "backend": "acp:opencode"}).split()[2] == "acp:opencode"
+    assert _fmt_row(base).split()[2] == "cockpit"
