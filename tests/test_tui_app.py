@@ -857,3 +857,22 @@ async def test_at_80_columns_every_footer_key_that_does_something_fits_quit_amon
         assert {"Spawn", "Kill", "Quit", "Diff"} <= set(shown), shown
         assert all(r.right <= 80 and r.width > 0 for r in shown.values()), shown  # none cut off
         assert "Allow once" not in shown  # nothing to allow: gone, not greyed, at this width
+
+
+async def test_ctrl_s_spawns_from_the_backend_drop_down_where_enter_opens_the_list():
+    from cockpit.tui.screens.spawn import SpawnDialog
+
+    mgr = FakeManager()
+    mgr.backends = ("cockpit", "acp:opencode")
+    app = CockpitApp(mgr, None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("n")
+        dialog = app.screen
+        assert isinstance(dialog, SpawnDialog)
+        await pilot.press(*"task two")
+        backend = dialog.query_one("#spawn-backend")
+        backend.value = "acp:opencode"
+        backend.focus()
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: mgr.spawned, "spawn called")
+        assert mgr.spawned == ["task two"] and mgr.spawn_options[0]["backend"] == "acp:opencode"

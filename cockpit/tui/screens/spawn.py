@@ -70,7 +70,9 @@ def preview_markup(preseed: Any) -> str:
 class SpawnDialog(ModalScreen[SpawnRequest | None]):
     """Modal: the task input, the notes preview, the session's options."""
 
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="spawn.cancel")]
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="spawn.cancel"),
+                # from any field (Enter on a drop-down opens it instead of spawning)
+                Binding("ctrl+s", "spawn", "Spawn", id="spawn.submit", priority=True)]
 
     def __init__(self, engine: Any = None, top_k: int | None = None, preseed: bool = True, *,
                  model: str = "", permission_mode: str | None = None, worktree: bool | None = None,
@@ -97,7 +99,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="spawn-box"):
-            yield Label("[b]New session[/b] — the task (Enter spawns, Esc cancels, Tab: options)")
+            yield Label("[b]New session[/b] — the task (Enter or ctrl+s spawns, Esc cancels, Tab: options)")
             yield Input(placeholder="e.g. what port does staging run on?", id="spawn-task")
             if self.notes_missing:
                 yield Label(Content.from_markup(
@@ -212,8 +214,11 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             return
         self._debounce = self.set_timer(DEBOUNCE_S, lambda: self._preview(event.value))
 
+    def action_spawn(self) -> None:
+        self._submitted(None)
+
     @on(Input.Submitted, "#spawn-task, #spawn-model, #spawn-budget")
-    def _submitted(self, event: Input.Submitted) -> None:
+    def _submitted(self, event: Input.Submitted | None) -> None:
         task = self.query_one("#spawn-task", Input).value.strip()
         if task and self.refused:
             error = self.query_one("#spawn-error", Label)
