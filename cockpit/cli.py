@@ -20,15 +20,20 @@ exit non-zero (``CockpitError``); nothing prints a traceback for them.
 
 from __future__ import annotations
 
-import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from cockpit.errors import CockpitError
+
+if TYPE_CHECKING:  # pragma: no cover - argparse is imported where it is used: the hook must start fast
+    import argparse
 
 __all__ = ["CockpitError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     from cockpit import (
         __version__,
         agents_cli,
@@ -69,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_epilog(parser: argparse.ArgumentParser, text: str) -> None:
     """Append ``text`` to the ``--help`` of ``parser`` and of its sub-commands."""
+    import argparse
+
     parser.epilog = "\n\n".join(filter(None, [parser.epilog, text]))
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     for action in parser._actions:

@@ -601,3 +601,13 @@ def test_thin_clients_import_neither_numpy_nor_the_engine_nor_anthropic(notes, s
     heavy = {m for m in imported if m.split(".")[0] in ("numpy", "onnxruntime", "tokenizers", "anthropic", "textual")
              or m in ("memory.engine", "memory.embedder", "memory.store")}
     assert heavy == set(), heavy
+
+
+def test_the_hooks_own_flags_are_read_without_argparse_and_anything_else_goes_to_it():
+    from cockpit.memory_hook import _quick_args
+
+    a = _quick_args(["--notes", "docs/notes", "--top-k=3", "--index", "/i.sqlite"])
+    assert (a.notes, a.top_k, a.index, a.install) == ("docs/notes", 3, "/i.sqlite", False)
+    assert _quick_args([]).notes is None
+    for other in (["--install"], ["--notes"], ["--top-k", "x"], ["--agent", "codex"], ["--help"]):
+        assert _quick_args(other) is None, other  # the full parser (and its errors, its --help)
