@@ -576,6 +576,15 @@ class SessionManager:
         if not s.status.is_final and s.status.value != "waiting for you":
             raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you or ends")
         message = f"cockpit session {s.id}: {s.task.splitlines()[0][:60]}"
+        if not s.status.is_final:
+            # none of its processes (a shell's background job, an ACP agent) may run while Cockpit's
+            # git works in its worktree: it could plant links git writes through. Its shell is
+            # ended (our loop: the session lives on), else the session is (a conflict is then sent
+            # back by resuming it)
+            await s.quiesce()
+            if not Path(info.path).is_dir():
+                return self._reviewed(s, action, action == "discard",
+                                      "the session changed nothing: its worktree is already gone")
         try:
             if action == "merge":
                 notes = getattr(s.engine, "notes_dir", None)

@@ -147,6 +147,14 @@ class Session(SessionBase):
         w = self.spec.worktree
         return Path(w.path) if w is not None else Path(self.spec.cwd)
 
+    async def quiesce(self) -> bool:
+        """Its shell (and so its sandbox, and everything started in it) is ended; the next command
+        starts a new one. The session lives on."""
+        if self.status.is_final:
+            return False
+        await self.tools.bash.close()
+        return True
+
     async def _setup_sandbox(self) -> None:
         """The protected paths' hooks folder, and — when the session is sandboxed — the sandbox
         its shell starts in (:mod:`cockpit.runtime.sandbox`), with the allowlist proxy when its

@@ -223,9 +223,12 @@ class SessionBase:
         self.rec.emit(StatusChanged(self.id, status, detail))
 
     def _redact(self, text: str) -> str:
-        """``text`` with the API key (and auth token), plain or encoded (base64, hex, URL,
-        reversed), as ``***`` (:mod:`cockpit.runtime.redact`)."""
-        return redact(redact(text, self._cfg.api_key), self._cfg.auth_token)
+        """``text`` with the API key (and auth token, and other providers' keys), plain or encoded
+        (base64, hex, URL, reversed), as ``***`` (:mod:`cockpit.runtime.redact`)."""
+        text = redact(redact(text, self._cfg.api_key), self._cfg.auth_token)
+        for key in self._cfg.provider_keys.values():
+            text = redact(text, key)
+        return text
 
     async def _acquire(self) -> None:
         sem = self._host.slots
@@ -604,6 +607,17 @@ class SessionBase:
         stat = d.stat
         self.rec.emit(WorktreeChanged(self.id, stat.files, stat.added, stat.removed,
                                       tuple(f.path for f in d.files)[:500]))
+
+    async def quiesce(self) -> bool:
+        """Before Cockpit's own git works in this session's worktree (a review): stop every process
+        the session runs there, so none can plant a link git would write through. True when the
+        session lives on (its tools start again when next needed), False when that ended it. Here:
+        the session ends (a backend whose processes can be stopped alone overrides this)."""
+        if not self.status.is_final:
+            self.post(None)
+            if self._task is not None:
+                await asyncio.wait([self._task])
+        return False
 
     # -- manager-facing -------------------------------------------------------------------
     def start(self) -> None:

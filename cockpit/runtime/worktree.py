@@ -30,6 +30,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable
@@ -268,17 +269,45 @@ def copy_included(repo: Path, dest: Path) -> list[str]:
 
 
 def _temp_index(info: WorktreeInfo) -> str:
-    """A copy of the worktree's index (stat data kept, so ``add -A`` rehashes only changed files)."""
+    """A copy of the worktree's index (stat data kept, so ``add -A`` rehashes only changed files),
+    in a folder of Cockpit's own that no sandbox sees. The index lies in the worktree's admin
+    folder, which a session may write: one that is a symbolic link (to a file of the user's that
+    the copy would expose) is refused, never followed."""
     real = git("rev-parse", "--path-format=absolute", "--git-path", "index", cwd=info.path).strip()
-    fd, tmp = tempfile.mkstemp(prefix="cockpit-index-")
+    fd, tmp = tempfile.mkstemp(prefix="cockpit-index-", dir=_private_tmp())
     os.close(fd)
-    if os.path.exists(real):
-        # copy2: the copy keeps the index's mtime — with a newer one git would take a file edited
-        # in the same second at the same size as unchanged ("racy git") and miss the edit
-        shutil.copy2(real, tmp)
-    else:
+    try:
+        src = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
         os.unlink(tmp)
+        return tmp
+    except OSError as exc:
+        os.unlink(tmp)
+        raise WorktreeError(f"{real} is not a plain file the session left (a symbolic link?): {exc.strerror}") from None
+    try:
+        st = os.fstat(src)
+        if not stat.S_ISREG(st.st_mode):
+            raise WorktreeError(f"{real} is not a plain file: refusing to read it")
+        with os.fdopen(src, "rb", closefd=False) as fin, open(tmp, "wb") as fout:
+            shutil.copyfileobj(fin, fout)
+        # the copy keeps the index's mtime — with a newer one git would take a file edited in the
+        # same second at the same size as unchanged ("racy git") and miss the edit
+        os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    finally:
+        os.close(src)
     return tmp
+
+
+def _private_tmp() -> str:
+    """Cockpit's own temp folder (0700, under its runtime folder, hidden in every sandbox)."""
+    from cockpit.server import paths
+
+    folder = paths.runtime_dir() / "tmp"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return str(folder)
 
 
 def refuse_planted_repos(info: WorktreeInfo, env: dict | None = None) -> None:

@@ -11,14 +11,36 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 
-class MemoryHttp:
-    """``start()`` (blocks until it listens, at most ``timeout`` s), ``close()``."""
+class _Gated:
+    """The engine, with ``save`` asking ``gate`` first (``gate(name, description, body, priority)``
+    → None to go on, or the reason it is refused): a note saved here reaches every later session's
+    first message, so it is an edit, asked for as the session's permission mode says."""
 
-    def __init__(self, engine: Any, socket_path: str):
-        self.engine = engine
+    def __init__(self, engine: Any, gate: Callable[[str, str, str, bool], str | None]):
+        self._engine = engine
+        self._gate = gate
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def save(self, name: str, description: str, body: str, priority: bool = False) -> Any:
+        why = self._gate(name, description, body, priority)
+        if why:
+            raise ValueError(f"memory_save refused: {why}")
+        return self._engine.save(name, description, body, priority)
+
+
+class MemoryHttp:
+    """``start()`` (blocks until it listens, at most ``timeout`` s), ``close()``. ``save_gate``:
+    see :class:`_Gated` (None: saves are not asked about)."""
+
+    def __init__(self, engine: Any, socket_path: str,
+                 save_gate: Callable[[str, str, str, bool], str | None] | None = None):
+        self.engine = engine if save_gate is None else _Gated(engine, save_gate)
         self.socket_path = socket_path
         self._server: Any = None
         self._thread: threading.Thread | None = None

@@ -27,6 +27,7 @@ import ssl
 from urllib.parse import urlsplit
 
 MAX_HEAD = 64 * 1024
+MAX_CONNECTIONS = 32  # at once, per session: an agent holding more gets 503 (file descriptors are shared)
 CONNECT_TIMEOUT = 15.0
 _DROP = {"host", "x-api-key", "authorization", "connection", "proxy-connection", "keep-alive",
          "proxy-authorization", "x-goog-api-key"}
@@ -77,6 +78,7 @@ class ModelRelay:
         self.port: int | None = None
         self.socket_path: str | None = None
         self._servers: list[asyncio.AbstractServer] = []
+        self._open = 0
 
     @property
     def prefix(self) -> str:
@@ -104,6 +106,18 @@ class ModelRelay:
                 await asyncio.wait_for(srv.wait_closed(), 5)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._open >= MAX_CONNECTIONS:
+            self.refused += 1
+            writer.write(_reply("503 Service Unavailable", "cockpit relay: too many connections at once"))
+            writer.close()
+            return
+        self._open += 1
+        try:
+            await self._relay(reader, writer)
+        finally:
+            self._open -= 1
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 60)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
@@ -114,7 +128,7 @@ class ModelRelay:
             return
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split()
-        if len(parts) != 3:
+        if len(parts) != 3 or any(c in line for line in lines for c in "\n\r\0"):  # (a bare LF: smuggling)
             writer.write(_reply("400 Bad Request", "cockpit relay: not an HTTP request"))
             writer.close()
             return
@@ -129,6 +143,14 @@ class ModelRelay:
             writer.close()
             return
         path = target[len(self.prefix):] or "/"
+        bare = path.split("?", 1)[0]
+        from urllib.parse import unquote
+
+        if any(seg in (".", "..") for seg in unquote(unquote(bare)).split("/")) or "\\" in unquote(bare):
+            self.refused += 1  # out of the upstream's base path, with the key: never
+            writer.write(_reply("400 Bad Request", "cockpit relay: no '.' or '..' in the path"))
+            writer.close()
+            return
         headers = [ln for ln in lines[1:] if ln and ln.split(":", 1)[0].strip().lower() not in _DROP]
         asked_host = next((ln.split(":", 1)[1].strip() for ln in lines[1:] if ln.lower().startswith("host:")), "")
         to_mcp = path == "/mcp" or path.startswith(("/mcp/", "/mcp?"))

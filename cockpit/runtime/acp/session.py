@@ -31,6 +31,7 @@ import asyncio
 import collections
 import contextlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from cockpit.runtime.config import RuntimeConfig
 
 HANDSHAKE_TIMEOUT_S = 60.0
+IDLE_TIMEOUT_S = 600.0  # a prompt during which the agent sends nothing this long (no approval waiting) fails
 RELAY_PORT = 3128  # inside the sandbox: the forwarder to the relay (sandbox.PROXY_PORT)
 _CHANGING_KINDS = {"edit", "delete", "move", "execute"}
 _EDIT_KINDS = {"edit", "delete", "move"}
@@ -124,10 +126,22 @@ class AcpSession(SessionBase):
         self._names: dict[str, str] = {}
         self._inputs: dict[str, Any] = {}
         self._kinds: dict[str, str] = {}
-        self._turn_text = ""
+        self._chunks: list[str] = []  # the turn's text so far (joined on demand: no quadratic +=)
         self._agent_cost: float | None = None  # the agent's cumulative figure (USD)
         self._always: set[str] = set()  # tool kinds allowed for this session
         self._reports: list[asyncio.Task] = []  # WorktreeChanged after an edit: awaited before the turn ends
+        self._report_again = False  # an edit finished while a report ran: one more after it
+        self._in_turn = False  # a session/prompt is running (updates and asks outside one are ignored)
+        self._perm_lock = asyncio.Lock()  # one approval at a time (each gives the slot back and takes it again)
+        self._last_seen = 0.0  # loop time of the agent's last line on stdout
+
+    @property
+    def _turn_text(self) -> str:
+        return "".join(self._chunks)
+
+    @_turn_text.setter
+    def _turn_text(self, value: str) -> None:
+        self._chunks = [value] if value else []
 
     def system_prompt(self) -> str:
         return f"({self.agent.title}'s own system prompt)"
@@ -229,7 +243,13 @@ class AcpSession(SessionBase):
         from .memory_http import MemoryHttp
 
         sock = os.path.join(folder, "memory.sock")
-        self._memory = MemoryHttp(self.engine, sock)
+        loop = asyncio.get_running_loop()
+
+        def gate(name: str, description: str, body: str, priority: bool) -> str | None:  # (uvicorn's thread)
+            future = asyncio.run_coroutine_threadsafe(self._ask_save(name, description, body, priority), loop)
+            return future.result()
+
+        self._memory = MemoryHttp(self.engine, sock, save_gate=gate)
         try:
             await asyncio.to_thread(self._memory.start)
         except Exception as exc:  # memory is an aid: the session goes on without the tools
@@ -302,17 +322,43 @@ class AcpSession(SessionBase):
             raise SessionFailure("acp", f"{self.agent.title} did not answer {what} within {timeout:.0f} s"
                                  + self._stderr_tail()) from None
 
-    async def _guarded(self, call: Any) -> Any:
-        """``call`` (a request to the agent), or the agent's exit as a SessionFailure."""
+    async def _silent(self) -> None:
+        """Returns once the agent has sent nothing for :data:`IDLE_TIMEOUT_S` while no approval
+        waits for the user (a hung agent, one whose pipe no longer reaches us)."""
+        loop = asyncio.get_running_loop()
+        self._last_seen = loop.time()
+        while True:
+            left = self._last_seen + IDLE_TIMEOUT_S - loop.time()
+            if self.pending is not None:  # we wait for the user, not for the agent
+                self._last_seen = loop.time()
+                left = IDLE_TIMEOUT_S
+            if left <= 0:
+                return
+            await asyncio.sleep(min(left, 5.0))
+
+    async def _guarded(self, call: Any, idle: bool = False) -> Any:
+        """``call`` (a request to the agent), or the agent's exit as a SessionFailure; ``idle``:
+        also the agent's silence (:meth:`_silent`)."""
         assert self._proc is not None
         exited = asyncio.ensure_future(self._proc.wait())
         task = asyncio.ensure_future(call)
+        watch = asyncio.ensure_future(self._silent()) if idle else None
+        waits = {task, exited} | ({watch} if watch else set())
         try:
-            done, _ = await asyncio.wait({task, exited}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             task.cancel()
             exited.cancel()
+            if watch:
+                watch.cancel()
             raise
+        if watch is not None:
+            watch.cancel()
+            if watch in done and task not in done and exited not in done:
+                task.cancel()
+                exited.cancel()
+                raise SessionFailure("acp", f"{self.agent.title} sent nothing for {IDLE_TIMEOUT_S:.0f} s"
+                                     + self._stderr_tail())
         if task in done:
             try:
                 return task.result()
@@ -347,15 +393,20 @@ class AcpSession(SessionBase):
         self._turn_text = ""
         blocks = [s.TextContentBlock(type="text", text=str(b.get("text", "")))
                   for b in content if b.get("type") == "text"]
-        resp = await self._guarded(self._conn.prompt(session_id=self.acp_session_id, prompt=blocks))
+        self._in_turn = True
+        try:
+            resp = await self._guarded(self._conn.prompt(session_id=self.acp_session_id, prompt=blocks), idle=True)
+        finally:
+            self._in_turn = False
         reports, self._reports = self._reports, []
         await asyncio.gather(*reports, return_exceptions=True)
         self.stop_reason = resp.stop_reason
         self.acct.requests += 1
         self.detail = ""  # (a plan's progress line belonged to the turn)
-        if self._turn_text:
-            self.final_text = self._turn_text
-            self._add_message("assistant", [{"type": "text", "text": self._turn_text}])
+        text = self._turn_text
+        if text:
+            self.final_text = text
+            self._add_message("assistant", [{"type": "text", "text": text}])
         u = resp.usage
         turn = Usage(u.input_tokens, u.output_tokens, u.cached_write_tokens or 0, u.cached_read_tokens or 0) \
             if u is not None else Usage()
@@ -412,6 +463,7 @@ class AcpSession(SessionBase):
                     ok = isinstance(json.loads(text), dict)
                 except ValueError:
                     ok = False
+                self._last_seen = asyncio.get_running_loop().time()
                 if ok:
                     clean.feed_data(line if line.endswith(b"\n") else line + b"\n")
                     continue
@@ -439,10 +491,13 @@ class AcpSession(SessionBase):
 
     def _on_update(self, u: Any) -> None:
         kind = getattr(u, "session_update", "")
+        if not self._in_turn and kind in ("agent_message_chunk", "tool_call", "tool_call_update", "plan"):
+            self.rec.record("acp_late_update", kind=kind)  # after its turn: not shown, the state stays
+            return
         if kind == "agent_message_chunk":
             text = getattr(u.content, "text", "") or ""
             if text:
-                self._turn_text += text
+                self._chunks.append(text)
                 self.rec.emit(TextDelta(self.id, text))
         elif kind == "agent_thought_chunk":
             self.rec.record("thought", text=getattr(u.content, "text", ""))
@@ -461,7 +516,12 @@ class AcpSession(SessionBase):
             self.acct.context_tokens = u.used
             self.acct.context_window = u.size or self.acct.context_window
             if u.cost is not None and u.cost.currency.upper() == "USD":
-                self._agent_cost = float(u.cost.amount)
+                amount = float(u.cost.amount)
+                # the agent's own figure: taken only when sane (finite, not going back, < $10k)
+                if math.isfinite(amount) and (self._agent_cost or 0.0) <= amount < 10_000:
+                    self._agent_cost = amount
+                else:
+                    self.rec.record("acp_cost_ignored", amount=repr(amount)[:40])
             self.rec.emit(UsageUpdate(self.id, Usage(), self.acct.usage, None,
                                       self._agent_cost if self._agent_cost is not None else self.acct.cost_usd,
                                       context_tokens=u.used, context_window=u.size, partial=True,
@@ -475,9 +535,10 @@ class AcpSession(SessionBase):
         self._names[tid] = name
         self._kinds[tid] = u.kind or "other"
         self._inputs[tid] = u.raw_input
-        if self._turn_text:  # text before the call: one assistant message, as our loop records it
-            self._add_message("assistant", [{"type": "text", "text": self._turn_text}])
-            self.final_text = self._turn_text
+        text = self._turn_text
+        if text:  # text before the call: one assistant message, as our loop records it
+            self._add_message("assistant", [{"type": "text", "text": text}])
+            self.final_text = text
             self._turn_text = ""
         self.rec.record("tool_call", id=tid, name=name, input=u.raw_input, kind=u.kind)
         self.rec.emit(ToolCall(self.id, tid, name, u.raw_input if isinstance(u.raw_input, dict) else {}))
@@ -503,10 +564,52 @@ class AcpSession(SessionBase):
         self.note_tool_use(name, self._inputs.pop(tid, None), err)
         self._set(S.STREAMING)
         if self._kinds.get(tid) in _CHANGING_KINDS:
-            self._reports.append(asyncio.get_running_loop().create_task(self._report_changes()))
+            self._report_soon()
+
+    async def _ask_save(self, name: str, description: str, body: str, priority: bool) -> str | None:
+        """A ``memory_save`` of the agent's: decided like an edit (``plan``: refused; ``acceptEdits``,
+        ``bypassPermissions``, sandboxed ``auto``: allowed; else asked). None = go on."""
+        mode = self.spec.permission_mode.value
+        what = f"save the note {name!r}{' (priority)' if priority else ''}: {description}"
+        if mode == "plan":
+            reason = "plan mode: nothing is changed"
+        elif mode in ("acceptEdits", "bypassPermissions") or (mode == "auto" and self.spec.sandbox):
+            reason = ""
+        elif not self._in_turn:
+            reason = "asked outside a turn"
+        else:
+            async with self._perm_lock:
+                ask = ApprovalRequested(self.id, f"memory_save-{len(self._answers)}-{name}"[:80], "memory_save",
+                                        "edit", one_line(what, 160), f"{description}\n\n{body}"[:4000], "")
+                allowed, _scope, why = await self._await_answer(ask)
+                reason = "" if allowed else (why or "the user denied it")
+        self.rec.record("memory_save", name=name, priority=priority, allowed=not reason, reason=reason)
+        return reason or None
+
+    def _report_soon(self) -> None:
+        """One ``git diff`` at a time however fast edits finish (a flood queued one each)."""
+        if any(not t.done() for t in self._reports):
+            self._report_again = True
+            return
+
+        async def report() -> None:
+            await self._report_changes()
+            while self._report_again:
+                self._report_again = False
+                await self._report_changes()
+
+        self._reports = [asyncio.get_running_loop().create_task(report())]
 
     # -- permissions ----------------------------------------------------------------------------
     async def _on_permission(self, tool_call: Any, options: list[Any]) -> s.RequestPermissionResponse:
+        if not self._in_turn:  # nothing of the agent's may run while the session waits for you
+            self.rec.record("approval_auto", request_id=tool_call.tool_call_id, tool=tool_call.title,
+                            kind=tool_call.kind, reason="asked outside a turn: refused")
+            return s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
+        async with self._perm_lock:
+            return await self._permission(tool_call, options)
+
+    async def _permission(self, tool_call: Any, options: list[Any]) -> s.RequestPermissionResponse:
         tid = tool_call.tool_call_id
         kind = tool_call.kind or self._kinds.get(tid) or "other"
         title = tool_call.title or self._names.get(tid) or kind
