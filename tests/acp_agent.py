@@ -11,6 +11,7 @@ the prompt's last text picks what a turn does:
   with the diff.
 - ``WAIT``: waits until ``session/cancel``; ends the turn ``cancelled``.
 - ``CRASH``: writes a line to stderr and exits 3.
+- ``SILENT``: never answers the prompt and sends nothing.
 - anything else: a two-entry plan, then the text "blocks: N | " and every text block it got,
   joined with " || ", with usage (and a ``usage_update`` with a cost).
 
@@ -73,6 +74,8 @@ class FakeAgent:
         if last.startswith("CRASH"):
             print("fake-agent: crashing on purpose", file=sys.stderr, flush=True)
             os._exit(3)
+        if last.startswith("SILENT"):  # never answers, never sends anything
+            await asyncio.Event().wait()
         if last.startswith("WAIT"):
             ev = self.cancelled.setdefault(session_id, asyncio.Event())
             await self._say(session_id, "waiting for cancel")

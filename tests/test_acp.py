@@ -437,3 +437,62 @@ def test_other_providers_keys_are_read_kept_secret_and_sent_with_a_spawn():
     assert codex.upstream_key_env == "OPENAI_API_KEY"
     with pytest.raises(Exception, match="auth must be one of"):
         parse_agents({"x": {"command": ["x"], "auth": "basic"}})
+
+
+async def test_an_agent_gone_silent_mid_prompt_is_an_error_not_a_hang(repo, tmp_path, monkeypatch):
+    from cockpit.runtime.acp import session as acp_session
+
+    monkeypatch.setattr(acp_session, "IDLE_TIMEOUT_S", 1.0)
+    mgr = SessionManager(None, cfg(tmp_path))
+    s, _ = await run_one(mgr, "SILENT please", workspace=repo)
+    await mgr.aclose()
+    assert s.status == S.ERROR and "sent nothing for 1 s" in s.error.message
+
+
+async def test_the_relay_refuses_dot_segments_and_bare_line_feeds():
+    relay = ModelRelay("http://127.0.0.1:9/api", KEY)
+    await relay.start(tcp=True)
+
+    async def send(raw: bytes) -> bytes:
+        r, w = await asyncio.open_connection("127.0.0.1", relay.port)
+        w.write(raw)
+        await w.drain()
+        data = await asyncio.wait_for(r.read(), 10)
+        w.close()
+        return data
+
+    try:
+        for path in ("/../../x", "/%2e%2e/x", "/a/%252e%252e/b"):
+            got = await send(f"GET {relay.prefix}{path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            assert got.startswith(b"HTTP/1.1 400") and b"'..'" in got, path
+        got = await send(f"POST {relay.prefix}/v1/messages HTTP/1.1\r\nHost: x\nX-Evil: 1\r\n\r\n".encode())
+        assert got.startswith(b"HTTP/1.1 400")
+    finally:
+        await relay.close()
+    assert relay.requests == 0  # nothing reached the upstream
+
+
+def test_a_worktree_index_that_is_a_link_is_refused_not_read(repo, tmp_path):
+    from cockpit.runtime import worktree as wt
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the user's secret\n")
+    info = wt.create(repo, "idx1", "t", tmp_path / "wts", str(tmp_path / "t.jsonl"))
+    index = Path(wt.git("rev-parse", "--absolute-git-dir", cwd=info.path).strip()) / "index"
+    index.unlink()
+    index.symlink_to(secret)
+    with pytest.raises(wt.WorktreeError, match="symbolic link"):
+        wt._temp_index(info)
+    copy_dir = Path(wt._private_tmp())
+    assert not any("secret" in p.read_text(errors="replace") for p in copy_dir.glob("cockpit-index-*"))
+
+
+def test_provider_keys_are_redacted_like_the_anthropic_key(tmp_path):
+    from cockpit.runtime.acp.session import AcpSession
+    from cockpit.runtime.session_base import SessionSpec
+
+    c = cfg(tmp_path, provider_keys={"OPENAI_API_KEY": "sk-openai-secret-123456"})
+    spec = SessionSpec(task="t", model="m", workspace=tmp_path, cwd=tmp_path, backend="acp:fake")
+    s = AcpSession(SessionManager(None, c), spec, session_id="r1", transcript_path=tmp_path / "r1.jsonl", config=c)
+    assert "sk-openai-secret-123456" not in s._redact("leaked: sk-openai-secret-123456 and " + KEY)
+    assert KEY not in s._redact(KEY)

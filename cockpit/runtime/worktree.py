@@ -273,7 +273,8 @@ def _temp_index(info: WorktreeInfo) -> str:
     in a folder of Cockpit's own that no sandbox sees. The index lies in the worktree's admin
     folder, which a session may write: one that is a symbolic link (to a file of the user's that
     the copy would expose) is refused, never followed."""
-    real = git("rev-parse", "--path-format=absolute", "--git-path", "index", cwd=info.path).strip()
+    # (not `--git-path index`: made absolute, that path has the link resolved already)
+    real = os.path.join(git("rev-parse", "--absolute-git-dir", cwd=info.path).strip(), "index")
     fd, tmp = tempfile.mkstemp(prefix="cockpit-index-", dir=_private_tmp())
     os.close(fd)
     try:
