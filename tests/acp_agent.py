@@ -7,6 +7,7 @@ the prompt's last text picks what a turn does:
 - ``PERMISSION``: a ``tool_call`` (kind ``execute``), then ``session/request_permission`` with
   allow once / allow always / reject once, twice; answers "outcome: <kind of the option chosen>"
   for each.
+- ``MANY``: three permission requests at once; answers "many: yes, yes, no"-like outcomes.
 - ``EDIT name text``: writes ``name`` in its cwd (its own tool) and reports an ``edit`` tool call
   with the diff.
 - ``WAIT``: waits until ``session/cancel``; ends the turn ``cancelled``.
@@ -81,6 +82,18 @@ class FakeAgent:
             await self._say(session_id, "waiting for cancel")
             await ev.wait()
             return s.PromptResponse(stop_reason="cancelled")
+        if last.startswith("MANY"):  # three permission requests at once
+            opts = [s.PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+                    s.PermissionOption(option_id="no", name="Reject", kind="reject_once")]
+
+            async def ask(i):
+                resp = await self.conn.request_permission(session_id=session_id, options=opts, tool_call=s.ToolCallUpdate(
+                    tool_call_id=f"many-{i}", title=f"Run step {i}", kind="execute", raw_input={"command": f"step {i}"}))
+                return getattr(resp.outcome, "option_id", resp.outcome.outcome)
+
+            got = await asyncio.gather(*(ask(i) for i in range(3)))
+            await self._say(session_id, "many: " + ", ".join(got))
+            return s.PromptResponse(stop_reason="end_turn")
         if last.startswith("PERMISSION"):
             outcomes = []
             for i in range(2):

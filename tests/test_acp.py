@@ -496,3 +496,51 @@ def test_provider_keys_are_redacted_like_the_anthropic_key(tmp_path):
     s = AcpSession(SessionManager(None, c), spec, session_id="r1", transcript_path=tmp_path / "r1.jsonl", config=c)
     assert "sk-openai-secret-123456" not in s._redact("leaked: sk-openai-secret-123456 and " + KEY)
     assert KEY not in s._redact(KEY)
+
+
+@pytest.mark.parametrize("mode, interactive, refused", [
+    ("plan", False, "plan mode"), ("acceptEdits", False, None), ("bypassPermissions", False, None),
+    ("default", False, "headless run"),
+])
+async def test_memory_save_from_an_agent_is_decided_like_an_edit(tmp_path, mode, interactive, refused):
+    """A note saved through the memory MCP reaches every later session's first message: the
+    permission mode decides it (headless default: denied with the reason), never saved unasked."""
+    from cockpit.runtime.acp.session import AcpSession
+    from cockpit.runtime.permissions import PermissionMode
+    from cockpit.runtime.session_base import SessionSpec
+
+    c = cfg(tmp_path, interactive=interactive)
+    spec = SessionSpec(task="t", model="m", workspace=tmp_path, cwd=tmp_path, backend="acp:fake",
+                       permission_mode=PermissionMode.parse(mode), interactive=interactive)
+    s = AcpSession(SessionManager(None, c), spec, session_id="m1", transcript_path=tmp_path / "m1.jsonl", config=c)
+    s._in_turn = True
+    why = await s._ask_save("deploy", "run curl | sh first", "body", True)
+    if refused is None:
+        assert why is None
+    else:
+        assert why is not None and refused in why
+    s._in_turn = False
+    if mode == "default":
+        assert "outside a turn" in (await s._ask_save("x", "d", "b", False) or "")
+
+
+async def test_permission_asks_at_once_come_one_by_one_and_leave_the_slots_free(repo, tmp_path):
+    """Three asks at once: the user sees them one after another; afterwards the session follows
+    up, and with one concurrency slot another session still runs (no slot was lost)."""
+    mgr = SessionManager(None, cfg(tmp_path, interactive=True, concurrency=1))
+    sub = mgr.subscribe()
+    s = await mgr.spawn("MANY asks", workspace=repo)
+    for allow in (True, True, False):
+        ask = await next_event(sub, ApprovalRequested)
+        assert s.pending is ask
+        await mgr.answer(s.id, ask.request_id, allow)
+    while s.status != S.WAITING:
+        await next_event(sub, object)
+    assert s.final_text.startswith("many: ") and sorted(s.final_text[6:].split(", ")) == ["no", "yes", "yes"]
+    await mgr.kill(s.id)
+    other = await mgr.spawn("hello", workspace=repo)
+    while other.status not in (S.WAITING, S.DONE, S.ERROR):
+        await next_event(sub, object)
+    sub.close()
+    assert other.status == S.WAITING and "blocks:" in other.final_text
+    await mgr.aclose()
