@@ -46,7 +46,9 @@ def _forbidden(host: str) -> bytes:
             + str(len(body)).encode() + b"\r\n\r\n" + body)
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Bytes from ``reader`` to ``writer`` until either side ends; ``writer`` is closed then
+    (this proxy's tunnels, and the ACP sessions' model relay)."""
     try:
         while chunk := await reader.read(65536):
             writer.write(chunk)
@@ -128,7 +130,7 @@ class AllowlistProxy:
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         else:
             up_w.write(rest)
-        await asyncio.gather(_pipe(reader, up_w), _pipe(up_r, writer))
+        await asyncio.gather(pipe(reader, up_w), pipe(up_r, writer))
 
 
 # run inside the sandbox (python -c): 127.0.0.1:PORT -> the proxy's Unix socket

@@ -45,14 +45,13 @@ from cockpit.runtime import prompts
 from cockpit.runtime.bash import session_env
 from cockpit.runtime.model_call import ContextFull, ModelCaller, SessionFailure, block_to_param, one_line
 from cockpit.runtime.permissions import Decision, PermissionPolicy, rules_text, session_rules_for
-from cockpit.runtime.protocols import MemoryBackend, SessionHost
 from cockpit.runtime.query import preseed_query
-from cockpit.runtime.session_base import HOST_ENGINE, S, SessionBase, SessionSpec, denial_message
+from cockpit.runtime.session_base import S, SessionBase, SessionSpec, denial_message
 from cockpit.runtime.tools import PreparedCall, ToolOutcome, ToolRunner, tool_definitions
 from cockpit.runtime.workspace import PathRefused
 
 if TYPE_CHECKING:  # pragma: no cover
-    from cockpit.runtime.config import RuntimeConfig
+    pass
 
 CONTEXT_WARN = 0.8
 STATE_CHANGED = ("An allow rule matches this command, but the shell's state changed since the session started "
@@ -64,18 +63,13 @@ class Session(SessionBase):
     """Cockpit's own loop (see the module doc); the shared surface is :class:`SessionBase`'s.
     Adds ``policy`` (the permission policy), ``tools`` (the tool runner) and ``model`` (requests)."""
 
-    def __init__(self, host: SessionHost, spec: SessionSpec, *, session_id: str, transcript_path: Path,
-                 messages: list[dict] | None = None, resumed_from: str | None = None,
-                 resumed_header: dict | None = None, first_content: list[dict] | None = None,
-                 config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = HOST_ENGINE):
-        super().__init__(host, spec, session_id=session_id, transcript_path=transcript_path, messages=messages,
-                         resumed_from=resumed_from, resumed_header=resumed_header, first_content=first_content,
-                         config=config, engine=engine)
+    def _init_backend(self) -> None:
         self._warned_context = False
         self.instructions_text = ""
         self.instruction_files: tuple[str, ...] = ()
         self._path_rules: list = []  # path-scoped rules not yet given to the model
         self._described: list = []  # "agent requested" rules (matched to the task by meaning)
+        spec = self.spec
         self.policy = PermissionPolicy(spec.permission_mode, self._cfg.allow, self._cfg.deny, root=spec.cwd,
                                        sandboxed=spec.sandbox == "bubblewrap", protected=tuple(self._cfg.protected))
         self._sandbox_tmp: str | None = None
@@ -85,9 +79,9 @@ class Session(SessionBase):
         self._protected_base: str | None = None  # the commit protected paths are put back to
         keys = tuple(s for s in (self._cfg.api_key, self._cfg.auth_token) if s)
         env = session_env(dict(os.environ), secrets_to_strip=keys,
-                          extra={"COCKPIT_SESSION_ID": session_id}, keep=tuple(self._cfg.pass_env))
+                          extra={"COCKPIT_SESSION_ID": self.id}, keep=tuple(self._cfg.pass_env))
         self.tools = ToolRunner(spec.cwd, self.engine, spec.top_k, env=env, bash_timeout=self._cfg.bash_timeout)
-        self.model = ModelCaller(host, session_id, spec.model, self.acct, self.rec.emit, self.rec.record,
+        self.model = ModelCaller(self._host, self.id, self.spec.model, self.acct, self.rec.emit, self.rec.record,
                                  self._redact, self._cfg)
 
     def system_prompt(self) -> str:

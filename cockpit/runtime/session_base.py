@@ -175,6 +175,11 @@ class SessionBase:
         self._task: asyncio.Task | None = None
         self.budget = Budget(self._cfg.max_budget_usd, self._cfg.max_budget_tokens)
         self._budget_wake = asyncio.Event()  # set when a cap (the session's or the server's) changed
+        self._init_backend()
+
+    def _init_backend(self) -> None:
+        """A backend's own state, set up at the end of ``__init__`` (everything above is there):
+        subclasses override this rather than repeat the constructor's signature."""
 
     # -- shortcuts ------------------------------------------------------------------------
     task = property(lambda self: self.spec.task)

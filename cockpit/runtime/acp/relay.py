@@ -26,24 +26,14 @@ import secrets
 import ssl
 from urllib.parse import urlsplit
 
+from cockpit.runtime.netproxy import pipe
+
 MAX_HEAD = 64 * 1024
 MAX_CONNECTIONS = 32  # at once, per session: an agent holding more gets 503 (file descriptors are shared)
 CONNECT_TIMEOUT = 15.0
 _DROP = {"host", "x-api-key", "authorization", "connection", "proxy-connection", "keep-alive",
          "proxy-authorization", "x-goog-api-key"}
 PLACEHOLDER_KEY = "cockpit-relay-holds-the-key"
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while chunk := await reader.read(65536):
-            writer.write(chunk)
-            await writer.drain()
-    except (ConnectionError, OSError):
-        pass
-    finally:
-        with contextlib.suppress(Exception):
-            writer.close()
 
 
 def _reply(status: str, text: str) -> bytes:
@@ -181,7 +171,7 @@ class ModelRelay:
         headers.append("Connection: close")
         out = f"{method} {path} {version}\r\n" + "".join(h + "\r\n" for h in headers) + "\r\n"
         up_w.write(out.encode("latin-1"))
-        await asyncio.gather(_pipe(reader, up_w), _pipe(up_r, writer))
+        await asyncio.gather(pipe(reader, up_w), pipe(up_r, writer))
 
 
 __all__ = ["ModelRelay", "PLACEHOLDER_KEY"]

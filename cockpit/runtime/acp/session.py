@@ -45,14 +45,13 @@ from acp import schema as s
 from cockpit.events import ApprovalRequested, TextDelta, ToolCall, ToolResult, Usage, UsageUpdate
 from cockpit.runtime import prompts
 from cockpit.runtime.model_call import SessionFailure, one_line
-from cockpit.runtime.protocols import MemoryBackend, SessionHost
-from cockpit.runtime.session_base import HOST_ENGINE, S, SessionBase, SessionSpec
+from cockpit.runtime.session_base import S, SessionBase
 
 from .agents import AgentDef, agents_dir, find
 from .relay import PLACEHOLDER_KEY, ModelRelay
 
 if TYPE_CHECKING:  # pragma: no cover
-    from cockpit.runtime.config import RuntimeConfig
+    pass
 
 HANDSHAKE_TIMEOUT_S = 60.0
 IDLE_TIMEOUT_S = 600.0  # a prompt during which the agent sends nothing this long (no approval waiting) fails
@@ -103,14 +102,8 @@ class AcpSession(SessionBase):
     """The ``acp:NAME`` backend's session. Adds ``agent`` (its :class:`~.agents.AgentDef`) and
     ``acp_session_id`` (the agent's own id, None until ``session/new`` answered)."""
 
-    def __init__(self, host: SessionHost, spec: SessionSpec, *, session_id: str, transcript_path: Path,
-                 messages: list[dict] | None = None, resumed_from: str | None = None,
-                 resumed_header: dict | None = None, first_content: list[dict] | None = None,
-                 config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = HOST_ENGINE):
-        super().__init__(host, spec, session_id=session_id, transcript_path=transcript_path, messages=messages,
-                         resumed_from=resumed_from, resumed_header=resumed_header, first_content=first_content,
-                         config=config, engine=engine)
-        self.agent: AgentDef = find(spec.backend.partition(":")[2], self._cfg.agents)
+    def _init_backend(self) -> None:
+        self.agent: AgentDef = find(self.spec.backend.partition(":")[2], self._cfg.agents)
         self.cost_source = f"acp:{self.agent.name}"
         self.acp_session_id: str | None = None
         self.agent_info: dict[str, Any] = {}

@@ -44,7 +44,6 @@ import collections
 import dataclasses
 import re
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import claude_agent_sdk as sdk
@@ -54,15 +53,14 @@ from cockpit.events import ApprovalRequested, TextDelta, ToolCall, ToolResult, U
 from cockpit.runtime import prompts
 from cockpit.runtime.budget import BudgetHit
 from cockpit.runtime.model_call import SessionFailure, one_line
-from cockpit.runtime.protocols import MemoryBackend, SessionHost
-from cockpit.runtime.session_base import HOST_ENGINE, S, SessionBase, SessionSpec, denial_message
+from cockpit.runtime.session_base import S, SessionBase, denial_message
 
 from .approvals import WRITE_TOOLS, describe, refused_path, rule_text
 from .memory_server import memory_server
 from .options import KeyFile, agent_options
 
 if TYPE_CHECKING:  # pragma: no cover
-    from cockpit.runtime.config import RuntimeConfig
+    pass
 
 COST_SOURCE = "claude-code"
 _CHANGING_TOOLS = set(WRITE_TOOLS) | {"Bash"}
@@ -121,13 +119,7 @@ class ClaudeCodeSession(SessionBase):
 
     cost_source = COST_SOURCE
 
-    def __init__(self, host: SessionHost, spec: SessionSpec, *, session_id: str, transcript_path: Path,
-                 messages: list[dict] | None = None, resumed_from: str | None = None,
-                 resumed_header: dict | None = None, first_content: list[dict] | None = None,
-                 config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = HOST_ENGINE):
-        super().__init__(host, spec, session_id=session_id, transcript_path=transcript_path, messages=messages,
-                         resumed_from=resumed_from, resumed_header=resumed_header, first_content=first_content,
-                         config=config, engine=engine)
+    def _init_backend(self) -> None:
         h = self._resumed_header
         self.acct.cost_usd = 0.0  # Claude Code reports its cost for any model
         self.claude_session_id: str | None = h.get("claude_session_id")
