@@ -42,21 +42,17 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from cockpit import hook_fast
+from cockpit.hook_fast import BUDGET_S, PROMPT_EVENTS, WATCHDOG_S, handle  # noqa: F401 - the hook's API
+
 MARK = "cockpit memory hook"  # in our command, portable ("cockpit memory hook …") or not ("python -m cockpit …")
-SEEN_MAX = 1000
 MISS_MATCHER = "mcp__cockpit__memory_get|Read"
-PROMPT_EVENTS = ("UserPromptSubmit", "SessionStart", "BeforeAgent")  # Claude Code and Codex; Gemini CLI
-BUDGET_S = 1.2  # the whole hook, server round trip included (Claude Code waits for it)
-WATCHDOG_S = 1.6  # past this the process ends silently, whatever it was waiting for
 
 
 def _data_root() -> Path:
-    env = os.environ.get("COCKPIT_DATA_DIR")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
+    from cockpit import places
 
-    return platformdirs.user_data_path("cockpit")
+    return Path(places.data_root())
 
 
 # -- the hook itself ------------------------------------------------------------------------------
@@ -82,40 +78,9 @@ def add_arguments(sp: Any) -> None:
     sp.add_argument("--yes", action="store_true", help="do not ask before writing settings.json")
 
 
-def _quick_args(argv: list[str]) -> Any | None:
-    """The hook's own flags (``--notes``, ``--index``, ``--top-k``, as ``--flag value`` or
-    ``--flag=value``) without argparse, or None when anything else is given (the full parser)."""
-    from types import SimpleNamespace
-
-    out: dict[str, Any] = {"notes": None, "index": None, "top_k": None}
-    names = {"--notes": "notes", "--index": "index", "--top-k": "top_k"}
-    i = 0
-    while i < len(argv):
-        flag, eq, value = argv[i].partition("=")
-        if flag not in names:
-            return None
-        if not eq:
-            if i + 1 >= len(argv):
-                return None
-            value = argv[i + 1]
-            i += 1
-        i += 1
-        out[names[flag]] = value
-    if out["top_k"] is not None:
-        try:
-            out["top_k"] = int(out["top_k"])
-        except ValueError:
-            return None
-    return SimpleNamespace(**out, install=False, uninstall=False, agent="claude", project=False, user=False,
-                           yes=False)
-
-
-def fast_main(argv: list[str]) -> int:
-    """``cockpit memory hook …`` without building the whole CLI (the hook runs before every
-    first prompt: start-up time is its latency; argparse alone is ≈ 15 ms of it)."""
-    quick = _quick_args(argv)
-    if quick is not None:
-        return main(quick)
+def full_main(argv: list[str]) -> int:
+    """``cockpit memory hook …`` with flags the hot path (``cockpit.hook_fast``) does not take:
+    ``--install``, ``--uninstall``, ``--help``, a mistake (argparse's message)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="cockpit memory hook")
@@ -125,39 +90,13 @@ def fast_main(argv: list[str]) -> int:
         from cockpit.errors import CockpitError
 
         try:
-            return main(args)
+            return install(args)
         except CockpitError as exc:
             print(f"cockpit: error: {exc}", file=sys.stderr)
             return exc.code
-    return main(args)
-
-
-def _seen(session_id: str, record: bool) -> bool:
-    """Whether a session id was already preseeded; ``record``: remember it (under a file lock)."""
-    import fcntl
-
-    path = _data_root() / "hooks" / "seen.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            seen = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(seen, list):
-                seen = []
-        except (OSError, ValueError):
-            seen = []
-        if session_id in seen or not record:
-            return session_id in seen
-        seen = (seen + [session_id])[-SEEN_MAX:]
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(seen), encoding="utf-8")
-        os.replace(tmp, path)
-        return False
-
-
-def first_time(session_id: str) -> bool:
-    """True the first time a session id is seen (and records it)."""
-    return not _seen(session_id, record=True)
+    return hook_fast.main([a for flag, value in (("--notes", args.notes), ("--index", args.index),
+                                                 ("--top-k", args.top_k)) if value is not None
+                           for a in (flag, str(value))])
 
 
 def _note(text: str) -> None:
@@ -194,69 +133,40 @@ def warm(notes: str, index: str | None) -> int:
     return 0
 
 
-def block_for(prompt: str, notes: Path, index: str | None, top_k: int | None,
-              deadline: float | None = None) -> str | None:
-    """The preseed block for ``prompt`` ("" when none qualifies): the block a Cockpit session
-    gets (``top_k`` None: as many notes as the token budget holds). None when the server could
-    not give it by ``deadline`` (``time.monotonic()``; default :data:`BUDGET_S` from now): none
-    runs (one is started in the background), its engine is warming, or it does not answer."""
-    import time
+def no_server(notes: str, index: str | None, sock: str) -> None:
+    """The hook found nothing listening on ``sock``: start a server in the background when none
+    runs (the notes come with a later prompt), say so on stderr."""
+    from cockpit.server import client as cl
 
-    from cockpit.runtime.query import preseed_query
+    if cl.server_pid() is None:
+        _start_in_background(Path(notes), index)
+        _note("no Cockpit server ran: starting one in the background; the project notes come "
+              "with a later prompt of this session")
+    else:
+        _note("the Cockpit server is starting; the project notes come with a later prompt")
 
-    query = preseed_query(prompt)
-    index = str(Path(index).expanduser().resolve()) if index else None  # not the server's cwd
-    if not os.environ.get("COCKPIT_NO_SERVER"):
-        from cockpit.server import client as cl
-        from cockpit.server import paths
 
-        deadline = deadline if deadline is not None else time.monotonic() + BUDGET_S
-        sock = paths.socket_path()
-        if not cl._probe(sock, timeout=0.3):
-            if cl.server_pid() is None:
-                _start_in_background(notes, index)
-                _note("no Cockpit server ran: starting one in the background; the project notes come "
-                      "with a later prompt of this session")
-            else:
-                _note("the Cockpit server is starting; the project notes come with a later prompt")
-            return None
-        try:
-            with cl.BlockingClient(sock, timeout=BUDGET_S, connect_timeout=0.3) as client:
-                client.deadline = deadline
-                left = deadline - time.monotonic()
-                reply = client.call("memory.preseed", notes=str(notes.resolve()), index=index, query=query,
-                                    top_k=top_k, ready_timeout=max(0.0, left - 0.4))
-        except cl.ServerHung as exc:
-            _note(str(exc))
-            return None
-        if reply.get("warming"):
-            _note("the Cockpit server is loading the notes' engine; the project notes come with a later prompt")
-            return None
-        return str(reply["text"])
+def late(sock: str) -> None:
+    """The server at ``sock`` did not answer within the hook's budget: say why on stderr."""
+    from cockpit.server import client as cl
+
+    pid = cl.stopped_pid(sock)
+    _note(cl.stopped_message(pid) if pid is not None else
+          f"the Cockpit server at {sock} did not answer in time (busy, stopped or hung?)")
+
+
+def block_in_process(query: str, notes: str, index: str | None, top_k: int | None) -> str:
+    """``COCKPIT_NO_SERVER=1``: the block from an engine loaded in this process (seconds)."""
     from memory import MemoryEngine
 
-    with MemoryEngine(notes, index_path=index) as engine:
+    with MemoryEngine(Path(notes), index_path=index) as engine:
         engine.start_warmup()
         engine.sync()
         return engine.build_preseed(query, top_k).text
 
 
 def _given_path(session: str) -> Path:
-    import hashlib
-
-    return _data_root() / "hooks" / "given" / f"{hashlib.sha1(session.encode()).hexdigest()[:16]}.json"
-
-
-def _remember_given(session: str, text: str, prompt: str, notes: Path) -> None:
-    """The block's lines and index entries, for the session's later PostToolUse calls."""
-    import re
-
-    lines = re.findall(r"^(?:★ )?\[([^\]]+)\]", text, re.MULTILINE)
-    index = re.findall(r"^- \[([^\]]+)\]", text, re.MULTILINE)
-    path = _given_path(session)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"session": session, "lines": lines, "index": index, "task": prompt,
-                                "notes": str(notes.resolve())}), encoding="utf-8")
+    return Path(hook_fast.given_path(session))
 
 
 def misses_path() -> Path:
@@ -311,74 +221,6 @@ def record_miss(payload: dict) -> None:
               "task": given.get("task", ""), "notes": given.get("notes", ""), "agent": "claude-code (hook)"}
     with open(misses_path(), "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-
-def handle(payload: Any, notes_arg: str | None, index: str | None, top_k: int | None) -> dict | None:
-    """The hook output for one input (None: print nothing)."""
-    if not isinstance(payload, dict):
-        return None
-    if os.environ.get("COCKPIT_SESSION_ID"):  # a Cockpit claude-code session: already preseeded
-        return None
-    if payload.get("hook_event_name") == "PostToolUse":
-        record_miss(payload)
-        return None
-    event = payload.get("hook_event_name")
-    prompt = payload.get("prompt")
-    if event not in PROMPT_EVENTS or not isinstance(prompt, str) or not prompt.strip():
-        return None
-    session = str(payload.get("session_id") or "")
-    from cockpit.notes_location import resolve_notes
-
-    notes = resolve_notes(notes_arg, Path(str(payload.get("cwd") or os.getcwd())))
-    if not notes.is_dir() or (session and _seen(session, record=False)):
-        return None
-    text = block_for(prompt, notes, index, top_k)
-    if text is None:  # no answer in time: this session's next prompt tries again
-        return None
-    if session and not first_time(session):  # a concurrent hook of the same session got there first
-        return None
-    if not text:
-        return None
-    if session:
-        try:
-            _remember_given(session, text, prompt, notes)
-        except OSError:
-            pass
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-
-
-def _watchdog(seconds: float) -> None:
-    """End this process silently (exit 0, nothing printed) after ``seconds``, whatever it waits
-    for (a lock, a file system, the server)."""
-    import signal
-
-    def expire(_sig: int, _frame: Any) -> None:
-        os._exit(0)
-
-    signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-
-
-def main(args: Any) -> int:
-    if args.install or args.uninstall:
-        return install(args)
-    watched = not os.environ.get("COCKPIT_NO_SERVER")  # in-process: the model loads here (seconds)
-    try:
-        if watched:
-            _watchdog(WATCHDOG_S)
-        raw = sys.stdin.buffer.read(4 * 1024 * 1024)
-        out = handle(json.loads(raw.decode("utf-8", "replace")), args.notes, args.index, args.top_k)
-        if out is not None:
-            text = json.dumps(out, ensure_ascii=False)
-            if watched:
-                import signal
-
-                signal.setitimer(signal.ITIMER_REAL, 0)  # never cut the answer half-written
-            sys.stdout.write(text)
-            sys.stdout.flush()
-    except BaseException:  # never block the user's prompt, whatever happened
-        pass
-    return 0
 
 
 # -- install / uninstall ----------------------------------------------------------------------------

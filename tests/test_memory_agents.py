@@ -12,7 +12,7 @@ import pytest
 from seed_data import QUESTION, write_seed
 
 from cockpit.cli import main
-from cockpit.memory_hook import handle
+from cockpit.hook_fast import handle
 from cockpit.notes_location import auto_memory_dir, project_key, resolve_notes
 from memory.instructions import discover, for_task, parse, paths_named
 
@@ -604,10 +604,89 @@ def test_thin_clients_import_neither_numpy_nor_the_engine_nor_anthropic(notes, s
 
 
 def test_the_hooks_own_flags_are_read_without_argparse_and_anything_else_goes_to_it():
-    from cockpit.memory_hook import _quick_args
+    from cockpit.hook_fast import quick_args
 
-    a = _quick_args(["--notes", "docs/notes", "--top-k=3", "--index", "/i.sqlite"])
-    assert (a.notes, a.top_k, a.index, a.install) == ("docs/notes", 3, "/i.sqlite", False)
-    assert _quick_args([]).notes is None
+    a = quick_args(["--notes", "docs/notes", "--top-k=3", "--index", "/i.sqlite"])
+    assert (a["notes"], a["top_k"], a["index"]) == ("docs/notes", 3, "/i.sqlite")
+    assert quick_args([])["notes"] is None
     for other in (["--install"], ["--notes"], ["--top-k", "x"], ["--agent", "codex"], ["--help"]):
-        assert _quick_args(other) is None, other  # the full parser (and its errors, its --help)
+        assert quick_args(other) is None, other  # the full parser (and its errors, its --help)
+
+def test_the_hooks_hot_path_imports_only_c_modules_and_gives_the_block(notes, server_env):
+    """A warm prompt hook (the common case, before every first prompt): the block comes back, and
+    the process imports no json/socket/signal wrappers, no re, enum, typing, pathlib or
+    platformdirs (what made it cost 4-5× `python -c pass` of CPU), let alone the engine."""
+    from cockpit.server.client import BlockingClient, start_server
+
+    start_server()
+    with BlockingClient() as c:
+        c.call("memory.wait_ready", notes=str(notes), index=None, timeout=120)
+    env = {k: v for k, v in server_env.items() if k != "PYTHONWARNINGS"}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
+                           "import sys; from cockpit.cli import main; sys.exit(main())",
+                           "memory", "hook", "--notes", str(notes)],
+                          input=json.dumps(_payload("hot-1")).encode(), capture_output=True, timeout=60, env=env)
+    assert proc.returncode == 0
+    assert "6443" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    names = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines() if "|" in line]
+    imported = set(names[names.index("site") + 1:])  # after the interpreter's start (an editable install's finder)
+    assert "cockpit.hook_fast" in imported
+    slow = {"json", "socket", "signal", "re", "enum", "typing", "pathlib", "platformdirs", "argparse",
+            "subprocess", "cockpit.memory_hook", "cockpit.server.client", "memory.text", "numpy"}
+    assert imported & slow == set()
+
+
+@pytest.mark.parametrize("value", [
+    {"a": [1, 2.5, -3, True, False, None], "b": "café ✓ \u2028 \"q\" \\ \n\t", "c": {}, "d": []},
+    "caf\udce9", 0.1, 10 ** 30, -0.0, [["x"]], {"k": {"k": {"k": "v"}}},
+])
+def test_the_hot_paths_json_reads_and_writes_what_json_does(value):
+    from cockpit.hook_fast import dumps, loads, utf8_line
+
+    assert loads(json.dumps(value)) == value
+    assert json.loads(dumps(value)) == value
+    assert json.loads(utf8_line(value)) == value
+    assert loads(json.dumps(value, ensure_ascii=False, indent=2)) == value
+    for bad in ("", "{", "[1,]", "1 2", "nul"):
+        with pytest.raises(ValueError):
+            loads(bad)
+
+
+@pytest.mark.parametrize("xdg_data", [None, "/x/data", "relative/data"])
+def test_the_data_folder_is_where_platformdirs_puts_it(monkeypatch, xdg_data):
+    """cockpit.places (no platformdirs: the hook's start-up) and platformdirs agree on Linux, so
+    a data folder made by an earlier version is still found."""
+    import platformdirs
+
+    from cockpit import places
+
+    monkeypatch.delenv("COCKPIT_DATA_DIR", raising=False)
+    if xdg_data is None:
+        monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_DATA_HOME", xdg_data)
+    assert places.data_root() == str(platformdirs.user_data_path("cockpit"))
+
+
+def test_the_runtime_folder_and_a_long_socket_path(monkeypatch, tmp_path):
+    from cockpit import places
+
+    monkeypatch.delenv("COCKPIT_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert places.socket_path() == str(tmp_path / "cockpit" / "server.sock")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "missing"))
+    assert "missing" not in places.runtime_dir()
+    deep = tmp_path / ("d" * 120)
+    deep.mkdir()
+    monkeypatch.setenv("COCKPIT_DATA_DIR", str(deep))
+    sock = places.socket_path()
+    assert len(os.fsencode(sock)) <= places.SOCKET_MAX and sock.endswith(".sock")
+    assert places.socket_path() == sock  # the same for every client and the server
+
+
+def test_block_names_reads_the_lines_and_the_index():
+    from cockpit.hook_fast import block_names
+
+    text = "<project-notes>\n★ [deploy-command] Deploy with make\n[staging-stack] port 6443\nprose [x]\n" \
+           "Index:\n- [db-choice] Postgres\n- [] empty\n</project-notes>"
+    assert block_names(text) == (["deploy-command", "staging-stack"], ["db-choice"])

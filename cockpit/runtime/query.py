@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from memory.text import bound_query
+from memory.bounds import bound_query
 
 
 def preseed_query(task: str) -> str:
-    """The text the notes are searched with: the task, bounded (``memory.text.bound_query``: at
-    most ``memory.text.MAX_QUERY_CHARS`` characters, head and tail kept). The engine bounds every query
+    """The text the notes are searched with: the task, bounded (``memory.bounds.bound_query``: at
+    most ``memory.bounds.MAX_QUERY_CHARS`` characters, head and tail kept). The engine bounds every query
     itself too; bounding here keeps a huge task off the wire to a server."""
     return bound_query(task)
 
