@@ -30,6 +30,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -839,6 +840,33 @@ def _same_user(writer: asyncio.StreamWriter) -> bool:
     return uid == os.getuid()
 
 
+PREWARM_MODULES = (
+    "anthropic",  # the model calls: ≈ 1 CPU-s of imports a first session otherwise waits for
+    "cockpit.runtime.model_call", "cockpit.runtime.session", "cockpit.runtime.sandbox",
+    "cockpit.runtime.worktree", "memory.engine",
+)
+
+
+def prewarm() -> None:
+    """What every first session needs, loaded once the server listens instead of when the first
+    spawn asks for it: the embedding model (shared by every notes folder's engine) and the
+    modules of a session and its model calls. Best effort: a failure here is met again, and
+    reported, where the session needs the piece."""
+    import importlib
+
+    try:
+        from memory.embedder import get_embedder
+
+        get_embedder().start()  # loads in its own thread
+    except Exception:  # pragma: no cover - reported by the first engine that needs it
+        log.debug("prewarm: embedder", exc_info=True)
+    for name in PREWARM_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # pragma: no cover - an optional extra missing, say
+            log.debug("prewarm: %s", name, exc_info=True)
+
+
 def run_server(listen: tuple[str, int] | None = None, ready_fd: int | None = None) -> int:
     """Run a server in this process until SIGTERM/SIGINT or ``server.stop``. Writes "ready\\n" to
     ``ready_fd`` once it listens (how an auto-starting client knows). Returns an exit code."""
@@ -874,6 +902,7 @@ def run_server(listen: tuple[str, int] | None = None, ready_fd: int | None = Non
             with contextlib.suppress(OSError):
                 os.write(ready_fd, b"ready\n")
                 os.close(ready_fd)
+        threading.Thread(target=prewarm, name="prewarm", daemon=True).start()
         await server.serve_forever()
         return 0
 
