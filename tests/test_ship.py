@@ -360,6 +360,21 @@ def test_a_worktree_creation_failing_half_way_leaves_no_branch(repo, monkeypatch
     assert not (wt.repo_folder(worktrees_dir(), repo.resolve()) / "s1").exists()
 
 
+def test_a_full_disk_after_the_checkout_leaves_no_branch_either(repo, monkeypatch):
+    import errno
+
+    def full(_info):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(wt, "write_meta", full)
+    with pytest.raises(wt.WorktreeError, match="No space left"):
+        wt.create(repo, "s2", "fix add", worktrees_dir())
+    assert "cockpit/" not in git(repo, "branch", "--list")
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+    folder = wt.repo_folder(worktrees_dir(), repo.resolve())
+    assert not (folder / "s2").exists() and not (folder / "s2.json").exists()
+
+
 def test_shell_opens_in_the_worktree(repo, monkeypatch, tmp_path):
     info = wt.create(repo, "s1", "fix add", worktrees_dir())
     out = tmp_path / "pwd"

@@ -24,6 +24,7 @@ one line for the user.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -225,13 +226,21 @@ def create(workspace: Path | str, session_id: str, task: str, root_dir: Path, tr
     except WorktreeError:  # half-way (full disk, a checkout error): no branch, no folder left behind
         _undo_create(repo, path, branch)
         raise
-    sub = Path(workspace).resolve().relative_to(repo)
-    cwd = path / sub
-    cwd.mkdir(parents=True, exist_ok=True)
-    included = tuple(copy_included(repo, path))
-    info = WorktreeInfo(session_id, str(path), str(cwd), branch, head, base_branch, str(repo), task, transcript,
-                        included)
-    write_meta(info)
+    try:
+        sub = Path(workspace).resolve().relative_to(repo)
+        cwd = path / sub
+        cwd.mkdir(parents=True, exist_ok=True)
+        included = tuple(copy_included(repo, path))
+        info = WorktreeInfo(session_id, str(path), str(cwd), branch, head, base_branch, str(repo), task,
+                            transcript, included)
+        write_meta(info)
+    except BaseException as exc:  # the disk filled after the checkout: the same, nothing left behind
+        _undo_create(repo, path, branch)
+        with contextlib.suppress(OSError):
+            path.with_suffix(".json.tmp").unlink()
+        if isinstance(exc, OSError):
+            raise WorktreeError(f"could not set up the worktree: {exc.strerror or exc}") from None
+        raise
     return info
 
 
