@@ -876,3 +876,32 @@ async def test_ctrl_s_spawns_from_the_backend_drop_down_where_enter_opens_the_li
         await pilot.press("ctrl+s")
         await until(pilot, lambda: mgr.spawned, "spawn called")
         assert mgr.spawned == ["task two"] and mgr.spawn_options[0]["backend"] == "acp:opencode"
+
+
+async def test_after_an_attach_each_pane_is_mounted_with_its_sessions_state_now(monkeypatch):
+    """The snapshot is folded before any pane is mounted: the first frame never shows a session
+    'starting' (or working) that is done, failed or waiting."""
+    from cockpit.tui import app as app_mod
+
+    mgr = FakeManager([ev.SessionSpawned("d00001", "done one", "m", "/ws", "/t/d.jsonl", True),
+                       ev.StatusChanged("d00001", S.STREAMING),
+                       ev.TextDelta("d00001", "all done"),
+                       ev.StatusChanged("d00001", S.DONE),
+                       ev.SessionDone("d00001", S.DONE),
+                       ev.SessionSpawned("f00001", "failed one", "m", "/ws", "/t/f.jsonl", True),
+                       ev.StatusChanged("f00001", S.ERROR, "no API key"),
+                       ev.SessionDone("f00001", S.ERROR),
+                       ev.SessionSpawned("g00001", "gone", "m", "/ws", "/t/g.jsonl", True),
+                       ev.SessionForgotten("g00001", None, None)])
+    at_mount: dict[str, S] = {}
+    real = app_mod.CockpitApp._add_pane
+
+    async def recording(self, view):
+        at_mount[view.session_id] = view.status
+        await real(self, view)
+
+    monkeypatch.setattr(app_mod.CockpitApp, "_add_pane", recording)
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(app.panes) == 2, "two panes")
+        assert at_mount == {"d00001": S.DONE, "f00001": S.ERROR}

@@ -224,8 +224,15 @@ class CockpitApp(SessionCommands, Attention, App):
             subscription = self.manager.subscribe()
             snapshot = list(self.manager.snapshot())  # no await in between: nothing is missed
             cutoff = now_iso()
+            # every session's state folded first, its pane mounted after: the first frame after
+            # an attach shows each session as it is now, never the states it passed through
+            unmounted: list[str] = []
             for event in snapshot:
-                await self.handle_event(event, live=False)
+                await self.handle_event(event, live=False, mount=unmounted)
+            for sid in unmounted:
+                view = self.views.get(sid)
+                if view is not None and sid not in self.panes:
+                    await self._add_pane(view)
             # the snapshot replays each session's events so far (its output included); a session
             # whose output is not in it (one a previous server left interrupted) is read from its
             # transcript, and a resumed one's earlier conversation from the transcript it came from
@@ -246,15 +253,18 @@ class CockpitApp(SessionCommands, Attention, App):
         except Exception as exc:  # the UI stays up; say what broke
             self.notify(f"event stream stopped: {exc}", severity="error", timeout=30)
 
-    async def handle_event(self, event: ev.Event, live: bool = True) -> None:
+    async def handle_event(self, event: ev.Event, live: bool = True, mount: list[str] | None = None) -> None:
         """Fold one runtime event into its session's view; new sessions get a pane. ``live``:
-        it just happened (not the attach snapshot): the app may announce it."""
+        it just happened (not the attach snapshot): the app may announce it. ``mount``: a new
+        session's id goes there instead, its pane mounted by the caller (after the snapshot)."""
         self.events_seen += 1
         event = clean_event(event)  # escape sequences in model or tool text never reach the terminal
         sid = event.session_id
         if sid in self._closed_ids:
             return
         if isinstance(event, ev.SessionForgotten):  # closed in another app (or this one)
+            if mount is not None and sid in mount:
+                mount.remove(sid)
             if sid not in self.views and event.usage is not None:  # closed before this app attached
                 self.closed.append(SessionView(sid, usage=event.usage, cost_usd=event.cost_usd,
                                                status=ev.SessionStatus.DONE))
@@ -268,7 +278,10 @@ class CockpitApp(SessionCommands, Attention, App):
             view = SessionView(sid)
             self.views[sid] = view
             view.apply(event)
-            await self._add_pane(view)
+            if mount is not None:
+                mount.append(sid)
+            else:
+                await self._add_pane(view)
         else:
             view.apply(event)
         self._dirty.add(sid)
