@@ -3,8 +3,9 @@
 The watcher survives the notes folder being deleted, replaced or re-created (a ``git checkout``,
 an editor's atomic folder swap, ``rm -rf notes && cp -r …``): every half second it checks that
 the folder it watches is still the same folder (device and inode); when not, it stops watching
-the old one, waits for the folder to exist again, runs a full sync (deleted notes leave the
-index, new ones enter it) and watches the new folder. While the folder is missing the index
+the old one, waits for the folder to exist again, watches the new folder and, once it has been
+quiet for ``POLL_S`` (a copy into it has ended), runs a full sync (deleted notes leave the index,
+new ones enter it; a note written meanwhile is an event, never missed). While the folder is missing the index
 keeps what it had (a checkout that removes the folder for a moment does not wipe it).
 
 Each state change is reported through ``on_status(state, detail)`` and kept in
@@ -90,8 +91,11 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
                     return
             full = True
         ident = _identity(folder)
-        if full:
-            run_sync()
+        # a full resync waits for the watch to be in place and the folder to be quiet for a
+        # moment (POLL_S without a change): a folder still being copied in (``rm -rf notes &&
+        # cp -r …``) is never taken for the whole folder, and a file written after the walk
+        # began is an event, never missed
+        deferred = full
         announce: tuple[str, str] | None = ("watching", "watching notes")
         if lost:
             announce = ("recovered", f"watching notes (re-watched {time.strftime('%H:%M:%S')} after the "
@@ -103,14 +107,21 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
                                         raise_interrupt=False):
             if stop.is_set():
                 return
-            if announce is not None:  # the first yield: the OS watch is in place, changes are seen
-                status(*announce)
-                announce = None
             root_event = any(os.path.normpath(p) == str(folder) for _change, p in changes)
             if root_event or _identity(folder) != ident:  # deleted, replaced or re-created
                 lost = full = True
                 log.warning("notes folder %s was removed or replaced: re-watching", folder)
                 break
+            if deferred:
+                if changes:
+                    continue  # still being written
+                run_sync()
+                deferred = full  # (a failed sync: the next quiet moment tries again)
+                if deferred:
+                    continue
+            if announce is not None:  # the OS watch is in place (changes are seen), resync done
+                status(*announce)
+                announce = None
             if not changes:
                 continue
             paths = {p for _change, p in changes}

@@ -111,3 +111,71 @@ def test_lint_reads_claude_codes_why_and_how_to_apply_as_one_fact(tmp_path):
     e = MemoryEngine(notes, index_path=tmp_path / "i.sqlite")
     gaps = [i.path for i in e.lint() if i.kind == "description-gap"]
     assert gaps == ["two-facts.md"]  # the reason and the guidance are not second facts; a real one is
+
+
+def _write_set(folder, tag: str, n: int) -> set[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        note(folder, f"{tag}-{i:04d}", f"Note {i} of set {tag}, the {tag} service keeps fact {i}.")
+    return {f"{tag}-{i:04d}" for i in range(n)}
+
+
+def _swap(how: str, notes, tmp_path, tag: str, n: int) -> set[str]:
+    """Replace the notes folder's content with set ``tag``, the way ``how`` does it."""
+    if how == "rm-and-copy":  # rm -rf notes && cp -r staged notes
+        staged = tmp_path / f"staged-{tag}"
+        want = _write_set(staged, tag, n)
+        shutil.rmtree(notes)
+        shutil.copytree(staged, notes)
+        shutil.rmtree(staged)
+    elif how == "rename-swap":  # mv notes old && mv staged notes && rm -rf old
+        staged = tmp_path / f"staged-{tag}"
+        want = _write_set(staged, tag, n)
+        old = tmp_path / f"old-{tag}"
+        os.rename(notes, old)
+        os.rename(staged, notes)
+        shutil.rmtree(old)
+    elif how == "recreate-file-by-file":  # a checkout: the folder goes, then comes back file by file
+        shutil.rmtree(notes)
+        want = _write_set(notes, tag, n)
+    else:  # "replace-in-place": every file deleted, the new ones written, same folder
+        for p in list(notes.glob("*.md")):
+            p.unlink()
+        want = _write_set(notes, tag, n)
+    return want
+
+
+def test_a_notes_folder_swapped_four_ways_under_load_is_indexed_whole_each_time(tmp_path):
+    """Fault 4 of the round-three matrix: a 5,000-note folder re-created under load once left 217
+    rows. The full resync ran while the copy was still going and the watch started after it, so
+    the rest was never seen. Four ways of swapping the folder, twice each, with both cores busy:
+    the index ends with exactly the new set every time."""
+    import subprocess
+    import sys
+    import time
+
+    notes = tmp_path / "notes"
+    current = _write_set(notes, "s0", 600)
+    e = MemoryEngine(notes, index_path=tmp_path / "i.sqlite", model=HashEmbedder())
+    stop = threading.Event()
+    states: queue.Queue = queue.Queue()
+    t = threading.Thread(target=e.watch, args=(stop,), daemon=True,
+                         kwargs={"on_status": lambda s, d: states.put((s, d))})
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    t.start()
+    try:
+        _states(states, "watching", timeout=120)
+        assert names(e) == current
+        for k, how in enumerate(["rm-and-copy", "rename-swap", "recreate-file-by-file", "replace-in-place"] * 2):
+            want = _swap(how, notes, tmp_path, f"s{k + 1}", 600)
+            end = time.monotonic() + 180  # a hang guard, not a budget: the loop waits on the index
+            while names(e) != want:
+                got = names(e)
+                assert time.monotonic() < end, (how, len(got & want), len(got - want))
+                time.sleep(0.1)
+            assert e.store.query("SELECT count(*) FROM notes")[0][0] == 600, how
+    finally:
+        for b in burners:
+            b.kill()
+        stop.set()
+        t.join(20)
