@@ -298,15 +298,14 @@ async def test_streaming_repaints_are_spread_over_flush_ticks(monkeypatch):
         monkeypatch.setattr(SessionPane, "sync",
                             lambda self, force=False: (synced.append(self), original(self, force)))
         per_tick = -(-app_module.PANE_BUDGET_HZ // app_module.FLUSH_HZ)
-        app._dirty = set(app.panes)  # nine panes with new answer text only
-        app._urgent = set()
-        app._last_sync = {}
+        app.repaint.dirty = set(app.panes)  # nine panes with new answer text only
+        app.repaint.urgent = set()
+        app.repaint.last = {}
         app.flush()
         assert len(synced) == per_tick < 9  # not all nine bodies in one tick (one frame)
         app.flush()
         assert len(synced) == 2 * per_tick and len(set(synced)) == 2 * per_tick  # oldest first
-        app._dirty.add("g00000")
-        app._urgent.add("g00000")  # a status change is never held back (synced just now)
+        app.repaint.mark("g00000")  # a status change is never held back (synced just now)
         synced.clear()
         app.flush()
         ids = [p.view.session_id for p in synced]

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import math
 import threading
 import time
 from collections.abc import Iterable
@@ -45,6 +44,7 @@ from cockpit.tui.attention import Attention
 from cockpit.tui.commands import SessionCommands
 from cockpit.tui.model import SessionView
 from cockpit.tui.notify import DesktopNotifications, Notifier
+from cockpit.tui.repaint import RepaintScheduler
 from cockpit.tui.screens.approval import ApprovalDialog
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.themes import DEFAULT_THEME, PROJECT_THEMES, STATUS_DEFAULTS, load_themes
@@ -130,11 +130,9 @@ class CockpitApp(SessionCommands, Attention, App):
         self._closed_ids: set[str] = set()
         # notes_missing: the notes folder's path when there is none, so no engine (the server's app)
         self.memory = MemoryState(model_state="warming" if engine is not None else "off", notes_missing=notes_missing)
-        self._dirty: set[str] = set()
+        self.repaint = RepaintScheduler(FLUSH_HZ, PANE_MAX_HZ, PANE_BUDGET_HZ)
         self._shown_status: dict[str, Any] = {}
         self._gc_threshold: tuple[int, ...] | None = None
-        self._urgent: set[str] = set()  # dirty with more than text: sync on the next tick
-        self._last_sync: dict[str, float] = {}  # session id → monotonic time of its last sync
         self._totals_dirty = True
         self._focus_ids: set[str] = set()  # sessions whose pane takes the focus when it is added
         self._stop = threading.Event()
@@ -284,11 +282,10 @@ class CockpitApp(SessionCommands, Attention, App):
                 await self._add_pane(view)
         else:
             view.apply(event)
-        self._dirty.add(sid)
+        self.repaint.mark(sid, urgent=not isinstance(event, ev.TextDelta))
         if isinstance(event, (ev.WorktreeChanged, ev.Reviewed, ev.SessionDone)):
             self._update_radar()
         if not isinstance(event, ev.TextDelta):
-            self._urgent.add(sid)
             self._totals_dirty = True
             if live:
                 self._after_event(view, before, event)
@@ -304,8 +301,7 @@ class CockpitApp(SessionCommands, Attention, App):
                 v.overlap = now
                 v.version += 1
                 v.meta_version += 1
-                self._dirty.add(vid)
-                self._urgent.add(vid)
+                self.repaint.mark(vid)
                 self._totals_dirty = True
 
     def _after_event(self, view: SessionView, before: ev.SessionStatus | None, event: ev.Event) -> None:
@@ -340,8 +336,7 @@ class CockpitApp(SessionCommands, Attention, App):
         if view is None:
             return
         view.add_history(records, note)
-        self._dirty.add(session_id)
-        self._urgent.add(session_id)
+        self.repaint.mark(session_id)
 
     async def _add_pane(self, view: SessionView) -> None:
         pane = SessionPane(view)
@@ -364,8 +359,7 @@ class CockpitApp(SessionCommands, Attention, App):
             self._closed_ids.add(session_id)
             if forget and view.status.is_final:
                 self._forget(session_id)
-        self._dirty.discard(session_id)
-        self._urgent.discard(session_id)
+        self.repaint.forget(session_id)
         main = self.screen_stack[0]
         if pane is None or not isinstance(main, MainScreen):
             return
@@ -388,20 +382,10 @@ class CockpitApp(SessionCommands, Attention, App):
         drawn now."""
         if self._shutting_down:
             return
-        now = time.monotonic()
-        dirty = set(self._urgent & self._dirty)
-        text_only = [sid for sid in self._dirty if sid not in self._urgent]
-        if text_only:
-            interval = max(1 / PANE_MAX_HZ, len(text_only) / PANE_BUDGET_HZ) - 0.5 / FLUSH_HZ
-            due = [sid for sid in text_only if now - self._last_sync.get(sid, 0.0) >= interval]
-            due.sort(key=lambda sid: self._last_sync.get(sid, 0.0))
-            dirty.update(due[: max(1, math.ceil(PANE_BUDGET_HZ / FLUSH_HZ))])
+        dirty = self.repaint.due(time.monotonic())
         if dirty:
-            self._dirty -= dirty
-            self._urgent -= dirty
             statuses_changed = False
             for sid in dirty:
-                self._last_sync[sid] = now
                 pane = self.panes.get(sid)
                 if pane is not None and pane.is_mounted:
                     pane.sync()
