@@ -904,3 +904,27 @@ async def test_after_an_attach_each_pane_is_mounted_with_its_sessions_state_now(
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(app.panes) == 2, "two panes")
         assert at_mount == {"d00001": S.DONE, "f00001": S.ERROR}
+
+
+async def test_a_failed_request_to_the_runtime_is_one_line_and_the_app_stays():
+    """Every manager worker's failure goes through one handler: spawn, kill and send that the
+    runtime refuses each give '<what> failed: <why>' and the app keeps running."""
+
+    class Refusing(FakeManager):
+        async def spawn(self, task, **options):
+            raise RuntimeError("the server is gone")
+
+        async def kill(self, session_id):
+            raise RuntimeError("no such session")
+
+    mgr = Refusing([ev.SessionSpawned("k00001", "t", "m", "/ws", "/t/k.jsonl", True)])
+    app = CockpitApp(mgr)
+    notes: list[str] = []
+    async with app.run_test(size=SIZE) as pilot:
+        real = app.notify
+        app.notify = lambda message, **kw: (notes.append(str(message)), real(message, **kw))[1]  # type: ignore[method-assign]
+        app.spawn("a task")
+        app.kill("k00001")
+        await until(pilot, lambda: len(notes) >= 2, "two notices")
+        assert sorted(notes) == ["kill failed: no such session", "spawn failed: the server is gone"]
+        assert app.is_running

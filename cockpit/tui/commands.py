@@ -16,6 +16,7 @@ from typing import Any
 from textual import work
 from textual.app import App
 from textual.content import Content
+from textual.worker import Worker, WorkerState
 
 from cockpit.events import SessionStatus
 from cockpit.tui import format as fmt
@@ -80,7 +81,14 @@ class SessionCommands(App):
         if request:
             self.spawn(request)
 
-    @work(group="manager", name="spawn")
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place a failed request to the runtime is reported (every ``manager`` worker
+        runs with ``exit_on_error=False``): one line naming what failed and why; the app stays."""
+        worker = event.worker
+        if event.state is WorkerState.ERROR and worker.group == "manager":
+            self.notify(f"{worker.name} failed: {worker.error}", severity="error", timeout=10)
+
+    @work(group="manager", name="spawn", exit_on_error=False)
     async def spawn(self, request: SpawnRequest | str, focus: bool = True) -> None:
         """Spawn a session: ``request`` from the spawn dialog, or a task alone (the app's defaults).
         ``focus``: its pane takes the focus once shown (False: it starts in the background)."""
@@ -90,15 +98,11 @@ class SessionCommands(App):
         budget: dict = {} if request.max_budget_usd is None else {"max_budget_usd": request.max_budget_usd}
         if request.sandbox is not None:
             budget["sandbox"] = request.sandbox
-        try:
-            session = await self.manager.spawn(
-                request.task, workspace=self.workspace, model=request.model or self.model,
-                preseed=self.preseed, top_k=self.top_k, permission_mode=request.permission_mode,
-                worktree=request.worktree, backend=request.backend, **budget,
-            )
-        except Exception as exc:
-            self.notify(f"spawn failed: {exc}", severity="error")
-            return
+        session = await self.manager.spawn(
+            request.task, workspace=self.workspace, model=request.model or self.model,
+            preseed=self.preseed, top_k=self.top_k, permission_mode=request.permission_mode,
+            worktree=request.worktree, backend=request.backend, **budget,
+        )
         if focus:
             self._focus_when_shown(session)
 
@@ -125,12 +129,9 @@ class SessionCommands(App):
 
         self.push_screen(ConfirmDialog(f"Kill session {session_id} · {fmt.short(view.task, 50)}?"), done)
 
-    @work(group="manager", name="kill")
+    @work(group="manager", name="kill", exit_on_error=False)
     async def kill(self, session_id: str) -> None:
-        try:
-            await self.manager.kill(session_id)
-        except Exception as exc:
-            self.notify(f"kill failed: {exc}", severity="error")
+        await self.manager.kill(session_id)
 
     def open_follow_up(self, session_id: str) -> None:
         view = self.views[session_id]
@@ -141,13 +142,10 @@ class SessionCommands(App):
 
         self.push_screen(FollowUpDialog(session_id, view.task), done)
 
-    @work(group="manager", name="send")
+    @work(group="manager", name="send", exit_on_error=False)
     async def send(self, session_id: str, text: str) -> None:
         """A follow-up; it shows in the pane when the session takes it (``UserMessage``)."""
-        try:
-            await self.manager.send(session_id, text)
-        except Exception as exc:
-            self.notify(f"send failed: {exc}", severity="error")
+        await self.manager.send(session_id, text)
 
     # -- approvals -------------------------------------------------------------------
     def open_approval(self, session_id: str) -> None:
@@ -162,15 +160,13 @@ class SessionCommands(App):
 
         self.push_screen(ApprovalDialog(session_id, view.task, ask), done)
 
-    @work(group="manager", name="answer")
+    @work(group="manager", name="answer", exit_on_error=False)
     async def answer(self, session_id: str, request_id: str, allow: bool, scope: str = "once",
                      reason: str = "") -> None:
         try:
             await self.manager.answer(session_id, request_id, allow, scope, reason)
         except KeyError:
             self.notify("that approval was already answered (or the session ended)", severity="warning")
-        except Exception as exc:
-            self.notify(f"answer failed: {exc}", severity="error")
 
     # -- spend caps ------------------------------------------------------------------
     def open_budget(self, session_id: str) -> None:
@@ -187,14 +183,10 @@ class SessionCommands(App):
                                       server=server,
                                       detail=view.detail if view.status is S.BUDGET_REACHED else ""), done)
 
-    @work(group="manager", name="budget")
+    @work(group="manager", name="budget", exit_on_error=False)
     async def set_budget(self, session_id: str | None, usd: float) -> None:
         """Set the session's cap (None: the server's); a paused session goes on when no cap is reached."""
-        try:
-            info = await self.manager.set_budget(session_id, usd=usd)
-        except Exception as exc:
-            self.notify(f"budget not set: {exc}", severity="error")
-            return
+        info = await self.manager.set_budget(session_id, usd=usd)
         who = "server budget" if session_id is None else f"budget of {session_id}"
         still = " — still reached: set a higher one" if isinstance(info, dict) and info.get("reached") else ""
         self.notify(f"{who}: {fmt.usd(usd)}{still}", severity="warning" if still else "information", timeout=6)
@@ -237,16 +229,12 @@ class SessionCommands(App):
         self.push_screen(ConfirmDialog(f"Context {used} used. Continue {session_id} in a fresh session "
                                        "with a summary? This one ends."), done)
 
-    @work(group="manager", name="continue")
+    @work(group="manager", name="continue", exit_on_error=False)
     async def continue_fresh(self, session_id: str) -> None:
-        try:
-            session = await self.manager.continue_fresh(session_id)
-        except Exception as exc:
-            self.notify(f"continue failed: {exc}", severity="error")
-            return
+        session = await self.manager.continue_fresh(session_id)
         self._focus_when_shown(session)
 
-    @work(group="manager", name="review")
+    @work(group="manager", name="review", exit_on_error=False)
     async def review(self, session_id: str, action: str, close: bool = False) -> None:
         """``merge`` | ``keep`` | ``discard`` the session's worktree; ``close``: then close its pane."""
         try:
@@ -258,7 +246,7 @@ class SessionCommands(App):
         if result.ok and close:
             await self.remove_pane(session_id)
 
-    @work(group="manager", name="forget")
+    @work(group="manager", name="forget", exit_on_error=False)
     async def _forget(self, session_id: str) -> None:
         """The runtime drops a closed, finished session (it would come back on the next attach)."""
         try:
@@ -311,15 +299,11 @@ class SessionCommands(App):
         if path:
             self.resume(Path(path))
 
-    @work(group="manager", name="resume")
+    @work(group="manager", name="resume", exit_on_error=False)
     async def resume(self, path: Path) -> None:
         """Reopen a past session in a new pane; its earlier conversation is read from ``path``
         when its ``SessionSpawned`` (``resumed_from``) arrives."""
-        try:
-            session = await self.manager.resume(path)
-        except Exception as exc:
-            self.notify(f"resume failed: {exc}", severity="error")
-            return
+        session = await self.manager.resume(path)
         self._focus_when_shown(session)
 
     def open_memory(self, tab: str = "search") -> None:
