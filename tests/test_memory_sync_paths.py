@@ -356,3 +356,26 @@ def test_a_new_or_edited_note_is_found_the_moment_its_sync_commits(tmp_path, fir
     if m._proj is not None:  # every live row's projection is current
         live = np.flatnonzero(m._notes[: m._n] >= 0)
         assert np.allclose(m._low[live], (m._mat[live] - m._center) @ m._proj, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["random", "title rows low, body rows high", "ties"])
+def test_best_rows_holds_the_true_top_k_and_stays_close_to_k(layout):
+    """The shortlist's threshold (read off a sample) never drops one of the k best rows, and
+    keeps well under 2k of them — also when a note's rows alternate low/high (an even sample
+    stride once saw only titles and fell back to the slow partition half the time)."""
+    from memory.search import _best_rows
+
+    rng = np.random.default_rng(7)
+    n, k = 200_000, 2000
+    scores = rng.normal(0.2, 0.1, n).astype(np.float32)
+    if layout.startswith("title"):
+        scores[0::2] -= 0.15  # titles
+    elif layout == "ties":
+        scores = np.round(scores, 2)
+    rows = _best_rows(scores, k)
+    assert np.all(np.diff(rows) > 0)  # sorted, no repeats
+    top = np.argpartition(scores, n - k)[n - k:]
+    assert set(top.tolist()) <= set(rows.tolist()) or layout == "ties"
+    assert np.sort(scores[rows])[-k:].min() >= np.sort(scores)[-k]  # the k best scores are all there
+    assert k <= len(rows) < 2 * k or layout == "ties"
+    assert _best_rows(scores[:10], 20).tolist() == list(range(10))
