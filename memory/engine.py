@@ -14,6 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +86,7 @@ class MemoryEngine:
         self._last_report: SyncReport | None = None
         self._qcache: OrderedDict[tuple, np.ndarray] = OrderedDict()  # see embed_query
         self._qcache_lock = threading.Lock()
+        self._side: ThreadPoolExecutor | None = None  # embeds a query while the keyword lane runs
         self.query_cache_hits = 0
         self._watching: FileLock | None = None  # held while watch() keeps the index in step
         self._model_checked = -1  # index generation whose model was checked against ours
@@ -344,12 +346,21 @@ class MemoryEngine:
         if self._model_checked != gen:  # the index's model, checked once per index generation
             self.store.check_model(self.embedder.model_id, self.embedder.dim)
             self._model_checked = gen
-        qvec = self.embed_query(query) if query_vector is None else np.asarray(query_vector, np.float32)
+        if query_vector is None:
+            # the model's forward pass (one core, the GIL released) and the keyword lane (SQLite,
+            # the GIL released too) side by side: the lane costs the preseed nothing on two cores
+            if self._side is None:
+                self._side = ThreadPoolExecutor(1, thread_name_prefix="cockpit-query-embed")
+            pending = self._side.submit(self.embed_query, query)
+            bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
+            qvec = pending.result()
+        else:
+            qvec = np.asarray(query_vector, np.float32)
+            bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
         if len(self.mirror) and qvec.shape != (self.mirror.dim,):
             raise IndexModelError(self.index_path, f"{self.store.index_model()[0]} (dim {self.mirror.dim})",
                                   f"a query vector of shape {qvec.shape}")
         vec, cos_of = self.mirror.top_notes(qvec, CANDIDATES)
-        bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
         cands = fuse(vec, bm25, ident, self._priority_ids(), cos_of)
 
         def fetch(some):
@@ -786,6 +797,9 @@ class MemoryEngine:
     def close(self) -> None:
         """Close the index connection (the shared model stays loaded)."""
         self.mark_watched(False)
+        if self._side is not None:
+            self._side.shutdown(wait=True)
+            self._side = None
         self.store.close()
 
     def __enter__(self):

@@ -129,7 +129,7 @@ def _best_rows(scores: np.ndarray, k: int) -> np.ndarray:
 FIRST_STAGE_MIN_ROWS = 16_384  # from this many vectors on, the vector lane scans a compact copy first
 FIRST_STAGE_DIMS = 32           # … the vectors projected on their top principal components
 FIRST_STAGE_SHARE = 100         # … and re-scores exactly the best 1/this of the rows (≥ FIRST_STAGE_MIN_SHORTLIST)
-FIRST_STAGE_MIN_SHORTLIST = 2_000
+FIRST_STAGE_MIN_SHORTLIST = 1_000
 PCA_SAMPLE_ROWS = 20_000        # rows the projection is fitted on
 
 

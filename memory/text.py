@@ -37,12 +37,14 @@ def is_identifier(word: str) -> bool:
 
 
 def content_terms(text: str) -> list[str]:
-    """Lower-cased alphanumeric parts of ``text`` without stopwords and 1-letter parts."""
+    """Lower-cased alphanumeric parts of ``text`` without stopwords and 1-letter parts (the
+    parts of :func:`words`' words, in order: every ASCII letter-or-digit run lies in one word,
+    so one pass over ``text`` finds them)."""
     out = []
-    for w in words(text):
-        for p in _PART.findall(w.lower()):
-            if len(p) > 1 and p not in STOPWORDS or p.isdigit():
-                out.append(p)
+    for p in _PART.findall(text):
+        p = p.lower()
+        if len(p) > 1 and p not in STOPWORDS or p.isdigit():
+            out.append(p)
     return out
 
 
