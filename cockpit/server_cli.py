@@ -158,6 +158,10 @@ def cmd_server(args: argparse.Namespace) -> int:
         print(f"Cockpit server pid {st['pid']}, up {st['uptime_s']:.0f} s, {sessions}, "
               f"{st['clients'] - 1} other clients")
         print(f"socket {st['socket']} · log {st['log']}")
+        prep = st.get("prepared") or {}
+        if prep:
+            print(f"for new sessions: embedding model {prep.get('model')}, session modules "
+                  f"{'loaded' if prep.get('modules') else 'loading'}")
         for e in st["engines"]:
             print(f"memory: {e['notes']} ({'ready' if e['ready'] else 'warming'})")
         return 0

@@ -11,9 +11,12 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 @pytest.fixture(autouse=True)
 def _isolated_state(tmp_path_factory, monkeypatch):
     """Every test gets its own COCKPIT_DATA_DIR (index cache, sessions, config, UI state), and
-    clients run in-process unless a test asks for the server (``COCKPIT_NO_SERVER`` unset)."""
+    clients run in-process unless a test asks for the server (``COCKPIT_NO_SERVER`` unset); a
+    test's server does not load the embedding model before it needs it (``COCKPIT_PREWARM=0``,
+    except where a test asks for it)."""
     monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path_factory.mktemp("cockpit-data")))
     monkeypatch.setenv("COCKPIT_NO_SERVER", "1")
+    monkeypatch.setenv("COCKPIT_PREWARM", "0")  # a test's server loads the model when it needs it
     yield
     from cockpit.runtime import keyguard
 

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -1000,3 +1001,22 @@ def test_approve_and_deny_say_what_they_answered(api, ws, server_proc, capsys):
         asking()
         assert main(["deny", sid, "--reason", "not now"]) == 0
         assert capsys.readouterr().out.strip() == f"{sid}: denied ls (not now)"
+
+
+def test_a_new_server_prepares_for_the_first_session_without_being_asked(server_proc, monkeypatch):
+    """Once it listens, the server loads the embedding model and the modules of a session and its
+    model calls (a first spawn used to wait seconds for them); `server status` says so."""
+    monkeypatch.setenv("COCKPIT_PREWARM", "1")
+    start_server()
+    with BlockingClient() as c:
+        prep = c.call("server.status")["prepared"]
+        assert prep["model"] in ("warming", "ready") or prep["modules"] is False  # under way, unasked
+        deadline = time.monotonic() + 120  # a hang guard: the loop waits on the server's own state
+        while not (prep["modules"] and prep["model"] == "ready"):
+            assert time.monotonic() < deadline, prep
+            time.sleep(0.05)
+            prep = c.call("server.status")["prepared"]
+        assert c.call("server.status")["engines"] == []  # no notes folder was asked for
+    out = subprocess.run([sys.executable, "-m", "cockpit", "server", "status"], capture_output=True, text=True,
+                         timeout=60).stdout
+    assert "embedding model ready, session modules loaded" in out

@@ -798,7 +798,7 @@ class Server:
             counts["interrupted"] = counts.get("interrupted", 0) + len(self.ghosts)
         return {"pid": os.getpid(), "uptime_s": round(time.time() - self.started_at, 1), "sessions": counts,
                 "clients": len(self.conns), "socket": str(self.socket_path),
-                "engines": self.engines.describe(), "log": str(paths.log_path())}
+                "engines": self.engines.describe(), "log": str(paths.log_path()), "prepared": prepared()}
 
     async def h_stop(self, conn: Connection, p: dict) -> dict:
         asyncio.get_running_loop().call_soon(self._stop.set)
@@ -865,6 +865,22 @@ def prewarm() -> None:
             importlib.import_module(name)
         except Exception:  # pragma: no cover - an optional extra missing, say
             log.debug("prewarm: %s", name, exc_info=True)
+    PREWARMED.set()
+
+
+PREWARMED = threading.Event()  # prewarm's imports are done (the model may still be loading)
+
+
+def prepared() -> dict:
+    """What ``server.status`` says of :func:`prewarm`: ``modules`` imported, the embedding
+    ``model``'s state (warming | ready | error; "not started" before prewarm asked for it)."""
+    model = "not started"
+    if "memory.embedder" in sys.modules:
+        from memory.embedder import _shared
+
+        states = [e.state for e in list(_shared.values())]
+        model = states[0] if states else model
+    return {"modules": PREWARMED.is_set(), "model": model}
 
 
 def run_server(listen: tuple[str, int] | None = None, ready_fd: int | None = None) -> int:
@@ -902,7 +918,8 @@ def run_server(listen: tuple[str, int] | None = None, ready_fd: int | None = Non
             with contextlib.suppress(OSError):
                 os.write(ready_fd, b"ready\n")
                 os.close(ready_fd)
-        threading.Thread(target=prewarm, name="prewarm", daemon=True).start()
+        if os.environ.get("COCKPIT_PREWARM", "1") != "0":
+            threading.Thread(target=prewarm, name="prewarm", daemon=True).start()
         await server.serve_forever()
         return 0
 
