@@ -143,12 +143,11 @@ def run(args: argparse.Namespace) -> int:
     from cockpit.runtime import SessionManager
     from cockpit.tui.app import CockpitApp
 
-    class _App(CockpitApp):
-        async def on_load(self) -> None:  # inside the running loop: build the manager here
-            self.manager = SessionManager(engine, config)
+    async def manager() -> SessionManager:  # inside the running loop: the manager is made there
+        return SessionManager(engine, config)
 
-    app = _App(
-        None, engine, workspace=workspace, model=config.model, top_k=config.top_k,
+    app = CockpitApp(
+        manager, engine, workspace=workspace, model=config.model, top_k=config.top_k,
         preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
         permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
         notify_os=config.notify_os, api_key_missing=not config.api_key,
@@ -193,14 +192,14 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
     class _App(CockpitApp):
         BINDINGS = [Binding("q", "quit", "Detach", id="quit")]  # the sessions go on in the server
 
-        async def on_load(self) -> None:  # attach inside the app's loop
-            try:
-                self.manager = await RemoteRuntime.attach(config, notes=str(notes) if notes.is_dir() else None)
-            except Exception as exc:  # the server went away between the check and now
-                self.exit(return_code=2, message=f"cockpit: error: cannot attach to the server: {exc}")
+    async def attach() -> RemoteRuntime:  # inside the app's loop
+        try:
+            return await RemoteRuntime.attach(config, notes=str(notes) if notes.is_dir() else None)
+        except Exception as exc:
+            raise CockpitError(f"cannot attach to the server: {exc}") from None
 
     app = _App(
-        None, engine, workspace=workspace, model=config.model, top_k=config.top_k,
+        attach, engine, workspace=workspace, model=config.model, top_k=config.top_k,
         preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
         permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
         notify_os=config.notify_os, api_key_missing=not config.api_key,

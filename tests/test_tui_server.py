@@ -40,11 +40,10 @@ class Notifier:
 
 
 def attached_app(config: RuntimeConfig, workspace) -> CockpitApp:
-    class _App(CockpitApp):
-        async def on_load(self) -> None:
-            self.manager = await RemoteRuntime.attach(config)
+    async def attach() -> RemoteRuntime:
+        return await RemoteRuntime.attach(config)
 
-    return _App(None, None, workspace=workspace, model=config.model, sessions_dir=config.resolved_sessions_dir(),
+    return CockpitApp(attach, None, workspace=workspace, model=config.model, sessions_dir=config.resolved_sessions_dir(),
                 api_key_missing=False, os_notifier=Notifier())
 
 

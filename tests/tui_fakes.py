@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from cockpit import events as ev
 from cockpit.events import InjectedNote, Usage
 from cockpit.events import SessionStatus as S
+from cockpit.runtime.config import RuntimeConfig
 
 
 class FakeSubscription:
@@ -50,7 +51,14 @@ class FakeManager:
         self.forgotten: list[str] = []
         self.budgets: list[tuple] = []  # (session id or None for the server, usd, tokens, clear)
         self.diffs: dict = {}  # session id → cockpit.runtime.worktree.Diff for ``diff``
+        self.config = RuntimeConfig()
+        self.outlives_app = False
+        self.backends: tuple[str, ...] = ("cockpit",)
+        self.stopped_all = 0
         self._n = 0
+
+    async def stop_all(self) -> None:
+        self.stopped_all += 1
 
     def subscribe(self) -> FakeSubscription:
         q: asyncio.Queue = asyncio.Queue()

@@ -123,6 +123,8 @@ class SessionManager:
     ``anthropic.AsyncAnthropic`` to use instead of building one from the config.
     """
 
+    outlives_app = False  # an app's own manager: quitting the app ends its sessions
+
     def __init__(self, engine: MemoryBackend | None = None, config: RuntimeConfig | None = None, *,
                  pricing: PricingTable | None = None, client: Any = None):
         self.engine = engine
@@ -741,6 +743,14 @@ class SessionManager:
                         return
         finally:
             sub.close()
+
+    async def stop_all(self, reason: str = "stopped from the app") -> None:
+        """Kill every session still working (queued, starting, streaming, running a tool,
+        needing approval, paused at a spend cap); finished and waiting ones are left for review
+        (what ``RemoteRuntime.stop_all`` asks a server to do)."""
+        for s in self.sessions:
+            if s.status is not SessionStatus.WAITING and not s.status.is_final:
+                await self.kill(s.id, reason=reason)
 
     async def aclose(self, reason: str = "") -> None:
         """End every session (see :meth:`stop`: finished ones ``done``, working ones ``killed``

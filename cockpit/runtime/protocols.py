@@ -181,7 +181,19 @@ class Subscription(Protocol):
 
 
 class Runtime(Protocol):
-    """A session manager as clients use it (see ``cockpit.runtime.manager.SessionManager``)."""
+    """A session manager as clients use it: ``cockpit.runtime.manager.SessionManager`` in the
+    client's own process, ``cockpit.server.remote.RemoteRuntime`` over the server. ``config``:
+    the settings sessions spawned here use; ``outlives_app``: the sessions go on when the app
+    quits (a server); ``backends``: the agents ``spawn`` can run."""
+
+    config: RuntimeConfig
+    outlives_app: bool
+
+    @property
+    def backends(self) -> tuple[str, ...]: ...
+
+    async def stop_all(self) -> None:
+        """Kill every session still working; finished and waiting ones are left for review."""
 
     async def spawn(self, task: str, **options: Any) -> Any: ...
 

@@ -27,7 +27,7 @@ import asyncio
 import gc
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from cockpit import events as ev
+from cockpit.runtime.protocols import Runtime
 from cockpit.runtime.transcript import now_iso, read_transcript
 from cockpit.textsafe import clean_event, clean_tree
 from cockpit.tui import state as ui_state
@@ -89,7 +90,7 @@ class CockpitApp(SessionCommands, Attention, App):
 
     def __init__(
         self,
-        manager: Any,
+        manager: Runtime | Callable[[], Awaitable[Runtime]],
         engine: Any = None,
         *,
         workspace: str | Path | None = None,
@@ -109,7 +110,14 @@ class CockpitApp(SessionCommands, Attention, App):
         notes_missing: str = "",
     ) -> None:
         super().__init__()
-        self.manager = manager
+        # a runtime, or how to make one inside the app's loop (a SessionManager, or attaching to
+        # the server): then made in on_load, before anything uses it
+        self.manager: Runtime
+        self._connect: Callable[[], Awaitable[Runtime]] | None = None
+        if callable(manager):
+            self._connect = manager
+        else:
+            self.manager = manager
         self.engine = engine
         self.workspace = str(workspace) if workspace is not None else None
         self.model = model
@@ -174,6 +182,13 @@ class CockpitApp(SessionCommands, Attention, App):
 
         return sessions_dir()
 
+    async def on_load(self) -> None:
+        if self._connect is not None:
+            try:
+                self.manager = await self._connect()
+            except Exception as exc:  # e.g. the server went away between the check and now
+                self.exit(return_code=2, message=f"cockpit: error: {exc}")
+
     def on_mount(self) -> None:
         # Everything imported and built so far (Textual, anthropic, pydantic models…) lives as
         # long as the process: move it out of the collector's reach. Measured: full (gen 2)
@@ -197,10 +212,10 @@ class CockpitApp(SessionCommands, Attention, App):
     def _check_sandbox(self) -> None:
         """Said once at start: new sessions' commands will run unconfined (no sandbox possible
         here, or turned off in config / with --no-sandbox); each pane says it again."""
-        cfg = getattr(self.manager, "config", None)
-        if cfg is None or getattr(cfg, "backend", "cockpit") != "cockpit":
+        cfg = self.manager.config
+        if cfg.backend != "cockpit":
             return
-        if getattr(cfg, "sandbox", True) is False:
+        if cfg.sandbox is False:
             why = "the sandbox is off (--no-sandbox or [sandbox] enabled = false)"
         else:
             from cockpit.runtime.sandbox import detect
@@ -493,12 +508,10 @@ class CockpitApp(SessionCommands, Attention, App):
         """Stop watching notes and close the manager (kills live sessions; transcripts stay valid)."""
         self._shutting_down = True
         self._stop.set()
-        close = getattr(self.manager, "aclose", None)
-        if close is not None:
-            try:
-                await asyncio.wait_for(close(), timeout=10)
-            except Exception as exc:  # still quit
-                self.log.error(f"manager close failed: {exc}")
+        try:
+            await asyncio.wait_for(self.manager.aclose(), timeout=10)
+        except Exception as exc:  # still quit
+            self.log.error(f"manager close failed: {exc}")
 
     def on_unmount(self) -> None:
         self._shutting_down = True
@@ -560,7 +573,7 @@ class CockpitApp(SessionCommands, Attention, App):
             yield SystemCommand("Next page", "The next page of panes (])", lambda: main.action_page(1))
             yield SystemCommand("Previous page", "Back a page of panes ([)", lambda: main.action_page(-1))
         yield SystemCommand("Pick theme", "Choose a theme; the choice persists (ctrl+t)", self.action_pick_theme)
-        if getattr(self.manager, "outlives_app", False):
+        if self.manager.outlives_app:
             yield SystemCommand("Detach", "Quit the app; the sessions go on in the server (q)", self.action_quit)
         yield SystemCommand("Stop sessions and quit", "Stop every session still working (asks first), then quit (Q)",
                             self.action_stop_and_quit)

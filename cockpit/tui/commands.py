@@ -19,6 +19,7 @@ from textual.content import Content
 from textual.worker import Worker, WorkerState
 
 from cockpit.events import SessionStatus
+from cockpit.runtime.protocols import Runtime
 from cockpit.tui import format as fmt
 from cockpit.tui.model import SessionView
 from cockpit.tui.screens.approval import Answer, ApprovalDialog
@@ -39,7 +40,7 @@ class SessionCommands(App):
     """Mixin of ``CockpitApp`` (which sets the attributes below and defines ``remove_pane``,
     ``shutdown`` and ``sessions_dir``)."""
 
-    manager: Any
+    manager: Runtime
     engine: Any
     views: dict[str, SessionView]
     memory: MemoryState
@@ -65,14 +66,14 @@ class SessionCommands(App):
 
     # -- spawn -----------------------------------------------------------------------
     def open_spawn(self) -> None:
-        backends = tuple(getattr(self.manager, "backends", None) or ("cockpit",))
-        budget = getattr(getattr(self.manager, "config", None), "max_budget_usd", None)  # the configured cap
+        backends = tuple(self.manager.backends or ("cockpit",))
+        budget = self.manager.config.max_budget_usd  # the configured cap
         self.push_screen(
             SpawnDialog(self.engine, self.top_k, self.preseed, model=self.model or "",
                         permission_mode=self.permission_mode, worktree=self.worktree,
                         backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing,
                         budget_usd=budget if isinstance(budget, (int, float)) else None,
-                        sandbox=getattr(getattr(self.manager, "config", None), "sandbox", True) is not False,
+                        sandbox=self.manager.config.sandbox is not False,
                         workspace=getattr(self, "workspace", None) or os.getcwd()),
             self._spawn_chosen,
         )
@@ -317,7 +318,7 @@ class SessionCommands(App):
         """``detach`` (the q key's label when attached to a server) only exists when attached;
         otherwise q falls through to ``quit``."""
         if action == "detach":
-            return bool(getattr(self.manager, "outlives_app", False))
+            return self.manager.outlives_app
         return True
 
     async def action_detach(self) -> None:
@@ -329,7 +330,7 @@ class SessionCommands(App):
         sessions go on there. In-process, sessions still working are stopped, so it asks first."""
         if isinstance(self.screen, QuitDialog):
             return
-        if getattr(self.manager, "outlives_app", False):
+        if self.manager.outlives_app:
             await self._quit()
             return
         await self.action_stop_and_quit()
@@ -348,12 +349,10 @@ class SessionCommands(App):
 
         async def done(yes: bool | None) -> None:
             if yes:
-                stop_all = getattr(self.manager, "stop_all", None)
-                if stop_all is not None:  # a server: stop them there before detaching
-                    try:
-                        await stop_all()
-                    except Exception as exc:
-                        self.notify(f"stopping sessions failed: {exc}", severity="error")
+                try:  # a server: stopped there before detaching (in-process: before closing)
+                    await self.manager.stop_all()
+                except Exception as exc:
+                    self.notify(f"stopping sessions failed: {exc}", severity="error")
                 await self._quit()
 
         self.push_screen(dialog, done)
