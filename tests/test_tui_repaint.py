@@ -55,3 +55,12 @@ def test_an_urgent_pane_does_not_take_a_text_slot_and_forget_drops_a_pane():
     s.forget("b")
     s.forget("c")
     assert s.due(1.0) == set() and "a" not in s.last
+
+
+def test_panes_out_of_sight_stay_dirty_until_shown():
+    s = sched()
+    s.mark("on-page", urgent=False)
+    s.mark("off-page")  # even a status change waits: nothing of it is on screen
+    assert s.due(0.0, visible={"on-page"}) == {"on-page"}
+    assert s.due(0.1, visible={"on-page"}) == set()
+    assert s.due(0.2, visible={"on-page", "off-page"}) == {"off-page"}  # the page changed: drawn now

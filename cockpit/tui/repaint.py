@@ -31,10 +31,13 @@ class RepaintScheduler:
         self.urgent.discard(pane_id)
         self.last.pop(pane_id, None)
 
-    def due(self, now: float) -> set[str]:
-        """The panes to redraw on the tick at ``now`` (and they count as redrawn at ``now``)."""
-        out = self.urgent & self.dirty
-        text_only = [p for p in self.dirty if p not in self.urgent]
+    def due(self, now: float, visible: set[str] | None = None) -> set[str]:
+        """The panes to redraw on the tick at ``now`` (and they count as redrawn at ``now``).
+        ``visible``: the panes on screen (None: all); the others stay dirty, drawn once shown —
+        with thirty sessions streaming, the two pages out of sight cost nothing."""
+        dirty = self.dirty if visible is None else self.dirty & visible
+        out = self.urgent & dirty
+        text_only = [p for p in dirty if p not in self.urgent]
         if text_only:
             interval = max(1 / self.pane_max_hz, len(text_only) / self.budget_hz) - 0.5 / self.tick_hz
             ready = [p for p in text_only if now - self.last.get(p, -math.inf) >= interval]
