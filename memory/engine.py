@@ -342,18 +342,16 @@ class MemoryEngine:
     def _rank(self, query: str, query_vector: np.ndarray | None):
         """Fused candidates (best first) → ``(cands, fetch)``; ``fetch(cands)`` returns the
         rows ``{id: (id, name, description, body, priority, path)}`` of the given candidates."""
-        pending = None
-        if query_vector is None:
-            # the model's forward pass (one core, the GIL released) beside the index checks and the
-            # keyword lane (SQLite, the GIL released too): on two cores they cost the preseed nothing
-            if self._side is None:
-                self._side = ThreadPoolExecutor(1, thread_name_prefix="cockpit-query-embed")
-            pending = self._side.submit(self.embed_query, query)
         gen = self._fresh_mirror()
         if self._model_checked != gen:  # the index's model, checked once per index generation
             self.store.check_model(self.embedder.model_id, self.embedder.dim)
             self._model_checked = gen
-        if pending is not None:
+        if query_vector is None:
+            # the model's forward pass (one core, the GIL released) and the keyword lane (SQLite,
+            # the GIL released too) side by side: the lane costs the preseed nothing on two cores
+            if self._side is None:
+                self._side = ThreadPoolExecutor(1, thread_name_prefix="cockpit-query-embed")
+            pending = self._side.submit(self.embed_query, query)
             bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
             qvec = pending.result()
         else:
