@@ -15,7 +15,7 @@ Design
   reply paced at ``--tps`` text deltas per second (one delta ≈ one word ≈ one token).
 * **Key-to-screen latency.** Every ``--key-interval`` s on average (a schedule fixed in advance,
   never waiting on the screen, each gap jittered ±50 % so keys hit every phase of the app's
-  timers) a ``tab`` key event is handed to the app's driver queue exactly as a terminal key would
+  timers) a ``tab`` key event (with one session, ``z``: zoom in and out) is handed to the app's driver queue exactly as a terminal key would
   be (``driver.send_message``, the call a terminal driver's input thread makes); the clock starts
   just before that call. It stops when the first screen update that shows the key's effect has
   been composed and serialised to terminal escape codes: the key's pane is selected *and* the
@@ -149,7 +149,7 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
         mgr = SessionManager(engine, config)
         app = CockpitApp(mgr, engine, workspace=workspace)
 
-    pending: list[tuple[float, object]] = []  # (t0, pane the key selects), oldest first
+    pending: list[tuple[float, object]] = []  # (t0, pane the key selects | zoom state it leaves), oldest first
     latencies: list[float] = []
     original_display = app._display
 
@@ -159,11 +159,18 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
             renderable.render_segments(app.console)  # the escape codes a terminal write needs
         if not pending:
             return
+        # the newest pending key whose effect this frame shows: its pane is selected (one pane:
+        # zoomed or not, as that key leaves it) *and* the frame repaints that pane's title row
+        # (so the highlight is on the terminal now)
         selected = getattr(app.screen, "selected", None)
-        # the newest pending key whose effect this frame shows: its pane is selected *and* the
-        # frame repaints that pane's title row (so the highlight is on the terminal now)
         for i in range(len(pending) - 1, -1, -1):
-            if pending[i][1] is selected and _paints_title(renderable, selected):
+            want = pending[i][1]
+            if isinstance(want, bool):  # the zoom key: the state it leaves
+                shown = (getattr(app.screen, "maximized", None) is not None) == want
+                target = selected
+            else:
+                shown, target = want is selected, want
+            if shown and target is not None and _paints_title(renderable, target):
                 now = time.perf_counter()
                 # keys before it were superseded by it: they too are on screen only now
                 latencies.extend(now - t0 for t0, _ in pending[: i + 1])
@@ -199,12 +206,19 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
         index = panes.index(current) if current in panes else -1
         next_at = wall0
         jitter = random.Random(4)
+        zoomed = False
         while time.perf_counter() - wall0 < seconds:
-            # each tab selects the next pane; the target follows the keys sent, not the screen,
-            # so a key still queued behind the previous one is measured too
-            index = (index + 1) % len(panes)
-            pending.append((time.perf_counter(), panes[index]))
-            event = events.Key("tab", None)
+            # each tab selects the next pane (one pane: z zooms it in and out); the target follows
+            # the keys sent, not the screen, so a key still queued behind the previous one is
+            # measured too
+            if len(panes) > 1:
+                index = (index + 1) % len(panes)
+                key: str = "tab"
+                pending.append((time.perf_counter(), panes[index]))
+            else:
+                zoomed, key = not zoomed, "z"
+                pending.append((time.perf_counter(), zoomed))
+            event = events.Key(key, None)
             event.set_sender(app)
             app._driver.send_message(event)
             presses += 1
@@ -293,8 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     ap.add_argument("--words", type=int, default=4000, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.sessions < 2 and args.serve is None:
-        ap.error("--sessions must be at least 2: the measured key (tab) moves the selection between panes")
+    if args.sessions < 1 and args.serve is None:
+        ap.error("--sessions must be at least 1")
     if args.serve is not None:
         serve(args.serve, args.tps, args.words)
         return 0
