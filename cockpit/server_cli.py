@@ -22,7 +22,6 @@ the session ended in error (attach), 2 for usage errors (unknown id, no server).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -310,6 +309,8 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
     if not server_running():
         raise CockpitError("no Cockpit server is running")
+    import asyncio
+
     return asyncio.run(_attach(args.id))
 
 
