@@ -35,6 +35,7 @@ from .tokens import estimate_tokens
 from .types import EngineStatus, Hit, IndexModelError, LintIssue, NoteExistsError, Preseed, SyncReport
 
 Progress = Callable[[int, int], None]
+PARALLEL_LANES_ROWS = 50_000  # from this many vectors on, search runs its two lanes side by side
 QUERY_CACHE_SIZE = 64  # query vectors kept by embed_query (exact text → vector)
 PATH_CACHE_SIZE = 20_000  # note paths kept as Path objects for hits
 def _p(p: float | None, threshold: float) -> str:
@@ -346,21 +347,30 @@ class MemoryEngine:
         if self._model_checked != gen:  # the index's model, checked once per index generation
             self.store.check_model(self.embedder.model_id, self.embedder.dim)
             self._model_checked = gen
+        if self._side is None:
+            self._side = ThreadPoolExecutor(1, thread_name_prefix="cockpit-query-side")
         if query_vector is None:
             # the model's forward pass (one core, the GIL released) and the keyword lane (SQLite,
             # the GIL released too) side by side: the lane costs the preseed nothing on two cores
-            if self._side is None:
-                self._side = ThreadPoolExecutor(1, thread_name_prefix="cockpit-query-embed")
             pending = self._side.submit(self.embed_query, query)
             bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
             qvec = pending.result()
+            lane = None
         else:
             qvec = np.asarray(query_vector, np.float32)
-            bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
+            # a large index: the keyword lane beside the vector lane (numpy, GIL released too)
+            lane = self._side.submit(bm25_notes, self.store, query, stats=self.keyword_stats, generation=gen) \
+                if len(self.mirror) >= PARALLEL_LANES_ROWS else None
+            if lane is None:
+                bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
         if len(self.mirror) and qvec.shape != (self.mirror.dim,):
+            if lane is not None:
+                lane.result()
             raise IndexModelError(self.index_path, f"{self.store.index_model()[0]} (dim {self.mirror.dim})",
                                   f"a query vector of shape {qvec.shape}")
         vec, cos_of = self.mirror.top_notes(qvec, CANDIDATES)
+        if lane is not None:
+            bm25, ident = lane.result()
         cands = fuse(vec, bm25, ident, self._priority_ids(), cos_of)
 
         def fetch(some):

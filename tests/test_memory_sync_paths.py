@@ -379,3 +379,19 @@ def test_best_rows_holds_the_true_top_k_and_stays_close_to_k(layout):
     assert np.sort(scores[rows])[-k:].min() >= np.sort(scores)[-k]  # the k best scores are all there
     assert k <= len(rows) < 2 * k or layout == "ties"
     assert _best_rows(scores[:10], 20).tolist() == list(range(10))
+
+
+def test_the_two_lanes_side_by_side_give_what_they_give_one_after_the_other(tmp_path, monkeypatch):
+    """A large index runs the keyword lane beside the vector lane (PARALLEL_LANES_ROWS): the
+    ranking is the same as the lanes run in turn."""
+    import memory.engine as engine_mod
+
+    copy_fixture("seed", tmp_path / "notes")
+    eng, _ = make(tmp_path)
+    eng.sync()
+    queries = ["deploy the staging stack", "which port", "database migrations", "ship-v2"]
+    vectors = [eng.embed_query(q) for q in queries]
+    serial = [[h.name for h in eng.search(q, 5, query_vector=v)] for q, v in zip(queries, vectors, strict=True)]
+    monkeypatch.setattr(engine_mod, "PARALLEL_LANES_ROWS", 1)
+    side = [[h.name for h in eng.search(q, 5, query_vector=v)] for q, v in zip(queries, vectors, strict=True)]
+    assert side == serial and any(serial)
