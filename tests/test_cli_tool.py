@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
@@ -201,3 +202,21 @@ def test_doctor_names_each_agents_cli_and_hook(tmp_path, monkeypatch):
     (bin_dir / "opencode").chmod(0o755)
     acp = {c.label: c for c in d.check_acp_agents()}
     assert acp["backend acp:opencode"].detail == f"OpenCode over ACP: {bin_dir / 'opencode'}"
+
+
+def test_the_cockpit_command_is_a_script_that_imports_only_the_cli():
+    """`cockpit` is a script file, not a console-script entry point: pip's template for those
+    imports `re` before Cockpit's code (≈ 3 ms on every prompt the hook answers, the project
+    form of the hook included). The script runs the CLI and nothing else."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    script = root / "scripts" / "cockpit"
+    assert script.read_text().startswith("#!python\n")
+    tree = ast.parse(script.read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert imported == {"sys", "cockpit.cli"}
+    out = subprocess.run([sys.executable, str(script), "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("cockpit ")
+    assert 'script-files = ["scripts/cockpit"]' in (root / "pyproject.toml").read_text()
