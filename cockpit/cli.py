@@ -39,7 +39,6 @@ COMMAND_MODULES = {  # (in the order of the full parser's --help)
     "worktrees": "worktrees_cli", "shell": "worktrees_cli", "agents": "agents_cli", "doctor": "doctor",
     "config": "config_cli", "completion": "completion_cli",
 }
-ADDERS = {"server_cli": "add_parsers"}  # the modules whose function is not add_parser
 
 
 def build_parser(command: str | None = None, epilogs: bool = True) -> argparse.ArgumentParser:
@@ -66,7 +65,7 @@ def build_parser(command: str | None = None, epilogs: bool = True) -> argparse.A
     wanted = COMMAND_MODULES.get(command or "")
     for name in [wanted] if wanted else list(dict.fromkeys(COMMAND_MODULES.values())):
         module = importlib.import_module(f"cockpit.{name}")
-        getattr(module, ADDERS.get(name, "add_parser"))(sub)
+        module.add_parser(sub)
     for name, child in sub.choices.items() if epilogs else ():  # each --help names the config keys it reads
         _add_epilog(child, config_cli.epilog(name))
     parser.set_defaults(func=tui_cli.run)

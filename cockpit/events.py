@@ -43,6 +43,12 @@ class SessionStatus(enum.StrEnum):
         return self in (SessionStatus.DONE, SessionStatus.ERROR, SessionStatus.KILLED, SessionStatus.INTERRUPTED)
 
     @property
+    def is_working(self) -> bool:
+        """Not over and not waiting for a follow-up: what "stop every working session" stops
+        (queued, starting, preseeding, streaming, running a tool, needing approval, at a cap)."""
+        return self is not SessionStatus.WAITING and not self.is_final
+
+    @property
     def needs_user(self) -> bool:
         """The session is blocked on the user (an approval, a follow-up, a higher spend cap)."""
         return self in (SessionStatus.NEEDS_APPROVAL, SessionStatus.WAITING, SessionStatus.BUDGET_REACHED)

@@ -269,6 +269,11 @@ def main(argv: list[str]) -> int:
         from cockpit import memory_hook
 
         return memory_hook.full_main(argv)
+    return run(args)
+
+
+def run(args: dict) -> int:
+    """The hook with its flags read (``notes``, ``index``, ``top_k``): stdin in, the block out."""
     watched = not os.environ.get("COCKPIT_NO_SERVER")  # in-process: the model loads here (seconds)
     try:
         if watched:

@@ -94,9 +94,7 @@ def full_main(argv: list[str]) -> int:
         except CockpitError as exc:
             print(f"cockpit: error: {exc}", file=sys.stderr)
             return exc.code
-    return hook_fast.main([a for flag, value in (("--notes", args.notes), ("--index", args.index),
-                                                 ("--top-k", args.top_k)) if value is not None
-                           for a in (flag, str(value))])
+    return hook_fast.run({"notes": args.notes, "index": args.index, "top_k": args.top_k})
 
 
 def _note(text: str) -> None:

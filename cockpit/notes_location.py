@@ -43,9 +43,7 @@ def auto_memory_dir(cwd: Path | str) -> Path:
 
 def resolve_notes(value: str | os.PathLike | None, cwd: Path | str) -> Path:
     """The notes folder for a ``--notes`` value (``auto`` → :func:`auto_memory_dir`)."""
-    if value is None or str(value) == "":
-        return (Path(cwd) / "notes").resolve()
-    if str(value) == "auto":
-        return auto_memory_dir(cwd)
-    p = Path(value).expanduser()
-    return (p if p.is_absolute() else Path(cwd) / p).resolve()
+    from cockpit.hook_fast import notes_folder  # the rule itself (the hook's hot path reads it too)
+
+    found = notes_folder(None if value is None else str(value), str(cwd))
+    return auto_memory_dir(cwd) if found is None else Path(found)

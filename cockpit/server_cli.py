@@ -33,7 +33,7 @@ FINAL_STATES = {"done", "error", "killed", "interrupted"}  # a session in one of
 ID_HELP = "session id, or a unique prefix or suffix of at least 4 characters (see cockpit ls)"
 
 
-def add_parsers(sub) -> None:
+def add_parser(sub) -> None:
     p = sub.add_parser("server", help="the background server that owns the sessions",
                        description="The Cockpit server: one per user; clients start it when needed.")
     p.add_argument("action", nargs="?", default="status", choices=["run", "start", "status", "stop"],

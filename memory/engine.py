@@ -87,7 +87,7 @@ class MemoryEngine:
         self._last_report: SyncReport | None = None
         self._qcache: OrderedDict[tuple, np.ndarray] = OrderedDict()  # see embed_query
         self._qcache_lock = threading.Lock()
-        self._side: ThreadPoolExecutor | None = None  # embeds a query while the keyword lane runs
+        self._side: ThreadPoolExecutor | None = None  # one lane of a query while the caller runs the other
         self.query_cache_hits = 0
         self._watching: FileLock | None = None  # held while watch() keeps the index in step
         self._model_checked = -1  # index generation whose model was checked against ours
@@ -347,22 +347,24 @@ class MemoryEngine:
         if self._model_checked != gen:  # the index's model, checked once per index generation
             self.store.check_model(self.embedder.model_id, self.embedder.dim)
             self._model_checked = gen
+        def keyword_lane() -> tuple[list[int], set[int]]:
+            return bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
+
         if self._side is None:
             self._side = ThreadPoolExecutor(1, thread_name_prefix="cockpit-query-side")
+        lane = None
         if query_vector is None:
             # the model's forward pass (one core, the GIL released) and the keyword lane (SQLite,
             # the GIL released too) side by side: the lane costs the preseed nothing on two cores
             pending = self._side.submit(self.embed_query, query)
-            bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
+            bm25, ident = keyword_lane()
             qvec = pending.result()
-            lane = None
         else:
             qvec = np.asarray(query_vector, np.float32)
-            # a large index: the keyword lane beside the vector lane (numpy, GIL released too)
-            lane = self._side.submit(bm25_notes, self.store, query, stats=self.keyword_stats, generation=gen) \
-                if len(self.mirror) >= PARALLEL_LANES_ROWS else None
-            if lane is None:
-                bm25, ident = bm25_notes(self.store, query, stats=self.keyword_stats, generation=gen)
+            if len(self.mirror) >= PARALLEL_LANES_ROWS:  # the keyword lane beside the vector lane
+                lane = self._side.submit(keyword_lane)
+            else:
+                bm25, ident = keyword_lane()
         if len(self.mirror) and qvec.shape != (self.mirror.dim,):
             if lane is not None:
                 lane.result()

@@ -749,7 +749,7 @@ class SessionManager:
         needing approval, paused at a spend cap); finished and waiting ones are left for review
         (what ``RemoteRuntime.stop_all`` asks a server to do)."""
         for s in self.sessions:
-            if s.status is not SessionStatus.WAITING and not s.status.is_final:
+            if s.status.is_working:
                 await self.kill(s.id, reason=reason)
 
     async def aclose(self, reason: str = "") -> None:

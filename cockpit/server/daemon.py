@@ -854,10 +854,12 @@ def prewarm() -> None:
     reported, where the session needs the piece."""
     import importlib
 
+    global _PREWARMED_MODEL
     try:
         from memory.embedder import get_embedder
 
-        get_embedder().start()  # loads in its own thread
+        _PREWARMED_MODEL = get_embedder()  # the one every engine of the default model shares
+        _PREWARMED_MODEL.start()  # loads in its own thread
     except Exception:  # pragma: no cover - reported by the first engine that needs it
         log.debug("prewarm: embedder", exc_info=True)
     for name in PREWARM_MODULES:
@@ -869,17 +871,13 @@ def prewarm() -> None:
 
 
 PREWARMED = threading.Event()  # prewarm's imports are done (the model may still be loading)
+_PREWARMED_MODEL: Any = None  # the embedder prewarm started loading
 
 
 def prepared() -> dict:
     """What ``server.status`` says of :func:`prewarm`: ``modules`` imported, the embedding
     ``model``'s state (warming | ready | error; "not started" before prewarm asked for it)."""
-    model = "not started"
-    if "memory.embedder" in sys.modules:
-        from memory.embedder import _shared
-
-        states = [e.state for e in list(_shared.values())]
-        model = states[0] if states else model
+    model = _PREWARMED_MODEL.state if _PREWARMED_MODEL is not None else "not started"
     return {"modules": PREWARMED.is_set(), "model": model}
 
 

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import Any, Protocol
 
 from cockpit import wire
-from cockpit.events import Event, Usage
+from cockpit.events import Event, SessionStatus, Usage
 from cockpit.runtime.config import RuntimeConfig
 from cockpit.server.client import AsyncClient
 
@@ -164,7 +164,11 @@ class RemoteRuntime:
         """Kill every session of the server that is still working (queued, streaming, running a
         tool, needing approval, paused at a spend cap); finished and waiting ones are left for review."""
         for row in await self.list():
-            if row["status"] not in ("done", "error", "killed", "interrupted", "waiting for you"):
+            try:
+                working = SessionStatus(row["status"]).is_working
+            except ValueError:  # a state this client does not know (a newer server): stopped too
+                working = True
+            if working:
                 await self.kill(row["id"], reason="stopped from the app")
 
     async def aclose(self) -> None:

@@ -32,7 +32,6 @@ from cockpit.tui.screens.spawn import SpawnDialog, SpawnRequest
 from cockpit.tui.widgets.totals import MemoryState
 
 S = SessionStatus
-WORKING = (S.QUEUED, S.STARTING, S.PRESEEDING, S.STREAMING, S.RUNNING_TOOL, S.NEEDS_APPROVAL, S.BUDGET_REACHED)
 """States of a session still doing (or about to do) its task: quitting stops them, so it asks."""
 
 
@@ -339,7 +338,7 @@ class SessionCommands(App):
         """Stop every session still working (after asking) and quit."""
         if isinstance(self.screen, QuitDialog):
             return
-        working = [v for v in self.views.values() if v.status in WORKING]
+        working = [v for v in self.views.values() if v.status.is_working]
         if not working:
             await self._quit()
             return
