@@ -15,6 +15,7 @@ from tui_fakes import FakeEngine, FakeHit, FakeManager, session_script, text_of,
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
+from cockpit.runtime.spawn import SpawnSpec
 from cockpit.tui import CockpitApp
 from cockpit.tui.screens.memory import MemoryScreen
 from cockpit.tui.screens.spawn import SpawnDialog
@@ -775,7 +776,7 @@ async def test_the_manager_snapshot_carries_what_closed_sessions_spent(tmp_path)
         api.script(Reply("done"))
         mgr = SessionManager(None, RuntimeConfig(api_key="k", base_url=api.base_url, interactive=False,
                                                  sandbox=False, worktrees_dir=tmp_path / "w", max_retries=0))
-        s = await mgr.spawn("x", workspace=tmp_path, worktree=False, preseed=False)
+        s = await mgr.spawn(SpawnSpec("x", workspace=tmp_path, worktree=False, preseed=False))
         assert await mgr.wait_idle(timeout=60)
         assert s.usage.total > 0
         await mgr.forget(s.id)
@@ -794,10 +795,10 @@ async def test_each_spawn_focuses_its_own_pane_even_when_another_pane_arrives_fi
     gate = asyncio.Event()
     real = mgr.spawn
 
-    async def spawn(task, **options):
-        if task == "slow":
+    async def spawn(spec):
+        if spec.task == "slow":
             await gate.wait()
-        return await real(task, **options)
+        return await real(spec)
 
     mgr.spawn = spawn
     app = CockpitApp(mgr)
@@ -911,7 +912,7 @@ async def test_a_failed_request_to_the_runtime_is_one_line_and_the_app_stays():
     runtime refuses each give '<what> failed: <why>' and the app keeps running."""
 
     class Refusing(FakeManager):
-        async def spawn(self, task, **options):
+        async def spawn(self, spec):
             raise RuntimeError("the server is gone")
 
         async def kill(self, session_id):
