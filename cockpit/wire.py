@@ -238,7 +238,7 @@ def _field_hints(cls: type) -> dict[str, Any]:
 def check_fields(obj: Any) -> None:
     """Check every field of the frozen dataclass ``obj`` against its annotation (in ``__post_init__``),
     storing converted values. Raises :class:`ParamError` naming the first field that does not fit."""
-    hints = _field_hints(type(obj))
+    hints = _field_hints(obj.__class__)
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         got = check(f.name, value, hints[f.name])

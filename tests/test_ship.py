@@ -220,9 +220,9 @@ async def test_check_through_the_manager_reports_pass_and_fail(api, repo, tmp_pa
     fixed(s.worktree)
     res = await mgr.review(s.id, "check")
     assert res.ok and "check passed" in res.message
-    draft = await mgr.pull_request(s.id, draft=True)
-    assert "check passed" in draft["body"] and "add x" in draft["body"] and draft["title"] == "add x"
-    assert "## What the session did\n\nDone." in draft["body"]  # waiting, not ended: its last answer
+    draft = await mgr.draft_pull_request(s.id)
+    assert "check passed" in draft.body and "add x" in draft.body and draft.title == "add x"
+    assert "## What the session did\n\nDone." in draft.body  # waiting, not ended: its last answer
     await mgr.aclose()
 
 

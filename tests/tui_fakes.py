@@ -94,9 +94,10 @@ class FakeManager:
         self.answers.append((session_id, request_id, allow, scope, reason))
         self.emit(ev.ApprovalResolved(session_id, request_id or "", allow, scope, reason))
 
-    async def pull_request(self, session_id, title="", body="", draft=False):
-        if draft:
-            return {"title": "the task", "body": "## Task\n\nthe task"}
+    async def draft_pull_request(self, session_id):
+        return SimpleNamespace(title="the task", body="## Task\n\nthe task")
+
+    async def pull_request(self, session_id, title="", body=""):
         return await self.review(session_id, "pr")
 
     async def review(self, session_id, action):

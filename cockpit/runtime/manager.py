@@ -631,18 +631,23 @@ class SessionManager:
         self.publish(event)
         return event
 
-    async def pull_request(self, session_id: str, title: str = "", body: str = "",
-                           draft: bool = False) -> Reviewed | dict:
-        """Push the session's branch and open a pull request (``title``/``body`` empty: drafted from
-        the task, the final answer, the notes, the last check). ``draft``: only the draft,
-        ``{"title", "body"}``, nothing pushed."""
+    async def draft_pull_request(self, session_id: str) -> ship.PullRequestDraft:
+        """The pull request's text drafted from the task, the final answer, the notes and the last
+        check; nothing is pushed. Raises KeyError; ValueError when the session runs in place."""
         s = self.get(session_id)
         info = s.worktree
         if info is None:
             raise ValueError(f"session {s.id} runs in place: no branch to push")
-        if draft:
-            t, b = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
-            return {"title": t, "body": b}
+        t, b = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
+        return ship.PullRequestDraft(t, b)
+
+    async def pull_request(self, session_id: str, title: str = "", body: str = "") -> Reviewed:
+        """Push the session's branch and open a pull request (``title``/``body`` empty: drafted as
+        :meth:`draft_pull_request` does)."""
+        s = self.get(session_id)
+        info = s.worktree
+        if info is None:
+            raise ValueError(f"session {s.id} runs in place: no branch to push")
         return await self._ship(s, info, "pr", title, body)
 
     async def kill(self, session_id: str, reason: str = "") -> None:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from cockpit.runtime.budget import BudgetHit
     from cockpit.runtime.config import RuntimeConfig
     from cockpit.runtime.pricing import PricingTable
+    from cockpit.runtime.ship import PullRequestDraft
     from cockpit.runtime.spawn import SpawnSpec
     from cockpit.runtime.worktree import Diff
 
@@ -225,9 +226,12 @@ class Runtime(Protocol):
 
     async def diff(self, session_id: str) -> Diff: ...
 
-    async def pull_request(self, session_id: str, title: str = "", body: str = "",
-                           draft: bool = False) -> Reviewed | dict:
-        """Push the branch and open a pull request (``draft``: only ``{"title", "body"}``)."""
+    async def draft_pull_request(self, session_id: str) -> PullRequestDraft:
+        """The pull request's text drafted from the session; nothing pushed."""
+        ...
+
+    async def pull_request(self, session_id: str, title: str = "", body: str = "") -> Reviewed:
+        """Push the branch and open a pull request (``title``/``body`` empty: drafted)."""
         ...
 
     async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None) -> SessionRef: ...

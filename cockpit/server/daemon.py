@@ -636,8 +636,10 @@ class Server:
     @method("pr", doc="`title`, `body` empty: drafted; `draft` true: only the draft",
             result="`{title, body}` for a draft, else a `Reviewed` event (`action: \"pr\"`)")
     async def h_pr(self, req: Request, id: SessionId, title: str = "", body: str = "", draft: bool = False) -> dict:
-        out = await self.mgr.pull_request(id, title, body, draft=draft)
-        return out if isinstance(out, dict) else wire.event_to_json(out)
+        if draft:
+            text = await self.mgr.draft_pull_request(id)
+            return {"title": text.title, "body": text.body}
+        return wire.event_to_json(await self.mgr.pull_request(id, title, body))
 
     @method("resume", doc="`id`: a session a previous server left interrupted, or `path`: a transcript (absolute) "
             "or a Claude Code session id", result="the new session")

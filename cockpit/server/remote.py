@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from cockpit import wire
 from cockpit.events import Event, Reviewed, SessionStatus, Usage
 from cockpit.runtime.config import RuntimeConfig
+from cockpit.runtime.ship import PullRequestDraft
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.server.client import AsyncClient
 
@@ -141,10 +142,12 @@ class RemoteRuntime:
     async def review(self, session_id: str, action: str) -> Reviewed:
         return _reviewed(await self.client.call("review", id=session_id, action=action))
 
-    async def pull_request(self, session_id: str, title: str = "", body: str = "",
-                           draft: bool = False) -> Reviewed | dict:
-        out = await self.client.call("pr", id=session_id, title=title, body=body, draft=draft)
-        return out if draft else _reviewed(out)
+    async def draft_pull_request(self, session_id: str) -> PullRequestDraft:
+        out = await self.client.call("pr", id=session_id, draft=True)
+        return PullRequestDraft(str(out["title"]), str(out["body"]))
+
+    async def pull_request(self, session_id: str, title: str = "", body: str = "") -> Reviewed:
+        return _reviewed(await self.client.call("pr", id=session_id, title=title, body=body))
 
     async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None) -> SessionInfo:
         path = Path(transcript_path).expanduser()
