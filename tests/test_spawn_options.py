@@ -137,6 +137,9 @@ async def test_the_server_refuses_each_bad_option_and_an_unknown_one_with_its_li
         with pytest.raises(RemoteError) as err:
             await client.call("spawn", task="t", workspace=str(tmp_path), permision_mode="plan")
         assert err.value.code == rpc.INVALID_PARAMS and "unknown parameter 'permision_mode'" in err.value.message
+        with pytest.raises(RemoteError) as err:  # a setting the server does not know is not dropped either
+            await client.call("spawn", task="t", workspace=str(tmp_path), config={"api_kee": "k"})
+        assert err.value.code == rpc.INVALID_PARAMS and "unknown config key 'api_kee'" in err.value.message
         with pytest.raises(RemoteError) as err:
             await client.call("spawn", task="t", workspace="relative")
         assert err.value.code == rpc.INVALID_PARAMS and err.value.message.startswith("workspace must be an absolute")

@@ -434,6 +434,9 @@ class Server:
     def _config(self, given: dict | None, interactive: bool, conn: Connection | None = None) -> RuntimeConfig:
         """The settings a client sent with a spawn or resume (``config``) over the server's own."""
         given = given or {}
+        unknown = sorted(k for k in given if k not in CLIENT_CONFIG_KEYS)
+        if unknown:  # a setting this server does not know is refused, not dropped
+            raise wire.ParamError(f"unknown config key {unknown[0]!r} (known: {', '.join(CLIENT_CONFIG_KEYS)})")
         overrides = {k: (tuple(v) if k in ("allow", "deny", "allow_hosts", "sandbox_hide", "protected", "pass_env")
                          and isinstance(v, list) else v)
                      for k, v in given.items() if k in CLIENT_CONFIG_KEYS and k != "agents"}
@@ -569,7 +572,8 @@ class Server:
             "config's value; `workspace` is required here and absolute; `max_budget_usd` / `max_budget_tokens`: "
             "the session's spend cap, over the config's). `notes`: the notes folder; `config`: the client's "
             "settings (`api_key`, `auth_token`, `base_url`, `max_tokens`, `max_turns`, `permission_mode`, `allow`, "
-            "`deny`, `max_budget_usd`, `max_budget_tokens`, … — never logged)", result="the session (as `get`)")
+            "`deny`, `max_budget_usd`, `max_budget_tokens`, … — never logged; an unknown key is refused)",
+            result="the session (as `get`)")
     async def h_spawn(self, req: Request, spec: Annotated[SpawnSpec, FLAT], notes: AbsPath | None = None,
                       index: AbsPath | None = None, config: dict | None = None) -> dict:
         if spec.workspace is None or not os.path.isabs(spec.workspace):
