@@ -67,8 +67,8 @@ async def main(docs: Path) -> None:
         async with app.run_test(size=(216, 40)) as pilot:  # ≥ 64 columns a pane: its notes strip shows
             await wait(pilot, lambda: app.memory.model_state == "ready", 120)
             for (backend, _), api in zip(AGENTS, apis, strict=True):
-                await mgr.spawn(SpawnSpec(QUESTION, workspace=ws, backend=backend,
-                                config=RuntimeConfig(base_url=api.base_url, backend=backend, **base)))
+                await mgr.spawn(SpawnSpec(QUESTION, workspace=ws, backend=backend),
+                                config=RuntimeConfig(base_url=api.base_url, backend=backend, **base))
             await wait(pilot, lambda: len(app.views) == 3 and all(
                 v.status in (S.WAITING, S.DONE, S.ERROR) for v in app.views.values()), 300)
             await pilot.pause(0.5)

@@ -363,7 +363,7 @@ def test_a_clients_agents_go_with_its_spawn_and_only_over_the_unix_socket():
     added after the server started works at once); over TCP they are refused (commands to run)."""
     from types import SimpleNamespace
 
-    from cockpit.server import rpc
+    from cockpit import wire
     from cockpit.server.daemon import Server
     from cockpit.server.remote import config_payload
 
@@ -372,12 +372,12 @@ def test_a_clients_agents_go_with_its_spawn_and_only_over_the_unix_socket():
     assert json.loads(json.dumps(payload))["agents"][0]["commands"] == [["my-agent", "--acp"]]
     server = Server.__new__(Server)
     server.config = RuntimeConfig()
-    cfg = server._config({"config": json.loads(json.dumps(payload))}, SimpleNamespace(tcp=False))
+    cfg = server._config(json.loads(json.dumps(payload)), True, SimpleNamespace(tcp=False))
     assert cfg.agents == (mine,) and cfg.backend == "acp:mine"
-    with pytest.raises(rpc.RpcError, match="Unix socket only"):
-        server._config({"config": payload}, SimpleNamespace(tcp=True))
-    with pytest.raises(rpc.RpcError, match="malformed agent"):
-        server._config({"config": {"agents": [{"name": "x"}]}}, SimpleNamespace(tcp=False))
+    with pytest.raises(wire.ParamError, match="Unix socket only"):
+        server._config(payload, True, SimpleNamespace(tcp=True))
+    with pytest.raises(wire.ParamError, match="malformed agent"):
+        server._config({"agents": [{"name": "x"}]}, True, SimpleNamespace(tcp=False))
 
 
 @pytest.mark.parametrize("auth, header, value", [("bearer", "authorization", "Bearer sk-openai-1"),

@@ -362,7 +362,7 @@ async def test_protected_paths_a_command_writes_are_put_back_unless_the_user_kee
 
     mgr = make_mgr(api, tmp_path, interactive=False, sandbox=sandbox)
     s = await mgr.spawn(SpawnSpec("write config", workspace=repo, permission_mode="auto" if sandbox else "bypassPermissions",
-                        engine=NotesOnly(), preseed=False))
+                        preseed=False), engine=NotesOnly())
     assert await mgr.wait_idle(timeout=60)
     tree = Path(s.worktree.path)
     assert (tree / "ok.txt").read_text() == "fine\n"  # the rest of the command's work stays

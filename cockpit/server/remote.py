@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from cockpit import wire
 from cockpit.events import Event, Reviewed, SessionStatus, Usage
 from cockpit.runtime.config import RuntimeConfig
-from cockpit.runtime.ship import PullRequestDraft
-from cockpit.runtime.spawn import SpawnSpec
 from cockpit.server.client import AsyncClient
 
 if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.ship import PullRequestDraft
+    from cockpit.runtime.spawn import SpawnSpec
     from cockpit.runtime.worktree import Diff
 
 CLIENT_CONFIG_KEYS = (
@@ -143,6 +143,8 @@ class RemoteRuntime:
         return _reviewed(await self.client.call("review", id=session_id, action=action))
 
     async def draft_pull_request(self, session_id: str) -> PullRequestDraft:
+        from cockpit.runtime.ship import PullRequestDraft
+
         out = await self.client.call("pr", id=session_id, draft=True)
         return PullRequestDraft(str(out["title"]), str(out["body"]))
 
