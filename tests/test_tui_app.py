@@ -578,6 +578,24 @@ async def test_spawn_dialog_passes_the_backend_and_options_the_runtime_offers():
         assert options["permission_mode"] == "acceptEdits" and options["worktree"] is True
 
 
+async def test_a_value_the_spawn_spec_refuses_is_said_in_the_dialog_which_stays_open():
+    """The dialog builds a SpawnSpec: its one-line refusal shows there, the task typed stays, and
+    nothing reaches the runtime."""
+    mgr = FakeManager()
+    app = CockpitApp(mgr, None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("n")
+        dialog = app.screen
+        assert isinstance(dialog, SpawnDialog)
+        dialog.query_one("#spawn-model").value = "claude\x00x"
+        await pilot.press(*"task one", "enter")
+        error = dialog.query_one("#spawn-error")
+        await until(pilot, lambda: error.display, "the refusal shown")
+        assert "model must be a non-empty string (no NUL)" in text_of(error)
+        assert app.screen is dialog and dialog.query_one("#spawn-task").value == "task one"
+        assert mgr.spawned == []
+
+
 async def test_an_approval_answered_elsewhere_closes_its_dialog_and_the_panel():
     from cockpit.tui.screens.approval import ApprovalDialog
 
