@@ -82,18 +82,29 @@ class Recorder:
             self._tw.write(*held)
 
     def _scrub(self, value: Any) -> Any:
+        """``value`` with ``redact`` applied to every string in it: the same object when nothing
+        changed (the session's own ``pending`` ask stays the event clients got)."""
         if isinstance(value, enum.Enum):
             return value
         if isinstance(value, str):
-            return self.redact(value)
+            done = self.redact(value)
+            return value if done == value else done
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            return dataclasses.replace(value, **{f.name: self._scrub(getattr(value, f.name))
-                                                 for f in dataclasses.fields(value) if f.init})
+            changes = {}
+            for f in dataclasses.fields(value):
+                old = getattr(value, f.name)
+                new = self._scrub(old)
+                if new is not old:
+                    changes[f.name] = new
+            return dataclasses.replace(value, **changes) if changes else value
         if isinstance(value, dict):
-            return {k: self._scrub(v) for k, v in value.items()}
+            items = {k: self._scrub(v) for k, v in value.items()}
+            return value if all(items[k] is v for k, v in value.items()) else items
         if isinstance(value, (list, tuple)):
-            return type(value)(self._scrub(v) for v in value) if isinstance(value, tuple) \
-                else [self._scrub(v) for v in value]
+            seq = [self._scrub(v) for v in value]
+            if all(a is b for a, b in zip(seq, value, strict=True)):
+                return value
+            return tuple(seq) if isinstance(value, tuple) else seq
         return value
 
     def close(self) -> None:
