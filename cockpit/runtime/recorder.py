@@ -31,7 +31,8 @@ class Recorder:
         self._tw: TranscriptWriter | None = None
         self._closed = False
         self._early: list[tuple[Event, str]] = []  # emitted before start(), written by it
-        self._held: tuple[TextDelta, str] | None = None  # text not yet written (more may follow)
+        self._held: list[str] = []  # streamed text not yet written (more may follow)
+        self._held_at: tuple[str, str] = ("", "")  # its session id and time
 
     @property
     def open(self) -> bool:
@@ -68,18 +69,17 @@ class Recorder:
         if isinstance(event, UsageUpdate) and event.partial:
             return  # a live figure while a response streams: the response's own one follows
         if isinstance(event, TextDelta):
-            if self._held is not None:
-                event = TextDelta(event.session_id, self._held[0].text + event.text)
-                ts = self._held[1]
-            self._held = (event, ts)
+            if not self._held:
+                self._held_at = (event.session_id, ts)
+            self._held.append(event.text)
             return
         self._flush()
         self._tw.write(event, ts)
 
     def _flush(self) -> None:
-        if self._held is not None and self._tw is not None:
-            held, self._held = self._held, None
-            self._tw.write(*held)
+        if self._held and self._tw is not None:
+            text, self._held = "".join(self._held), []
+            self._tw.write(TextDelta(self._held_at[0], text), self._held_at[1])
 
     def _scrub(self, value: Any) -> Any:
         """``value`` with ``redact`` applied to every string in it: the same object when nothing

@@ -52,7 +52,7 @@ def _spawned(e: ev.SessionSpawned) -> list[str]:
         out.append(f"continues session {e.continued_from}")
     w = e.worktree
     where = f"worktree {w.path} on {w.branch}" if w else e.placement
-    out.append(f"permission mode {e.permission_mode or 'default'} · {where}")
+    out.append(f"permission mode {e.permission_mode or 'default'}" + (f" · {where}" if where else ""))
     if not e.preseed_enabled:
         out.append("(preseed off)")
     return out
@@ -106,6 +106,8 @@ def render_transcript(events: list[ev.Event]) -> str:
             out.append(f"· usage (request {requests}{what}): {_usage_line(e.usage)}  "
                        f"cost {fmt.usd(e.cost_usd)}  stop {e.stop_reason}")
         elif isinstance(e, ev.StatusChanged):
+            if e.status.is_final:  # the end says it
+                continue
             out.append(f"· status: {e.status.value}{f' ({e.detail})' if e.detail else ''}")
         elif isinstance(e, ev.SessionErrorEvent):
             out.append(f"✗ error [{e.kind}]: {e.message}")
@@ -127,6 +129,8 @@ def render_transcript(events: list[ev.Event]) -> str:
             out.append(f"{'✓' if e.ok else '✗'} review {e.action}: {e.message}")
         elif isinstance(e, ev.SessionDone):
             out.append(_rule(f"end: {e.status.value}"))
+            if e.reason:
+                out.append(e.reason)
             out.append(f"stop {e.stop_reason} · {_usage_line(e.usage)} · cost {fmt.usd(e.cost_usd)}")
         else:
             data = {k: v for k, v in to_plain(e).items() if k != "session_id"}
