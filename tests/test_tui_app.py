@@ -395,7 +395,8 @@ async def test_review_shows_damaged_transcripts_with_a_warning_and_never_ends_th
         screen = app.screen
         assert isinstance(screen, ReviewScreen)
         await until(pilot, lambda: len(screen.infos) == 2 and screen.text, "both listed")
-        await until(pilot, lambda: "damaged record" in screen.query_one("#review-text").text, "the odd one said")
+        await until(pilot, lambda: "the header's injected is not a list" in screen.query_one("#review-text").text,
+                    "the odd one said")
         await pilot.press("down")
         await until(pilot, lambda: "kept answer" in screen.query_one("#review-text").text, "the garbled one")
         text = screen.query_one("#review-text").text

@@ -43,8 +43,9 @@ _HEADER_KEYS = {"type", "ts", "_line", "version", "session_id", "task", "model",
 
 
 class _Migration:
-    def __init__(self, path: str):
+    def __init__(self, path: str, warnings: list[str]):
         self.path = path
+        self.warnings = warnings
         self.sid = ""
         self.task = ""
         self.first_user = True
@@ -53,6 +54,10 @@ class _Migration:
 
     def header(self, r: dict) -> list[ev.Event]:
         self.sid, self.task = str(r.get("session_id", "")), str(r.get("task", ""))
+        for key in ("injected", "left_out"):
+            if key in r and not isinstance(r[key], (list, type(None))):
+                self.warnings.append(f"{self.path}: line {r.get('_line', 1)}: the header's {key} is not a list: "
+                                     "left out")
         w = r.get("worktree") if isinstance(r.get("worktree"), dict) else None
         ref = None if w is None else ev.WorktreeRef(str(w.get("path", "")), str(w.get("branch", "")),
                                                     str(w.get("base_commit", "")), w.get("base_branch"))
@@ -170,7 +175,7 @@ def _text(content: Any) -> str:
 def events_from_records(records: list[dict], path: str, warnings: list[str]) -> list[tuple[str, ev.Event]]:
     """``(ts, event)`` for old-format ``records`` (the header first). A record that does not fit
     its type (a damaged line) is skipped with a warning in ``warnings``."""
-    m = _Migration(path)
+    m = _Migration(path, warnings)
     out: list[tuple[str, ev.Event]] = []
     for r in records:
         try:
