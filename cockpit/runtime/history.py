@@ -277,7 +277,7 @@ class SessionHistory:
     def earlier_blocks(self) -> list[Block]:
         """The session's output as a predecessor's (a resumed session shows it first): its task
         as the user's first message, then its blocks."""
-        return [Block("user", text=self.task)] + [b for b in self.blocks] if self.task else list(self.blocks)
+        return ([Block("user", text=self.task)] if self.task else []) + list(self.blocks)
 
 
 def fold(events: Iterable[ev.Event], session_id: str = "") -> SessionHistory:

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -101,7 +102,7 @@ class Ghost:
             history += ending
         return cls(sid, transcript, history)
 
-    @property
+    @functools.cached_property
     def state(self) -> SessionHistory:
         return fold(self.history, self.id)
 
