@@ -415,12 +415,11 @@ class SessionBase:
 
     def _resume_setup(self) -> None:
         old = self._resumed
-        if old is not None:  # the notes its first message had, as the new pane and transcript show
+        if old is not None:  # the notes its first message had (maybe none), as the new pane and transcript show
             self.injected, self.left_out = old.notes, old.left_out
             self.preseed_text, self.preseed_tokens = old.preseed_text, old.preseed_tokens
-            if old.preseeded:
-                self.rec.emit(Preseeded(self.id, self.injected, self.preseed_tokens, self.preseed_text,
-                                        old.preseed_error, memory=old.memory, left_out=self.left_out))
+            self.rec.emit(Preseeded(self.id, self.injected, self.preseed_tokens, self.preseed_text,
+                                    old.preseed_error, memory=old.memory, left_out=self.left_out))
         msgs, self.messages = self.messages, []
         self._open_transcript()
         for m in msgs:
