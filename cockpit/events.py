@@ -190,6 +190,9 @@ class MemoryMiss(Event):
     name: str
     via: str
     in_index: bool = False
+    notes: str = ""  # the notes folder the note is in (``cockpit memory misses`` filters on it)
+    task: str = ""
+    given: tuple[str, ...] = ()  # the notes the preseed did give as lines (not priority ones)
 
 
 @dataclass(frozen=True)
@@ -253,6 +256,10 @@ class UsageUpdate(Event):
     context_window: int | None = None
     partial: bool = False  # True while the response streams (message_start / message_delta figures)
     cost_source: str = "pricing"  # "pricing" (our table) or "claude-code" (its total_cost_usd)
+    model: str = ""  # the model that answered ("" in a partial figure)
+    stop_reason: str | None = None
+    source: str = ""  # "selector": the preseed's model selector call ("" = the session's own request)
+    agent_total_usd: float | None = None  # the backend's own running total (Claude Code's total_cost_usd)
 
 
 @dataclass(frozen=True)
@@ -344,10 +351,19 @@ class SessionErrorEvent(Event):
 
 @dataclass(frozen=True)
 class SessionDone(Event):
-    status: SessionStatus  # DONE, ERROR or KILLED
+    """Always a session's last event but a review's. ``usage``/``cost_usd``: its totals (tokens,
+    USD; None = unpriced); ``reason``: why it ended so (a kill's reason, the error, "continued in
+    …"; "" for a plain done); ``extra``: ``transcript_path``, ``requests`` and the backend's own
+    end facts (``claude_session_id``, ``acp_session_id``, …)."""
+
+    status: SessionStatus  # DONE, ERROR, KILLED or INTERRUPTED
     final_text: str = ""
     stop_reason: str | None = None
     extra: dict = field(default_factory=dict)
+    usage: Usage | None = None
+    cost_usd: float | None = None
+    reason: str = ""
+    ended_at: str = ""
 
 
 @dataclass(frozen=True)
@@ -358,6 +374,62 @@ class SessionForgotten(Event):
 
     usage: Usage | None = None
     cost_usd: float | None = None
+
+
+# -- facts the transcript keeps that a client's view may ignore --------------------------------
+@dataclass(frozen=True)
+class SessionStarted(Event):
+    """The session's settings no other event carries, written once its first message is known
+    (after ``Preseeded``): ``started_at`` (ISO-8601 UTC), the ``system_prompt`` as sent,
+    ``top_k``, ``interactive``, ``notes`` (the notes folder), ``sandbox_off`` (the user turned the
+    sandbox off: a resume stays unconfined), ``budget`` (the cap, ``Budget.to_dict()``) and the
+    backend's own facts (``extra``: Cockpit's instruction files, Claude Code's or the ACP agent's
+    settings). ``version``: the transcript format (3: every line an event)."""
+
+    started_at: str
+    system_prompt: str = ""
+    top_k: int | None = None
+    interactive: bool = True
+    notes: str = ""
+    sandbox_off: bool = False
+    budget: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+    version: int = 3
+
+
+@dataclass(frozen=True)
+class ConversationMessage(Event):
+    """A message the conversation holds, as sent to the model (``role`` user | assistant;
+    ``content``: API content blocks) — what a resume or a continuation rebuilds the
+    conversation from. The pane shows the same facts from ``TextDelta``/``ToolCall``/…"""
+
+    role: str
+    content: Any
+
+
+@dataclass(frozen=True)
+class Retrying(Event):
+    """A failure the runtime retries (a dropped stream, a rate limit, a refused context-management
+    request): ``kind`` and one-line ``message``, like :class:`SessionErrorEvent`'s."""
+
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class WorktreeRemoved(Event):
+    """The session's worktree and branch were dropped at its end (``reason``: it changed nothing)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class BackendRecord(Event):
+    """A backend's own fact for the transcript (Claude Code's session id and result, an ACP
+    agent's plan, thoughts and stderr, …): ``kind`` names it, ``data`` holds it (JSON-ready)."""
+
+    kind: str
+    data: dict = field(default_factory=dict)
 
 
 def _concrete_events() -> dict[str, type[Event]]:

@@ -39,15 +39,15 @@ def add_parsers(msub: argparse._SubParsersAction, common) -> None:
     sp.set_defaults(func=cmd_calibrate)
 
 
-def _sessions() -> list[tuple[Path, list[dict]]]:
+def _sessions() -> list[tuple[Path, list[tuple[str, Any]]]]:
     from cockpit.runtime.config import sessions_dir
-    from cockpit.runtime.transcript import read_transcript
+    from cockpit.runtime.transcript import read_timed
 
     out = []
     folder = sessions_dir()
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         try:
-            out.append((path, read_transcript(path, [])))
+            out.append((path, read_timed(path, [])))
         except (OSError, ValueError):
             continue
     return out
@@ -78,13 +78,14 @@ def _hook_misses(notes: Path | None) -> list[dict]:
 
 def collect_misses(notes: Path | None) -> list[dict]:
     rows = _hook_misses(notes)
-    for path, recs in _sessions():
-        head = recs[0]
-        for r in recs:
-            if r.get("type") == "memory_miss" and _same_folder(str(r.get("notes", "")), notes):
-                rows.append({"session": head.get("session_id", path.stem), "time": r.get("ts", ""),
-                             "note": r.get("name", ""), "via": r.get("via", ""), "in_index": bool(r.get("in_index")),
-                             "task": r.get("task", head.get("task", "")), "notes": r.get("notes", ""),
+    from cockpit.events import MemoryMiss
+
+    for path, timed in _sessions():
+        task = getattr(timed[0][1], "task", "")
+        for ts, e in timed:
+            if isinstance(e, MemoryMiss) and _same_folder(e.notes, notes):
+                rows.append({"session": e.session_id or path.stem, "time": ts, "note": e.name, "via": e.via,
+                             "in_index": e.in_index, "task": e.task or task, "notes": e.notes,
                              "transcript": str(path)})
     return rows
 
@@ -116,24 +117,27 @@ def collect_examples(notes: Path) -> list:
     from memory.text import content_terms
 
     out: list[Example] = [Example(r["task"], r["note"], True, r["session"]) for r in _hook_misses(notes) if r["task"]]
-    for path, recs in _sessions():
-        head = recs[0]
-        if not head.get("notes") or not _same_folder(head["notes"], notes) or not head.get("task"):
+    from cockpit.events import ToolCall
+    from cockpit.runtime.history import fold
+
+    for path, timed in _sessions():
+        h = fold(e for _, e in timed)
+        folder = h.started.notes if h.started else ""
+        if not folder or not _same_folder(folder, notes) or not h.task:
             continue
-        sid = head.get("session_id", path.stem)
-        for r in recs:
-            if r.get("type") == "memory_miss":
-                out.append(Example(head["task"], r.get("name", ""), True, sid))
-        said = json.dumps([r for r in recs[1:] if r.get("type") == "tool_call"
-                           or (r.get("type") == "message" and r.get("role") == "assistant")]).casefold()
+        sid = h.session_id or path.stem
+        for miss in h.miss_events:
+            out.append(Example(h.task, miss.name, True, sid))
+        said = json.dumps([{"name": e.name, "input": e.input} for _, e in timed if isinstance(e, ToolCall)]
+                          + [m for m in h.messages if m["role"] == "assistant"], default=str).casefold()
         said_terms = {t[:5] for t in content_terms(said)}
-        for n in head.get("injected", []):
-            if n.get("kind", "line") != "line" or n.get("priority") or not n.get("name"):
+        for n in h.notes:
+            if n.kind != "line" or n.priority or not n.name:
                 continue
-            desc = {t[:5] for t in content_terms(str(n.get("description", "")))}
-            used = n["name"].casefold() in said or len(desc & said_terms) >= min(2, len(desc))
+            desc = {t[:5] for t in content_terms(n.description)}
+            used = n.name.casefold() in said or len(desc & said_terms) >= min(2, len(desc))
             if not used:  # neither its name nor two words of its description in what the session wrote
-                out.append(Example(head["task"], n["name"], False, sid))
+                out.append(Example(h.task, n.name, False, sid))
     return out
 
 

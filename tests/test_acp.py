@@ -12,6 +12,7 @@ from standin import FactResponder, StandIn
 
 from cockpit.events import (
     ApprovalRequested,
+    BackendRecord,
     SessionStatus,
     TextDelta,
     ToolCall,
@@ -19,7 +20,7 @@ from cockpit.events import (
     UsageUpdate,
     WorktreeChanged,
 )
-from cockpit.runtime import ConfigError, RuntimeConfig, SessionManager, backends, load_config, read_transcript
+from cockpit.runtime import ConfigError, RuntimeConfig, SessionManager, backends, fold, load_config, read_events
 from cockpit.runtime.acp.agents import BUILTIN, AgentDef, parse_agents
 from cockpit.runtime.acp.relay import PLACEHOLDER_KEY, ModelRelay
 from cockpit.runtime.sandbox import detect
@@ -51,9 +52,9 @@ def repo(tmp_path):
 def agent_log(s) -> list[dict]:
     """What the scripted agent said it got (its ``ACP_LOG`` stderr lines, kept in the transcript)."""
     out = []
-    for r in read_transcript(s.transcript_path):
-        if r["type"] == "stderr" and r["line"].startswith("ACP_LOG "):
-            out.append(json.loads(r["line"][8:]))
+    for r in read_events(s.transcript_path):
+        if isinstance(r, BackendRecord) and r.kind == "stderr" and r.data["line"].startswith("ACP_LOG "):
+            out.append(json.loads(r.data["line"][8:]))
     return out
 
 
@@ -127,10 +128,12 @@ async def test_the_block_goes_into_the_first_prompt_before_the_task(repo, tmp_pa
     assert final and final[-1].cost_source == "acp:fake" and final[-1].total_cost_usd == pytest.approx(0.0125)
     assert s.usage.input == 1200 and s.usage.output == 100 and s.cost_usd == pytest.approx(0.0125)
     assert s.to_dict()["cost_source"] == "acp:fake" and s.to_dict()["agent"] == "fake"
-    recs = read_transcript(s.transcript_path)
-    assert recs[0]["backend"] == "acp:fake" and recs[0]["preseed_text"] == OneNote.BLOCK
-    assert any(r["type"] == "plan" and len(r["entries"]) == 2 for r in recs)
-    assert any(r["type"] == "acp" and r["session_id"] == "fake-1" and r["mode"] == "default" for r in recs)
+    recs = read_events(s.transcript_path)
+    told = fold(recs)
+    assert told.backend == "acp:fake" and told.preseed_text == OneNote.BLOCK
+    notes = [r for r in recs if isinstance(r, BackendRecord)]
+    assert any(r.kind == "plan" and len(r.data["entries"]) == 2 for r in notes)
+    assert any(r.kind == "acp" and r.data["session_id"] == "fake-1" and r.data["mode"] == "default" for r in notes)
     if sandbox:
         assert s.spec.sandbox == "bubblewrap" and "network only to its model endpoint" in s.spec.sandbox_note
     else:
@@ -251,7 +254,8 @@ async def test_garbage_on_stdout_is_recorded_and_the_session_goes_on(repo, tmp_p
     s, events = await run_one(mgr, "hello", workspace=repo)
     await mgr.aclose()
     assert s.status == S.DONE and "blocks:" in s.final_text
-    bad = [r["line"] for r in read_transcript(s.transcript_path) if r["type"] == "acp_garbage"]
+    bad = [r.data["line"] for r in read_events(s.transcript_path)
+           if isinstance(r, BackendRecord) and r.kind == "acp_garbage"]
     assert bad == ["this is not json", "{not json either", "[1, 2]"]
     assert any(getattr(e, "detail", "").startswith("Fake agent wrote 1 line(s) that are not ACP") for e in events)
 

@@ -8,7 +8,8 @@ import pytest
 from seed_data import FACTS, QUESTION, WRONG, write_seed
 from standin import FactResponder, Reply, StandIn
 
-from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
+from cockpit.events import BackendRecord
+from cockpit.runtime import RuntimeConfig, SessionManager, read_events
 from cockpit.runtime.acp.agents import BUILTIN
 from cockpit.runtime.acp.relay import PLACEHOLDER_KEY
 from cockpit.runtime.sandbox import detect
@@ -75,7 +76,8 @@ async def test_a_real_agent_answers_the_seed_question_from_the_preseed(seed, tmp
         await mgr.aclose()
         first = _first_request(api)
         keys = {r.headers.get("x-api-key") for r in api.requests if r.path.endswith("/messages")}
-    assert s.status.value == "done", (s.error, [r for r in read_transcript(s.transcript_path) if r["type"] == "stderr"][-5:])
+    assert s.status.value == "done", (s.error, [r for r in read_events(s.transcript_path)
+                                          if isinstance(r, BackendRecord) and r.kind == "stderr"][-5:])
     for fact in FACTS:
         assert fact in s.final_text, (fact, s.final_text)
     for wrong in WRONG:

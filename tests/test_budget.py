@@ -11,9 +11,9 @@ from standin import Reply, StandIn, ToolUse
 
 from cockpit import wire
 from cockpit.cli import main
-from cockpit.events import BudgetNotice, SessionStatus, StatusChanged, ToolResult
+from cockpit.events import BackendRecord, BudgetNotice, SessionStatus, StatusChanged, ToolResult
 from cockpit.headless import EXIT_BUDGET
-from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
+from cockpit.runtime import RuntimeConfig, SessionManager, read_events
 from cockpit.runtime.config import ConfigError, load_config, read_config_file
 from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.runtime.spawn import SpawnSpec
@@ -88,8 +88,8 @@ async def test_a_session_pauses_at_its_usd_cap_gives_its_slot_back_and_goes_on_w
     results = [r for r in api.message_requests[2]["messages"][-1]["content"] if r["type"] == "tool_result"]
     assert "hi" in results[0]["content"]  # the tool ran after the raise
     await mgr.aclose()
-    budget = [(r["level"], r["scope"], r["limit_usd"]) for r in read_transcript(s1.transcript_path)
-              if r["type"] == "budget"]
+    budget = [(r.level, r.scope, r.limit_usd) for r in read_events(s1.transcript_path)
+              if isinstance(r, BudgetNotice)]
     assert budget == [("reached", "session", 0.004), ("raised", "session", 0.0042), ("raised", "session", 1.0)]
 
 
@@ -118,7 +118,7 @@ async def test_the_server_budget_pauses_every_session_at_its_next_request(api, w
     assert {a.final_text, b.final_text} == {"three", "four"}
     await mgr.aclose()
     for s in (a, b):
-        recs = [(r["level"], r["scope"]) for r in read_transcript(s.transcript_path) if r["type"] == "budget"]
+        recs = [(r.level, r.scope) for r in read_events(s.transcript_path) if isinstance(r, BudgetNotice)]
         assert recs == [("reached", "server"), ("raised", "server")]
 
 
@@ -308,5 +308,6 @@ async def test_claude_code_stops_at_the_cap_and_is_resumed_with_the_raised_one(w
                     and e.status is S.WAITING and not e.detail, timeout=120)
         assert s.final_text == "done" and len(api.message_requests) == 3
         await mgr.aclose()
-    results = [r["subtype"] for r in read_transcript(s.transcript_path) if r["type"] == "result"]
+    results = [r.data["subtype"] for r in read_events(s.transcript_path)
+               if isinstance(r, BackendRecord) and r.kind == "result"]
     assert results == ["error_max_budget_usd", "success"]

@@ -22,6 +22,8 @@ from cockpit.cli import main
 from cockpit.events import (
     ApprovalRequested,
     ApprovalResolved,
+    BackendRecord,
+    ConversationMessage,
     Preseeded,
     SessionStatus,
     ToolCall,
@@ -29,7 +31,7 @@ from cockpit.events import (
     UsageUpdate,
     WorktreeChanged,
 )
-from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
+from cockpit.runtime import RuntimeConfig, SessionManager, fold, read_events
 from cockpit.runtime.spawn import SpawnSpec
 
 S = SessionStatus
@@ -128,12 +130,13 @@ async def test_seed_question_answered_from_the_preseed_in_the_first_request(seed
     # Claude Code's own tools and our memory tools were offered; ours from the in-process MCP server
     names = {t["name"] for t in first["tools"]}
     assert {"Read", "Bash", "mcp__cockpit__memory_search", "mcp__cockpit__memory_save"} <= names
-    recs = read_transcript(s.transcript_path)
-    h = recs[0]
-    assert h["backend"] == "claude-code" and h["preseed_text"] == s.preseed_text
-    assert [n["name"] for n in h["injected"]] == [n.name for n in s.injected] and h["preseed_tokens"] > 0
-    assert any(r["type"] == "claude_code" and r["session_id"] == s.claude_session_id for r in recs)
-    assert [r["role"] for r in recs if r["type"] == "message"] == ["user", "assistant"]
+    recs = read_events(s.transcript_path)
+    h = fold(recs)
+    assert h.backend == "claude-code" and h.preseed_text == s.preseed_text
+    assert [n.name for n in h.notes] == [n.name for n in s.injected] and h.preseed_tokens > 0
+    assert any(isinstance(r, BackendRecord) and r.kind == "claude_code" and r.data["session_id"] == s.claude_session_id
+               for r in recs)
+    assert [r.role for r in recs if isinstance(r, ConversationMessage)] == ["user", "assistant"]
 
 
 async def test_no_preseed_makes_the_model_call_the_mcp_memory_search(seed, tmp_path):
@@ -223,8 +226,8 @@ async def test_an_approval_is_asked_in_the_pane_and_denied_with_a_reason(repo, t
         assert denial.get("is_error") and "the release is frozen" in result_text(denial)
         assert not (Path(s.cwd) / "hello.py").exists()
         await mgr.aclose()
-    recs = read_transcript(s.transcript_path)
-    assert [r["allowed"] for r in recs if r["type"] == "approval_result"] == [False]
+    recs = read_events(s.transcript_path)
+    assert [r.allowed for r in recs if isinstance(r, ApprovalResolved)] == [False]
 
 
 async def test_allow_for_the_session_stops_asking_and_memory_save_asks_like_an_edit(repo, tmp_path):
@@ -315,8 +318,8 @@ async def test_resume_by_claude_code_session_id_after_a_restart(tmp_path):
     assert "remember the word kumquat" in said and "Noted: kumquat." in said and "what was the word?" in said
     assert s2.final_text == "The word was kumquat." and s2.claude_session_id == cc_id
     assert 0 < s2.cost_usd < first_cost  # this session's own turn, not Claude Code's cumulative figure
-    header = read_transcript(s2.transcript_path)[0]
-    assert header["claude_code"]["resume"] == cc_id
+    started = fold(read_events(s2.transcript_path)).started
+    assert started is not None and started.extra["claude_code"]["resume"] == cc_id
 
 
 def test_cockpit_run_json_report_worktree_usage_cost_and_no_key_leak(repo, tmp_path, monkeypatch, capsys):
@@ -456,19 +459,20 @@ def test_the_key_file_is_private_and_removed(monkeypatch):
 
 
 def test_resume_info_and_finding_a_transcript_by_claude_code_session_id(tmp_path):
+    from cockpit.events import SessionSpawned, Usage, UsageUpdate
     from cockpit.runtime.claude_code import find_transcript, looks_like_session_id, resume_info
     from cockpit.runtime.transcript import TranscriptWriter
 
     sid = "0d00cb17-2e57-4387-bf42-b66d2e9c9e89"
     w = TranscriptWriter(tmp_path / "20260101-000000-abc.jsonl")
-    w.write("header", session_id="abc", backend="claude-code")
-    w.write("claude_code", session_id=sid)
-    w.write("usage", usage={}, claude_total_cost_usd=0.25)
+    w.write(SessionSpawned("abc", "t", "m", "w", str(w.path), True, backend="claude-code"))
+    w.write(BackendRecord("abc", "claude_code", {"session_id": sid}))
+    w.write(UsageUpdate("abc", Usage(), Usage(), None, None, agent_total_usd=0.25))
     w.close()
     assert looks_like_session_id(sid) and not looks_like_session_id("abc")
     assert find_transcript(tmp_path, sid) == tmp_path / "20260101-000000-abc.jsonl"
     assert find_transcript(tmp_path, "11111111-2e57-4387-bf42-b66d2e9c9e89") is None
-    assert resume_info(read_transcript(w.path)) == {"claude_session_id": sid, "claude_total_cost_usd": 0.25}
+    assert resume_info(fold(read_events(w.path))) == {"claude_session_id": sid, "claude_total_cost_usd": 0.25}
 
 
 def test_allow_for_the_session_without_a_suggestion_adds_our_rule_to_the_session_only():

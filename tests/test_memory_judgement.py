@@ -224,9 +224,10 @@ async def test_a_note_read_in_full_that_was_not_a_line_is_a_miss_listed_and_lear
     assert misses[0].via == "memory_get"
     pre = next(e for e in events if isinstance(e, Preseeded))
     assert {n.kind for n in pre.notes} <= {"line", "index"}
-    recs = [json.loads(line) for line in s.transcript_path.read_text().splitlines()]
-    miss_recs = [r for r in recs if r["type"] == "memory_miss"]
-    assert miss_recs[0]["task"] == task and miss_recs[0]["notes"] == str(engine.notes_dir)
+    from cockpit.runtime.transcript import read_events
+
+    miss_recs = [r for r in read_events(s.transcript_path) if isinstance(r, MemoryMiss)]
+    assert miss_recs == misses and misses[0].task == task and misses[0].notes == str(engine.notes_dir)
 
     assert main(["memory", "misses", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)

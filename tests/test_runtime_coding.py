@@ -13,10 +13,12 @@ from cockpit.events import (
     ApprovalRequested,
     ApprovalResolved,
     ContextNotice,
+    Reviewed,
+    SessionSpawned,
     SessionStatus,
     WorktreeChanged,
 )
-from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
+from cockpit.runtime import RuntimeConfig, SessionManager, read_events
 from cockpit.runtime import worktree as wt
 from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.runtime.spawn import SpawnSpec
@@ -96,8 +98,9 @@ async def test_scripted_coding_session_in_its_worktree_then_merge(api, repo, tmp
     assert not Path(w.path).exists()
     assert w.branch not in git(repo, "branch", "--list")
     assert s.status == S.DONE
-    recs = read_transcript(s.transcript_path)
-    assert recs[0]["worktree"]["branch"] == w.branch and recs[-1]["type"] == "review"
+    recs = read_events(s.transcript_path)
+    assert isinstance(recs[0], SessionSpawned) and recs[0].worktree.branch == w.branch
+    assert isinstance(recs[-1], Reviewed)
     await mgr.aclose()
 
 

@@ -6,7 +6,6 @@ deliberately wrong). The twin runs with preseeding off. The ``live`` variant run
 the real API when ANTHROPIC_API_KEY is set.
 """
 
-import json
 import os
 
 import pytest
@@ -68,8 +67,10 @@ async def test_seed_preseed_answers_from_notes_before_any_tool_call(seed):
     assert {n.name for n in s.injected} == {"staging-stack", "deploy-command"}
     assert next(n for n in s.injected if n.name == "staging-stack").priority
     assert s.preseed_tokens > 0 and s.preseed_text in _first_user_text(first)
-    header = json.loads(s.transcript_path.read_text().splitlines()[0])
-    assert header["preseed_text"] == s.preseed_text and len(header["injected"]) == 2
+    from cockpit.runtime import fold, read_events
+
+    told = fold(read_events(s.transcript_path))
+    assert told.preseed_text == s.preseed_text and len(told.notes) == 2
 
 
 async def test_seed_twin_without_preseed_needs_memory_search(seed):

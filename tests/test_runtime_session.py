@@ -9,6 +9,7 @@ from standin import HTTPError, Reply, StandIn, ToolUse
 from cockpit.events import (
     SessionDone,
     SessionErrorEvent,
+    SessionSpawned,
     SessionStatus,
     StatusChanged,
     TextDelta,
@@ -16,7 +17,7 @@ from cockpit.events import (
     Usage,
     UsageUpdate,
 )
-from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
+from cockpit.runtime import RuntimeConfig, SessionManager, fold, read_events
 from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.runtime.spawn import SpawnSpec
 
@@ -67,10 +68,13 @@ async def test_tool_loop_and_transcript(api, workspace):
     second = api.message_requests[1]["messages"]
     assert second[-1]["content"][0]["type"] == "tool_result"
     assert isinstance(events[-1], SessionDone) and events[-1].status == S.DONE
-    recs = read_transcript(s.transcript_path)
-    types = [r["type"] for r in recs]
-    assert types[0] == "header" and types[-1] == "end" and recs[-1]["status"] == "done"
-    assert {"usage", "tool_call", "tool_result", "message"} <= set(types)
+    recs = read_events(s.transcript_path)
+    types = [type(r).__name__ for r in recs]
+    assert types[0] == "SessionSpawned" and types[-1] == "SessionDone" and recs[-1].status is S.DONE
+    assert {"UsageUpdate", "ToolCall", "ToolResult", "ConversationMessage", "SessionStarted"} <= set(types)
+    # the transcript is the event log: what was published, in order (the streamed text in one line)
+    live = [e for e in events if not isinstance(e, TextDelta) and not getattr(e, "partial", False)]
+    assert [e for e in recs if not isinstance(e, TextDelta)] == live
     await mgr.aclose()
 
 
@@ -102,8 +106,8 @@ async def test_529_until_retries_run_out(api, workspace):
     errs = [e for e in events if isinstance(e, SessionErrorEvent)]
     assert errs and errs[0].kind == "overloaded" and "529" in errs[0].message
     assert len(api.message_requests) == 3  # 1 + 2 SDK retries
-    recs = read_transcript(s.transcript_path)
-    assert recs[-1]["type"] == "end" and recs[-1]["status"] == "error"
+    recs = read_events(s.transcript_path)
+    assert isinstance(recs[-1], SessionDone) and recs[-1].status is S.ERROR
     await mgr.aclose()
 
 
@@ -153,8 +157,8 @@ async def test_kill_during_streaming(api, workspace):
     assert s.status == S.STREAMING
     await mgr.kill(s.id)
     assert s.status == S.KILLED
-    recs = read_transcript(s.transcript_path)
-    assert recs[0]["type"] == "header" and recs[-1]["type"] == "end" and recs[-1]["status"] == "killed"
+    recs = read_events(s.transcript_path)
+    assert isinstance(recs[0], SessionSpawned) and isinstance(recs[-1], SessionDone) and recs[-1].status is S.KILLED
     await mgr.aclose()
 
 
@@ -267,7 +271,7 @@ async def test_interactive_waits_then_follow_up(api, workspace):
     assert [m["role"] for m in last] == ["user", "assistant", "user"]
     await mgr.aclose()
     assert s.status == S.DONE  # it had finished its turn: closing ends it done, never killed
-    assert read_transcript(s.transcript_path)[-1]["status"] == "done"
+    assert fold(read_events(s.transcript_path)).ended.status is S.DONE
 
 
 async def test_resume_from_transcript(api, workspace):
@@ -286,7 +290,7 @@ async def test_resume_from_transcript(api, workspace):
     assert r.final_text == "it was 42"
     sent = api.message_requests[-1]["messages"]
     assert sent[0]["content"][-1]["text"] == "what number?" and sent[1]["content"][0]["text"] == "remember 42"
-    assert read_transcript(r.transcript_path)[0]["resumed_from"] == str(s.transcript_path)
+    assert fold(read_events(r.transcript_path)).resumed_from == str(s.transcript_path)
     await mgr2.aclose()
 
 
@@ -367,8 +371,8 @@ async def test_a_preseed_failure_is_recorded_and_shown_never_no_note_qualified(a
     pre = next(e for e in events if isinstance(e, Preseeded))
     assert "IndexModelError" in pre.error and "other-model" in pre.error and pre.notes == ()
     assert s.status == S.DONE and s.preseed_error == pre.error
-    header = read_transcript(s.transcript_path)[0]
-    assert header["preseed_error"] == pre.error and header["injected"] == []
+    told = fold(read_events(s.transcript_path))
+    assert told.preseed_error == pre.error and told.notes == ()
     report = format_report({"sessions": [s.to_dict()], "totals": {"usage": s.to_dict()["usage"], "cost_usd": 0},
                             "pricing": {"date": "d"}})
     assert "preseed: FAILED" in report and "no note qualified" not in report
@@ -382,13 +386,14 @@ async def test_resume_skips_damaged_transcript_lines_with_a_warning(api, workspa
     await mgr.aclose()
     path = Path(s.transcript_path)
     lines = path.read_bytes().split(b"\n")
-    garbage = [b"[1, 2]", b"\xff\xfe not utf-8", b"{broken", b'{"type": "message"}', b"7"]
+    garbage = [b"[1, 2]", b"\xff\xfe not utf-8", b"{broken", b'{"type": "TextDelta"}', b"7"]
     path.write_bytes(b"\n".join(lines[:1] + garbage + lines[1:]) + b'{"type": "usa')  # + a torn last line
     warnings: list[str] = []
-    records = read_transcript(path, warnings)
-    assert [r["type"] for r in records][0] == "header" and all(isinstance(r, dict) for r in records)
+    records = read_events(path, warnings)
+    assert isinstance(records[0], SessionSpawned) and len(records) == len(read_events(s.transcript_path, []))
     assert warnings == [f"{path}: line 2 skipped: not a JSON object", f"{path}: line 3 skipped: not UTF-8",
                         f"{path}: line 4 skipped: not JSON (Expecting property name enclosed in double quotes)",
+                        f'{path}: line 5 skipped: an event is {{"type": name, "data": {{…}}}}',
                         f"{path}: line 6 skipped: not a JSON object"]
     api.script(Reply("it was 42"))
     mgr2 = make_mgr(api, interactive=True)
@@ -405,11 +410,11 @@ def test_a_lone_surrogate_cannot_break_a_transcript_line(tmp_path):
 
     path = tmp_path / "t.jsonl"
     w = TranscriptWriter(path)
-    w.write("header", session_id="s")
-    w.write("tool_result", content="caf\udce9.txt")
+    w.write(SessionSpawned("s", "t", "m", "w", str(path), True))
+    w.write(ToolResult("s", "id", "bash", "caf\udce9.txt", False))
     w.close()
-    records = read_transcript(path)
-    assert records[1]["content"] == "caf\udce9.txt"
+    records = read_events(path)
+    assert records[1].content == "caf\udce9.txt"
 
 
 async def test_forget_drops_a_finished_session_and_refuses_a_running_one(api, workspace):

@@ -10,7 +10,7 @@ from standin import HTTPError, Reply, StandIn
 from test_memory_support import HashEmbedder, copy_fixture
 
 from cockpit.events import Preseeded, UsageUpdate
-from cockpit.runtime import RuntimeConfig, SessionManager, load_config, read_transcript
+from cockpit.runtime import RuntimeConfig, SessionManager, load_config, read_events
 from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.runtime.selector import INSTRUCTIONS, ModelSelector, parse_answer, selector_for
 from cockpit.runtime.spawn import SpawnSpec
@@ -183,10 +183,11 @@ async def test_selector_usage_lands_in_the_session_totals(api, engine, tmp_path)
     assert s.usage == sel.usage + model_usage
     assert s.cost_usd == pytest.approx(price.cost(sel.usage) + price.cost(model_usage))
     assert mgr.totals()[0] == s.usage
-    recs = read_transcript(s.transcript_path)
-    usage_recs = [r for r in recs if r["type"] == "usage"]
-    assert usage_recs[0]["source"] == "selector" and usage_recs[0]["model"] == "sel-model"
-    assert recs[0]["type"] == "header" and [n["name"] for n in recs[0]["injected"] if n["kind"] == "line"] == ["staging-stack"]
+    recs = read_events(s.transcript_path)
+    usage_recs = [r for r in recs if isinstance(r, UsageUpdate)]
+    assert usage_recs[0].source == "selector" and usage_recs[0].model == "sel-model"
+    pre = next(r for r in recs if isinstance(r, Preseeded))
+    assert [n.name for n in pre.notes if n.kind == "line"] == ["staging-stack"]
     # the session's own request carried the block the selector chose
     first = next(b["text"] for b in api.message_requests[1]["messages"][0]["content"] if "<project-notes>" in b["text"])
     assert "★ [staging-stack]" in first and "\n[deploy-command]" not in first  # a line: only the chosen one

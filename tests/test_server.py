@@ -21,7 +21,7 @@ from standin import Reply, StandIn, ToolUse
 from cockpit import events as ev
 from cockpit import wire
 from cockpit.cli import main
-from cockpit.runtime import RuntimeConfig, read_transcript
+from cockpit.runtime import RuntimeConfig, read_events
 from cockpit.server import paths, rpc
 from cockpit.server.client import (
     AsyncClient,
@@ -204,16 +204,16 @@ def test_sigkill_mid_stream_then_interrupted_and_resume(api, ws, server_proc):
     row = asyncio.run(spawn_and_wait_streaming())
     os.kill(pid, signal.SIGKILL)
     assert wait_for_stop(pid, 10)
-    records = read_transcript(Path(row["transcript"]))  # valid after SIGKILL
-    assert records[0]["type"] == "header" and records[0]["session_id"] == row["id"]
+    records = read_events(Path(row["transcript"]))  # valid after SIGKILL
+    assert isinstance(records[0], ev.SessionSpawned) and records[0].session_id == row["id"]
     api.release()
     start_server()  # the stale socket is replaced; the live session is found interrupted
     with BlockingClient() as c:
         rows = c.call("list")["sessions"]
         assert [(r["id"], r["status"]) for r in rows] == [(row["id"], "interrupted")]
         assert rows[0]["placement"] == "in place: not a git repository (or no commit yet)"
-        end = read_transcript(Path(row["transcript"]))[-1]
-        assert end["type"] == "end" and end["status"] == "interrupted"
+        end = read_events(Path(row["transcript"]))[-1]
+        assert isinstance(end, ev.SessionDone) and end.status is ev.SessionStatus.INTERRUPTED
         api.script(Reply("resumed and finished"))
         new = c.call("resume", id=row["id"], config={"api_key": "test-key", "base_url": api.base_url},
                      interactive=False)
@@ -318,10 +318,10 @@ def test_sigterm_ends_sessions_cleanly(api, ws, server_proc):
     os.kill(pid, signal.SIGTERM)
     assert wait_for_stop(pid, 30)
     api.release()
-    end_done = read_transcript(Path(done["transcript"]))[-1]
-    end_busy = read_transcript(Path(busy["transcript"]))[-1]
-    assert end_done["type"] == "end" and end_done["status"] == "done"  # finished: done, never killed
-    assert end_busy["status"] == "killed" and end_busy["reason"] == "server stopped"
+    end_done = read_events(Path(done["transcript"]))[-1]
+    end_busy = read_events(Path(busy["transcript"]))[-1]
+    assert isinstance(end_done, ev.SessionDone) and end_done.status is ev.SessionStatus.DONE  # never killed
+    assert end_busy.status is ev.SessionStatus.KILLED and end_busy.reason == "server stopped"
     assert not paths.socket_path().exists()
 
 
@@ -592,23 +592,27 @@ async def test_tcp_needs_the_token_printed_at_start(tmp_path):
         await srv.shutdown()
 
 
-def test_an_interrupted_session_keeps_what_its_transcript_says_it_spent():
+def test_an_interrupted_session_keeps_what_its_transcript_says_it_spent(tmp_path):
     from cockpit.server.daemon import Ghost
 
-    header = {"type": "header", "task": "t", "model": "m", "workspace": "/w", "cwd": "/wt/x",
+    header = {"type": "header", "session_id": "x", "task": "t", "model": "m", "workspace": "/w", "cwd": "/wt/x",
               "worktree": {"path": "/wt/x", "branch": "cockpit/x-t", "base_commit": "abc", "base_branch": "main"}}
-    records = [header,
+    records = [header,  # an old-format transcript, cut off by a dead server
                {"type": "usage", "usage": {"input": 10, "output": 5, "cache_write": 100, "cache_read": 0}, "cost_usd": 0.01},
+               {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "half an answer"}]},
                {"type": "usage", "usage": {"input": 1, "output": 7, "cache_write": 0, "cache_read": 100}, "cost_usd": 0.002}]
-    ghost = Ghost.from_records("x", "/t.jsonl", records)
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    ghost = Ghost.load("x", str(path))
     row = ghost.to_dict()
     assert row["usage"] == {"input": 11, "output": 12, "cache_write": 100, "cache_read": 100, "total": 223}
     assert row["cost_usd"] == pytest.approx(0.012) and row["status"] == "interrupted"
-    events = ghost.events()
-    spawned, usage = events[0], events[1]
-    assert isinstance(spawned, ev.SessionSpawned) and spawned.worktree.branch == "cockpit/x-t"
-    assert isinstance(usage, ev.UsageUpdate) and usage.totals.total == 223
+    events = ghost.events()  # what an attaching client replays: its output too, then the end
+    assert isinstance(events[0], ev.SessionSpawned) and events[0].worktree.branch == "cockpit/x-t"
+    assert any(isinstance(e, ev.TextDelta) and e.text == "half an answer" for e in events)
     assert isinstance(events[-1], ev.SessionDone) and events[-1].status is ev.SessionStatus.INTERRUPTED
+    again = Ghost.load("x", str(path))  # the end was written: a second start reads it, adds none
+    assert again.events() == events and again.state.usage.total == 223
 
 
 @pytest.mark.parametrize("command", ["send", "kill", "attach", "approve", "deny"])

@@ -396,7 +396,8 @@ async def test_review_shows_damaged_transcripts_with_a_warning_and_never_ends_th
         screen = app.screen
         assert isinstance(screen, ReviewScreen)
         await until(pilot, lambda: len(screen.infos) == 2 and screen.text, "both listed")
-        await until(pilot, lambda: "damaged record" in screen.query_one("#review-text").text, "the odd one said")
+        await until(pilot, lambda: "the header's injected is not a list" in screen.query_one("#review-text").text,
+                    "the odd one said")
         await pilot.press("down")
         await until(pilot, lambda: "kept answer" in screen.query_one("#review-text").text, "the garbled one")
         text = screen.query_one("#review-text").text
@@ -947,3 +948,23 @@ async def test_a_failed_request_to_the_runtime_is_one_line_and_the_app_stays():
         await until(pilot, lambda: len(notes) >= 2, "two notices")
         assert sorted(notes) == ["kill failed: no such session", "spawn failed: the server is gone"]
         assert app.is_running
+
+
+async def test_an_interrupted_session_attaches_with_its_output_once(tmp_path):
+    # a session a dead server left: the new server replays its transcript's events (an old-format
+    # one here, cut before its end) and the app folds them like a live session's — no transcript
+    # read of its own, nothing shown twice
+    from cockpit.server.daemon import Ghost
+
+    old = Path(__file__).parent / "data" / "old_transcript_v2.jsonl"
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(old.read_text().splitlines(keepends=True)[:-1]))
+    ghost = Ghost.load("1nh0vypdz4fw", str(path))
+    app = CockpitApp(FakeManager(ghost.events()))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "1nh0vypdz4fw" in app.panes, "its pane")
+        view = app.views["1nh0vypdz4fw"]
+        assert view.status is S.INTERRUPTED and "resume it" in view.detail
+        assert [(b.kind, b.text) for b in view.blocks if b.kind != "tool"] == [
+            ("text", "Let me look."), ("text", "It is 8080."), ("user", "sure?"), ("text", "Still 8080.")]
+        assert [b.result for b in view.blocks if b.kind == "tool"] == ["Staging runs on port 8080.\n"]

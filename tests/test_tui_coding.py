@@ -5,7 +5,6 @@ options, attaching late, continuing a full context, closing a pane)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,9 @@ from helpers import git, make_repo
 from standin import HTTPError, Reply, StandIn, ToolUse
 from tui_fakes import text_of, until
 
+from cockpit import events as ev
 from cockpit.events import SessionStatus as S
-from cockpit.runtime import RuntimeConfig, SessionManager
+from cockpit.runtime import RuntimeConfig, SessionManager, read_events
 from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.tui import CockpitApp
@@ -499,7 +499,8 @@ async def test_closing_a_finished_pane_with_changes_offers_merge_keep_discard(ap
         await pilot.press("backspace")
         await until(pilot, lambda: not app.views, "closed")
         await app.shutdown()
-    assert json.loads(Path(view.transcript_path).read_text().splitlines()[-1])["action"] == "keep"
+    last = read_events(Path(view.transcript_path))[-1]
+    assert isinstance(last, ev.Reviewed) and last.action == "keep"
 
 
 async def test_a_resumed_session_shows_its_history_notes_and_worktree_changes(api, tmp_path, repo):
@@ -517,7 +518,8 @@ async def test_a_resumed_session_shows_its_history_notes_and_worktree_changes(ap
         await until(pilot, lambda: len(app.views) == 2, "the resumed pane")
         new = [v for v in app.views.values() if v is not old][0]
         await until(pilot, lambda: any(b.kind == "tool" for b in new.blocks), "its history")
-        assert new.resumed_from == old.transcript_path and new.preseeded
+        assert new.resumed_from == old.transcript_path
+        await until(pilot, lambda: new.preseeded, "the notes its first message had")
         await until(pilot, lambda: new.changes is not None, "the worktree's changes")
         assert new.changes.files == 1 and new.worktree == old.worktree
         await app.shutdown()

@@ -11,8 +11,9 @@ from seed_data import write_seed
 from standin import HTTPError, Reply, StandIn
 from tui_fakes import text_of, until
 
+from cockpit import events as ev
 from cockpit.events import SessionStatus as S
-from cockpit.runtime import RuntimeConfig, SessionManager
+from cockpit.runtime import RuntimeConfig, SessionManager, read_events
 from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.tui import CockpitApp
 from cockpit.tui.screens.dialogs import ConfirmDialog, FollowUpDialog
@@ -151,8 +152,8 @@ async def test_kill_asks_first_and_ends_killed(api, tmp_path, workspace):
         await until(pilot, lambda: view.status is S.KILLED, "killed")
         await pilot.pause(0.2)
         assert "killed" in text_of(app.panes[sid].query_one("#pane-status"))
-        records = [json.loads(x) for x in Path(view.transcript_path).read_text().splitlines()]
-        assert records[-1]["type"] == "end" and records[-1]["status"] == "killed"
+        last = read_events(Path(view.transcript_path))[-1]
+        assert isinstance(last, ev.SessionDone) and last.status is S.KILLED
         await app.shutdown()
 
 

@@ -150,7 +150,16 @@ def test_state_round_trip_and_keymap_precedence(tmp_path, monkeypatch):
     assert state.user_themes_dir() == tmp_path / "themes"
 
 
-def test_transcript_rendering_shows_everything():
+def _old(tmp_path, records) -> list:
+    """The events of an old-format transcript holding ``records`` (read through the migration)."""
+    from cockpit.runtime.transcript import read_events
+
+    path = tmp_path / "old.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return read_events(path)
+
+
+def test_transcript_rendering_shows_everything(tmp_path):
     records = [
         {"type": "header", "session_id": "abc123", "task": "the task", "model": "m", "workspace": "/ws",
          "injected": [{"name": "n1", "score": 0.8, "priority": True, "description": "d"}],
@@ -166,7 +175,7 @@ def test_transcript_rendering_shows_everything():
         {"type": "error", "kind": "overloaded", "message": "busy"},
         {"type": "end", "status": "error", "usage": {}, "cost_usd": None},
     ]
-    text = render_transcript(records)
+    text = render_transcript(_old(tmp_path, records))
     for piece in ["abc123", "the task", "★ n1", "<project-notes>X</project-notes>", "hi", "let me look",
                   "read_file", "file body", "in 5  out 6  cache read 8  cache write 7", "$0.0010",
                   "overloaded", "busy", "end: error"]:
@@ -223,29 +232,33 @@ def test_context_notices_fold_and_a_follow_up_clears_full():
     assert view.context_level == ""
 
 
-def test_blocks_from_a_transcript_with_tools_approvals_and_errors():
-    from cockpit.tui.model import blocks_from_records
+def test_blocks_from_an_old_transcript_with_tools_approvals_and_errors(tmp_path):
+    from cockpit.runtime.history import fold
 
     records = [
-        {"type": "header", "task": "fix it"},
+        {"type": "header", "session_id": "s0", "task": "fix it"},
         {"type": "message", "role": "user", "content": [{"type": "text", "text": "<env>…</env>"},
                                                         {"type": "text", "text": "fix it"}]},
+        {"type": "status", "status": "streaming", "detail": ""},
         {"type": "message", "role": "assistant", "content": [
             {"type": "text", "text": "Running."}, {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "ls"}}]},
+        {"type": "tool_call", "id": "t1", "name": "bash", "input": {"command": "ls"}},
         {"type": "approval_result", "request_id": "t1", "allowed": True, "scope": "session", "reason": ""},
+        {"type": "tool_result", "id": "t1", "name": "bash", "content": "a.py", "is_error": False},
         {"type": "message", "role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]},
+        {"type": "status", "status": "streaming", "detail": ""},
         {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "Done."}]},
         {"type": "message", "role": "user", "content": [{"type": "text", "text": "thanks"}]},
         {"type": "error", "kind": "overloaded", "message": "busy"},
         {"type": "review", "action": "merge", "ok": True, "message": "merged"},
     ]
-    blocks = blocks_from_records(records)
+    blocks = fold(_old(tmp_path, records)).earlier_blocks()
     assert [b.kind for b in blocks] == ["user", "text", "tool", "text", "user", "error", "note"]
     assert blocks[0].text == "fix it"  # the first message shows as the task, not the env/preseed blocks
     assert blocks[2].result == "a.py" and blocks[2].approval == "allowed for this session"
     view = SessionView("s1", task="fix it")
     view.apply(ev.TextDelta("s1", "live"))
-    view.add_history(records, "(note)")
+    view.add_history(blocks, "(note)")
     assert [b.kind for b in view.blocks][-3:] == ["note", "note", "text"] and view.blocks[-1].text == "live"
 
 
@@ -310,7 +323,7 @@ def test_totals_count_closed_sessions_spend_and_make_approval_stand_out():
     assert "3.0k tok" in markup and "$0.7500" in markup and "done" not in markup
 
 
-def test_transcript_rendering_shows_approvals_context_and_reviews():
+def test_transcript_rendering_shows_approvals_context_and_reviews(tmp_path):
     records = [
         {"type": "header", "session_id": "s1", "task": "t", "permission_mode": "acceptEdits",
          "worktree": {"path": "/wt/s1", "branch": "cockpit/s1-t"}},
@@ -319,7 +332,7 @@ def test_transcript_rendering_shows_approvals_context_and_reviews():
         {"type": "context", "level": "warn", "used": 820, "window": 1000},
         {"type": "review", "action": "merge", "ok": True, "message": "merged cockpit/s1-t into main"},
     ]
-    text = render_transcript(records)
+    text = render_transcript(_old(tmp_path, records))
     for piece in ["permission mode acceptEdits · worktree /wt/s1 on cockpit/s1-t", "? approval asked [tu1] bash: make test",
                   "✗ approval denied (once): not now", "· context warn: 820 of 1000 tokens",
                   "✓ review merge: merged cockpit/s1-t into main"]:

@@ -37,7 +37,8 @@ _EXPORTS = {
     "PricingTable": "cockpit.runtime.pricing", "load_pricing": "cockpit.runtime.pricing",
     "Session": "cockpit.runtime.session",
     "TranscriptInfo": "cockpit.runtime.transcript", "list_transcripts": "cockpit.runtime.transcript",
-    "load_messages": "cockpit.runtime.transcript", "read_transcript": "cockpit.runtime.transcript",
+    "read_events": "cockpit.runtime.transcript", "fold": "cockpit.runtime.history",
+    "SessionHistory": "cockpit.runtime.history",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -47,6 +47,7 @@ from cockpit.runtime import ids, ship
 from cockpit.runtime import worktree as wt
 from cockpit.runtime.budget import Budget, BudgetHit, check
 from cockpit.runtime.config import RuntimeConfig
+from cockpit.runtime.history import SessionHistory, fold
 from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.pricing import PricingTable, load_pricing
 from cockpit.runtime.protocols import MemoryBackend
@@ -54,7 +55,7 @@ from cockpit.runtime.session import SessionSpec
 from cockpit.runtime.session_base import SessionBase
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.runtime.summary import continuation_message
-from cockpit.runtime.transcript import append_record, load_messages, new_transcript_path, read_transcript
+from cockpit.runtime.transcript import new_transcript_path, read_events
 
 _CLOSE = object()
 LOG_EVENTS = 20_000  # per session, for snapshot()
@@ -403,55 +404,52 @@ class SessionManager:
             if found is None:
                 raise FileNotFoundError(f"no transcript in {sessions} records Claude Code session {transcript_path}")
             path = found
-        records = await asyncio.to_thread(read_transcript, path)  # never on the event loop
-        h = records[0]
-        backend = h.get("backend") or "cockpit"
+        h = fold(await asyncio.to_thread(read_events, path))  # never on the event loop
+        backend = h.backend or "cockpit"
         cls = self._session_class(backend, config or self.config)
         # a resumed session is confined as it was (unconfined only when it was turned off then)
         box, box_note = await asyncio.to_thread(sandbox_for, config or self.config,
-                                                False if h.get("sandbox_off") else None,
+                                                False if h.started and h.started.sandbox_off else None,
                                                 backend)
-        if h.get("permission_mode") == "auto" and not box:
+        if h.permission_mode == "auto" and not box:
             raise ValueError(f"auto mode needs the sandbox, and this session would have none ({box_note})")
-        if backend == "claude-code":
-            h = {**h, **claude_code.resume_info(records)}
-            if not h["claude_session_id"]:
-                raise ValueError(f"{path}: the session never reached Claude Code (no session id to resume)")
-        messages = load_messages(records)
+        if backend == "claude-code" and not claude_code.claude_session_id(h):
+            raise ValueError(f"{path}: the session never reached Claude Code (no session id to resume)")
+        messages = h.conversation()
         if not messages:
             raise ValueError(f"{path}: transcript holds no messages to resume")
-        ws = Path(h.get("workspace") or Path.cwd())
+        ws = Path(h.workspace or Path.cwd())
         if not ws.is_dir():
             ws = Path.cwd()
         info = None
-        cwd = Path(h.get("cwd") or ws)
-        old = h.get("worktree")
-        if old and Path(old.get("path", "")).is_dir():
-            info = wt.load_meta(Path(old["path"]).with_suffix(".json"))
+        cwd = Path(h.cwd or ws)
+        old = h.worktree
+        if old and Path(old.path).is_dir():
+            info = wt.load_meta(Path(old.path).with_suffix(".json"))
         sid = self._new_id()
         cfg = config or self.config
         transcript = new_transcript_path(cfg.resolved_sessions_dir(), sid)
-        placement = "worktree" if info else (h.get("placement") or "in place")
+        placement = "worktree" if info else (h.placement or "in place")
         if info is None and old:
             # its worktree was merged, kept or discarded: a new one from the current HEAD, never
             # the user's checkout (the in-place fallback says why when that is no repository)
-            info, placement = await self._place(ws, sid, h.get("task", ""), str(transcript), True, cfg)
+            info, placement = await self._place(ws, sid, h.task, str(transcript), True, cfg)
         if info is None and not cwd.is_dir():
             cwd = ws
         spec = SessionSpec(
-            task=h.get("task", ""), model=h.get("model") or self.config.model, workspace=ws.resolve(),
+            task=h.task, model=h.model or self.config.model, workspace=ws.resolve(),
             cwd=Path(info.cwd) if info else cwd.resolve(),
-            preseed_enabled=bool(h.get("preseed_enabled", True)),
-            top_k=h.get("top_k") or self.config.top_k,
+            preseed_enabled=h.preseed_enabled,
+            top_k=(h.started.top_k if h.started else None) or self.config.top_k,
             interactive=self.config.interactive if interactive is None else interactive,
-            permission_mode=PermissionMode.parse(h.get("permission_mode") or self.config.permission_mode),
-            tools_style=h.get("tools") or self.config.tools, worktree=info,
+            permission_mode=PermissionMode.parse(h.permission_mode or self.config.permission_mode),
+            tools_style=h.tools or self.config.tools, worktree=info,
             placement=placement, backend=backend, sandbox=box, sandbox_note=box_note,
             network=(config or self.config).network,
         )
         extra: dict[str, Any] = {} if engine is ... else {"engine": engine}
         s = cls(self, spec, session_id=sid, transcript_path=transcript, messages=messages, resumed_from=str(path),
-                resumed_header=h, config=cfg, **extra)
+                resumed=h, config=cfg, **extra)
         return self._start(s)
 
     async def continue_fresh(self, session_id: str) -> SessionBase:
@@ -461,7 +459,11 @@ class SessionManager:
         old = self.get(session_id)
         sid = self._new_id()
         spec = old.spec
-        first = continuation_message(old, spec)
+        try:  # what it did, from its transcript (the one history)
+            told = fold(await asyncio.to_thread(read_events, old.transcript_path, []))
+        except (OSError, ValueError):  # it never wrote one: the task alone
+            told = SessionHistory(old.id, task=old.task, preseed_text=old.preseed_text)
+        first = continuation_message(told, spec)
         s = type(old)(self, spec, session_id=sid,
                       transcript_path=new_transcript_path(old._cfg.resolved_sessions_dir(), sid),
                       first_content=first, config=old._cfg, engine=old.engine)
@@ -490,7 +492,7 @@ class SessionManager:
 
     def _start(self, s: SessionBase) -> SessionBase:
         self._sessions[s.id] = s
-        self.publish(self._spawned_event(s))
+        s.rec.emit(self._spawned_event(s))  # the transcript's first line
         s.start()
         return s
 
@@ -624,11 +626,7 @@ class SessionManager:
     def _reviewed(self, s: SessionBase, action: str, ok: bool, text: str) -> Reviewed:
         """Record a review action in the session's transcript and publish it."""
         event = Reviewed(s.id, action, ok, text)
-        try:
-            append_record(s.transcript_path, "review", action=action, ok=ok, message=text)
-        except OSError:
-            pass
-        self.publish(event)
+        s.rec.emit(event)
         return event
 
     async def draft_pull_request(self, session_id: str) -> ship.PullRequestDraft:

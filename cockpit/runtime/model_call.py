@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cockpit.events import TextDelta, Usage, UsageUpdate
+from cockpit.events import Retrying, TextDelta, Usage, UsageUpdate
 from cockpit.runtime.protocols import SessionHost
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -101,7 +101,7 @@ class ModelCaller:
     """Makes a session's model requests. ``emit`` publishes events (and the caller records them)."""
 
     def __init__(self, host: SessionHost, session_id: str, model: str, acct: Accounting,
-                 emit: Callable[[Any], None], record: Callable[..., None], redact: Callable[[str], str],
+                 emit: Callable[[Any], None], redact: Callable[[str], str],
                  config: RuntimeConfig | None = None):
         self.host = host
         self.cfg = config or host.config
@@ -109,7 +109,6 @@ class ModelCaller:
         self.model = model
         self.acct = acct
         self.emit = emit
-        self.record = record
         self.redact = redact
 
     # -- the request -------------------------------------------------------------------------
@@ -153,14 +152,14 @@ class ModelCaller:
             except SessionFailure as f:
                 if f.retryable and attempt < retries:
                     attempt += 1
-                    self.record("error", kind=f.kind, message=f.message, retrying=True)
+                    self.emit(Retrying(self.sid, f.kind, f.message))
                     detail = f"retry {attempt}/{retries} after {f.kind}: {one_line(f.message, 80)}"
                     continue
                 raise
             if msg.stop_reason is None:
                 if attempt < retries:
                     attempt += 1
-                    self.record("error", kind="interrupted", message="stream ended before message_stop", retrying=True)
+                    self.emit(Retrying(self.sid, "interrupted", "stream ended before message_stop"))
                     detail = f"retry {attempt}/{retries}: stream interrupted before message_stop"
                     continue
                 raise SessionFailure(
@@ -212,7 +211,7 @@ class ModelCaller:
             self._account_partial(stream)
             if managed and _refuses_beta(exc):
                 self.host.set_context_management_supported(False)
-                self.record("error", kind="context_management", message=one_line(_api_message(exc)), retrying=True)
+                self.emit(Retrying(self.sid, "context_management", one_line(_api_message(exc))))
                 return await self._stream_once(request)
             raise self._status_failure(exc) from None
         except anthropic.APIConnectionError as exc:
@@ -253,11 +252,10 @@ class ModelCaller:
         if cost is not None and acct.cost_usd is not None:
             acct.cost_usd += cost
         acct.context_tokens = u.input + u.cache_read + u.cache_write + u.output
-        self.record("usage", usage=u.__dict__, cost_usd=cost, stop_reason=getattr(msg, "stop_reason", None),
-                    model=self.model)
         self.host.add_usage(u, cost)
         self.emit(UsageUpdate(self.sid, u, acct.usage, cost, acct.cost_usd,
-                              context_tokens=acct.context_tokens, context_window=acct.context_window))
+                              context_tokens=acct.context_tokens, context_window=acct.context_window,
+                              model=self.model, stop_reason=getattr(msg, "stop_reason", None)))
 
     def _account_partial(self, stream: Any) -> None:
         if stream is None:

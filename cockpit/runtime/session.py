@@ -81,7 +81,7 @@ class Session(SessionBase):
         env = session_env(dict(os.environ), secrets_to_strip=keys,
                           extra={"COCKPIT_SESSION_ID": self.id}, keep=tuple(self._cfg.pass_env))
         self.tools = ToolRunner(spec.cwd, self.engine, spec.top_k, env=env, bash_timeout=self._cfg.bash_timeout)
-        self.model = ModelCaller(self._host, self.id, self.spec.model, self.acct, self.rec.emit, self.rec.record,
+        self.model = ModelCaller(self._host, self.id, self.spec.model, self.acct, self.rec.emit,
                                  self._redact, self._cfg)
 
     def system_prompt(self) -> str:
@@ -219,7 +219,7 @@ class Session(SessionBase):
                 hits += await asyncio.to_thread(described_for_task, self._described, preseed_query(self.task),
                                                 similarity)
             except Exception as exc:  # an aid only: the rules stay listed in the system block
-                self.rec.record("error", kind="rules", message=one_line(f"{type(exc).__name__}: {exc}"))
+                self._note("rules_error", message=one_line(f"{type(exc).__name__}: {exc}"))
         for ins in hits:
             if ins in self._path_rules:
                 self._path_rules.remove(ins)
@@ -245,7 +245,6 @@ class Session(SessionBase):
         hits = [i for i in self._path_rules if i.matches(rel)]
         for ins in hits:
             self._path_rules.remove(ins)
-            self.rec.record("rule", rule=ins.rel, where=tool_use_id)
             self.rec.emit(RuleApplied(self.id, ins.rel, tool_use_id))
         return "\n\n".join(prompts.rule_text(i) for i in hits)
 
@@ -297,20 +296,17 @@ class Session(SessionBase):
         applied = getattr(getattr(msg, "context_management", None), "applied_edits", None)
         if applied:
             cleared = sum(getattr(e, "cleared_input_tokens", 0) or 0 for e in applied)
-            self.rec.record("context", level="managed", cleared_input_tokens=cleared)
             self.rec.emit(ContextNotice(self.id, "managed", used, window,
                                         f"the API cleared old tool results ({cleared:,} tokens)"))
         if window and used >= CONTEXT_WARN * window and not self._warned_context:
             self._warned_context = True
             pct = round(100 * used / window)
-            self.rec.record("context", level="warn", used=used, window=window)
             self.rec.emit(ContextNotice(self.id, "warn", used, window,
                                         f"context {pct}% full ({used:,} of {window:,} tokens)"))
 
     def _context_full(self, message: str) -> tuple[str, str]:
         self.context_full = True
         window = self.acct.context_window
-        self.rec.record("context", level="full", message=message)
         self.rec.emit(ContextNotice(self.id, "full", self.acct.context_tokens, window, one_line(message)))
         detail = "context full: continue in a fresh session with a summary"
         self._set(self.status, detail)
@@ -324,11 +320,9 @@ class Session(SessionBase):
         for call in calls:
             raw = raw_inputs.get(call["id"], call["input"])
             self._set(S.RUNNING_TOOL, call["name"])
-            self.rec.record("tool_call", id=call["id"], name=call["name"], input=raw)
             self.rec.emit(ToolCall(self.id, call["id"], call["name"], raw))
             out, changed = await self._one_tool(call["id"], call["name"], raw)
             touched = touched or changed
-            self.rec.record("tool_result", id=call["id"], name=call["name"], content=out.content, is_error=out.is_error)
             self.rec.emit(ToolResult(self.id, call["id"], call["name"], out.content, out.is_error))
             self.note_tool_use(call["name"], raw, out.is_error)
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call["id"], "content": out.content}

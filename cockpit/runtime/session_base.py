@@ -26,22 +26,27 @@ from typing import TYPE_CHECKING, Any
 from cockpit.events import (
     ApprovalRequested,
     ApprovalResolved,
+    BackendRecord,
     BudgetNotice,
+    ConversationMessage,
     InjectedNote,
     MemoryMiss,
     Preseeded,
     SelectorInfo,
     SessionDone,
     SessionErrorEvent,
+    SessionStarted,
     SessionStatus,
     StatusChanged,
     Usage,
     UsageUpdate,
     UserMessage,
     WorktreeChanged,
+    WorktreeRemoved,
 )
 from cockpit.runtime import worktree as wt
 from cockpit.runtime.budget import Budget, BudgetHit, check
+from cockpit.runtime.history import SessionHistory
 from cockpit.runtime.model_call import Accounting, SessionFailure, one_line
 from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.protocols import MemoryBackend, SessionHost
@@ -133,7 +138,7 @@ class SessionBase:
 
     def __init__(self, host: SessionHost, spec: SessionSpec, *, session_id: str, transcript_path: Path,
                  messages: list[dict] | None = None, resumed_from: str | None = None,
-                 resumed_header: dict | None = None, first_content: list[dict] | None = None,
+                 resumed: SessionHistory | None = None, first_content: list[dict] | None = None,
                  config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = HOST_ENGINE):
         self.id = session_id
         self.spec = spec
@@ -163,7 +168,8 @@ class SessionBase:
         self.pending: ApprovalRequested | None = None
         self.denied: list[str] = []  # headless: the asks denied for want of anyone to answer them
         self.kill_reason = ""
-        self._resumed_header = resumed_header or {}
+        self._resumed = resumed  # the predecessor's folded transcript (a resume)
+        self._started_written = False
         self._first_content = first_content
         self._host = host
         self._cfg = config or host.config
@@ -224,8 +230,11 @@ class SessionBase:
         if status == self.status and detail == self.detail:
             return
         self.status, self.detail = status, detail
-        self.rec.record("status", status=status.value, detail=detail)
         self.rec.emit(StatusChanged(self.id, status, detail))
+
+    def _note(self, record_kind: str, /, **data: Any) -> None:
+        """A backend's own fact for the transcript (a :class:`BackendRecord` clients may ignore)."""
+        self.rec.emit(BackendRecord(self.id, record_kind, data))
 
     def _redact(self, text: str) -> str:
         """``text`` with the API key (and auth token, and other providers' keys), plain or encoded
@@ -247,37 +256,13 @@ class SessionBase:
             self._slot = False
             self._host.slots.release()
 
-    def header(self) -> dict[str, Any]:
-        w = self.spec.worktree
-        return dict(
-            version=2,
-            session_id=self.id,
-            task=self.task,
-            model=self.spec.model,
-            backend=self.spec.backend,
-            workspace=str(self.workspace),
-            cwd=str(self.cwd),
-            worktree=None if w is None else {"path": w.path, "branch": w.branch, "base_commit": w.base_commit,
-                                             "base_branch": w.base_branch, "repo": w.repo},
-            placement=self.spec.placement,
-            permission_mode=self.spec.permission_mode.value,
-            sandbox=self.spec.sandbox, sandbox_note=self.spec.sandbox_note,
-            sandbox_off=not self.spec.sandbox and "--no-sandbox" in self.spec.sandbox_note,
-            tools=self.spec.tools_style,
-            preseed_enabled=self.preseed_enabled,
-            top_k=self.top_k,
-            interactive=self.interactive,
-            injected=[n.__dict__ for n in self.injected],
-            left_out=list(self.left_out),
-            notes=str(getattr(self.engine, "notes_dir", "") or ""),
-            preseed_text=self.preseed_text,
-            preseed_tokens=self.preseed_tokens,
-            preseed_error=self.preseed_error,
-            system_prompt=self.system_prompt(),
-            started_at=self.started_at,
-            resumed_from=self.resumed_from,
-            budget=self.budget.to_dict(),
-            **self._header_extra(),
+    def started_event(self) -> SessionStarted:
+        """The settings the transcript keeps beside ``SessionSpawned`` and ``Preseeded``."""
+        return SessionStarted(
+            self.id, self.started_at, self.system_prompt(), self.top_k, self.interactive,
+            str(getattr(self.engine, "notes_dir", "") or ""),
+            not self.spec.sandbox and "--no-sandbox" in self.spec.sandbox_note,
+            self.budget.to_dict(), self._header_extra(),
         )
 
     def _add_message(self, role: str, content: list[dict]) -> None:
@@ -286,7 +271,7 @@ class SessionBase:
             self.messages[-1] = {"role": "user", "content": list(self.messages[-1]["content"]) + content}
         else:
             self.messages.append({"role": role, "content": content})
-        self.rec.record("message", role=role, content=content)
+        self.rec.emit(ConversationMessage(self.id, role, content))
 
     # -- the template -----------------------------------------------------------------------
     async def _run(self) -> None:
@@ -358,13 +343,11 @@ class SessionBase:
         await self._acquire()
 
     def _budget_record(self, level: str, scope: str, budget: Budget, message: str = "") -> None:
-        """A ``budget`` transcript record and a :class:`BudgetNotice`."""
+        """A :class:`BudgetNotice`."""
         if scope == "server":
             usage, cost = self._host.totals()
         else:
             usage, cost = self.usage, self.cost_usd
-        self.rec.record("budget", level=level, scope=scope, limit_usd=budget.usd, limit_tokens=budget.tokens,
-                        spent_usd=cost, spent_tokens=usage.total, message=message)
         self.rec.emit(BudgetNotice(self.id, level, scope, cost, usage.total, budget.usd, budget.tokens, message))
 
     def set_budget(self, budget: Budget) -> None:
@@ -390,10 +373,15 @@ class SessionBase:
             return
         if removed:
             self.worktree_removed = True
-            self.rec.record("worktree", removed=True, reason="no changes")
+            self.rec.emit(WorktreeRemoved(self.id, "no changes"))
 
     def _open_transcript(self) -> None:
-        self.rec.start(self.header())
+        """Create the transcript (what was emitted so far, then :class:`SessionStarted`): once
+        the first message is known. Raises OSError when the folder cannot be written."""
+        if not self.rec.open and not self._started_written:
+            self.rec.start()
+            self._started_written = True
+            self.rec.emit(self.started_event())
 
     def _fail(self, kind: str, message: str) -> None:
         message = self._redact(one_line(message))
@@ -403,7 +391,6 @@ class SessionBase:
             self._open_transcript()
         except OSError:
             pass
-        self.rec.record("error", kind=kind, message=message)
         self.rec.emit(ev)
 
     def _finish(self, status: SessionStatus) -> None:
@@ -416,23 +403,23 @@ class SessionBase:
         if status == S.DONE and self.continued_in:
             self.detail = f"continued in session {self.continued_in}"
         self.pending = None
-        self.rec.record(
-            "end", status=status.value, final_text=self.final_text, stop_reason=self.stop_reason,
-            usage=self.usage.__dict__, cost_usd=self.cost_usd, requests=self.requests, ended_at=now_iso(),
-            reason=self.detail if status is not S.DONE or self.continued_in else "",
-            **self._end_extra(),
-        )
-        self.rec.close()
         keep = status in (S.ERROR, S.DONE) or (status is S.KILLED and self.kill_reason)
         self.rec.emit(StatusChanged(self.id, status, self.detail if keep else ""))
         self.rec.emit(SessionDone(self.id, status, final_text=self.final_text, stop_reason=self.stop_reason,
-                                  extra={"transcript_path": str(self.transcript_path), "requests": self.requests}))
+                                  extra={"transcript_path": str(self.transcript_path), "requests": self.requests,
+                                         **self._end_extra()},
+                                  usage=self.usage, cost_usd=self.cost_usd,
+                                  reason=self.detail if status is not S.DONE or self.continued_in else "",
+                                  ended_at=now_iso()))
+        self.rec.close()
 
     def _resume_setup(self) -> None:
-        h = self._resumed_header
-        self.injected = tuple(InjectedNote(**n) for n in h.get("injected", []))
-        self.preseed_text = h.get("preseed_text", "")
-        self.preseed_tokens = h.get("preseed_tokens", 0)
+        old = self._resumed
+        if old is not None:  # the notes its first message had (maybe none), as the new pane and transcript show
+            self.injected, self.left_out = old.notes, old.left_out
+            self.preseed_text, self.preseed_tokens = old.preseed_text, old.preseed_tokens
+            self.rec.emit(Preseeded(self.id, self.injected, self.preseed_tokens, self.preseed_text,
+                                    old.preseed_error, memory=old.memory, left_out=self.left_out))
         msgs, self.messages = self.messages, []
         self._open_transcript()
         for m in msgs:
@@ -517,9 +504,8 @@ class SessionBase:
         self.misses.append(name)
         in_index = name.casefold() in {n.casefold() for n in self.preseed_index}
         notes_dir = getattr(self.engine, "notes_dir", "")
-        self.rec.record("memory_miss", name=name, via=via, in_index=in_index, task=self.task, notes=str(notes_dir),
-                        given=[n.name for n in self.injected if n.kind == "line" and not n.priority])
-        self.rec.emit(MemoryMiss(self.id, name, via, in_index))
+        self.rec.emit(MemoryMiss(self.id, name, via, in_index, str(notes_dir), self.task,
+                                 tuple(n.name for n in self.injected if n.kind == "line" and not n.priority)))
 
     def _notes_folders(self, notes_dir: Path) -> list[Path]:
         """The notes folder, and its copy in the session's worktree when it lies in the workspace."""
@@ -554,9 +540,9 @@ class SessionBase:
             if cost is not None and acct.cost_usd is not None:
                 acct.cost_usd += cost
             self._open_transcript()  # the header (injected notes) is final by now
-            self.rec.record("usage", usage=u.__dict__, cost_usd=cost, model=res.model, source="selector")
             self._host.add_usage(u, cost)
-            self.rec.emit(UsageUpdate(self.id, u, acct.usage, cost, acct.cost_usd, context_window=acct.context_window))
+            self.rec.emit(UsageUpdate(self.id, u, acct.usage, cost, acct.cost_usd, context_window=acct.context_window,
+                                      model=res.model, source="selector"))
         return SelectorInfo(res.model, u, cost, res.latency_ms, None if res.names is None else len(res.names),
                             res.error)
 
@@ -565,8 +551,6 @@ class SessionBase:
         """Publish ``ask`` and wait for any client's answer: (allowed, scope, reason). The session
         is ``needs approval`` and gives its slot back meanwhile. Headless (not interactive): denied
         at once, scope ``auto``, with the reason told to the model."""
-        self.rec.record("approval", request_id=ask.request_id, tool=ask.tool, kind=ask.kind,
-                        summary=ask.summary, detail=ask.detail)
         if not self.interactive:
             reason = headless_denial(self.spec.permission_mode, ask.kind, ask.suggestion)
             self.denied.append(ask.summary)
@@ -589,7 +573,6 @@ class SessionBase:
         return allowed, scope, reason
 
     def _resolved(self, request_id: str, allowed: bool, scope: str, reason: str) -> None:
-        self.rec.record("approval_result", request_id=request_id, allowed=allowed, scope=scope, reason=reason)
         self.rec.emit(ApprovalResolved(self.id, request_id, allowed, scope, reason))
 
     def answer(self, request_id: str, allow: bool, scope: str = "once", reason: str = "") -> None:

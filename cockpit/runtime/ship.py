@@ -211,28 +211,17 @@ def merge_message(info: wt.WorktreeInfo, notes_dir: Path | str | None) -> str | 
 # -- pull requests ------------------------------------------------------------------------------
 def session_facts(info: wt.WorktreeInfo) -> tuple[str, list[str]]:
     """(the session's final answer, the names of the notes it was given) from its transcript."""
-    from cockpit.runtime.transcript import read_transcript
+    from cockpit.runtime.history import fold
+    from cockpit.runtime.transcript import read_events
 
     if not info.transcript or not Path(info.transcript).is_file():
         return "", []
     try:
-        records = read_transcript(Path(info.transcript))
+        h = fold(read_events(Path(info.transcript)))
     except (OSError, ValueError):
         return "", []
-    final, notes = "", []
-    for r in records:
-        if r.get("injected"):
-            notes = [n.get("name", "") for n in r["injected"] if isinstance(n, dict)]
-        if r.get("type") == "end" and r.get("final_text"):
-            final = r["final_text"]
-        elif r.get("type") == "message" and r.get("role") == "assistant":
-            # a session waiting for a follow-up has no end record yet: its answer is its last text
-            content = r.get("content")
-            text = content if isinstance(content, str) else "".join(
-                b.get("text", "") for b in content or () if isinstance(b, dict) and b.get("type") == "text")
-            if text.strip():
-                final = text
-    return final, [n for n in notes if n]
+    # a session waiting for a follow-up has no end yet: its answer is its last text
+    return h.final_text, [n.name for n in h.notes if n.name]
 
 
 def pr_text(info: wt.WorktreeInfo, check: wt.CheckResult | None = None) -> tuple[str, str]:

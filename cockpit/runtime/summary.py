@@ -1,6 +1,7 @@
 """The first message of a session that continues another (its context was full).
 
-Built from what the old session recorded, without a model call (the old context no longer fits
+Built from what the old session recorded (its transcript folded: :mod:`cockpit.runtime.history`),
+without a model call (the old context no longer fits
 one): the task, the notes it was given, what it did (its tool calls, newest last, capped), what
 it last said, and where its work stands (same worktree and branch). Bounded to about
 :data:`MAX_CHARS` characters.
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from cockpit.runtime import prompts
 
 if TYPE_CHECKING:  # pragma: no cover
-    from cockpit.runtime.session_base import SessionBase, SessionSpec
+    from cockpit.runtime.history import SessionHistory
+    from cockpit.runtime.session_base import SessionSpec
 
 MAX_CHARS = 12_000
 MAX_CALLS = 40
@@ -34,7 +36,7 @@ def _call_line(block: dict[str, Any]) -> str:
     return f"- {name}: {what[:160]}"
 
 
-def continuation_message(old: SessionBase, spec: SessionSpec) -> list[dict]:
+def continuation_message(old: SessionHistory, spec: SessionSpec) -> list[dict]:
     """Content blocks for the new session's first user message."""
     calls: list[str] = []
     said: list[str] = []
@@ -51,7 +53,7 @@ def continuation_message(old: SessionBase, spec: SessionSpec) -> list[dict]:
         for b in m.get("content", []) if isinstance(b, dict) and b.get("type") == "text"
     ]
     parts = [
-        f"You are continuing session {old.id}, whose context window filled up. Its task was:",
+        f"You are continuing session {old.session_id}, whose context window filled up. Its task was:",
         old.task,
     ]
     if follow_ups:

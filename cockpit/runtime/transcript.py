@@ -1,31 +1,16 @@
-"""Append-only JSONL transcripts, one file per session.
+"""Append-only JSONL transcripts, one file per session: the session's event log.
 
-File: ``<sessions_dir>/<YYYYmmdd-HHMMSS>-<session_id>.jsonl``. One JSON object per line, each
-with ``"type"`` and ``"ts"`` (ISO-8601 UTC), flushed after every record (a crash loses at most
-the record in flight). Record types, in order of appearance:
+File: ``<sessions_dir>/<YYYYmmdd-HHMMSS>-<session_id>.jsonl``. One line per event, in the order
+the session published them: ``{"ts": ISO-8601 UTC, "type": event class, "data": {…}}`` — the
+server protocol's event form (:mod:`cockpit.wire`) with the time it happened. The first line is
+the session's ``SessionSpawned``; ``SessionStarted`` (system prompt, settings) follows once the
+first message is known; ``SessionDone`` ends it (a ``Reviewed`` may follow). Consecutive
+``TextDelta``s are written as one line, so a crash loses at most the text in flight; every other
+line is flushed as it is written. :func:`cockpit.runtime.history.fold` turns the events into
+what every reader needs (the conversation, the pane's blocks, usage, the end).
 
-- ``header``: ``version``, ``session_id``, ``task``, ``model``, ``workspace``, ``preseed_enabled``,
-  ``top_k``, ``injected`` (list of ``{name, score, priority, description, path}``),
-  ``preseed_text`` (exact block sent), ``preseed_tokens``, ``system_prompt``, ``started_at``,
-  ``resumed_from`` (path or null). Always the first line.
-- ``message``: ``role`` (user|assistant), ``content`` (API content blocks) — every message the
-  conversation holds, in order; :func:`load_messages` rebuilds the conversation from these.
-- ``usage``: one per model response: ``usage`` ``{input, output, cache_write, cache_read}``
-  (tokens), ``cost_usd`` (USD or null), ``stop_reason``, ``model``. The preseed's model
-  selector call, when one was made, is a ``usage`` record with ``source: "selector"`` (and its
-  own ``model``) right after the header.
-- ``tool_call`` (``id``, ``name``, ``input``), ``tool_result`` (``id``, ``name``, ``content``, ``is_error``).
-- ``status`` (``status``, ``detail``), ``error`` (``kind``, ``message``).
-- ``approval`` (``request_id``, ``tool``, ``kind``, ``summary``, ``detail``), ``approval_result``
-  (``request_id``, ``allowed``, ``scope``, ``reason``), ``context`` (``level`` warn|managed|full),
-  ``worktree`` (``removed``: an unchanged worktree was dropped).
-- ``end``: ``status`` (done|error|killed|interrupted), ``final_text``, ``stop_reason``, ``usage``
-  totals, ``cost_usd``. A session that waits for follow-ups writes ``end`` only when it finishes.
-- ``review`` (after ``end``): ``action`` merge|keep|discard, ``ok``, ``message``.
-
-The header (version 2) also holds ``backend``, ``cwd``, ``worktree`` (``path``, ``branch``,
-``base_commit``, ``base_branch``, ``repo``) or null, ``placement``, ``permission_mode``,
-``tools`` and ``preseed_error``.
+Transcripts written before this format (one untyped record per line, a ``header`` first) are
+read through :mod:`cockpit.runtime.migrate`, which turns each record into events.
 """
 
 from __future__ import annotations
@@ -38,9 +23,11 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-VERSION = 1
+from cockpit.events import Event, SessionSpawned
+from cockpit.wire import WireError, event_from_json, event_to_json
+
+VERSION = 3
 log = logging.getLogger("cockpit.transcript")
 
 
@@ -48,8 +35,19 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+def event_line(event: Event, ts: str) -> str:
+    """One transcript line (with its newline) for ``event`` at time ``ts``."""
+    rec = {"ts": ts, **event_to_json(event)}
+    line = json.dumps(rec, ensure_ascii=False, default=str)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (e.g. an undecodable file name): \u escapes
+        line = json.dumps(rec, default=str)
+    return line + "\n"
+
+
 class TranscriptWriter:
-    """Appends records to one JSONL file. ``write`` flushes each record.
+    """Appends event lines to one JSONL file, flushing each.
 
     ``exclusive`` (a new transcript): the file must not exist yet (``FileExistsError``), so two
     sessions can never share one. Raises OSError when the folder cannot be written."""
@@ -60,16 +58,10 @@ class TranscriptWriter:
         self._fh = open(self.path, "x" if exclusive else "a", encoding="utf-8")
         self.closed = False
 
-    def write(self, type_: str, **fields: Any) -> None:
+    def write(self, event: Event, ts: str | None = None) -> None:
         if self.closed:
             return
-        rec = {"type": type_, "ts": now_iso(), **fields}
-        line = json.dumps(rec, ensure_ascii=False, default=str)
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (e.g. an undecodable file name): \u escapes
-            line = json.dumps(rec, default=str)
-        self._fh.write(line + "\n")
+        self._fh.write(event_line(event, ts or now_iso()))
         self._fh.flush()
 
     def close(self) -> None:
@@ -78,11 +70,12 @@ class TranscriptWriter:
             self.closed = True
 
 
-def append_record(path: Path, type_: str, **fields: Any) -> None:
-    """Append one record to an existing transcript (e.g. a review after the session ended)."""
+def append_event(path: Path, event: Event) -> None:
+    """Append one event to an existing transcript (a review after the session ended, the end a
+    dead server's session never wrote)."""
     w = TranscriptWriter(path, exclusive=False)
     try:
-        w.write(type_, **fields)
+        w.write(event)
     finally:
         w.close()
 
@@ -95,25 +88,36 @@ def new_transcript_path(sessions_dir: Path, session_id: str) -> Path:
 MAX_TRANSCRIPT_BYTES = 1 << 30  # 1 GiB: far beyond any session's; /dev/zero's twin is refused
 
 
-def _is_header(line: bytes) -> bool:
+def _first_kind(line: bytes) -> str | None:
+    """``"old"`` (a ``header`` record), ``"event"`` (a ``SessionSpawned`` line) or None."""
     try:
         rec = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return False
-    return isinstance(rec, dict) and rec.get("type") == "header"
+        return None
+    if not isinstance(rec, dict):
+        return None
+    if rec.get("type") == "header":
+        return "old"
+    if rec.get("type") == SessionSpawned.__name__ and isinstance(rec.get("data"), dict):
+        return "event"
+    return None
 
 
-def read_transcript(path: Path, warnings: list[str] | None = None) -> list[dict]:
-    """All complete records of a transcript. A torn last line (a crash mid-write) is ignored; any
-    other line that is not a JSON object (garbage, undecodable bytes, a bare value) is skipped with
-    a warning naming the file and line — appended to ``warnings`` when given, else logged.
+def read_events(path: Path, warnings: list[str] | None = None) -> list[Event]:
+    """Every event of a transcript, in order (:func:`read_timed` without the times)."""
+    return [e for _, e in read_timed(path, warnings)]
 
-    Raises ``FileNotFoundError``; ``ValueError`` when the first record is not a header, or the
-    path is not a regular file (a FIFO, a device, a folder: refused before anything is read, so
-    a resume request can never block the server) or is over ``MAX_TRANSCRIPT_BYTES``.
+
+def read_timed(path: Path, warnings: list[str] | None = None) -> list[tuple[str, Event]]:
+    """``(ts, event)`` for every event of a transcript, in order (an old-format transcript's records migrated). A
+    torn last line (a crash mid-write) is ignored; any other line that is not an event (garbage,
+    undecodable bytes, an unknown type) is skipped with a warning naming the file and line —
+    appended to ``warnings`` when given, else logged.
+
+    Raises ``FileNotFoundError``; ``ValueError`` when the first line is not a session's start, or
+    the path is not a regular file (a FIFO, a device, a folder: refused before anything is read,
+    so a resume request can never block the server) or is over ``MAX_TRANSCRIPT_BYTES``.
     """
-    records: list[dict] = []
-    skipped: list[str] = []
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once instead of blocking
     try:
         st = os.fstat(fd)
@@ -124,12 +128,16 @@ def read_transcript(path: Path, warnings: list[str] | None = None) -> list[dict]
         with os.fdopen(fd, "rb") as fh:
             fd = -1
             head = fh.readline()
-            if not _is_header(head):
+            kind = _first_kind(head)
+            if kind is None:
                 raise ValueError(f"{path} is not a Cockpit transcript (no header)")
             lines = (head + fh.read()).split(b"\n")
     finally:
         if fd >= 0:
             os.close(fd)
+    skipped: list[str] = []
+    records: list[dict] = []  # an old transcript's, migrated once all are read
+    events: list[tuple[str, Event]] = []
     last = len(lines) - 1
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
@@ -146,33 +154,31 @@ def read_transcript(path: Path, warnings: list[str] | None = None) -> list[dict]
         if not isinstance(rec, dict):
             skipped.append(f"{path}: line {number} skipped: not a JSON object")
             continue
-        records.append(rec)
+        if kind == "old":
+            rec["_line"] = number
+            records.append(rec)
+            continue
+        try:
+            events.append((str(rec.get("ts", "")), event_from_json(rec)))
+        except WireError as exc:
+            skipped.append(f"{path}: line {number} skipped: {exc}")
+    if kind == "old":
+        from cockpit.runtime.migrate import events_from_records
+
+        events = events_from_records(records, str(path), skipped)
     if warnings is not None:
         warnings.extend(skipped)
     else:
         for w in skipped:
             log.warning("%s", w)
-    if not records or records[0].get("type") != "header":
+    if not events or not isinstance(events[0][1], SessionSpawned):
         raise ValueError(f"{path} is not a Cockpit transcript (no header)")
-    return records
-
-
-def load_messages(records: list[dict]) -> list[dict]:
-    """The conversation (``[{role, content}]``) a transcript holds, made valid for a new request:
-    a trailing assistant message whose tool calls have no results (killed mid-tool) is dropped,
-    and so is a ``message`` record without a role or content (a damaged line)."""
-    msgs = [{"role": r["role"], "content": r["content"]} for r in records
-            if r.get("type") == "message" and r.get("role") in ("user", "assistant")
-            and isinstance(r.get("content"), (str, list))]
-    if msgs and msgs[-1]["role"] == "assistant" and isinstance(msgs[-1]["content"], list):
-        if any(isinstance(b, dict) and b.get("type") == "tool_use" for b in msgs[-1]["content"]):
-            msgs.pop()
-    return msgs
+    return events
 
 
 @dataclass(frozen=True)
 class TranscriptInfo:
-    """A past session for a list view. ``status`` None = no ``end`` record (still running or crashed)."""
+    """A past session for a list view. ``status`` None = no ``SessionDone`` (still running or crashed)."""
 
     path: Path
     session_id: str
@@ -186,27 +192,19 @@ class TranscriptInfo:
 
 def list_transcripts(sessions_dir: Path) -> list[TranscriptInfo]:
     """Transcripts in ``sessions_dir``, newest first; unreadable files are skipped."""
+    from cockpit.runtime.history import fold
+
     out: list[TranscriptInfo] = []
     d = Path(sessions_dir)
     if not d.is_dir():
         return out
     for p in sorted(d.glob("*.jsonl"), reverse=True):
         try:
-            recs = read_transcript(p, [])  # damaged lines are reported when the transcript is read
+            h = fold(read_events(p, []))  # damaged lines are reported when the transcript is read
         except (OSError, ValueError):
             continue
-        h = recs[0]
-        end = next((r for r in reversed(recs) if r.get("type") == "end"), None)
-        out.append(
-            TranscriptInfo(
-                path=p,
-                session_id=h.get("session_id", ""),
-                task=h.get("task", ""),
-                model=h.get("model", ""),
-                started_at=h.get("started_at", ""),
-                status=end.get("status") if end else None,
-                cost_usd=end.get("cost_usd") if end else None,
-                final_text=end.get("final_text", "") if end else "",
-            )
-        )
+        out.append(TranscriptInfo(path=p, session_id=h.session_id, task=h.task, model=h.model,
+                                  started_at=h.started_at, status=h.ended.status.value if h.ended else None,
+                                  cost_usd=h.cost_usd if h.ended else None,
+                                  final_text=h.final_text if h.ended else ""))
     return out

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -32,13 +33,14 @@ import struct
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from cockpit import wire
 from cockpit.events import (
     ApprovalRequested,
+    ConversationMessage,
     Event,
     SessionDone,
     SessionForgotten,
@@ -47,16 +49,14 @@ from cockpit.events import (
     StatusChanged,
     ToolCall,
     ToolResult,
-    Usage,
-    UsageUpdate,
-    WorktreeRef,
 )
 from cockpit.runtime import RuntimeConfig, SessionManager, keyguard
 from cockpit.runtime.claude_code import looks_like_session_id
 from cockpit.runtime.config import ConfigError, load_config
+from cockpit.runtime.history import SessionHistory, fold
 from cockpit.runtime.manager import SessionClosed
 from cockpit.runtime.spawn import Count, Dollars, SpawnSpec
-from cockpit.runtime.transcript import append_record, read_transcript
+from cockpit.runtime.transcript import append_event, read_events
 from cockpit.runtime.worktree import WorktreeError
 from cockpit.server import paths, rpc
 from cockpit.server.engines import EngineRegistry
@@ -79,49 +79,49 @@ class AlreadyRunning(RuntimeError):
 
 @dataclass
 class Ghost:
-    """A session that was live when the previous server died: known only from its transcript."""
+    """A session that was live when the previous server died: known only from its transcript,
+    whose events (ending ``interrupted``) an attaching client replays like a live session's."""
 
     id: str
     transcript: str
-    header: dict
-    usage: Usage = field(default_factory=Usage)  # summed from the transcript's usage records (tokens)
-    cost_usd: float | None = None  # USD, None when no record was priced
+    history: list[Event]
 
     @classmethod
-    def from_records(cls, sid: str, transcript: str, records: list[dict]) -> Ghost:
-        usage, cost = Usage(), None
-        for r in records:
-            if r.get("type") == "usage" and isinstance(r.get("usage"), dict):
-                u = r["usage"]
-                usage = usage + Usage(int(u.get("input", 0)), int(u.get("output", 0)),
-                                      int(u.get("cache_write", 0)), int(u.get("cache_read", 0)))
-                if isinstance(r.get("cost_usd"), (int, float)):
-                    cost = (cost or 0.0) + float(r["cost_usd"])
-        return cls(sid, transcript, records[0], usage, cost)
+    def load(cls, sid: str, transcript: str) -> Ghost:
+        """The session from its transcript; one that never ended gets its end written now
+        (``StatusChanged`` and ``SessionDone``, ``interrupted``). Raises OSError / ValueError."""
+        history = read_events(Path(transcript), [])
+        if not any(isinstance(e, SessionDone) for e in history):
+            why = "the server stopped while it ran; resume it from its transcript"
+            h = fold(history, sid)
+            ending = [StatusChanged(sid, SessionStatus.INTERRUPTED, why),
+                      SessionDone(sid, SessionStatus.INTERRUPTED, extra={"transcript_path": transcript},
+                                  usage=h.usage, cost_usd=h.cost_usd, reason=why)]
+            for event in ending:
+                with contextlib.suppress(OSError):
+                    append_event(Path(transcript), event)
+            history += ending
+        return cls(sid, transcript, history)
+
+    @functools.cached_property
+    def state(self) -> SessionHistory:
+        return fold(self.history, self.id)
 
     def events(self) -> list[Event]:
-        h = self.header
-        w = h.get("worktree") if isinstance(h.get("worktree"), dict) else None
-        ref = None if w is None else WorktreeRef(str(w.get("path", "")), str(w.get("branch", "")),
-                                                 str(w.get("base_commit", "")), w.get("base_branch"))
-        spawned = SessionSpawned(self.id, h.get("task", ""), h.get("model", ""), h.get("workspace", ""),
-                                 self.transcript, bool(h.get("preseed_enabled", True)), h.get("backend", "cockpit"),
-                                 h.get("permission_mode", "default"), h.get("cwd", ""), ref, h.get("placement", ""))
-        detail = "the server stopped while it ran; resume it from its transcript"
-        out: list[Event] = [spawned]
-        if self.usage.total:
-            out.append(UsageUpdate(self.id, Usage(), self.usage, None, self.cost_usd))
-        return out + [StatusChanged(self.id, SessionStatus.INTERRUPTED, detail),
-                      SessionDone(self.id, SessionStatus.INTERRUPTED, extra={"transcript_path": self.transcript})]
+        return list(self.history)
 
     def to_dict(self) -> dict:
-        h = self.header
-        return {"id": self.id, "task": h.get("task", ""), "model": h.get("model", ""), "status": "interrupted",
-                "workspace": h.get("workspace", ""), "cwd": h.get("cwd", ""), "worktree": h.get("worktree"),
-                "placement": h.get("placement", ""), "permission_mode": h.get("permission_mode", "default"),
-                "transcript": self.transcript, "usage": {**self.usage.__dict__, "total": self.usage.total},
-                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6), "answer": "",
-                "error": None, "injected": h.get("injected", [])}
+        h = self.state
+        w = h.worktree
+        return {"id": self.id, "task": h.task, "model": h.model, "status": "interrupted",
+                "workspace": h.workspace, "cwd": h.cwd,
+                "worktree": None if w is None else {"path": w.path, "branch": w.branch,
+                                                    "base_commit": w.base_commit, "base_branch": w.base_branch},
+                "placement": h.placement, "permission_mode": h.permission_mode or "default",
+                "transcript": self.transcript, "usage": {**h.usage.__dict__, "total": h.usage.total},
+                "cost_usd": None if h.cost_usd is None else round(h.cost_usd, 6), "answer": "",
+                "error": None, "injected": [n.__dict__ for n in h.notes],
+                "notes": h.started.notes if h.started else ""}
 
 
 class LiveRegistry:
@@ -290,15 +290,9 @@ class Server:
             log.warning("killed %d processes the interrupted sessions left running: %s", len(reaped), reaped)
         for sid, transcript in {**interrupted, **live}.items():
             try:
-                records = read_transcript(Path(transcript))
+                self.ghosts[sid] = Ghost.load(sid, transcript)
             except (OSError, ValueError):
                 continue
-            if not any(r.get("type") == "end" for r in records):
-                with contextlib.suppress(OSError):
-                    append_record(Path(transcript), "end", status="interrupted",
-                                  reason="the server stopped while the session ran", final_text="",
-                                  stop_reason=None, usage=None, cost_usd=None, requests=None)
-            self.ghosts[sid] = Ghost.from_records(sid, transcript, records)
             if sid in live:
                 log.info("session %s was interrupted by the previous server's end", sid)
         self.registry.clear({g.id: g.transcript for g in self.ghosts.values()})
@@ -658,7 +652,7 @@ class Server:
             raise wire.ParamError(f"path must be an absolute transcript path or a Claude Code session id, "
                                   f"got {where!r}")
         cfg = self._config(config, interactive, req.conn)
-        notes = (ghost.header if ghost else {}).get("notes") or notes
+        notes = (ghost.to_dict()["notes"] if ghost else "") or notes
         engine = await asyncio.to_thread(self.engines.get, str(notes), index) if notes else None
         s = await self.mgr.resume(where, interactive=interactive, config=cfg, engine=engine)
         if ghost:
@@ -798,6 +792,8 @@ def _cut(event: Event, limit: int = SNAPSHOT_FIELD_CHARS) -> Event:
         return dataclasses.replace(event, input=cut(event.input))
     if isinstance(event, ApprovalRequested):
         return dataclasses.replace(event, detail=cut(event.detail))
+    if isinstance(event, ConversationMessage):
+        return dataclasses.replace(event, content=cut(event.content))
     return event
 
 

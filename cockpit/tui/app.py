@@ -37,9 +37,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from cockpit import events as ev
+from cockpit.runtime.history import fold
 from cockpit.runtime.protocols import Runtime
-from cockpit.runtime.transcript import now_iso, read_transcript
-from cockpit.textsafe import clean_event, clean_tree
+from cockpit.runtime.transcript import read_events
+from cockpit.textsafe import clean_event
 from cockpit.tui import state as ui_state
 from cockpit.tui.attention import Attention
 from cockpit.tui.commands import SessionCommands
@@ -236,7 +237,6 @@ class CockpitApp(SessionCommands, Attention, App):
         try:
             subscription = self.manager.subscribe()
             snapshot = list(self.manager.snapshot())  # no await in between: nothing is missed
-            cutoff = now_iso()
             # every session's state folded first, its pane mounted after: the first frame after
             # an attach shows each session as it is now, never the states it passed through
             unmounted: list[str] = []
@@ -246,19 +246,13 @@ class CockpitApp(SessionCommands, Attention, App):
                 view = self.views.get(sid)
                 if view is not None and sid not in self.panes:
                     await self._add_pane(view)
-            # the snapshot replays each session's events so far (its output included); a session
-            # whose output is not in it (one a previous server left interrupted) is read from its
-            # transcript, and a resumed one's earlier conversation from the transcript it came from
-            # (an error counts as output: a session that failed before answering must not show it twice)
-            shown = (ev.TextDelta, ev.ToolCall, ev.UserMessage, ev.SessionErrorEvent)
-            replayed = {e.session_id for e in snapshot if isinstance(e, shown)}
+            # the snapshot replays each session's events so far (one history: an interrupted
+            # session's come from its transcript); a resumed one's earlier conversation is its
+            # predecessor's transcript
             for event in snapshot:
-                if isinstance(event, ev.SessionSpawned):
-                    if event.resumed_from:
-                        self.load_history(event.session_id, event.resumed_from, None,
-                                          f"(resumed from {Path(event.resumed_from).name})")
-                    if event.session_id not in replayed:
-                        self.load_history(event.session_id, event.transcript_path, cutoff, "")
+                if isinstance(event, ev.SessionSpawned) and event.resumed_from:
+                    self.load_history(event.session_id, event.resumed_from,
+                                      f"(resumed from {Path(event.resumed_from).name})")
             async for event in subscription:
                 await self.handle_event(event)
         except asyncio.CancelledError:
@@ -321,7 +315,7 @@ class CockpitApp(SessionCommands, Attention, App):
 
     def _after_event(self, view: SessionView, before: ev.SessionStatus | None, event: ev.Event) -> None:
         if isinstance(event, ev.SessionSpawned) and event.resumed_from:
-            self.load_history(event.session_id, event.resumed_from, None,
+            self.load_history(event.session_id, event.resumed_from,
                               f"(resumed from {Path(event.resumed_from).name})")
         elif isinstance(event, ev.ApprovalResolved):
             top = self.screen
@@ -332,25 +326,23 @@ class CockpitApp(SessionCommands, Attention, App):
         self.react(view, before, event)
 
     @work(thread=True, group="history", name="earlier output from a transcript")
-    def load_history(self, session_id: str, path: str, cutoff: str | None, note: str = "") -> None:
-        """Read a transcript (records up to ``cutoff``, an ISO time; all when None) and put the
-        session's earlier output before what events have shown."""
+    def load_history(self, session_id: str, path: str, note: str = "") -> None:
+        """Fold a resumed session's predecessor's transcript and put its output before what
+        events have shown."""
         try:
             skipped: list[str] = []
-            records = clean_tree(read_transcript(Path(path), skipped))
+            earlier = fold(clean_event(e) for e in read_events(Path(path), skipped)).earlier_blocks()
             if skipped:
                 note = (note + " " if note else "") + f"({len(skipped)} damaged transcript line(s) skipped)"
         except (OSError, ValueError) as exc:
-            records, note = [], f"(earlier output not shown: {exc})"
-        if cutoff is not None:
-            records = [r for r in records if r.get("type") == "header" or str(r.get("ts", "")) <= cutoff]
-        self._from_thread(self._history_loaded, session_id, records, note)
+            earlier, note = [], f"(earlier output not shown: {exc})"
+        self._from_thread(self._history_loaded, session_id, earlier, note)
 
-    def _history_loaded(self, session_id: str, records: list[dict], note: str) -> None:
+    def _history_loaded(self, session_id: str, earlier: list, note: str) -> None:
         view = self.views.get(session_id)
         if view is None:
             return
-        view.add_history(records, note)
+        view.add_history(earlier, note)
         self.repaint.mark(session_id)
 
     async def _add_pane(self, view: SessionView) -> None:

@@ -1,9 +1,10 @@
-"""A transcript (``cockpit.runtime.transcript`` records) as plain text for the review screen.
+"""A transcript (its events, :func:`cockpit.runtime.transcript.read_events`) as plain text for the
+review screen.
 
-Shows everything: the header (with the permission mode and where the session worked), the
+Shows everything: the spawn (with the permission mode and where the session worked), the
 injected block exactly as sent, every message, tool call, approval asked and answered, result,
-usage per request (tokens, USD), status changes, context notices, errors, the end record and
-review actions (merge / keep / discard).
+usage per request (tokens, USD), status changes, context notices, errors, the end and review
+actions (merge / keep / discard).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cockpit import events as ev
 from cockpit.tui import format as fmt
+from cockpit.wire import to_plain
 
 
 def _rule(title: str) -> str:
@@ -36,99 +39,100 @@ def _block_text(block: Any) -> str:
     return json.dumps(block, ensure_ascii=False)
 
 
-def _usage_line(u: dict | None) -> str:
-    u = u or {}
-    return (
-        f"in {u.get('input', 0)}  out {u.get('output', 0)}  "
-        f"cache read {u.get('cache_read', 0)}  cache write {u.get('cache_write', 0)} tokens"
-    )
+def _usage_line(u: ev.Usage | None) -> str:
+    u = u or ev.Usage()
+    return (f"in {u.input}  out {u.output}  cache read {u.cache_read}  cache write {u.cache_write} tokens")
 
 
-def render_transcript(records: list[dict]) -> str:
+def _spawned(e: ev.SessionSpawned) -> list[str]:
+    out = [f"session {e.session_id} · {e.task}", f"model {e.model} · workspace {e.workspace}"]
+    if e.resumed_from:
+        out.append(f"resumed from {e.resumed_from}")
+    if e.continued_from:
+        out.append(f"continues session {e.continued_from}")
+    w = e.worktree
+    where = f"worktree {w.path} on {w.branch}" if w else e.placement
+    out.append(f"permission mode {e.permission_mode or 'default'}" + (f" · {where}" if where else ""))
+    if not e.preseed_enabled:
+        out.append("(preseed off)")
+    return out
+
+
+def _preseeded(e: ev.Preseeded) -> list[str]:
+    out = [_rule(f"notes injected ({len(e.notes)})")]
+    for note in e.notes:
+        star = "★" if note.priority else " "
+        kind = "" if note.kind == "line" else "(index) "
+        succ = f" (superseded by {note.superseded_by})" if note.superseded_by else ""
+        out.append(f"{star} {kind}{note.name}  {fmt.score(note.score)}  {note.description}{succ}")
+    out.extend(f"  ✗ not a line: {why}" for why in e.left_out)
+    if e.error:
+        out.append(f"✗ preseed failed: {e.error}")
+    out.append(_rule(f"injected block, exactly as sent (~{e.tokens} tokens)"))
+    out.append(e.text or "(empty: nothing qualified)")
+    return out
+
+
+def render_transcript(events: list[ev.Event]) -> str:
     """The whole transcript as text (one string, lines separated by ``\\n``)."""
     out: list[str] = []
     requests = 0
-    for rec in records:
-        kind = rec.get("type")
-        if kind == "header":
-            out.append(f"session {rec.get('session_id', '')} · {rec.get('task', '')}")
-            out.append(
-                f"model {rec.get('model', '')} · workspace {rec.get('workspace', '')} · "
-                f"started {rec.get('started_at', rec.get('ts', ''))}"
-            )
-            if rec.get("resumed_from"):
-                out.append(f"resumed from {rec['resumed_from']}")
-            wt = rec.get("worktree") or {}
-            if rec.get("permission_mode") or wt or rec.get("placement"):
-                where = f"worktree {wt.get('path', '')} on {wt.get('branch', '')}" if wt else rec.get("placement", "")
-                out.append(f"permission mode {rec.get('permission_mode', 'default')} · {where}")
-            injected = rec.get("injected") or []
-            out.append(_rule(f"notes injected ({len(injected)})"))
-            for note in injected:
-                star = "★" if note.get("priority") else " "
-                kind = "" if note.get("kind", "line") == "line" else "(index) "
-                succ = f" (superseded by {note['superseded_by']})" if note.get("superseded_by") else ""
-                out.append(
-                    f"{star} {kind}{note.get('name', '')}  {fmt.score(note.get('score', 0))}  "
-                    f"{note.get('description', '')}{succ}"
-                )
-            for why in rec.get("left_out") or []:
-                out.append(f"  ✗ not a line: {why}")
-            if not rec.get("preseed_enabled", True):
-                out.append("(preseed off)")
-            tokens = rec.get("preseed_tokens", 0)
-            out.append(_rule(f"injected block, exactly as sent (~{tokens} tokens)"))
-            out.append(rec.get("preseed_text") or "(empty: nothing qualified)")
-        elif kind == "memory_miss":
-            where = "listed in the index" if rec.get("in_index") else "not in the block"
-            out.append(f"memory miss: {rec.get('name', '')} read via {rec.get('via', '')} ({where})")
-        elif kind == "message":
-            content = rec.get("content")
-            blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
-            out.append(_rule(f"message · {rec.get('role', '')}"))
+    for e in events:
+        if isinstance(e, ev.TextDelta):  # streamed text is shown whole, with the message that holds it
+            continue
+        if isinstance(e, ev.SessionSpawned):
+            out.extend(_spawned(e))
+        elif isinstance(e, ev.Preseeded):
+            out.extend(_preseeded(e))
+        elif isinstance(e, ev.SessionStarted):
+            out.append(f"started {e.started_at}")
+        elif isinstance(e, ev.MemoryMiss):
+            where = "listed in the index" if e.in_index else "not in the block"
+            out.append(f"memory miss: {e.name} read via {e.via} ({where})")
+        elif isinstance(e, ev.ConversationMessage):
+            blocks = e.content if isinstance(e.content, list) else [{"type": "text", "text": str(e.content)}]
+            out.append(_rule(f"message · {e.role}"))
             out.extend(_block_text(b) for b in blocks)
-        elif kind == "tool_call":
-            args = json.dumps(rec.get("input"), ensure_ascii=False)
-            out.append(f"⚙ tool call {rec.get('name', '')} [{rec.get('id', '')}] {args}")
-        elif kind == "tool_result":
-            err = " ERROR" if rec.get("is_error") else ""
-            out.append(f"⚙ tool result {rec.get('name', '')} [{rec.get('id', '')}]{err}")
-            out.append(str(rec.get("content", "")))
-        elif kind == "usage":
+        elif isinstance(e, ev.ToolCall):
+            out.append(f"⚙ tool call {e.name} [{e.tool_use_id}] {json.dumps(e.input, ensure_ascii=False)}")
+        elif isinstance(e, ev.ToolResult):
+            out.append(f"⚙ tool result {e.name} [{e.tool_use_id}]{' ERROR' if e.is_error else ''}")
+            out.append(str(e.content))
+        elif isinstance(e, ev.UsageUpdate):
+            if e.partial:
+                continue
             requests += 1
-            out.append(
-                f"· usage (request {requests}): {_usage_line(rec.get('usage'))}  "
-                f"cost {fmt.usd(rec.get('cost_usd'))}  stop {rec.get('stop_reason')}"
-            )
-        elif kind == "status":
-            detail = f" ({rec['detail']})" if rec.get("detail") else ""
-            out.append(f"· status: {rec.get('status', '')}{detail}")
-        elif kind == "error":
-            out.append(f"✗ error [{rec.get('kind', '')}]: {rec.get('message', '')}")
-        elif kind == "approval":
-            out.append(f"? approval asked [{rec.get('request_id', '')}] {rec.get('kind', '')}: "
-                       f"{rec.get('summary', '')}")
-            if rec.get("detail") and rec.get("detail") != rec.get("summary"):
-                out.append(str(rec["detail"]))
-        elif kind == "approval_result":
-            scope = rec.get("scope", "once")
-            verdict = f"allowed ({scope})" if rec.get("allowed") else f"denied ({scope})"
-            reason = f": {rec['reason']}" if rec.get("reason") else ""
-            out.append(f"{'✓' if rec.get('allowed') else '✗'} approval {verdict}{reason}")
-        elif kind == "context":
-            used = f"{rec.get('used')} of {rec.get('window')} tokens" if rec.get("used") else ""
-            detail = rec.get("message") or used
-            out.append(f"· context {rec.get('level', '')}: {detail}".rstrip(": "))
-        elif kind == "worktree":
-            out.append(f"· worktree removed ({rec.get('reason', '')})" if rec.get("removed") else f"· worktree {rec}")
-        elif kind == "review":
-            out.append(f"{'✓' if rec.get('ok') else '✗'} review {rec.get('action', '')}: {rec.get('message', '')}")
-        elif kind == "end":
-            out.append(_rule(f"end: {rec.get('status', '')}"))
-            out.append(
-                f"stop {rec.get('stop_reason')} · {_usage_line(rec.get('usage'))} · "
-                f"cost {fmt.usd(rec.get('cost_usd'))}"
-            )
+            what = " (selector)" if e.source == "selector" else ""
+            out.append(f"· usage (request {requests}{what}): {_usage_line(e.usage)}  "
+                       f"cost {fmt.usd(e.cost_usd)}  stop {e.stop_reason}")
+        elif isinstance(e, ev.StatusChanged):
+            if e.status.is_final:  # the end says it
+                continue
+            out.append(f"· status: {e.status.value}{f' ({e.detail})' if e.detail else ''}")
+        elif isinstance(e, ev.SessionErrorEvent):
+            out.append(f"✗ error [{e.kind}]: {e.message}")
+        elif isinstance(e, ev.Retrying):
+            out.append(f"· retrying after [{e.kind}]: {e.message}")
+        elif isinstance(e, ev.ApprovalRequested):
+            out.append(f"? approval asked [{e.request_id}] {e.kind}: {e.summary}")
+            if e.detail and e.detail != e.summary:
+                out.append(e.detail)
+        elif isinstance(e, ev.ApprovalResolved):
+            verdict = f"allowed ({e.scope})" if e.allowed else f"denied ({e.scope})"
+            out.append(f"{'✓' if e.allowed else '✗'} approval {verdict}{f': {e.reason}' if e.reason else ''}")
+        elif isinstance(e, ev.ContextNotice):
+            detail = e.message or (f"{e.used} of {e.window} tokens" if e.used else "")
+            out.append(f"· context {e.level}: {detail}".rstrip(": "))
+        elif isinstance(e, ev.WorktreeRemoved):
+            out.append(f"· worktree removed ({e.reason})")
+        elif isinstance(e, ev.Reviewed):
+            out.append(f"{'✓' if e.ok else '✗'} review {e.action}: {e.message}")
+        elif isinstance(e, ev.SessionDone):
+            out.append(_rule(f"end: {e.status.value}"))
+            if e.reason:
+                out.append(e.reason)
+            out.append(f"stop {e.stop_reason} · {_usage_line(e.usage)} · cost {fmt.usd(e.cost_usd)}")
         else:
-            out.append(json.dumps(rec, ensure_ascii=False, default=str))
+            data = {k: v for k, v in to_plain(e).items() if k != "session_id"}
+            out.append(f"· {type(e).__name__} {json.dumps(data, ensure_ascii=False, default=str)}")
     return "\n".join(out)

@@ -194,7 +194,7 @@ class AcpSession(SessionBase):
         env = self._agent_env(home, base)
         if boxed:
             argv = await asyncio.to_thread(self._boxed, argv, tmp, env)
-        self.rec.record("acp_start", command=list(self.agent.commands[0]), program=argv[0] if not boxed else "bwrap",
+        self._note("acp_start", command=list(self.agent.commands[0]), program=argv[0] if not boxed else "bwrap",
                         sandbox=self.spec.sandbox_note)
         try:
             self._proc = await asyncio.create_subprocess_exec(
@@ -227,7 +227,7 @@ class AcpSession(SessionBase):
             with contextlib.suppress(Exception):
                 await self._handshake("session/set_mode", self._conn.set_session_mode(
                     session_id=new.session_id, mode_id=mode))
-        self.rec.record("acp", session_id=new.session_id, agent=self.agent_info, modes=modes,
+        self._note("acp", session_id=new.session_id, agent=self.agent_info, modes=modes,
                         mode=mode if mode in modes else None)
 
     async def _start_memory(self, folder: str) -> str | None:
@@ -246,7 +246,7 @@ class AcpSession(SessionBase):
         try:
             await asyncio.to_thread(self._memory.start)
         except Exception as exc:  # memory is an aid: the session goes on without the tools
-            self.rec.record("error", kind="memory", message=f"memory MCP server not started: {exc}", retrying=False)
+            self._note("memory_error", message=f"memory MCP server not started: {exc}")
             self._memory = None
             return None
         return sock
@@ -404,7 +404,7 @@ class AcpSession(SessionBase):
         turn = Usage(u.input_tokens, u.output_tokens, u.cached_write_tokens or 0, u.cached_read_tokens or 0) \
             if u is not None else Usage()
         self._account(turn)
-        self.rec.record("result", stop_reason=resp.stop_reason, usage=None if u is None else turn.__dict__,
+        self._note("result", stop_reason=resp.stop_reason, usage=None if u is None else turn.__dict__,
                         agent_total_cost_usd=self._agent_cost)
         if resp.stop_reason == "refusal":
             raise SessionFailure("acp", f"{self.agent.title} refused the task")
@@ -417,10 +417,10 @@ class AcpSession(SessionBase):
             cost = max(0.0, self._agent_cost - (acct.cost_usd or 0.0))
             acct.cost_usd = self._agent_cost
         self._host.add_usage(turn, cost)
-        self.rec.record("usage", usage=turn.__dict__, cost_usd=cost, stop_reason=self.stop_reason,
-                        model=self.spec.model, cost_source=self.cost_source)
         self.rec.emit(UsageUpdate(self.id, turn, acct.usage, cost, acct.cost_usd, context_tokens=acct.context_tokens,
-                                  context_window=acct.context_window, cost_source=self.cost_source))
+                                  context_window=acct.context_window, cost_source=self.cost_source,
+                                  model=self.spec.model, stop_reason=self.stop_reason,
+                                  agent_total_usd=self._agent_cost))
 
     async def _cleanup(self) -> None:
         conn, self._conn = self._conn, None
@@ -462,12 +462,12 @@ class AcpSession(SessionBase):
                     continue
                 self._garbage += 1
                 shown = one_line(self._redact(text.decode("utf-8", "replace")), 200)
-                self.rec.record("acp_garbage", line=shown)
+                self._note("acp_garbage", line=shown)
                 if self._garbage == 1 or self._garbage % 50 == 0:
                     self._set(self.status, f"{self.agent.title} wrote {self._garbage} line(s) that are not ACP "
                                            f"on its stdout (ignored): {one_line(shown, 80)}")
         except (ValueError, asyncio.LimitOverrunError, ConnectionError) as exc:
-            self.rec.record("acp_garbage", line=f"stdout unreadable: {exc}")
+            self._note("acp_garbage", line=f"stdout unreadable: {exc}")
         finally:
             clean.feed_eof()
 
@@ -477,7 +477,7 @@ class AcpSession(SessionBase):
                 text = self._redact(line.decode("utf-8", "replace").rstrip())
                 if text:
                     self._stderr.append(text)
-                    self.rec.record("stderr", line=text[:2000])
+                    self._note("stderr", line=text[:2000])
 
     def _stderr_tail(self) -> str:
         return f" — {one_line(self._stderr[-1], 240)}" if self._stderr else ""
@@ -485,7 +485,7 @@ class AcpSession(SessionBase):
     def _on_update(self, u: Any) -> None:
         kind = getattr(u, "session_update", "")
         if not self._in_turn and kind in ("agent_message_chunk", "tool_call", "tool_call_update", "plan"):
-            self.rec.record("acp_late_update", kind=kind)  # after its turn: not shown, the state stays
+            self._note("acp_late_update", kind=kind)  # after its turn: not shown, the state stays
             return
         if kind == "agent_message_chunk":
             text = getattr(u.content, "text", "") or ""
@@ -493,14 +493,14 @@ class AcpSession(SessionBase):
                 self._chunks.append(text)
                 self.rec.emit(TextDelta(self.id, text))
         elif kind == "agent_thought_chunk":
-            self.rec.record("thought", text=getattr(u.content, "text", ""))
+            self._note("thought", text=getattr(u.content, "text", ""))
         elif kind == "tool_call":
             self._on_tool_start(u)
         elif kind == "tool_call_update":
             self._on_tool_update(u)
         elif kind == "plan":
             entries = [(e.content, e.status) for e in u.entries]
-            self.rec.record("plan", entries=[{"content": c, "status": st} for c, st in entries])
+            self._note("plan", entries=[{"content": c, "status": st} for c, st in entries])
             done = sum(1 for _, st in entries if st == "completed")
             now = next((c for c, st in entries if st == "in_progress"), "")
             if entries:
@@ -514,13 +514,13 @@ class AcpSession(SessionBase):
                 if math.isfinite(amount) and (self._agent_cost or 0.0) <= amount < 10_000:
                     self._agent_cost = amount
                 else:
-                    self.rec.record("acp_cost_ignored", amount=repr(amount)[:40])
+                    self._note("acp_cost_ignored", amount=repr(amount)[:40])
             self.rec.emit(UsageUpdate(self.id, Usage(), self.acct.usage, None,
                                       self._agent_cost if self._agent_cost is not None else self.acct.cost_usd,
                                       context_tokens=u.used, context_window=u.size, partial=True,
                                       cost_source=self.cost_source))
         elif kind == "current_mode_update":
-            self.rec.record("acp_mode", mode=u.current_mode_id)
+            self._note("acp_mode", mode=u.current_mode_id)
 
     def _on_tool_start(self, u: Any) -> None:
         tid = u.tool_call_id
@@ -533,7 +533,6 @@ class AcpSession(SessionBase):
             self._add_message("assistant", [{"type": "text", "text": text}])
             self.final_text = text
             self._turn_text = ""
-        self.rec.record("tool_call", id=tid, name=name, input=u.raw_input, kind=u.kind)
         self.rec.emit(ToolCall(self.id, tid, name, u.raw_input if isinstance(u.raw_input, dict) else {}))
         self._set(S.RUNNING_TOOL, name)
 
@@ -552,7 +551,6 @@ class AcpSession(SessionBase):
         text = _text_of(u.content)
         if not text and u.raw_output is not None:
             text = u.raw_output if isinstance(u.raw_output, str) else json.dumps(u.raw_output, default=str)[:20000]
-        self.rec.record("tool_result", id=tid, name=name, content=text, is_error=err)
         self.rec.emit(ToolResult(self.id, tid, name, text, err))
         self.note_tool_use(name, self._inputs.pop(tid, None), err)
         self._set(S.STREAMING)
@@ -576,7 +574,7 @@ class AcpSession(SessionBase):
                                         "edit", one_line(what, 160), f"{description}\n\n{body}"[:4000], "")
                 allowed, _scope, why = await self._await_answer(ask)
                 reason = "" if allowed else (why or "the user denied it")
-        self.rec.record("memory_save", name=name, priority=priority, allowed=not reason, reason=reason)
+        self._note("memory_save", name=name, priority=priority, allowed=not reason, reason=reason)
         return reason or None
 
     def _report_soon(self) -> None:
@@ -596,7 +594,7 @@ class AcpSession(SessionBase):
     # -- permissions ----------------------------------------------------------------------------
     async def _on_permission(self, tool_call: Any, options: list[Any]) -> s.RequestPermissionResponse:
         if not self._in_turn:  # nothing of the agent's may run while the session waits for you
-            self.rec.record("approval_auto", request_id=tool_call.tool_call_id, tool=tool_call.title,
+            self._note("approval_auto", request_id=tool_call.tool_call_id, tool=tool_call.title,
                             kind=tool_call.kind, reason="asked outside a turn: refused")
             return s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
         async with self._perm_lock:
@@ -626,10 +624,10 @@ class AcpSession(SessionBase):
         elif kind in _HARMLESS_KINDS:
             decided = f"{kind}: nothing changes"
         if decided:
-            self.rec.record("approval_auto", request_id=tid, tool=title, kind=kind, reason=decided)
+            self._note("approval_auto", request_id=tid, tool=title, kind=kind, reason=decided)
             return pick("allow_once", "allow_always")
         if mode == "plan" and kind in _CHANGING_KINDS:
-            self.rec.record("approval_auto", request_id=tid, tool=title, kind=kind, reason="plan mode: nothing changes")
+            self._note("approval_auto", request_id=tid, tool=title, kind=kind, reason="plan mode: nothing changes")
             return pick("reject_once", "reject_always")
         detail = (json.dumps(tool_call.raw_input, indent=1, default=str)[:4000] if tool_call.raw_input
                   else _text_of(tool_call.content))

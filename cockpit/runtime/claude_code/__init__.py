@@ -43,7 +43,10 @@ import importlib.util
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.history import SessionHistory
 
 INSTALL_HINT = ("the claude-code backend needs the optional claude-agent-sdk package: "
                 "pip install 'cockpit[claude-code]' (from a checkout: pip install -e '.[claude-code]')")
@@ -73,25 +76,23 @@ def session_class() -> Any:
     return ClaudeCodeSession
 
 
-def claude_session_id(records: list[dict]) -> str | None:
+def claude_session_id(history: SessionHistory) -> str | None:
     """The Claude Code session id a transcript recorded (its last ``claude_code`` record), or None."""
-    found = None
-    for rec in records:
-        if rec.get("type") == "claude_code" and rec.get("session_id"):
-            found = rec["session_id"]
-    return found
+    found = history.backend_records.get("claude_code", {}).get("session_id")
+    return str(found) if found else None
 
 
-def resume_info(records: list[dict]) -> dict[str, Any]:
-    """What a resumed session needs from its predecessor's transcript: ``claude_session_id`` and
-    ``claude_total_cost_usd`` (Claude Code's cumulative cost so far, USD; the baseline from which
-    the new session counts its own)."""
-    total = 0.0
-    for rec in records:
-        value = rec.get("claude_total_cost_usd")
-        if rec.get("type") in ("usage", "end") and isinstance(value, (int, float)):
-            total = float(value)
-    return {"claude_session_id": claude_session_id(records), "claude_total_cost_usd": total}
+def resume_info(history: SessionHistory | None) -> dict[str, Any]:
+    """What a resumed session needs from its predecessor's folded transcript: ``claude_session_id``
+    and ``claude_total_cost_usd`` (Claude Code's cumulative cost so far, USD; the baseline from
+    which the new session counts its own)."""
+    if history is None:
+        return {"claude_session_id": None, "claude_total_cost_usd": 0.0}
+    total = history.agent_total_usd or 0.0
+    ended = history.ended.extra.get("claude_total_cost_usd") if history.ended is not None else None
+    if isinstance(ended, (int, float)):
+        total = float(ended)
+    return {"claude_session_id": claude_session_id(history), "claude_total_cost_usd": float(total)}
 
 
 def looks_like_session_id(text: str) -> bool:
@@ -110,6 +111,9 @@ def find_transcript(sessions_dir: Path, session_id: str) -> Path | None:
                 for line in fh:
                     if '"claude_code"' in line and needle in line:
                         rec = json.loads(line)
+                        data = rec.get("data") if rec.get("type") == "BackendRecord" else None
+                        if isinstance(data, dict) and data.get("kind") == "claude_code":
+                            rec = {"type": "claude_code", **(data.get("data") or {})}
                         if rec.get("type") == "claude_code" and rec.get("session_id") == session_id:
                             return path
         except (OSError, ValueError):

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import claude_agent_sdk as sdk
 from claude_agent_sdk.types import PermissionRuleValue
 
-from cockpit.events import ApprovalRequested, TextDelta, ToolCall, ToolResult, Usage, UsageUpdate
+from cockpit.events import ApprovalRequested, Retrying, TextDelta, ToolCall, ToolResult, Usage, UsageUpdate
 from cockpit.runtime import prompts
 from cockpit.runtime.budget import BudgetHit
 from cockpit.runtime.model_call import SessionFailure, one_line
@@ -120,7 +120,9 @@ class ClaudeCodeSession(SessionBase):
     cost_source = COST_SOURCE
 
     def _init_backend(self) -> None:
-        h = self._resumed_header
+        from cockpit.runtime.claude_code import resume_info
+
+        h = resume_info(self._resumed)
         self.acct.cost_usd = 0.0  # Claude Code reports its cost for any model
         self.claude_session_id: str | None = h.get("claude_session_id")
         self._resume_id = self.claude_session_id
@@ -282,7 +284,7 @@ class ClaudeCodeSession(SessionBase):
             sid = data.get("session_id")
             if sid and sid != self.claude_session_id:
                 self.claude_session_id = sid
-            self.rec.record("claude_code", session_id=sid, version=data.get("claude_code_version"),
+            self._note("claude_code", session_id=sid, version=data.get("claude_code_version"),
                             model=data.get("model"), permission_mode=data.get("permissionMode"),
                             cwd=data.get("cwd"), mcp_servers=data.get("mcp_servers"))
         elif msg.subtype == "status":
@@ -321,7 +323,7 @@ class ClaudeCodeSession(SessionBase):
     def _on_assistant(self, msg: Any) -> None:
         blocks = [b for b in (_block(x) for x in msg.content) if b is not None]
         if msg.parent_tool_use_id is not None:
-            self.rec.record("subagent", parent_tool_use_id=msg.parent_tool_use_id, role="assistant", content=blocks)
+            self._note("subagent", parent_tool_use_id=msg.parent_tool_use_id, role="assistant", content=blocks)
             return
         if self._assistant is None or self._assistant[0] != msg.message_id:
             self._flush_assistant()
@@ -333,10 +335,9 @@ class ClaudeCodeSession(SessionBase):
             elif b["type"] == "tool_use":
                 self._names[b["id"]] = b["name"]
                 self._inputs[b["id"]] = b["input"]
-                self.rec.record("tool_call", id=b["id"], name=b["name"], input=b["input"])
                 self.rec.emit(ToolCall(self.id, b["id"], b["name"], b["input"]))
         if msg.error:
-            self.rec.record("error", kind="claude_code", message=f"assistant message error: {msg.error}", retrying=True)
+            self.rec.emit(Retrying(self.id, "claude_code", f"assistant message error: {msg.error}"))
 
     def _flush_assistant(self) -> None:
         if self._assistant is not None:
@@ -349,14 +350,13 @@ class ClaudeCodeSession(SessionBase):
         content = msg.content if isinstance(msg.content, list) else [sdk.TextBlock(text=str(msg.content))]
         blocks = [b for b in (_block(x) for x in content) if b is not None]
         if msg.parent_tool_use_id is not None:
-            self.rec.record("subagent", parent_tool_use_id=msg.parent_tool_use_id, role="user", content=blocks)
+            self._note("subagent", parent_tool_use_id=msg.parent_tool_use_id, role="user", content=blocks)
             return
         self._flush_assistant()
         for b in blocks:
             if b["type"] == "tool_result":
                 name = self._names.get(b["tool_use_id"], "")
                 err = bool(b.get("is_error"))
-                self.rec.record("tool_result", id=b["tool_use_id"], name=name, content=b["content"], is_error=err)
                 self.rec.emit(ToolResult(self.id, b["tool_use_id"], name, b["content"], err))
                 self.note_tool_use(name, self._inputs.pop(b["tool_use_id"], None), err)
         if blocks:
@@ -379,7 +379,7 @@ class ClaudeCodeSession(SessionBase):
             turn = self._turn_live
         self._turn_live = Usage()
         self._account(turn, cost, r.total_cost_usd)
-        self.rec.record("result", subtype=r.subtype, is_error=r.is_error, num_turns=r.num_turns,
+        self._note("result", subtype=r.subtype, is_error=r.is_error, num_turns=r.num_turns,
                         duration_ms=r.duration_ms, duration_api_ms=r.duration_api_ms, session_id=r.session_id,
                         stop_reason=r.stop_reason, terminal_reason=r.terminal_reason,
                         total_cost_usd=r.total_cost_usd, permission_denials=r.permission_denials,
@@ -404,10 +404,9 @@ class ClaudeCodeSession(SessionBase):
         if cost is not None:
             acct.cost_usd = (acct.cost_usd or 0.0) + cost
         self._host.add_usage(u, cost)
-        self.rec.record("usage", usage=u.__dict__, cost_usd=cost, stop_reason=self.stop_reason, model=self.spec.model,
-                        cost_source=COST_SOURCE, claude_total_cost_usd=cc_total)
         self.rec.emit(UsageUpdate(self.id, u, acct.usage, cost, acct.cost_usd, context_tokens=acct.context_tokens,
-                                  context_window=acct.context_window, cost_source=COST_SOURCE))
+                                  context_window=acct.context_window, cost_source=COST_SOURCE,
+                                  model=self.spec.model, stop_reason=self.stop_reason, agent_total_usd=cc_total))
 
     def _result_failure(self, r: Any) -> tuple[str, str]:
         status = r.api_error_status
@@ -425,7 +424,7 @@ class ClaudeCodeSession(SessionBase):
         name = str(data.get("tool_name", ""))
         why = await asyncio.to_thread(refused_path, name, data.get("tool_input") or {}, self.cwd)
         if why:
-            self.rec.record("tool_refused", id=tool_use_id, name=name, reason=why)
+            self._note("tool_refused", id=tool_use_id, name=name, reason=why)
             return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                            "permissionDecisionReason": why}}
         if data.get("agent_id") is None:
@@ -465,7 +464,7 @@ class ClaudeCodeSession(SessionBase):
         line = self._redact(line.rstrip())
         if line:
             self._stderr.append(line)
-            self.rec.record("stderr", line=line[:2000])
+            self._note("stderr", line=line[:2000])
 
     def _stderr_tail(self) -> str:
         useful = [ln for ln in self._stderr if not ln.startswith("[claude-code:")]

@@ -133,12 +133,12 @@ class ReviewScreen(Screen):
 
     @work(thread=True, exclusive=True, group="review-read")
     def _read(self, info: Any) -> None:
-        from cockpit.runtime.transcript import read_transcript
+        from cockpit.runtime.transcript import read_events
         from cockpit.textsafe import clean
 
         try:
             skipped: list[str] = []
-            text = clean(render_transcript(read_transcript(info.path, skipped)))
+            text = clean(render_transcript(read_events(info.path, skipped)))
             if skipped:  # damaged lines: say so above what could be read
                 text = "\n".join(f"warning: {w}" for w in skipped) + "\n\n" + text
         except (OSError, ValueError) as exc:
@@ -215,7 +215,7 @@ class ReviewScreen(Screen):
 
     def _text_of(self, path: Path) -> str:
         """A transcript rendered as text, cached until the file changes (thread workers only)."""
-        from cockpit.runtime.transcript import read_transcript
+        from cockpit.runtime.transcript import read_events
 
         try:
             mtime = os.stat(path).st_mtime
@@ -225,7 +225,7 @@ class ReviewScreen(Screen):
         if cached is not None and cached[0] == mtime:
             return cached[1]
         try:
-            text = render_transcript(read_transcript(path, []))  # warnings show when it is opened
+            text = render_transcript(read_events(path, []))  # warnings show when it is opened
         except Exception:  # unreadable or damaged: nothing to search in
             text = ""
         self._texts[path] = (mtime, text)
