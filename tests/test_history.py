@@ -18,6 +18,7 @@ from cockpit.events import SessionStatus as S
 from cockpit.runtime import RuntimeConfig, SessionManager, fold, read_events
 from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.runtime.recorder import Recorder
+from cockpit.runtime.spawn import SpawnSpec
 from cockpit.runtime.transcript import list_transcripts
 from cockpit.tui.model import SessionView
 from cockpit.tui.transcript_view import render_transcript
@@ -75,7 +76,7 @@ async def a_session_with_a_tool_and_a_follow_up(mgr, api, workspace):
     api.script(Reply("Let me look.", tool_uses=[ToolUse("bash", {"command": "cat README.md"})]),
                Reply("It is 8080."), Reply("Still 8080."))
     sub = mgr.subscribe()
-    s = await mgr.spawn("which port does staging use?", workspace=workspace)
+    s = await mgr.spawn(SpawnSpec("which port does staging use?", workspace=workspace))
     await until(sub, lambda e: isinstance(e, ev.StatusChanged) and e.session_id == s.id and e.status is S.WAITING)
     await mgr.send(s.id, "sure?")
     await until(sub, lambda e: isinstance(e, ev.UserMessage) and e.session_id == s.id)
@@ -109,7 +110,7 @@ async def test_attaching_mid_session_is_the_snapshot_then_live_events_without_ga
     mgr = make_mgr(api)
     api.script(Reply("first part and the second part", stall_after=6), Reply("done"))
     first = mgr.subscribe()
-    s = await mgr.spawn("go", workspace=workspace)
+    s = await mgr.spawn(SpawnSpec("go", workspace=workspace))
     await until(first, lambda e: isinstance(e, ev.TextDelta) and e.session_id == s.id)
     sub = mgr.subscribe()  # an app attaching: subscribe, then take the snapshot at once
     snapshot = [e for e in mgr.snapshot() if e.session_id == s.id]
