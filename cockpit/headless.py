@@ -131,6 +131,9 @@ def add_parser(sub) -> None:
                    help="return at once with the session ids (they run on in the server: cockpit ls / attach)")
     p.add_argument("--no-server", action="store_true", default=argparse.SUPPRESS,
                    help="run the sessions in this process instead of the background server")
+    from cockpit.host_cli import add_host_argument
+
+    add_host_argument(p)
     p.set_defaults(func=run)
 
 
@@ -206,7 +209,10 @@ def run(args: argparse.Namespace) -> int:
     from cockpit.runtime import ConfigError, PricingError, load_config, load_pricing
     from cockpit.runtime.config import parse_setting_sources
 
-    if args.workspace is not None and not args.workspace.is_dir():
+    host = getattr(args, "host", None)  # another host: its paths are not this machine's to check
+    if host and getattr(args, "no_server", False):
+        raise CockpitError("--host runs the sessions in that host's server: drop --no-server")
+    if not host and args.workspace is not None and not args.workspace.is_dir():
         raise CockpitError(f"workspace folder not found: {args.workspace}")
     tasks = collect_tasks(args)
     models = _models(args, len(tasks))
@@ -247,11 +253,14 @@ def run(args: argparse.Namespace) -> int:
     from cockpit.runtime import backends
 
     spec = backends.resolve(cfg.backend, cfg)
-    why = spec.unavailable(cfg)
+    why = None if host else spec.unavailable(cfg)  # (that host's server says what it cannot run)
     if why:
         raise CockpitError(why)
     if not cfg.api_key and spec.needs_api_key:  # Claude Code may use its own login instead
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
+    if host:
+        report = _run_on_host(args, list(zip(tasks, models, strict=True)), cfg, pricing)
+        return _print_report(args, report)
     _check_writable(cfg.resolved_sessions_dir())
     _say_if_unconfined(cfg)
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
@@ -369,11 +378,55 @@ def _run_remote(args, tasks, cfg, pricing) -> dict:
     return asyncio.run(_remote(tasks, cfg, pricing, notes, index, workspace, args.detach, config_payload(cfg)))
 
 
-async def _remote(tasks, cfg, pricing, notes, index, workspace, detach, payload) -> dict:
+def _run_on_host(args, tasks, cfg, pricing) -> dict:
+    """The sessions run in the server of ``--host`` (through ssh; its bridge starts the server).
+    ``--workspace``, ``--notes`` and ``--index`` name folders there; the host's ``workspace``
+    and ``notes`` of ``[hosts.NAME]`` are the defaults."""
+    from cockpit.host_cli import entry, transport
+    from cockpit.server.client import BlockingClient, RemoteError, ServerError
+    from cockpit.server.remote import config_payload
+
+    host = entry(args.host)
+    tr = transport(args)
+    notes = str(args.notes) if args.notes is not None else host.notes
+    index = str(args.index) if args.index is not None else None
+    workspace = str(args.workspace) if args.workspace is not None else host.workspace
+    if not workspace:
+        raise CockpitError(f"no workspace on host {host.name}: give --workspace (a folder there), or set "
+                           f"workspace in [hosts.{host.name}]")
+    try:
+        with BlockingClient.over(tr) as c:
+            home = str(c.connection.hello.get("home") or "~") if c.connection is not None else "~"
+            notes, index, workspace = (_on_host(p, home) for p in (notes, index, workspace))
+            if notes is not None:
+                report = c.call("memory.index", notes=notes, index=index)
+                for path, reason in report.get("skipped", []):
+                    print(f"cockpit: warning: skipped note {path}: {reason}", file=sys.stderr)
+    except ServerError as exc:
+        raise CockpitError(str(exc), code=1) from None
+    except RemoteError as exc:
+        raise CockpitError(f"memory engine on host {host.name}: {exc.message}") from None
+    import asyncio
+
+    return asyncio.run(_remote(tasks, cfg, pricing, notes, index, workspace, args.detach, config_payload(cfg), tr))
+
+
+def _on_host(path: str | None, home: str) -> str | None:
+    """A path on another host: ``~/…`` is its home; anything else must be absolute there."""
+    if path is None:
+        return None
+    if path == "~" or path.startswith("~/"):
+        path = home + path[1:]
+    if not path.startswith("/"):
+        raise CockpitError(f"a path on another host must be absolute (or start with ~/): {path}")
+    return path
+
+
+async def _remote(tasks, cfg, pricing, notes, index, workspace, detach, payload, transport=None) -> dict:
     from cockpit.events import Usage
     from cockpit.server.client import AsyncClient, RemoteError
 
-    client = await AsyncClient.connect()
+    client = await (AsyncClient.over(transport) if transport is not None else AsyncClient.connect())
     try:
         await client.call("hello", client="cockpit run")
         rows, ids = [], []

@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "([sandbox] allow_hosts only)")
     g.add_argument("--no-server", action="store_true",
                    help="run the sessions in this process (they end with the app) instead of the background server")
+    from cockpit.host_cli import add_host_argument
+
+    add_host_argument(g, top=True)  # type: ignore[arg-type]  # (an argument group adds arguments alike)
 
 
 class _DeferredEngine:

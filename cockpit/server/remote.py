@@ -21,6 +21,7 @@ from cockpit import wire
 from cockpit.events import Event, SessionStatus, Usage
 from cockpit.runtime.config import RuntimeConfig
 from cockpit.server.client import AsyncClient
+from cockpit.server.transport import Transport
 
 CLIENT_CONFIG_KEYS = (
     "api_key", "auth_token", "base_url", "model", "max_tokens", "max_turns", "top_k", "preseed", "max_retries",
@@ -73,19 +74,47 @@ class RemoteRuntime:
     backends: tuple[str, ...] = ("cockpit",)
     outlives_app = True  # quitting the app detaches: the sessions go on in the server
 
-    def __init__(self, client: AsyncClient, config: RuntimeConfig, notes: str | None = None, index: str | None = None):
+    def __init__(self, client: AsyncClient, config: RuntimeConfig, notes: str | None = None, index: str | None = None,
+                 workspace: str | None = None):
         self.client = client
         self.config = config
-        # made absolute here: the server does not share this process's current folder
-        self.notes = str(Path(notes).expanduser().resolve()) if notes else None
-        self.index = str(Path(index).expanduser().resolve()) if index else None
+        hello = client.connection.hello if client.connection is not None else {}
+        self.host: str | None = str(client.path).removeprefix("host ") if hello else None  # None: this machine
+        # made absolute here: the server does not share this process's current folder; on another
+        # host the paths are that host's (``~/`` its home, as its bridge said)
+        self._home = str(hello.get("home") or "") if hello else None
+        self.notes = self._there(notes)
+        self.index = self._there(index)
+        self.workspace = self._there(workspace)  # a spawn's default workspace (else this process's folder)
         self._snapshot: list[Event] = []
         self._totals = (Usage(), 0.0)
 
+    def _there(self, path: str | None) -> str | None:
+        """``path`` as the server's side names it: resolved here for this machine's server; on
+        another host kept as given, ``~/…`` made that host's home."""
+        if not path:
+            return None
+        if self._home is None:
+            return str(Path(path).expanduser().resolve())
+        if (path == "~" or path.startswith("~/")) and self._home:
+            return self._home + path[1:]
+        return path
+
     @classmethod
     async def attach(cls, config: RuntimeConfig, notes: str | None = None, index: str | None = None,
-                     path: Path | None = None) -> RemoteRuntime:
-        rt = cls(await AsyncClient.connect(path), config, notes, index)
+                     path: Path | None = None, transport: Transport | None = None,
+                     workspace: str | None = None) -> RemoteRuntime:
+        """Connect (to the socket at ``path``, or through ``transport``: ssh to a host), say
+        hello, subscribe. ``workspace``: where spawns go when they name none."""
+        client = await (AsyncClient.over(transport) if transport is not None else AsyncClient.connect(path))
+        try:
+            return await cls._attached(cls(client, config, notes, index, workspace))
+        except BaseException:
+            await client.close()
+            raise
+
+    @classmethod
+    async def _attached(cls, rt: RemoteRuntime) -> RemoteRuntime:
         hello = await rt.client.call("hello", client="cockpit")
         rt.backends = tuple(hello.get("backends") or ("cockpit",))  # what the server can run
         reply = await rt.client.call("subscribe")
@@ -105,7 +134,12 @@ class RemoteRuntime:
 
         opts = SpawnOptions(**options)
         wire = opts.to_wire()
-        wire["workspace"] = str(Path(opts.workspace or Path.cwd()).resolve())
+        if opts.workspace:
+            wire["workspace"] = self._there(str(opts.workspace))
+        elif self.workspace or self.host is None:
+            wire["workspace"] = self.workspace or str(Path.cwd().resolve())
+        else:  # this folder is not the host's
+            raise ValueError(f"no workspace on host {self.host}: give one, or set workspace in [hosts.{self.host}]")
         if opts.interactive is None:
             wire["interactive"] = self.config.interactive
         row = await self.client.call("spawn", task=task, **wire, notes=self.notes, index=self.index,
