@@ -63,6 +63,14 @@ class SshHost:
         return f"ssh -F {self.dir / 'ssh_config'}"
 
     def start(self) -> SshHost:
+        """Write the keys and configs (the first time), run sshd, return once it listens. After
+        :meth:`stop`, starts it again on the same port (a host coming back)."""
+        if not (self.dir / "sshd_config").exists():
+            self._setup()
+        self._launch()
+        return self
+
+    def _setup(self) -> None:
         d = self.dir
         d.mkdir(parents=True, exist_ok=True)
         os.chmod(d, 0o700)
@@ -104,11 +112,14 @@ LogLevel VERBOSE
             f"Host remote\n  Port {self.port}\n  IdentityFile {d / 'user_key'}\n{common}\n"
             f"Host wrongkey\n  Port {self.port}\n  IdentityFile {d / 'other_key'}\n{common}\n"
             f"Host closed\n  Port {_free_port()}\n  IdentityFile {d / 'user_key'}\n{common}")
+
+    def _launch(self) -> None:
+        d = self.dir
         argv = [SSHD, "-D", "-e", "-f", str(d / "sshd_config")]
         if not os.path.isdir(PRIVSEP):  # sshd's compiled-in folder; made in a mount namespace of its own
             argv = ["unshare", "-m", "--propagation", "private", "sh", "-c",
                     f"mount -t tmpfs -o mode=755 tmpfs /run && mkdir -m 755 {PRIVSEP} && exec \"$@\"", "sh", *argv]
-        with open(d / "sshd.log", "wb") as log:
+        with open(d / "sshd.log", "ab") as log:
             self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + 30  # a failure guard: it listens within milliseconds
         while time.monotonic() < deadline:
@@ -116,7 +127,7 @@ LogLevel VERBOSE
                 raise RuntimeError(f"sshd exited: {(d / 'sshd.log').read_text()[-2000:]}")
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return self
+                    return
             time.sleep(0.02)
         raise RuntimeError("sshd did not listen within 30 s")
 

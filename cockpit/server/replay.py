@@ -28,12 +28,13 @@ def since(seen: list[Event], snapshot: list[Event]) -> list[Event]:
     server trimmed its log below what was seen, only the session's latest state is returned."""
     n = len(seen)
     if len(snapshot) < n:
-        return [e for e in snapshot if isinstance(e, StatusChanged)][-1:]
+        return [e for e in snapshot if isinstance(e, StatusChanged)][-1:]  # type: ignore[return-value]
     out: list[Event] = []
-    if n and isinstance(seen[-1], TextDelta) and isinstance(snapshot[n - 1], TextDelta):
-        rest = snapshot[n - 1].text[len(seen[-1].text):]
+    mine, theirs = (seen[-1], snapshot[n - 1]) if n else (None, None)
+    if isinstance(mine, TextDelta) and isinstance(theirs, TextDelta):
+        rest = theirs.text[len(mine.text):]
         if rest:
-            out.append(TextDelta(seen[-1].session_id, rest))
+            out.append(TextDelta(mine.session_id, rest))
     return out + snapshot[n:]
 
 

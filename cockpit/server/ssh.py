@@ -136,7 +136,7 @@ class SshTransport:
         ours, theirs = socket.socketpair()
         err = tempfile.TemporaryFile()
         try:
-            proc = subprocess.Popen(argv, stdin=theirs, stdout=theirs, stderr=err, env=_ssh_env(),
+            proc = subprocess.Popen(argv, stdin=theirs.fileno(), stdout=theirs.fileno(), stderr=err, env=_ssh_env(),
                                     start_new_session=True, close_fds=True)
         except OSError as exc:
             ours.close()
@@ -244,4 +244,25 @@ def run_remote(host: HostEntry, argv: list[str], cwd: str | None = None) -> int:
     return code
 
 
-__all__ = ["HostError", "SshTransport", "ssh_connector", "run_remote", "failure_message", "check_hello"]
+def capture_remote(host: HostEntry, argv: list[str], cwd: str | None = None) -> tuple[int, str]:
+    """Run ``COMMAND ARGV…`` on ``host`` and return (exit code, its stdout); ssh's own failures
+    and a missing remote cockpit are one HostError line; a hung peer a HostError after the
+    host's ``timeout`` (doubled: the command runs as well as connects)."""
+    words = " ".join(shlex.quote(a) for a in argv)
+    remote = f"cd {shlex.quote(cwd)} && {host.command} {words}" if cwd else f"{host.command} {words}"
+    try:
+        done = subprocess.run(ssh_argv(host, remote), capture_output=True, stdin=subprocess.DEVNULL,
+                              env=_ssh_env(), timeout=host.timeout * 2)
+    except subprocess.TimeoutExpired:
+        raise HostError(f"host {host.name}: no answer within {host.timeout * 2:.0f} s (a hung peer?) — "
+                        f"try: ssh {host.ssh} true") from None
+    except OSError as exc:
+        raise HostError(f"cannot run ssh: {exc.strerror or exc}") from None
+    err = done.stderr.decode("utf-8", "replace")
+    if done.returncode in (SSH_FAILED_EXIT, NOT_FOUND_EXIT, 126):
+        raise HostError(failure_message(host, done.returncode, err))
+    return done.returncode, done.stdout.decode("utf-8", "replace")
+
+
+__all__ = ["HostError", "capture_remote", "SshTransport", "ssh_connector", "run_remote", "failure_message",
+           "check_hello"]
