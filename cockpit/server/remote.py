@@ -78,7 +78,8 @@ class RemoteRuntime:
                  workspace: str | None = None):
         self.client = client
         self.config = config
-        hello = client.connection.hello if client.connection is not None else {}
+        conn = getattr(client, "connection", None)  # a transport's (ssh: the bridge's hello)
+        hello = conn.hello if conn is not None else {}
         self.host: str | None = str(client.path).removeprefix("host ") if hello else None  # None: this machine
         # made absolute here: the server does not share this process's current folder; on another
         # host the paths are that host's (``~/`` its home, as its bridge said)
