@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     from cockpit.server.client import RemoteError, RemoteRefused, ServerError
 
     try:
-        if getattr(args, "host", None) and args.command in REMOTE_WHOLE:  # that host's files: run it there
+        if getattr(args, "host", None) and getattr(args, "command", None) in REMOTE_WHOLE:  # that host's files
             from cockpit.host_cli import run_there
 
             return run_there(args, argv)

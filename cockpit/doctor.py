@@ -66,10 +66,14 @@ def run_host(args: argparse.Namespace) -> int:
     same version — then that host's own ``cockpit doctor`` (its server, sandbox, config, notes),
     run there in its workspace. Starts nothing there."""
     from cockpit import __version__
-    from cockpit.host_cli import entry
+    from cockpit.errors import CockpitError
+    from cockpit.host_cli import entry, host_name
     from cockpit.server.ssh import HostError, capture_remote, ssh_program
 
-    host = entry(args.host)
+    host = entry(host_name(args) or "")
+    if host.socket:
+        raise CockpitError(f"host {host.name} is a server socket of this machine: run cockpit doctor with that "
+                           "server's COCKPIT_DATA_DIR")
     print(f"host {host.name}: ssh {host.ssh}, command {host.command!r}"
           + (f", workspace {host.workspace}" if host.workspace else ""))
     try:

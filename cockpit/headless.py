@@ -206,10 +206,11 @@ def _check_writable(folder: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from cockpit.host_cli import host_name
     from cockpit.runtime import ConfigError, PricingError, load_config, load_pricing
     from cockpit.runtime.config import parse_setting_sources
 
-    host = getattr(args, "host", None)  # another host: its paths are not this machine's to check
+    host = host_name(args)  # another host: its paths are not this machine's to check
     if host and getattr(args, "no_server", False):
         raise CockpitError("--host runs the sessions in that host's server: drop --no-server")
     if not host and args.workspace is not None and not args.workspace.is_dir():
@@ -382,11 +383,11 @@ def _run_on_host(args, tasks, cfg, pricing) -> dict:
     """The sessions run in the server of ``--host`` (through ssh; its bridge starts the server).
     ``--workspace``, ``--notes`` and ``--index`` name folders there; the host's ``workspace``
     and ``notes`` of ``[hosts.NAME]`` are the defaults."""
-    from cockpit.host_cli import entry, transport
+    from cockpit.host_cli import entry, host_name, transport
     from cockpit.server.client import BlockingClient, RemoteError, ServerError
     from cockpit.server.remote import config_payload
 
-    host = entry(args.host)
+    host = entry(host_name(args) or "")
     tr = transport(args)
     notes = str(args.notes) if args.notes is not None else host.notes
     index = str(args.index) if args.index is not None else None

@@ -27,7 +27,13 @@ def add_host_argument(parser: argparse.ArgumentParser, top: bool = False) -> Non
 
 
 def host_name(args: argparse.Namespace) -> str | None:
-    return getattr(args, "host", None) or None
+    """The one ``--host`` of a command (the app's grid takes several; a command acts on one)."""
+    value = getattr(args, "host", None) or None
+    if isinstance(value, list):
+        if len(value) > 1:
+            raise CockpitError(f"this command acts on one host; --host was given {len(value)} times")
+        value = value[0] if value else None
+    return value
 
 
 def entry(name: str) -> HostEntry:
@@ -41,14 +47,14 @@ def entry(name: str) -> HostEntry:
 
 def transport(args: argparse.Namespace, start: bool = False) -> Transport:
     """The transport to ``--host`` (this machine's server when none is given)."""
-    from cockpit.server.transport import UnixTransport
+    return transport_named(host_name(args), start)
 
-    name = host_name(args)
-    if name is None:
-        return UnixTransport(start=start)
-    from cockpit.server.ssh import SshTransport
 
-    return SshTransport(entry(name))
+def transport_named(name: str | None, start: bool = False) -> Transport:
+    """The transport to the host ``name`` (None: this machine's server)."""
+    from cockpit.server.transport import transport_for
+
+    return transport_for(entry(name) if name else None, start)
 
 
 def without_host(argv: list[str]) -> list[str]:
@@ -71,6 +77,9 @@ def run_there(args: argparse.Namespace, argv: list[str]) -> int:
     from cockpit.server.ssh import HostError, run_remote
 
     host = entry(host_name(args) or "")
+    if host.socket:
+        raise CockpitError(f"host {host.name} is a server socket of this machine: run the command with that "
+                           "server's COCKPIT_DATA_DIR instead of --host")
     words = without_host(argv)
     if words[:1] == ["memory"] and host.notes and not any(w == "--notes" or w.startswith("--notes=") for w in words):
         words += ["--notes", host.notes]
@@ -80,4 +89,4 @@ def run_there(args: argparse.Namespace, argv: list[str]) -> int:
         raise CockpitError(str(exc), code=1) from None
 
 
-__all__ = ["add_host_argument", "host_name", "transport", "run_there", "without_host", "entry"]
+__all__ = ["add_host_argument", "host_name", "transport", "transport_named", "run_there", "without_host", "entry"]

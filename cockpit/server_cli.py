@@ -103,7 +103,7 @@ STATUS_TIMEOUT_S = 5.0  # server.status is a cheap call: a server that takes lon
 
 def _client(timeout: float | None = None, host: str | None = None):
     """A client of this machine's server (which must run), or of ``host``'s (its bridge starts it)."""
-    from cockpit.host_cli import entry
+    from cockpit.host_cli import transport_named
     from cockpit.server.client import BlockingClient, ServerError, server_running
 
     if host is None and not server_running():
@@ -111,9 +111,7 @@ def _client(timeout: float | None = None, host: str | None = None):
     try:
         if host is None:
             return BlockingClient(timeout=timeout)
-        from cockpit.server.ssh import SshTransport
-
-        return BlockingClient.over(SshTransport(entry(host)), timeout=timeout)
+        return BlockingClient.over(transport_named(host), timeout=timeout)
     except ServerError as exc:
         raise CockpitError(str(exc), code=1 if host else 2) from None
 

@@ -88,10 +88,11 @@ class _DeferredEngine:
 
 def run(args: argparse.Namespace) -> int:
     from cockpit.errors import CockpitError
+    from cockpit.host_cli import host_name
     from cockpit.runtime import ConfigError, load_config
     from cockpit.runtime.config import parse_setting_sources
 
-    host = getattr(args, "host", None)  # another host's server: its folders are not this machine's
+    host = host_name(args)  # another host's server: its folders are not this machine's
     if host and getattr(args, "no_server", False):
         raise CockpitError("--host shows the sessions of that host's server: drop --no-server")
     workspace = Path(args.workspace).expanduser().resolve()
@@ -186,7 +187,7 @@ def _host_side(args: argparse.Namespace, host: str):
     from cockpit.host_cli import entry
     from cockpit.server.client import BlockingClient, ServerError
     from cockpit.server.remote import RemoteEngine
-    from cockpit.server.ssh import SshTransport
+    from cockpit.server.transport import transport_for
 
     site = entry(host)
     given = args.workspace if args.workspace not in (".", None) else None
@@ -194,7 +195,7 @@ def _host_side(args: argparse.Namespace, host: str):
     if not workspace:
         raise CockpitError(f"no workspace on host {site.name}: pass --workspace DIR (a folder there), or set "
                            f"workspace in [hosts.{site.name}]")
-    transport = SshTransport(site)
+    transport = transport_for(site)
     try:
         client = BlockingClient.over(transport)
     except ServerError as exc:

@@ -257,8 +257,9 @@ _SANDBOX_TABLE = {"enabled": "sandbox", "network": "network", "allow_hosts": "al
                   "protected": "protected", "pass_env": "pass_env"}
 _TABLES = {"runtime": set(_FILE_KEYS), "permissions": {"allow", "deny", "defaultMode"}, "sandbox": set(_SANDBOX_TABLE),
            "preseed": set(_PRESEED_TABLE), "keymap": None,
-           "agents": None, "hosts": None}
-# keymap: binding ids, checked by the app; agents: by acp.agents.parse_agents; hosts: by parse_hosts
+           "agents": None, "hosts": None, "grid": {"hosts"}}
+# keymap: binding ids, checked by the app; agents: by acp.agents.parse_agents; hosts and grid: by
+# cockpit.server.host_config (the app's hosts)
 
 
 def _refuse_unknown(path: Path, data: dict) -> None:
@@ -407,17 +408,19 @@ class HostEntry:
     (``user@box`` or a Host alias of ``~/.ssh/config``); ``command``: the remote ``cockpit``
     (a path, or a shell command line such as ``env COCKPIT_DATA_DIR=… cockpit``); ``notes`` and
     ``workspace``: folders *on that host* (the notes of its sessions, the default workspace of a
-    spawn there); ``timeout``: seconds for ssh to connect and the remote bridge to say hello."""
+    spawn there); ``timeout``: seconds for ssh to connect and the remote bridge to say hello.
+    ``socket``: instead of ssh, a server's Unix socket on this machine (another data folder)."""
 
     name: str
-    ssh: str
+    ssh: str = ""
+    socket: str | None = None
     command: str = "cockpit"
     notes: str | None = None
     workspace: str | None = None
     timeout: float = 20.0
 
 
-_HOST_KEYS = {"ssh": str, "command": str, "notes": str, "workspace": str, "timeout": float}
+_HOST_KEYS = {"ssh": str, "socket": str, "command": str, "notes": str, "workspace": str, "timeout": float}
 
 
 def parse_hosts(table: Any, where: str = "config.toml") -> dict[str, HostEntry]:
@@ -444,6 +447,11 @@ def parse_hosts(table: Any, where: str = "config.toml") -> dict[str, HostEntry]:
             elif not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"{where}: hosts.{name}.{key} must be a non-empty string, got {value!r}")
             values[key] = value.strip() if isinstance(value, str) else value
+        if "socket" in values:
+            if "ssh" in values:
+                raise ConfigError(f"{where}: [hosts.{name}] has both ssh and socket: say one")
+            out[name] = HostEntry(name=name, **values)
+            continue
         if "ssh" not in values:
             values["ssh"] = name  # the NAME itself (a Host alias of ~/.ssh/config)
         if values["ssh"].startswith("-"):

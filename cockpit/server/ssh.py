@@ -217,10 +217,11 @@ async def ssh_connector(host: HostEntry | str, config: RuntimeConfig, notes: str
     unless one is given. Raises HostError / ServerError (one line each)."""
     from cockpit.runtime.config import host_entry
     from cockpit.server.remote import RemoteRuntime
+    from cockpit.server.transport import transport_for
 
     entry = host_entry(host) if isinstance(host, str) else host
     return await RemoteRuntime.attach(config, notes=notes or entry.notes, index=index,
-                                      transport=SshTransport(entry), workspace=entry.workspace)
+                                      transport=transport_for(entry), workspace=entry.workspace)
 
 
 def run_remote(host: HostEntry, argv: list[str], cwd: str | None = None) -> int:

@@ -11,7 +11,7 @@ so every command and the app reach a local server and a remote one the same way.
 - :class:`cockpit.server.ssh.SshTransport`: a server on another host, through the user's own
   ``ssh`` and ``cockpit server bridge`` there (its child's stdio is one end of a socket pair).
 
-:func:`for_host` picks one: no host is this machine's server.
+:func:`transport_for` picks one: no host is this machine's server.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.config import HostEntry
 
 
 @dataclass
@@ -81,16 +84,17 @@ class UnixTransport:
         return Connection(client._connect(self.path, timeout), str(self.path))
 
 
-def for_host(host: str | None, start: bool = False) -> Transport:
-    """The transport to ``host`` (a ``[hosts.NAME]`` of config.toml, or an ssh destination);
-    None: this machine's server (started when ``start``; a remote bridge always starts its
-    server). Raises ``cockpit.runtime.config.ConfigError`` for a bad host entry."""
-    if not host:
+def transport_for(host: HostEntry | None, start: bool = False) -> Transport:
+    """The transport to ``host`` (a :class:`~cockpit.runtime.config.HostEntry`): its ``socket``
+    on this machine, else ssh; None: this machine's server (started when ``start``; a remote
+    bridge always starts its server)."""
+    if host is None:
         return UnixTransport(start=start)
-    from cockpit.runtime.config import host_entry
+    if host.socket:  # a server of this machine (another data folder), not through ssh
+        return UnixTransport(Path(host.socket).expanduser())
     from cockpit.server.ssh import SshTransport
 
-    return SshTransport(host_entry(host))
+    return SshTransport(host)
 
 
-__all__ = ["Connection", "Transport", "UnixTransport", "for_host"]
+__all__ = ["Connection", "Transport", "UnixTransport", "transport_for"]

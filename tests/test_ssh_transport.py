@@ -1,9 +1,10 @@
-"""Remote hosts without ssh: ``[hosts.NAME]`` in config.toml, the transport seam, the bridge
+"""The SSH transport without ssh: ``[hosts.NAME]`` in config.toml, the transport seam, the bridge
 over plain pipes, the one-line failures, and picking up events after a drop
 (tests/test_ssh_hosts.py runs all of it through a real sshd)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -13,13 +14,14 @@ from helpers import stop_server
 
 from cockpit import __version__
 from cockpit.cli import main
+from cockpit.errors import CockpitError
 from cockpit.events import SessionStatus, StatusChanged, TextDelta, ToolCall, UsageUpdate
 from cockpit.events import Usage as U
-from cockpit.host_cli import without_host
+from cockpit.host_cli import host_name, without_host
 from cockpit.runtime.config import ConfigError, HostEntry, config_path, host_entry, parse_hosts
 from cockpit.server.replay import fold, since
 from cockpit.server.ssh import HostError, SshTransport, check_hello, failure_message
-from cockpit.server.transport import Transport, UnixTransport
+from cockpit.server.transport import Transport, UnixTransport, transport_for
 
 
 def test_hosts_in_config_toml(capsys):
@@ -55,6 +57,18 @@ def test_transports_are_one_seam():
     local, remote = UnixTransport(), SshTransport(HostEntry("box", "me@box"))
     assert isinstance(local, Transport) and isinstance(remote, Transport)
     assert (local.remote, local.label) == (False, "local") and (remote.remote, remote.label) == (True, "box")
+    two = parse_hosts({"two": {"socket": "/srv/two/server.sock"}})["two"]  # a second server of this machine
+    assert isinstance(transport_for(two), UnixTransport) and str(transport_for(two).path) == "/srv/two/server.sock"
+    assert isinstance(transport_for(host_entry("me@box")), SshTransport)
+    with pytest.raises(ConfigError, match="has both ssh and socket"):
+        parse_hosts({"two": {"socket": "/s", "ssh": "box"}})
+
+
+def test_one_host_per_command():
+    assert host_name(argparse.Namespace(host=["box"])) == "box"  # the app's --host (repeatable) given once
+    assert host_name(argparse.Namespace(host="box")) == "box" and host_name(argparse.Namespace()) is None
+    with pytest.raises(CockpitError, match="this command acts on one host; --host was given 2 times"):
+        host_name(argparse.Namespace(host=["a", "b"]))
 
 
 def test_without_host():
