@@ -216,6 +216,26 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path | str, host:
     """The app as a client of the server (started when none runs), or of ``host``'s (through ssh)."""
     import sys
 
+    app, engine = attached_app(args, config, workspace, host)
+    try:
+        app.run()
+    finally:
+        if engine is not None:
+            engine.close()
+    live = [v for v in app.views.values() if not v.status.is_final]
+    if live:
+        from cockpit.events import SessionStatus
+
+        waiting = sum(v.status in (SessionStatus.WAITING, SessionStatus.NEEDS_APPROVAL, SessionStatus.BUDGET_REACHED)
+                      for v in live)
+        print(detached_message(len(live), waiting, host), file=sys.stderr)
+    return int(app.return_code or 0)
+
+
+def attached_app(args: argparse.Namespace, config, workspace: Path | str, host: str | None = None,
+                 **app_options: Any):
+    """(the app attached to the server — this machine's, or ``host``'s — and its memory engine
+    or None); ``app_options`` go to ``CockpitApp`` (a test's notifier)."""
     from cockpit.errors import CockpitError
     from cockpit.notes_location import resolve_notes
     from cockpit.server.client import BlockingClient, ServerError, ensure_server
@@ -254,18 +274,6 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path | str, host:
         preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
         permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
         notify_os=config.notify_os, api_key_missing=not config.api_key,
-        notes_missing="" if have_notes else str(notes),
+        notes_missing="" if have_notes else str(notes), **app_options,
     )
-    try:
-        app.run()
-    finally:
-        if engine is not None:
-            engine.close()
-    live = [v for v in app.views.values() if not v.status.is_final]
-    if live:
-        from cockpit.events import SessionStatus
-
-        waiting = sum(v.status in (SessionStatus.WAITING, SessionStatus.NEEDS_APPROVAL, SessionStatus.BUDGET_REACHED)
-                      for v in live)
-        print(detached_message(len(live), waiting, host), file=sys.stderr)
-    return int(app.return_code or 0)
+    return app, engine

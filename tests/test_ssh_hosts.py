@@ -308,3 +308,37 @@ $ cockpit attach {sid} --host box
 {text.rstrip()}
 ```
 """)
+
+
+async def test_the_app_on_a_host(box, api):
+    """`cockpit --host box`: the app attached to box's server through ssh; a spawn goes to box's
+    workspace and its pane fills; quitting detaches (the session stays there)."""
+    import argparse
+
+    from cockpit.events import SessionStatus
+    from cockpit.tui_cli import attached_app, detached_message
+
+    api.responder = lambda body: Reply("answer to " + body["messages"][0]["content"][-1]["text"])
+    config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0)
+    args = argparse.Namespace(host=["box"], workspace=".", notes="notes")
+
+    class Notifier:
+        def send(self, title, message):
+            pass
+
+    app, engine = attached_app(args, config, ".", "box", os_notifier=Notifier())
+    assert engine is None and app.workspace == str(box["ws"])  # box's folder, not this one
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.spawn("hello from afar")
+        for _ in range(1800):  # a failure guard: the pane fills within seconds
+            if app.views and all(v.status is SessionStatus.WAITING for v in app.views.values()):
+                break
+            await pilot.pause(0.05)
+        (sid, view), = app.views.items()
+        assert "".join(b.text for b in view.blocks if b.kind == "text") == "answer to hello from afar"
+        await pilot.press("q")  # detach
+    with _remote_client(box) as c:
+        row = c.call("get", id=sid)
+    assert row["status"] == "waiting for you" and row["workspace"] == str(box["ws"])
+    assert detached_message(1, 1, "box").endswith("cockpit ls --host box · cockpit attach --host box ID · "
+                                                  "cockpit --host box to come back)")
