@@ -342,3 +342,18 @@ async def test_the_app_on_a_host(box, api):
     assert row["status"] == "waiting for you" and row["workspace"] == str(box["ws"])
     assert detached_message(1, 1, "box").endswith("cockpit ls --host box · cockpit attach --host box ID · "
                                                   "cockpit --host box to come back)")
+
+
+def test_memory_commands_run_on_the_host_with_its_notes(box, capfd):
+    notes = box["ws"] / "notes"
+    notes.mkdir()
+    (notes / "staging-port.md").write_text("---\nname: staging-port\ndescription: Staging listens on port 8080\n---\n"
+                                           "The staging server listens on port 8080, behind the VPN.\n")
+    config = Path(os.environ["COCKPIT_DATA_DIR"]) / "config.toml"
+    config.write_text(config.read_text().replace("[hosts.badkey]", f'notes = "{notes}"\n\n[hosts.badkey]', 1))
+    assert main(["memory", "search", "which port does staging use", "--host", "box", "--json"]) == 0
+    hits = json.loads(capfd.readouterr().out)
+    found = hits["hits"] if isinstance(hits, dict) else hits
+    assert [h["name"] for h in found][:1] == ["staging-port"]
+    assert main(["memory", "search", "which port", "--json"]) == 2  # not here: this folder has no notes
+    assert "notes folder notes does not exist" in capfd.readouterr().err
