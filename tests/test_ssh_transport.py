@@ -123,3 +123,10 @@ def test_the_bridge_relays_the_protocol_over_pipes(monkeypatch):
         if proc.poll() is None:
             proc.kill()
         stop_server()
+
+
+def test_remote_paths_keep_the_hosts_home():
+    from cockpit.server.ssh import shell_path
+
+    assert shell_path("~/src/my app") == "\"$HOME\"/'src/my app'" and shell_path("~") == '"$HOME"'
+    assert shell_path("/srv/a b") == "'/srv/a b'" and shell_path("/x;rm -rf /") == "'/x;rm -rf /'"

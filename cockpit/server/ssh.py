@@ -224,13 +224,22 @@ async def ssh_connector(host: HostEntry | str, config: RuntimeConfig, notes: str
                                       transport=transport_for(entry), workspace=entry.workspace)
 
 
+def shell_path(path: str) -> str:
+    """``path`` quoted for the remote shell, ``~/…`` still its home."""
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
 def run_remote(host: HostEntry, argv: list[str], cwd: str | None = None) -> int:
     """Run ``COMMAND ARGV…`` on ``host`` (in ``cwd`` there, when given) with this terminal's
     stdio; its exit code. ssh's own failures and a missing remote cockpit are one HostError line."""
     words = " ".join(shlex.quote(a) for a in argv)
     remote = f"{host.command} {words}"
     if cwd:
-        remote = f"cd {shlex.quote(cwd)} && {remote}"
+        remote = f"cd {shell_path(cwd)} && {remote}"
     tty = sys.stdin.isatty() and sys.stdout.isatty()
     with tempfile.TemporaryFile() as err:
         try:
@@ -250,7 +259,7 @@ def capture_remote(host: HostEntry, argv: list[str], cwd: str | None = None) -> 
     and a missing remote cockpit are one HostError line; a hung peer a HostError after the
     host's ``timeout`` (doubled: the command runs as well as connects)."""
     words = " ".join(shlex.quote(a) for a in argv)
-    remote = f"cd {shlex.quote(cwd)} && {host.command} {words}" if cwd else f"{host.command} {words}"
+    remote = f"cd {shell_path(cwd)} && {host.command} {words}" if cwd else f"{host.command} {words}"
     try:
         done = subprocess.run(ssh_argv(host, remote), capture_output=True, stdin=subprocess.DEVNULL,
                               env=_ssh_env(), timeout=host.timeout * 2)
