@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 
@@ -130,3 +131,12 @@ def test_remote_paths_keep_the_hosts_home():
 
     assert shell_path("~/src/my app") == "\"$HOME\"/'src/my app'" and shell_path("~") == '"$HOME"'
     assert shell_path("/srv/a b") == "'/srv/a b'" and shell_path("/x;rm -rf /") == "'/x;rm -rf /'"
+
+
+def test_ssh_never_carries_the_key(monkeypatch):
+    from cockpit.server.ssh import _ssh_env
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-other")
+    env = _ssh_env()
+    assert "ANTHROPIC_API_KEY" not in env and "OPENAI_API_KEY" not in env and env["PATH"] == os.environ["PATH"]
