@@ -51,20 +51,24 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cockpit.errors import CockpitError
 from cockpit.textsafe import clean, one_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.spawn import SpawnSpec
 
 EXIT_BUDGET = 4
 """``cockpit run``'s exit code when a session stopped at a spend cap (``--max-budget-usd``,
 ``--max-budget-tokens``, the server's budget) and no session failed otherwise (that is 1)."""
 
 
-def _say_if_unconfined(cfg) -> None:
+def _say_if_unconfined(backend: str, sandbox: bool) -> None:
     """Once at start: the sessions' commands will run unconfined (no sandbox here, or turned off)."""
-    if cfg.backend != "cockpit":
+    if backend != "cockpit":
         return
-    if not cfg.sandbox:
+    if not sandbox:
         print("cockpit: commands run unconfined (--no-sandbox): they can touch anything you can", file=sys.stderr)
         return
     from cockpit.runtime.sandbox import detect
@@ -215,35 +219,20 @@ def run(args: argparse.Namespace) -> int:
         raise CockpitError("--host runs the sessions in that host's server: drop --no-server")
     if not host and args.workspace is not None and not args.workspace.is_dir():
         raise CockpitError(f"workspace folder not found: {args.workspace}")
-    tasks = collect_tasks(args)
-    models = _models(args, len(tasks))
-    for name in ("top_k", "max_turns", "max_tokens", "concurrency"):
+    specs = spawn_specs(args, collect_tasks(args))
+    for name in ("max_turns", "max_tokens", "concurrency"):
         v = getattr(args, name)
         if v is not None and v < 1:
             raise CockpitError(f"--{name.replace('_', '-')} must be at least 1")
-    if args.max_budget_usd is not None and not 0 < args.max_budget_usd < float("inf"):
-        raise CockpitError("--max-budget-usd must be a number of dollars > 0")
-    if args.max_budget_tokens is not None and args.max_budget_tokens < 1:
-        raise CockpitError("--max-budget-tokens must be at least 1")
     try:
         cfg = load_config(
             {
                 "base_url": args.base_url,
-                "permission_mode": args.permission_mode,
-                "tools": args.tools,
-                "worktrees": False if args.no_worktree else None,
-                "sandbox": False if args.no_sandbox else None,
-                "network": args.network,
-                "top_k": args.top_k,
                 "selector": args.selector,
                 "max_turns": args.max_turns,
                 "max_tokens": args.max_tokens,
                 "concurrency": args.concurrency,
-                "max_budget_usd": args.max_budget_usd,
-                "max_budget_tokens": args.max_budget_tokens,
-                "preseed": False if args.no_preseed else None,
                 "interactive": False,
-                "backend": args.backend,
                 "claude_setting_sources": None if args.claude_setting_sources is None
                 else parse_setting_sources(args.claude_setting_sources),
             }
@@ -253,19 +242,20 @@ def run(args: argparse.Namespace) -> int:
         raise CockpitError(str(exc)) from None
     from cockpit.runtime import backends
 
-    spec = backends.resolve(cfg.backend, cfg)
+    backend = specs[0].backend or cfg.backend
+    spec = backends.resolve(backend, cfg)
     why = None if host else spec.unavailable(cfg)  # (that host's server says what it cannot run)
     if why:
         raise CockpitError(why)
     if not cfg.api_key and spec.needs_api_key:  # Claude Code may use its own login instead
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
     if host:
-        report = _run_on_host(args, list(zip(tasks, models, strict=True)), cfg, pricing)
+        report = _run_on_host(args, specs, cfg, pricing)
         return _print_report(args, report)
     _check_writable(cfg.resolved_sessions_dir())
-    _say_if_unconfined(cfg)
+    _say_if_unconfined(backend, cfg.sandbox if specs[0].sandbox is None else specs[0].sandbox)
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
-        report = _run_remote(args, list(zip(tasks, models, strict=True)), cfg, pricing)
+        report = _run_remote(args, specs, cfg, pricing)
         return _print_report(args, report)
     if args.detach:
         raise CockpitError("--detach needs the server (drop --no-server)")
@@ -277,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
 
     engine = _open_engine(args)
     try:
-        report = asyncio.run(_run(list(zip(tasks, models, strict=True)), cfg, pricing, engine, args.workspace))
+        report = asyncio.run(_run(specs, cfg, pricing, engine))
     finally:
         if engine is not None:
             try:
@@ -314,7 +304,7 @@ def _budget_reached(s: dict) -> bool:
     return bool(s.get("error")) and s["error"].get("kind") == "budget"
 
 
-async def _run(tasks, cfg, pricing, engine, workspace) -> dict:
+async def _run(specs: list[SpawnSpec], cfg, pricing, engine) -> dict:
     from cockpit.runtime import SessionManager
     from cockpit.runtime import worktree as wt
     from cockpit.runtime.protocols import BatchRuntime
@@ -322,7 +312,7 @@ async def _run(tasks, cfg, pricing, engine, workspace) -> dict:
     mgr: BatchRuntime = SessionManager(engine, cfg, pricing=pricing)
     try:
         try:
-            sessions = [await mgr.spawn(t, workspace=workspace, model=m) for t, m in tasks]
+            sessions = [await mgr.spawn(spec) for spec in specs]
         except (ValueError, wt.WorktreeError) as exc:
             raise CockpitError(str(exc)) from None
         await mgr.wait_idle()
@@ -336,6 +326,30 @@ async def _run(tasks, cfg, pricing, engine, workspace) -> dict:
                    "cost_usd": None if cost is None else round(cost, 6)},
         "pricing": {"source": pricing.source, "date": pricing.date, "override": pricing.overridden_by},
     }
+
+
+SPEC_FLAGS = {"top_k": "--top-k", "max_budget_usd": "--max-budget-usd", "max_budget_tokens": "--max-budget-tokens",
+              "permission_mode": "--permission-mode", "tools": "--tools", "network": "--network",
+              "backend": "--backend", "model": "--model", "workspace": "--workspace"}
+
+
+def spawn_specs(args: argparse.Namespace, tasks: list[str]) -> list[SpawnSpec]:
+    """One :class:`SpawnSpec` per task from the flags. Raises CockpitError (exit 2) naming the
+    flag of a bad value: "--top-k must be an integer ≥ 1, got 0"."""
+    from cockpit.runtime.spawn import SpawnSpec, SpawnSpecError
+
+    models = _models(args, len(tasks))
+    try:
+        return [SpawnSpec(task, workspace=str(args.workspace) if args.workspace is not None else None, model=model,
+                          interactive=False, permission_mode=args.permission_mode, tools=args.tools,
+                          worktree=False if args.no_worktree else None, sandbox=False if args.no_sandbox else None,
+                          network=args.network, top_k=args.top_k, preseed=False if args.no_preseed else None,
+                          backend=args.backend, max_budget_usd=args.max_budget_usd,
+                          max_budget_tokens=args.max_budget_tokens)
+                for task, model in zip(tasks, models, strict=True)]
+    except SpawnSpecError as exc:
+        flag = SPEC_FLAGS.get(exc.name)
+        raise CockpitError(f"{flag} {exc.reason}" if flag else str(exc)) from None
 
 
 def _notes_folder(args) -> Path | None:
@@ -355,94 +369,81 @@ def _notes_folder(args) -> Path | None:
     return notes.resolve()
 
 
-def _run_remote(args, tasks, cfg, pricing) -> dict:
+def _run_remote(args, specs: list[SpawnSpec], cfg, pricing) -> dict:
     """The sessions run in the background server (started when none runs)."""
-    from cockpit.server.client import BlockingClient, RemoteError, ServerError, ensure_server
-    from cockpit.server.remote import config_payload
+    from cockpit.server.transport import UnixTransport
 
     notes = _notes_folder(args)
     index = str(args.index.resolve()) if args.index else None
-    try:
-        ensure_server()
-        if notes is not None:
-            with BlockingClient() as c:
-                report = c.call("memory.index", notes=str(notes), index=index)
-            for path, reason in report.get("skipped", []):
-                print(f"cockpit: warning: skipped note {path}: {reason}", file=sys.stderr)
-    except ServerError as exc:
-        raise CockpitError(str(exc)) from None
-    except RemoteError as exc:
-        raise CockpitError(f"memory engine: {exc.message}") from None
-    workspace = str((args.workspace or Path.cwd()).resolve())
-    import asyncio
-
-    return asyncio.run(_remote(tasks, cfg, pricing, notes, index, workspace, args.detach, config_payload(cfg)))
+    return _run_in_server(UnixTransport(start=True), specs, cfg, pricing, str(notes) if notes else None, index,
+                          None, args.detach)
 
 
-def _run_on_host(args, tasks, cfg, pricing) -> dict:
+def _run_on_host(args, specs: list[SpawnSpec], cfg, pricing) -> dict:
     """The sessions run in the server of ``--host`` (through ssh; its bridge starts the server).
     ``--workspace``, ``--notes`` and ``--index`` name folders there; the host's ``workspace``
     and ``notes`` of ``[hosts.NAME]`` are the defaults."""
     from cockpit.host_cli import entry, host_name, transport
-    from cockpit.server.client import BlockingClient, RemoteError, ServerError
-    from cockpit.server.remote import config_payload
 
     host = entry(host_name(args) or "")
-    tr = transport(args)
     notes = str(args.notes) if args.notes is not None else host.notes
     index = str(args.index) if args.index is not None else None
     workspace = str(args.workspace) if args.workspace is not None else host.workspace
     if not workspace:
         raise CockpitError(f"no workspace on host {host.name}: give --workspace (a folder there), or set "
                            f"workspace in [hosts.{host.name}]")
-    try:
-        with BlockingClient.over(tr) as c:
-            home = str(c.connection.hello.get("home") or "~") if c.connection is not None else "~"
-            notes, index, workspace = (_on_host(p, home) for p in (notes, index, workspace))
-            if notes is not None:
-                report = c.call("memory.index", notes=notes, index=index)
-                for path, reason in report.get("skipped", []):
-                    print(f"cockpit: warning: skipped note {path}: {reason}", file=sys.stderr)
-    except ServerError as exc:
-        raise CockpitError(str(exc), code=1) from None
-    except RemoteError as exc:
-        raise CockpitError(f"memory engine on host {host.name}: {exc.message}") from None
+    for path in (notes, index, workspace, *(s.workspace for s in specs)):
+        _check_host_path(path)
+    return _run_in_server(transport(args), specs, cfg, pricing, notes, index, workspace, args.detach,
+                          where=f" on host {host.name}")
+
+
+def _check_host_path(path) -> None:
+    """A path on another host: ``~/…`` (its home, as its bridge says) or absolute there."""
+    path = None if path is None else str(path)
+    if path and not (path == "~" or path.startswith(("~/", "/"))):
+        raise CockpitError(f"a path on another host must be absolute (or start with ~/): {path}")
+
+
+def _run_in_server(transport, specs: list[SpawnSpec], cfg, pricing, notes: str | None, index: str | None,
+                   workspace: str | None, detach: bool, where: str = "") -> dict:
+    """The one spawning path of :func:`_run_remote` (this machine's server) and
+    :func:`_run_on_host` (a host's, ``where`` = " on host NAME"): connect through ``transport``,
+    index the notes, spawn ``specs`` through :class:`RemoteRuntime` (which names the paths as
+    the server's side does), wait unless ``detach``."""
     import asyncio
 
-    return asyncio.run(_remote(tasks, cfg, pricing, notes, index, workspace, args.detach, config_payload(cfg), tr))
+    return asyncio.run(_remote(transport, specs, cfg, pricing, notes, index, workspace, detach, where))
 
 
-def _on_host(path: str | None, home: str) -> str | None:
-    """A path on another host: ``~/…`` is its home; anything else must be absolute there."""
-    if path is None:
-        return None
-    if path == "~" or path.startswith("~/"):
-        path = home + path[1:]
-    if not path.startswith("/"):
-        raise CockpitError(f"a path on another host must be absolute (or start with ~/): {path}")
-    return path
-
-
-async def _remote(tasks, cfg, pricing, notes, index, workspace, detach, payload, transport=None) -> dict:
+async def _remote(transport, specs: list[SpawnSpec], cfg, pricing, notes, index, workspace, detach,
+                  where: str = "") -> dict:
     from cockpit.events import Usage
-    from cockpit.server.client import AsyncClient, RemoteError
+    from cockpit.server.client import AsyncClient, RemoteError, ServerError
+    from cockpit.server.remote import RemoteRuntime
 
-    client = await (AsyncClient.over(transport) if transport is not None else AsyncClient.connect())
     try:
-        await client.call("hello", client="cockpit run")
-        rows, ids = [], []
+        client = await AsyncClient.over(transport)
+    except ServerError as exc:  # no server here / the host unreachable (exit 1: not a usage error)
+        raise CockpitError(str(exc), code=1 if where else 2) from None
+    rt = RemoteRuntime(client, cfg, notes, index, workspace)
+    try:
+        await rt.client.call("hello", client="cockpit run")
+        if rt.notes is not None:
+            try:
+                report = await rt.client.call("memory.index", notes=rt.notes, index=rt.index)
+            except RemoteError as exc:
+                raise CockpitError(f"memory engine{where}: {exc.message}") from None
+            for path, reason in report.get("skipped", []):
+                print(f"cockpit: warning: skipped note {path}: {reason}", file=sys.stderr)
         try:
-            for task, model in tasks:
-                row = await client.call("spawn", task=task, workspace=workspace, model=model, interactive=False,
-                                        notes=str(notes) if notes else None, index=index, config=payload)
-                rows.append(row)
-                ids.append(row["id"])
+            rows = [dict(vars(await rt.spawn(spec))) for spec in specs]
         except RemoteError as exc:
             raise CockpitError(exc.message) from None
         if not detach:
-            rows = (await client.call("wait", ids=ids, until="final"))["sessions"]
+            rows = (await rt.client.call("wait", ids=[r["id"] for r in rows], until="final"))["sessions"]
     finally:
-        await client.close()
+        await rt.aclose()
     usage, cost, priced = Usage(), 0.0, False
     for r in rows:
         u = r.get("usage") or {}

@@ -83,6 +83,21 @@ def test_the_tui_reaches_sessions_only_through_the_runtime_protocol():
                 raise AssertionError(f"{f.relative_to(ROOT)} reads manager.{node.attr} (a Session)")
 
 
+def test_the_tui_never_probes_the_runtime_or_what_it_returns():
+    """The app is typed against ``Runtime``: no getattr/hasattr on the runtime (``manager`` /
+    ``runtime``) or on a session it returned — a missing member is mypy's error, not a silent None."""
+    probes = []
+    for f in _files("cockpit/tui"):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("getattr", "hasattr") and node.args:
+                target = node.args[0]
+                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                if name in ("manager", "runtime", "session"):
+                    probes.append(f"{f.relative_to(ROOT)}:{node.lineno} {node.func.id}({ast.unparse(target)}, …)")
+    assert probes == []
+
+
 def test_real_classes_and_their_fakes_implement_the_same_protocols():
     """Each seam's Protocol is met by the real classes and by every test fake standing in for
     them (same members, async-ness and parameters), so a fake cannot drift from what it fakes."""

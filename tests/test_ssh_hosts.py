@@ -31,6 +31,7 @@ from standin import Reply, StandIn, ToolUse
 
 from cockpit.cli import main
 from cockpit.runtime.config import RuntimeConfig
+from cockpit.runtime.spawn import SpawnSpec
 
 pytestmark = pytest.mark.skipif(sshd.available() is not None, reason=f"no test sshd: {sshd.available()}")
 
@@ -139,7 +140,7 @@ def test_spawn_ls_approve_attach_kill_run_on_a_host(box, api, capsys):
         rt = await ssh_connector("box", config)
         try:
             assert rt.host == "box" and rt.workspace == str(box["ws"])
-            row = await rt.spawn("say hi")
+            row = await rt.spawn(SpawnSpec("say hi"))
             return row.id
         finally:
             await rt.aclose()
@@ -246,7 +247,7 @@ def test_cut_the_connection_mid_stream_and_reattach_with_every_event_since(box, 
 
         rt = await ssh_connector("box", config)
         try:
-            return (await rt.spawn("count to forty")).id
+            return (await rt.spawn(SpawnSpec("count to forty"))).id
         finally:
             await rt.aclose()
 

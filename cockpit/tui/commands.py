@@ -10,6 +10,7 @@ in an async worker, so the UI never waits on it; a refusal (``KeyError``, ``Valu
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,8 @@ from textual.content import Content
 from textual.worker import Worker, WorkerState
 
 from cockpit.events import SessionStatus
-from cockpit.runtime.protocols import Runtime
+from cockpit.runtime.protocols import Runtime, SessionRef
+from cockpit.runtime.spawn import SpawnSpec
 from cockpit.tui import format as fmt
 from cockpit.tui.model import SessionView
 from cockpit.tui.screens.approval import Answer, ApprovalDialog
@@ -28,7 +30,7 @@ from cockpit.tui.screens.dialogs import ChoiceDialog, ConfirmDialog, FollowUpDia
 from cockpit.tui.screens.diff import DiffScreen
 from cockpit.tui.screens.memory import MemoryScreen
 from cockpit.tui.screens.review import ReviewScreen
-from cockpit.tui.screens.spawn import SpawnDialog, SpawnRequest
+from cockpit.tui.screens.spawn import SpawnDialog
 from cockpit.tui.widgets.totals import MemoryState
 
 S = SessionStatus
@@ -73,11 +75,11 @@ class SessionCommands(App):
                         backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing,
                         budget_usd=budget if isinstance(budget, (int, float)) else None,
                         sandbox=self.manager.config.sandbox is not False,
-                        workspace=getattr(self, "workspace", None) or os.getcwd()),
+                        workspace=self.workspace or os.getcwd()),
             self._spawn_chosen,
         )
 
-    def _spawn_chosen(self, request: SpawnRequest | None) -> None:
+    def _spawn_chosen(self, request: SpawnSpec | None) -> None:
         if request:
             self.spawn(request)
 
@@ -89,35 +91,29 @@ class SessionCommands(App):
             self.notify(f"{worker.name} failed: {worker.error}", severity="error", timeout=10)
 
     @work(group="manager", name="spawn", exit_on_error=False)
-    async def spawn(self, request: SpawnRequest | str, focus: bool = True) -> None:
+    async def spawn(self, request: SpawnSpec | str, focus: bool = True) -> None:
         """Spawn a session: ``request`` from the spawn dialog, or a task alone (the app's defaults).
+        The app's own settings fill what the request leaves open (workspace, model, notes).
         ``focus``: its pane takes the focus once shown (False: it starts in the background)."""
         if isinstance(request, str):
-            request = SpawnRequest(request, permission_mode=self.permission_mode, worktree=self.worktree,
-                                   backend=self.backend)
-        budget: dict = {} if request.max_budget_usd is None else {"max_budget_usd": request.max_budget_usd}
-        if request.sandbox is not None:
-            budget["sandbox"] = request.sandbox
-        session = await self.manager.spawn(
-            request.task, workspace=self.workspace, model=request.model or self.model,
-            preseed=self.preseed, top_k=self.top_k, permission_mode=request.permission_mode,
-            worktree=request.worktree, backend=request.backend, **budget,
-        )
+            request = SpawnSpec(request, permission_mode=self.permission_mode, worktree=self.worktree,
+                                backend=self.backend)
+        spec = replace(request, workspace=request.workspace or self.workspace, model=request.model or self.model,
+                       preseed=self.preseed if request.preseed is None else request.preseed,
+                       top_k=request.top_k or self.top_k)
+        session = await self.manager.spawn(spec)
         if focus:
             self._focus_when_shown(session)
 
-    def _focus_when_shown(self, session: Any) -> None:
+    def _focus_when_shown(self, session: SessionRef) -> None:
         """Focus the pane of ``session`` (what spawn, resume and continue return): now when its
         pane is there, else as soon as it is added — that pane, not whichever came next."""
-        sid = getattr(session, "id", None)
-        if not isinstance(sid, str):
-            return
-        pane = self.panes.get(sid)
+        pane = self.panes.get(session.id)
         main = self.get_screen("main") if self.is_screen_installed("main") else None
         if pane is not None and main is not None and hasattr(main, "focus_pane"):
             main.focus_pane(pane)
         elif pane is None:
-            self._focus_ids.add(sid)
+            self._focus_ids.add(session.id)
 
     # -- kill, follow up -------------------------------------------------------------
     def confirm_kill(self, session_id: str) -> None:

@@ -9,12 +9,12 @@ from config), permission mode (Claude Code's names; default from config), "own g
 (off = run in the workspace itself), backend (what the runtime offers), budget (the session's
 spend cap in USD, shown with the configured ``max_budget_usd``; empty = the configured cap, or
 none; a value that is not a number of dollars > 0 is said in the dialog, which stays open).
-Dismisses with a :class:`SpawnRequest`, or ``None`` on Escape.
+Dismisses with a :class:`~cockpit.runtime.spawn.SpawnSpec` (the options the user changed; the
+app adds its own defaults), or ``None`` on Escape. A value the spec refuses is said in the dialog.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from textual import on, work
@@ -27,6 +27,7 @@ from textual.timer import Timer
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
 from cockpit.runtime.budget import BudgetError, parse_usd
+from cockpit.runtime.spawn import SpawnSpec, SpawnSpecError
 from cockpit.tui import format as fmt
 
 DEBOUNCE_S = 0.3
@@ -37,19 +38,6 @@ PERMISSION_MODES = (  # (label, value): Claude Code's names
     ("bypassPermissions · no asks", "bypassPermissions"),
     ("auto · sandboxed commands run, no asks", "auto"),
 )
-
-
-@dataclass(frozen=True)
-class SpawnRequest:
-    """What the dialog asks ``Runtime.spawn`` for: the task and its options."""
-
-    task: str
-    model: str | None = None
-    permission_mode: str | None = None  # None: the runtime's configured mode
-    worktree: bool | None = None  # None: the runtime's configured choice
-    backend: str | None = None
-    max_budget_usd: float | None = None  # the session's spend cap in USD (None: the configured one)
-    sandbox: bool | None = None  # False: commands unconfined (None: the configured choice)
 
 
 def preview_markup(preseed: Any) -> str:
@@ -67,7 +55,7 @@ def preview_markup(preseed: Any) -> str:
     return "\n".join(lines)
 
 
-class SpawnDialog(ModalScreen[SpawnRequest | None]):
+class SpawnDialog(ModalScreen[SpawnSpec | None]):
     """Modal: the task input, the notes preview, the session's options."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="spawn.cancel"),
@@ -177,9 +165,9 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             return "[dim]no notes to preview[/]"
         return "[dim]type a task to see the notes it would get[/]"
 
-    def request(self, task: str) -> SpawnRequest:
-        """The request the form describes for ``task``. Raises ``BudgetError`` for a budget that
-        is not a number of dollars > 0."""
+    def request(self, task: str) -> SpawnSpec:
+        """The spawn the form describes for ``task``. Raises ``BudgetError`` for a budget that is
+        not a number of dollars, ``SpawnSpecError`` for a value the spec refuses."""
         model = self.query_one("#spawn-model", Input).value.strip() or None
         budget_text = self.query_one("#spawn-budget", Input).value.strip()
         budget = parse_usd(budget_text, "the budget") if budget_text else None
@@ -194,7 +182,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             mode = None  # left as shown: the runtime's configured mode applies
         if default_worktree is None and worktree == self.worktree:
             worktree = None
-        return SpawnRequest(
+        return SpawnSpec(
             task=task, model=model,
             permission_mode=mode if isinstance(mode, str) else None,
             worktree=worktree,
@@ -237,7 +225,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
                 return
             try:
                 request = self.request(task)
-            except BudgetError as exc:
+            except (BudgetError, SpawnSpecError) as exc:
                 error = self.query_one("#spawn-error", Label)
                 error.update(Content.from_markup("[$error]$why[/]", why=str(exc)))
                 error.display = True
