@@ -140,3 +140,20 @@ def test_ssh_never_carries_the_key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-other")
     env = _ssh_env()
     assert "ANTHROPIC_API_KEY" not in env and "OPENAI_API_KEY" not in env and env["PATH"] == os.environ["PATH"]
+
+
+def test_run_on_a_host_names_its_folders_there_before_any_ssh(capsys, monkeypatch):
+    """``cockpit run --host`` builds its SpawnSpecs like a local run; a folder there must be
+    absolute or ``~/…`` (this machine's current folder means nothing on the host), and one
+    workspace must be named: each refused in one line, before ssh is tried."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", "/nonexistent/ssh")  # reached, it would fail otherwise
+    config_path().write_text('[hosts.box]\nssh = "me@box.example"\n')
+    assert main(["run", "hi", "--host", "box"]) == 2
+    assert "no workspace on host box: give --workspace" in capsys.readouterr().err
+    assert main(["run", "hi", "--host", "box", "--workspace", "src/app"]) == 2
+    assert "a path on another host must be absolute (or start with ~/): src/app" in capsys.readouterr().err
+    assert main(["run", "hi", "--host", "box", "--workspace", "~/app", "--notes", "notes"]) == 2
+    assert "must be absolute (or start with ~/): notes" in capsys.readouterr().err
+    assert main(["run", "hi", "--host", "box", "--workspace", "~/app", "--top-k", "0"]) == 2
+    assert "--top-k must be an integer ≥ 1" in capsys.readouterr().err  # the SpawnSpec's own check
