@@ -41,6 +41,10 @@ COMMAND_MODULES = {  # (in the order of the full parser's --help)
 }
 
 
+# with --host these run whole on that host (they work on its notes and repository), not through the bridge
+REMOTE_WHOLE = ("memory", "worktrees", "shell")
+
+
 def build_parser(command: str | None = None, epilogs: bool = True) -> argparse.ArgumentParser:
     """The CLI's parser; ``command``: only that sub-command's module is imported (its parsers
     then are the only ones; the root's flags and ``--help`` of that command are whole).
@@ -120,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     from cockpit.server.client import RemoteError, RemoteRefused, ServerError
 
     try:
+        if getattr(args, "host", None) and getattr(args, "command", None) in REMOTE_WHOLE:  # that host's files
+            from cockpit.host_cli import run_there
+
+            return run_there(args, argv)
         return int(args.func(args) or 0)
     except CockpitError as exc:
         print(f"cockpit: error: {exc}", file=sys.stderr)

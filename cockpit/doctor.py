@@ -43,10 +43,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check this machine: Python, config, folders, server, notes, sandbox, key",
                        description="One line a check, ✓ / ! / ✗, with the fix for each problem. Reads only.")
     p.add_argument("--notes", metavar="DIR", default="notes", help="notes folder to check (default ./notes)")
+    from cockpit.host_cli import add_host_argument
+
+    add_host_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "host", None):
+        return run_host(args)
     checks = list(collect(Path(args.notes)))
     for c in checks:
         print(c.line())
@@ -54,6 +59,50 @@ def run(args: argparse.Namespace) -> int:
     warned = sum(c.state == WARN for c in checks)
     print(f"\n{len(checks) - failed - warned} ok, {warned} warning(s), {failed} problem(s)")
     return 1 if failed else 0
+
+
+def run_host(args: argparse.Namespace) -> int:
+    """``cockpit doctor --host NAME``: ssh here, then that host — reachable, cockpit found, the
+    same version — then that host's own ``cockpit doctor`` (its server, sandbox, config, notes),
+    run there in its workspace. Starts nothing there."""
+    from cockpit import __version__
+    from cockpit.errors import CockpitError
+    from cockpit.host_cli import entry, host_name
+    from cockpit.server.ssh import HostError, capture_remote, ssh_program
+
+    host = entry(host_name(args) or "")
+    if host.socket:
+        raise CockpitError(f"host {host.name} is a server socket of this machine: run cockpit doctor with that "
+                           "server's COCKPIT_DATA_DIR")
+    print(f"host {host.name}: ssh {host.ssh}, command {host.command!r}"
+          + (f", workspace {host.workspace}" if host.workspace else ""))
+    try:
+        ssh = ssh_program()
+        print(Check(OK, "ssh", " ".join(ssh)).line())
+        code, out = capture_remote(host, ["--version"])
+    except HostError as exc:
+        print(Check(FAIL, "remote cockpit", str(exc)).line())
+        return 1
+    theirs = out.strip().removeprefix("cockpit ").strip()
+    if code != 0 or not theirs:
+        print(Check(FAIL, "remote cockpit", f"`{host.command} --version` exited {code}").line())
+        return 1
+    print(Check(OK, "reachable", f"{host.ssh} answered through ssh").line())
+    if theirs != __version__:
+        print(Check(FAIL, "version", f"version mismatch: local cockpit {__version__}, host {host.name} has {theirs}",
+                    "install the same version on both").line())
+        return 1
+    print(Check(OK, "version", f"cockpit {theirs} there, as here").line())
+    notes = ["--notes", host.notes] if host.notes and args.notes == "notes" else (
+        ["--notes", args.notes] if args.notes != "notes" else [])
+    print(f"\non host {host.name} (cockpit doctor there):")
+    try:
+        code, out = capture_remote(host, ["doctor", *notes], cwd=host.workspace)
+    except HostError as exc:
+        print(Check(FAIL, "remote doctor", str(exc)).line())
+        return 1
+    print("\n".join("  " + line if line else line for line in out.rstrip().splitlines()))
+    return 1 if code else 0
 
 
 def collect(notes: Path) -> Iterator[Check]:

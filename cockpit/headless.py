@@ -135,6 +135,9 @@ def add_parser(sub) -> None:
                    help="return at once with the session ids (they run on in the server: cockpit ls / attach)")
     p.add_argument("--no-server", action="store_true", default=argparse.SUPPRESS,
                    help="run the sessions in this process instead of the background server")
+    from cockpit.host_cli import add_host_argument
+
+    add_host_argument(p)
     p.set_defaults(func=run)
 
 
@@ -207,10 +210,14 @@ def _check_writable(folder: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from cockpit.host_cli import host_name
     from cockpit.runtime import ConfigError, PricingError, load_config, load_pricing
     from cockpit.runtime.config import parse_setting_sources
 
-    if args.workspace is not None and not args.workspace.is_dir():
+    host = host_name(args)  # another host: its paths are not this machine's to check
+    if host and getattr(args, "no_server", False):
+        raise CockpitError("--host runs the sessions in that host's server: drop --no-server")
+    if not host and args.workspace is not None and not args.workspace.is_dir():
         raise CockpitError(f"workspace folder not found: {args.workspace}")
     specs = spawn_specs(args, collect_tasks(args))
     for name in ("max_turns", "max_tokens", "concurrency"):
@@ -237,11 +244,14 @@ def run(args: argparse.Namespace) -> int:
 
     backend = specs[0].backend or cfg.backend
     spec = backends.resolve(backend, cfg)
-    why = spec.unavailable(cfg)
+    why = None if host else spec.unavailable(cfg)  # (that host's server says what it cannot run)
     if why:
         raise CockpitError(why)
     if not cfg.api_key and spec.needs_api_key:  # Claude Code may use its own login instead
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
+    if host:
+        report = _run_on_host(args, specs, cfg, pricing)
+        return _print_report(args, report)
     _check_writable(cfg.resolved_sessions_dir())
     _say_if_unconfined(backend, cfg.sandbox if specs[0].sandbox is None else specs[0].sandbox)
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
@@ -361,34 +371,71 @@ def _notes_folder(args) -> Path | None:
 
 def _run_remote(args, specs: list[SpawnSpec], cfg, pricing) -> dict:
     """The sessions run in the background server (started when none runs)."""
-    from cockpit.server.client import BlockingClient, RemoteError, ServerError, ensure_server
+    from cockpit.server.transport import UnixTransport
 
     notes = _notes_folder(args)
     index = str(args.index.resolve()) if args.index else None
-    try:
-        ensure_server()
-        if notes is not None:
-            with BlockingClient() as c:
-                report = c.call("memory.index", notes=str(notes), index=index)
-            for path, reason in report.get("skipped", []):
-                print(f"cockpit: warning: skipped note {path}: {reason}", file=sys.stderr)
-    except ServerError as exc:
-        raise CockpitError(str(exc)) from None
-    except RemoteError as exc:
-        raise CockpitError(f"memory engine: {exc.message}") from None
+    return _run_in_server(UnixTransport(start=True), specs, cfg, pricing, str(notes) if notes else None, index,
+                          None, args.detach)
+
+
+def _run_on_host(args, specs: list[SpawnSpec], cfg, pricing) -> dict:
+    """The sessions run in the server of ``--host`` (through ssh; its bridge starts the server).
+    ``--workspace``, ``--notes`` and ``--index`` name folders there; the host's ``workspace``
+    and ``notes`` of ``[hosts.NAME]`` are the defaults."""
+    from cockpit.host_cli import entry, host_name, transport
+
+    host = entry(host_name(args) or "")
+    notes = str(args.notes) if args.notes is not None else host.notes
+    index = str(args.index) if args.index is not None else None
+    workspace = str(args.workspace) if args.workspace is not None else host.workspace
+    if not workspace:
+        raise CockpitError(f"no workspace on host {host.name}: give --workspace (a folder there), or set "
+                           f"workspace in [hosts.{host.name}]")
+    for path in (notes, index, workspace, *(s.workspace for s in specs)):
+        _check_host_path(path)
+    return _run_in_server(transport(args), specs, cfg, pricing, notes, index, workspace, args.detach,
+                          where=f" on host {host.name}")
+
+
+def _check_host_path(path) -> None:
+    """A path on another host: ``~/…`` (its home, as its bridge says) or absolute there."""
+    path = None if path is None else str(path)
+    if path and not (path == "~" or path.startswith(("~/", "/"))):
+        raise CockpitError(f"a path on another host must be absolute (or start with ~/): {path}")
+
+
+def _run_in_server(transport, specs: list[SpawnSpec], cfg, pricing, notes: str | None, index: str | None,
+                   workspace: str | None, detach: bool, where: str = "") -> dict:
+    """The one spawning path of :func:`_run_remote` (this machine's server) and
+    :func:`_run_on_host` (a host's, ``where`` = " on host NAME"): connect through ``transport``,
+    index the notes, spawn ``specs`` through :class:`RemoteRuntime` (which names the paths as
+    the server's side does), wait unless ``detach``."""
     import asyncio
 
-    return asyncio.run(_remote(specs, cfg, pricing, notes, index, args.detach))
+    return asyncio.run(_remote(transport, specs, cfg, pricing, notes, index, workspace, detach, where))
 
 
-async def _remote(specs: list[SpawnSpec], cfg, pricing, notes, index, detach) -> dict:
+async def _remote(transport, specs: list[SpawnSpec], cfg, pricing, notes, index, workspace, detach,
+                  where: str = "") -> dict:
     from cockpit.events import Usage
-    from cockpit.server.client import AsyncClient, RemoteError
+    from cockpit.server.client import AsyncClient, RemoteError, ServerError
     from cockpit.server.remote import RemoteRuntime
 
-    rt = RemoteRuntime(await AsyncClient.connect(), cfg, str(notes) if notes else None, index)
+    try:
+        client = await AsyncClient.over(transport)
+    except ServerError as exc:  # no server here / the host unreachable (exit 1: not a usage error)
+        raise CockpitError(str(exc), code=1 if where else 2) from None
+    rt = RemoteRuntime(client, cfg, notes, index, workspace)
     try:
         await rt.client.call("hello", client="cockpit run")
+        if rt.notes is not None:
+            try:
+                report = await rt.client.call("memory.index", notes=rt.notes, index=rt.index)
+            except RemoteError as exc:
+                raise CockpitError(f"memory engine{where}: {exc.message}") from None
+            for path, reason in report.get("skipped", []):
+                print(f"cockpit: warning: skipped note {path}: {reason}", file=sys.stderr)
         try:
             rows = [dict(vars(await rt.spawn(spec))) for spec in specs]
         except RemoteError as exc:

@@ -27,6 +27,9 @@ def add_parser(sub) -> None:
                        description="The memory engine: project notes → index → preseed block.")
     msub = p.add_subparsers(dest="memory_command", metavar="{index,search,preseed,lint,save,eval,mcp,hook}")
     p.set_defaults(func=lambda args: _usage(p))
+    from cockpit.host_cli import add_host_argument
+
+    add_host_argument(p)
 
     def common(sp):
         sp.add_argument("--notes", default="notes", metavar="DIR",
@@ -34,6 +37,7 @@ def add_parser(sub) -> None:
         sp.add_argument("--index", default=None, metavar="PATH",
                         help="index file (default: $COCKPIT_INDEX or the per-user cache)")
         no_server_arg(sp)
+        add_host_argument(sp)
         return sp
 
     sp = common(msub.add_parser("index", help="sync the index with the notes folder"))

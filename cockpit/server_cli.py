@@ -24,9 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 
 from cockpit.errors import CockpitError
+from cockpit.host_cli import add_host_argument, host_name
 
 FINAL_STATES = {"done", "error", "killed", "interrupted"}  # a session in one of these has ended
 
@@ -36,9 +36,10 @@ ID_HELP = "session id, or a unique prefix or suffix of at least 4 characters (se
 def add_parser(sub) -> None:
     p = sub.add_parser("server", help="the background server that owns the sessions",
                        description="The Cockpit server: one per user; clients start it when needed.")
-    p.add_argument("action", nargs="?", default="status", choices=["run", "start", "status", "stop"],
+    p.add_argument("action", nargs="?", default="status", choices=["run", "start", "status", "stop", "bridge"],
                    help="status (default); start in the background; stop (working sessions are killed); "
-                        "run in the foreground")
+                        "run in the foreground; bridge: relay stdin/stdout to the server (what `--host` "
+                        "runs on the remote host through ssh)")
     p.add_argument("--listen", metavar="HOST:PORT", default=None,
                    help="also listen on TCP (loopback); a token is printed once and required")
     p.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
@@ -50,20 +51,24 @@ def add_parser(sub) -> None:
     p = sub.add_parser("ls", help="list the server's sessions",
                        description="The server's sessions: id, state, model, branch, tokens, USD, task.")
     p.add_argument("--json", action="store_true", help="one JSON object with every session's row")
+    add_host_argument(p)
     p.set_defaults(func=cmd_ls)
 
     p = sub.add_parser("send", help="send a follow-up message to a session",
                        description="Send a follow-up to a session spawned in the app that waits for you.")
     p.add_argument("id", help=ID_HELP)
     p.add_argument("text", help="the message")
+    add_host_argument(p)
     p.set_defaults(func=cmd_send)
 
     p = sub.add_parser("kill", help="kill a session")
     p.add_argument("id", help=ID_HELP)
+    add_host_argument(p)
     p.set_defaults(func=cmd_kill)
 
     p = sub.add_parser("attach", help="follow a session's output until it waits for you or ends")
     p.add_argument("id", help=ID_HELP)
+    add_host_argument(p)
     p.set_defaults(func=cmd_attach)
 
     p = sub.add_parser("approve", help="allow a session's pending tool call",
@@ -71,6 +76,7 @@ def add_parser(sub) -> None:
                                    "sessions are headless: their asks are denied at once).")
     p.add_argument("id", help=ID_HELP)
     p.add_argument("--session", action="store_true", help="allow such calls for the rest of the session")
+    add_host_argument(p)
     p.set_defaults(func=cmd_approve)
 
     p = sub.add_parser("budget", help="show or raise a session's spend cap, or the server's",
@@ -82,33 +88,39 @@ def add_parser(sub) -> None:
     p.add_argument("--usd", default=None, metavar="USD", help="the new cap in USD, e.g. 5 or 2.50")
     p.add_argument("--tokens", default=None, metavar="N", help="the new cap in tokens")
     p.add_argument("--clear", action="store_true", help="no cap (then --usd / --tokens, if given, set one anew)")
+    add_host_argument(p)
     p.set_defaults(func=cmd_budget)
 
     p = sub.add_parser("deny", help="deny a session's pending tool call")
     p.add_argument("id", help=ID_HELP)
     p.add_argument("--reason", default="", help="why (goes back to the model)")
+    add_host_argument(p)
     p.set_defaults(func=cmd_deny)
 
 
 STATUS_TIMEOUT_S = 5.0  # server.status is a cheap call: a server that takes longer is stopped or hung
 
 
-def _client(timeout: float | None = None):
+def _client(timeout: float | None = None, host: str | None = None):
+    """A client of this machine's server (which must run), or of ``host``'s (its bridge starts it)."""
+    from cockpit.host_cli import transport_named
     from cockpit.server.client import BlockingClient, ServerError, server_running
 
-    if not server_running():
+    if host is None and not server_running():
         raise CockpitError("no Cockpit server is running (start one with `cockpit server start`, or open `cockpit`)")
     try:
-        return BlockingClient(timeout=timeout)
+        if host is None:
+            return BlockingClient(timeout=timeout)
+        return BlockingClient.over(transport_named(host), timeout=timeout)
     except ServerError as exc:
-        raise CockpitError(str(exc)) from None
+        raise CockpitError(str(exc), code=1 if host else 2) from None
 
 
-def _call(method: str, timeout: float | None = None, **params):
+def _call(method: str, timeout: float | None = None, host: str | None = None, **params):
     from cockpit.server.client import RemoteError, ServerError
     from cockpit.server.rpc import NOT_FOUND
 
-    client = _client(timeout)
+    client = _client(timeout, host)
     try:
         return client.call(method, **params)
     except RemoteError as exc:
@@ -128,6 +140,10 @@ def cmd_server(args: argparse.Namespace) -> int:
         if not host or not port.isdigit():
             raise CockpitError("--listen takes HOST:PORT, e.g. 127.0.0.1:8765")
         listen = (host, int(port))
+    if args.action == "bridge":
+        from cockpit.server.bridge import run_bridge
+
+        return run_bridge()
     if args.action == "run":
         from cockpit.server.daemon import run_server
 
@@ -226,7 +242,7 @@ def _fmt_row(r: dict) -> str:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    rows = _call("list")["sessions"]
+    rows = _call("list", host=host_name(args))["sessions"]
     if args.json:
         print(json.dumps({"sessions": rows}, indent=2, ensure_ascii=False))
         return 0
@@ -242,16 +258,16 @@ def cmd_ls(args: argparse.Namespace) -> int:
 def cmd_send(args: argparse.Namespace) -> int:
     from cockpit.headless import _clean  # undecodable argument bytes: U+FFFD, with a warning
 
-    _call("send", id=args.id, text=_clean(args.text, "the follow-up"))
+    _call("send", host=host_name(args), id=args.id, text=_clean(args.text, "the follow-up"))
     return 0
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    before = _call("get", id=args.id)
+    before = _call("get", host=host_name(args), id=args.id)
     if before.get("status") in FINAL_STATES:
         print(f"{before['id']} already ended ({before['status']}): nothing to kill")
         return 0
-    _call("kill", id=args.id)
+    _call("kill", host=host_name(args), id=args.id)
     print(f"{before['id']} killed")
     return 0
 
@@ -265,7 +281,8 @@ def _answered(info: dict, query: str) -> tuple[str, str]:
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
-    info = _call("answer", id=args.id, request_id=None, allow=True, scope="session" if args.session else "once")
+    info = _call("answer", host=host_name(args), id=args.id, request_id=None, allow=True,
+                 scope="session" if args.session else "once")
     sid, what = _answered(info or {}, args.id)
     rule = (info or {}).get("suggestion") or ""
     scope = f" (and for the rest of the session{': ' + rule if rule else ''})" if args.session else " (once)"
@@ -274,7 +291,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
 
 def cmd_deny(args: argparse.Namespace) -> int:
-    info = _call("answer", id=args.id, request_id=None, allow=False, reason=args.reason)
+    info = _call("answer", host=host_name(args), id=args.id, request_id=None, allow=False, reason=args.reason)
     sid, what = _answered(info or {}, args.id)
     print(f"{sid}: denied {what}{' (' + args.reason + ')' if args.reason else ''}")
     return 0
@@ -292,7 +309,7 @@ def cmd_budget(args: argparse.Namespace) -> int:
     except BudgetError as exc:
         raise CockpitError(str(exc)) from None
     where = {"server": True} if args.server else {"id": args.id}
-    info = _call("budget", **where, usd=usd, tokens=tokens, clear=args.clear)
+    info = _call("budget", host=host_name(args), **where, usd=usd, tokens=tokens, clear=args.clear)
     caps = [f"{fmt.usd(info['usd'])}" if info["usd"] is not None else "",
             f"{info['tokens']:,} tokens" if info["tokens"] is not None else ""]
     cap = " or ".join(c for c in caps if c) or "none"
@@ -305,95 +322,6 @@ def cmd_budget(args: argparse.Namespace) -> int:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    from cockpit.server.client import server_running
+    from cockpit.attach_cli import attach
 
-    if not server_running():
-        raise CockpitError("no Cockpit server is running")
-    import asyncio
-
-    return asyncio.run(_attach(args.id))
-
-
-async def _attach(query: str) -> int:
-    from cockpit import events as ev
-    from cockpit import wire
-    from cockpit.server.client import AsyncClient, RemoteError
-    from cockpit.textsafe import clean_event
-    from cockpit.tui import format as fmt
-
-    client = await AsyncClient.connect()
-    try:
-        try:
-            row = await client.call("get", id=query)
-        except RemoteError as exc:
-            raise CockpitError(exc.message) from None
-        sid = row["id"]
-        reply = await client.call("subscribe")
-        out = sys.stdout
-
-        def show(e: ev.Event) -> int | None:
-            if e.session_id != sid:
-                return None
-            e = clean_event(e)  # model and tool text never reach the terminal raw
-            if isinstance(e, ev.TextDelta):
-                out.write(e.text)
-            elif isinstance(e, ev.ToolCall):
-                out.write(f"\n⚙ {e.name}({fmt.tool_args(e.input, 100)})\n")
-            elif isinstance(e, ev.ToolResult):
-                out.write(f"  → {fmt.tool_result(e.content, e.is_error, 100)}\n")
-            elif isinstance(e, ev.ApprovalRequested):
-                out.write(f"\n! needs approval: {e.summary}\n{e.detail}\n"
-                          f"  cockpit approve {sid} [--session]  ·  cockpit deny {sid} --reason '…'\n")
-            elif isinstance(e, ev.ApprovalResolved):  # how the ask was answered (and by what)
-                how = ("allowed" + (" for the session" if e.scope == "session" else "")) if e.allowed else "denied"
-                out.write(f"  [{how}{': ' + e.reason if e.reason else ''}]\n")
-            elif isinstance(e, ev.UserMessage):
-                out.write(f"\n› {e.text}\n")
-            elif isinstance(e, ev.SessionErrorEvent):
-                out.write(f"\n✗ {e.kind}: {e.message}\n")
-            elif isinstance(e, ev.StatusChanged):
-                if e.status is ev.SessionStatus.WAITING:
-                    out.write(f"\n[{sid} is waiting for you: cockpit send {sid} '…']\n")
-                    out.flush()
-                    return 0
-                if e.status is ev.SessionStatus.BUDGET_REACHED:
-                    server = e.detail.startswith("server")
-                    out.write(f"\n[{sid}: {e.detail.split(' — ')[0]} — raise it: "
-                              f"cockpit budget {'--server' if server else sid} --usd …]\n")
-                    out.flush()
-                    return 0
-                if e.status.is_final:
-                    out.write(f"\n[{sid} {e.status.value}{': ' + e.detail if e.detail else ''}]\n")
-                    out.flush()
-                    return 1 if e.status is ev.SessionStatus.ERROR else 0
-            out.flush()
-            return None
-
-        last: ev.Event | None = None
-        replay = [wire.event_from_json(p) for p in reply.get("events", [])]
-        for e in replay:  # the output so far, then where it stands now
-            if e.session_id == sid and not isinstance(e, ev.StatusChanged):
-                show(e)
-            elif e.session_id == sid:
-                last = e
-        if last is not None:
-            result = show(last)
-            if result is not None:
-                return result
-        while True:
-            payload = await client.events.get()
-            if payload is None:
-                if client.error is not None:  # stopped answering: say so, with the way out
-                    out.flush()
-                    raise CockpitError(str(client.error), code=1)
-                out.write("\n[the server closed the connection]\n")
-                return 1
-            try:
-                e = wire.event_from_json(payload)
-            except wire.WireError:
-                continue
-            result = show(e)
-            if result is not None:
-                return result
-    finally:
-        await client.close()
+    return attach(args)

@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "([sandbox] allow_hosts only)")
     g.add_argument("--no-server", action="store_true",
                    help="run the sessions in this process (they end with the app) instead of the background server")
+    from cockpit.host_cli import add_host_argument
+
+    add_host_argument(g, top=True)  # type: ignore[arg-type]  # (an argument group adds arguments alike)
 
 
 class _DeferredEngine:
@@ -85,11 +88,15 @@ class _DeferredEngine:
 
 def run(args: argparse.Namespace) -> int:
     from cockpit.errors import CockpitError
+    from cockpit.host_cli import host_name
     from cockpit.runtime import ConfigError, load_config
     from cockpit.runtime.config import parse_setting_sources
 
+    host = host_name(args)  # another host's server: its folders are not this machine's
+    if host and getattr(args, "no_server", False):
+        raise CockpitError("--host shows the sessions of that host's server: drop --no-server")
     workspace = Path(args.workspace).expanduser().resolve()
-    if not workspace.is_dir():
+    if not host and not workspace.is_dir():
         raise CockpitError(f"workspace is not a folder: {workspace}")
     try:
         config = load_config({
@@ -107,10 +114,10 @@ def run(args: argparse.Namespace) -> int:
         raise CockpitError(str(exc)) from None
     from cockpit.runtime import backends
 
-    why = backends.resolve(config.backend, config).unavailable(config)
+    why = None if host else backends.resolve(config.backend, config).unavailable(config)
     if why:
         raise CockpitError(why)
-    if config.permission_mode == "auto" and config.backend == "cockpit":
+    if config.permission_mode == "auto" and config.backend == "cockpit" and not host:
         # refused here, as `cockpit run` does, not after the user typed a task into the dialog
         if not config.sandbox:
             raise CockpitError("auto mode runs commands without asking only inside the sandbox: drop --no-sandbox "
@@ -129,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         raise CockpitError(f"{ui_state.config_path()}: {exc}") from None
     import os
 
+    if host:
+        return _run_attached(args, config, workspace, host)
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
         return _run_attached(args, config, workspace)
 
@@ -159,52 +168,55 @@ def run(args: argparse.Namespace) -> int:
     return int(app.return_code or 0)
 
 
-def detached_message(live: int, waiting: int = 0) -> str:
+def detached_message(live: int, waiting: int = 0, host: str | None = None) -> str:
     """What the shell shows after the app detaches from ``live`` (> 0) sessions that are not
-    over, ``waiting`` of them waiting for a follow-up or an answer (not working meanwhile)."""
+    over, ``waiting`` of them waiting for a follow-up or an answer (not working meanwhile);
+    ``host``: they are in that host's server."""
     working = live - waiting
     parts = [f"{working} working"] if working else []
     parts += [f"{waiting} waiting for you"] if waiting else []
-    return (f"cockpit: {live} session{'s stay' if live != 1 else ' stays'} in the server ({', '.join(parts)}; "
-            "cockpit ls · cockpit attach ID · cockpit to come back)")
+    there, flag = (f"host {host}'s server", f" --host {host}") if host else ("the server", "")
+    return (f"cockpit: {live} session{'s stay' if live != 1 else ' stays'} in {there} ({', '.join(parts)}; "
+            f"cockpit ls{flag} · cockpit attach{flag} ID · cockpit{flag} to come back)")
 
 
-def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
-    """The app as a client of the server (started when none runs)."""
+def _host_side(args: argparse.Namespace, host: str):
+    """For the app on ``host``: (its transport, the memory engine of its notes or None, its notes
+    folder or None, the workspace of spawns there) — paths as that host names them."""
+    from cockpit.errors import CockpitError
+    from cockpit.host_cli import entry
+    from cockpit.server.client import BlockingClient, ServerError
+    from cockpit.server.remote import RemoteEngine
+    from cockpit.server.transport import transport_for
+
+    site = entry(host)
+    given = args.workspace if args.workspace not in (".", None) else None
+    workspace = given or site.workspace
+    if not workspace:
+        raise CockpitError(f"no workspace on host {site.name}: pass --workspace DIR (a folder there), or set "
+                           f"workspace in [hosts.{site.name}]")
+    transport = transport_for(site)
+    try:
+        client = BlockingClient.over(transport)
+    except ServerError as exc:
+        raise CockpitError(str(exc), code=1) from None
+    home = str((client.connection.hello if client.connection else {}).get("home") or "~")
+
+    def there(path: str | None) -> str | None:
+        return home + path[1:] if path and (path == "~" or path.startswith("~/")) else path
+
+    notes = there(args.notes if args.notes not in ("notes", None) else site.notes)
+    if notes is None:
+        client.close()
+        return transport, None, None, there(workspace)
+    return transport, RemoteEngine(client, notes), notes, there(workspace)
+
+
+def _run_attached(args: argparse.Namespace, config, workspace: Path | str, host: str | None = None) -> int:
+    """The app as a client of the server (started when none runs), or of ``host``'s (through ssh)."""
     import sys
 
-    from cockpit.errors import CockpitError
-    from cockpit.notes_location import resolve_notes
-    from cockpit.server.client import BlockingClient, ServerError, ensure_server
-    from cockpit.server.remote import RemoteEngine, RemoteRuntime
-
-    notes = resolve_notes(args.notes, Path.cwd())
-    try:
-        ensure_server()
-        engine = RemoteEngine(BlockingClient(), notes) if notes.is_dir() else None
-    except ServerError as exc:
-        raise CockpitError(f"{exc} (or run without it: cockpit --no-server)") from None
-
-    from textual.binding import Binding
-
-    from cockpit.tui.app import CockpitApp
-
-    class _App(CockpitApp):
-        BINDINGS = [Binding("q", "quit", "Detach", id="quit")]  # the sessions go on in the server
-
-    async def attach() -> RemoteRuntime:  # inside the app's loop
-        try:
-            return await RemoteRuntime.attach(config, notes=str(notes) if notes.is_dir() else None)
-        except Exception as exc:
-            raise CockpitError(f"cannot attach to the server: {exc}") from None
-
-    app = _App(
-        attach, engine, workspace=workspace, model=config.model, top_k=config.top_k,
-        preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
-        permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
-        notify_os=config.notify_os, api_key_missing=not config.api_key,
-        notes_missing="" if notes.is_dir() else str(notes),
-    )
+    app, engine = attached_app(args, config, workspace, host)
     try:
         app.run()
     finally:
@@ -216,5 +228,52 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path) -> int:
 
         waiting = sum(v.status in (SessionStatus.WAITING, SessionStatus.NEEDS_APPROVAL, SessionStatus.BUDGET_REACHED)
                       for v in live)
-        print(detached_message(len(live), waiting), file=sys.stderr)
+        print(detached_message(len(live), waiting, host), file=sys.stderr)
     return int(app.return_code or 0)
+
+
+def attached_app(args: argparse.Namespace, config, workspace: Path | str, host: str | None = None,
+                 **app_options: Any):
+    """(the app attached to the server — this machine's, or ``host``'s — and its memory engine
+    or None); ``app_options`` go to ``CockpitApp`` (a test's notifier)."""
+    from cockpit.errors import CockpitError
+    from cockpit.notes_location import resolve_notes
+    from cockpit.server.client import BlockingClient, ServerError, ensure_server
+    from cockpit.server.remote import RemoteEngine, RemoteRuntime
+
+    transport = None
+    if host:
+        transport, engine, notes_there, workspace = _host_side(args, host)
+        notes = Path(notes_there) if notes_there else Path("notes")
+        have_notes = notes_there is not None
+    else:
+        notes = resolve_notes(args.notes, Path.cwd())
+        have_notes = notes.is_dir()
+        try:
+            ensure_server()
+            engine = RemoteEngine(BlockingClient(), notes) if have_notes else None
+        except ServerError as exc:
+            raise CockpitError(f"{exc} (or run without it: cockpit --no-server)") from None
+
+    from textual.binding import Binding
+
+    from cockpit.tui.app import CockpitApp
+
+    class _App(CockpitApp):
+        BINDINGS = [Binding("q", "quit", "Detach", id="quit")]  # the sessions go on in the server
+
+    async def attach() -> RemoteRuntime:  # inside the app's loop
+        try:
+            return await RemoteRuntime.attach(config, notes=str(notes) if have_notes else None, transport=transport,
+                                              workspace=str(workspace) if host else None)
+        except Exception as exc:
+            raise CockpitError(f"cannot attach to the server: {exc}") from None
+
+    app = _App(
+        attach, engine, workspace=workspace, model=config.model, top_k=config.top_k,
+        preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
+        permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
+        notify_os=config.notify_os, api_key_missing=not config.api_key,
+        notes_missing="" if have_notes else str(notes), **app_options,
+    )
+    return app, engine

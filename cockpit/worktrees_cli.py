@@ -56,11 +56,15 @@ def add_parser(sub) -> None:
                                    "the repository's notes/ folder when it has one")
     p.add_argument("--title", help="pr: the pull request's title (default: the task)")
     p.add_argument("--body", help="pr: its body (default: task, final answer, notes given, check result)")
+    from cockpit.host_cli import add_host_argument
+
+    add_host_argument(p)
     p.set_defaults(func=run)
     sh = sub.add_parser("shell", help="open $SHELL (or $EDITOR) in a session's worktree",
                         description="A shell in a session's worktree; back where you were when it exits.")
     sh.add_argument("session", help="session id (or a unique prefix, or suffix of ≥ 4 characters)")
     sh.add_argument("--edit", metavar="FILE", help="open $EDITOR on FILE (relative to the worktree) instead")
+    add_host_argument(sh)
     sh.set_defaults(func=run_shell)
 
 

@@ -257,7 +257,9 @@ _SANDBOX_TABLE = {"enabled": "sandbox", "network": "network", "allow_hosts": "al
                   "protected": "protected", "pass_env": "pass_env"}
 _TABLES = {"runtime": set(_FILE_KEYS), "permissions": {"allow", "deny", "defaultMode"}, "sandbox": set(_SANDBOX_TABLE),
            "preseed": set(_PRESEED_TABLE), "keymap": None,
-           "agents": None}  # keymap: binding ids, checked by the app; agents: by acp.agents.parse_agents
+           "agents": None, "hosts": None, "grid": {"hosts"}}
+# keymap: binding ids, checked by the app; agents: by acp.agents.parse_agents; hosts and grid: by
+# cockpit.server.host_config (the app's hosts)
 
 
 def _refuse_unknown(path: Path, data: dict) -> None:
@@ -380,6 +382,8 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
             out["agents"] = parse_agents(data["agents"], str(path))
         except AgentConfigError as exc:
             raise ConfigError(str(exc)) from None
+    if "hosts" in data:
+        parse_hosts(data["hosts"], str(path))  # checked here: `cockpit config check` names a bad [hosts.NAME]
     perms = data.get("permissions")
     if perms is not None:
         if not isinstance(perms, dict):
@@ -395,6 +399,81 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
         if mode is not None:
             out.setdefault("permission_mode", str(mode))
     return out
+
+
+@dataclass(frozen=True)
+class HostEntry:
+    """A remote host sessions can run on (``[hosts.NAME]`` in config.toml; see
+    :mod:`cockpit.server.ssh`). ``ssh``: the destination handed to the user's own ``ssh``
+    (``user@box`` or a Host alias of ``~/.ssh/config``); ``command``: the remote ``cockpit``
+    (a path, or a shell command line such as ``env COCKPIT_DATA_DIR=… cockpit``); ``notes`` and
+    ``workspace``: folders *on that host* (the notes of its sessions, the default workspace of a
+    spawn there); ``timeout``: seconds for ssh to connect and the remote bridge to say hello.
+    ``socket``: instead of ssh, a server's Unix socket on this machine (another data folder)."""
+
+    name: str
+    ssh: str = ""
+    socket: str | None = None
+    command: str = "cockpit"
+    notes: str | None = None
+    workspace: str | None = None
+    timeout: float = 20.0
+
+
+_HOST_KEYS = {"ssh": str, "socket": str, "command": str, "notes": str, "workspace": str, "timeout": float}
+
+
+def parse_hosts(table: Any, where: str = "config.toml") -> dict[str, HostEntry]:
+    """The ``[hosts.NAME]`` tables as :class:`HostEntry`\\s by name. Raises ConfigError."""
+    import difflib
+
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: hosts must be tables ([hosts.NAME] with ssh = \"user@box\")")
+    out: dict[str, HostEntry] = {}
+    for name, entry in table.items():
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: [hosts.{name}] must be a table with ssh = \"user@box\"")
+        values: dict[str, Any] = {}
+        for key, value in entry.items():
+            typ = _HOST_KEYS.get(key)
+            if typ is None:
+                hint = difflib.get_close_matches(key, sorted(_HOST_KEYS), n=1)
+                raise ConfigError(f"{where}: unknown key {key!r} in [hosts.{name}]"
+                                  + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+            if typ is float:
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                    raise ConfigError(f"{where}: hosts.{name}.{key} must be a number of seconds > 0, got {value!r}")
+                value = float(value)
+            elif not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{where}: hosts.{name}.{key} must be a non-empty string, got {value!r}")
+            values[key] = value.strip() if isinstance(value, str) else value
+        if "socket" in values:
+            if "ssh" in values:
+                raise ConfigError(f"{where}: [hosts.{name}] has both ssh and socket: say one")
+            out[name] = HostEntry(name=name, **values)
+            continue
+        if "ssh" not in values:
+            values["ssh"] = name  # the NAME itself (a Host alias of ~/.ssh/config)
+        if values["ssh"].startswith("-"):
+            raise ConfigError(f"{where}: hosts.{name}.ssh must be a destination, not an option: {values['ssh']!r}")
+        out[name] = HostEntry(name=name, **values)
+    return out
+
+
+def host_entry(name: str, config_file: Path | None = None) -> HostEntry:
+    """The host ``name`` of ``[hosts.NAME]``, or — not in the config — ``name`` itself as the ssh
+    destination (``cockpit ls --host user@box``). Raises ConfigError."""
+    if not name or name.startswith("-"):
+        raise ConfigError(f"--host needs a host name or an ssh destination, got {name!r}")
+    path = config_file or config_path()
+    hosts: dict[str, HostEntry] = {}
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from None
+        hosts = parse_hosts(data.get("hosts", {}), str(path))
+    return hosts.get(name) or HostEntry(name=name, ssh=name)
 
 
 def load_config(

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover - asyncio is imported where it is used: the hook must start fast
     import asyncio
 
+    from cockpit.server.transport import Connection, Transport
+
 from cockpit.server import paths, rpc
 
 START_TIMEOUT_S = 60.0
@@ -60,6 +62,9 @@ class ServerHung(ServerError):
 
 
 def hung_message(path: Path | str | None = None) -> str:
+    if isinstance(path, str) and path.startswith("host "):  # a remote server, through ssh
+        return (f"{path} did not answer for {read_timeout():.0f} s (the connection or the remote server hung); "
+                "try again, or `cockpit doctor --host` it")
     return (f"the Cockpit server at {path or paths.socket_path()} does not answer (stopped or hung?) — "
             "`cockpit server stop --force` ends it (its sessions end as after a crash: `interrupted`)")
 
@@ -240,6 +245,12 @@ def ensure_server(start: bool = True) -> Path:
     return sock
 
 
+def connect_timeout_for(transport: Transport) -> float:
+    """Seconds to open a connection: the transport's own (an ssh host's ``timeout``), else
+    :data:`CONNECT_TIMEOUT_S`."""
+    return float(getattr(transport, "connect_timeout", CONNECT_TIMEOUT_S))
+
+
 def _check(msg: dict) -> Any:
     if "error" in msg and msg["error"] is not None:
         err = msg["error"]
@@ -283,15 +294,17 @@ class BlockingClient:
     """One socket, one request at a time (a lock makes it safe across threads)."""
 
     def __init__(self, path: Path | None = None, timeout: float | None = None,
-                 connect_timeout: float = CONNECT_TIMEOUT_S):
+                 connect_timeout: float = CONNECT_TIMEOUT_S, connection: Connection | None = None):
         """``timeout``: seconds a read waits for a line (default :func:`read_timeout`; the server
         sends keepalives during long calls). ``deadline`` (a ``time.monotonic()`` value, or None)
-        bounds each whole call (the hook's)."""
-        self.path = Path(path or paths.socket_path())
+        bounds each whole call (the hook's). ``connection``: one a transport opened (then
+        ``path`` is unused; see :meth:`over`)."""
+        self.path: Path | str = connection.where if connection is not None else Path(path or paths.socket_path())
         self.timeout = read_timeout() if timeout is None else timeout
         self.deadline: float | None = None
         self._broken: ServerError | None = None
-        self._sock = _connect(self.path, connect_timeout)
+        self.connection = connection  # what a transport opened (its ssh child ends with close())
+        self._sock = connection.sock if connection is not None else _connect(Path(self.path), connect_timeout)
         self._sock.settimeout(self.timeout)
         self._file = self._sock.makefile("rb")
         self._ids = itertools.count(1)
@@ -323,6 +336,13 @@ class BlockingClient:
             except OSError as exc:
                 raise ServerError(f"lost the Cockpit server: {exc}") from None
 
+    @classmethod
+    def over(cls, transport: Transport, timeout: float | None = None,
+             connect_timeout: float | None = None) -> BlockingClient:
+        """A client on a new connection of ``transport`` (a local socket, or ssh to a host)."""
+        return cls(timeout=timeout, connection=transport.connect(
+            connect_timeout if connect_timeout is not None else connect_timeout_for(transport)))
+
     def _wait(self) -> float:
         """The socket timeout for the next read: the read timeout, cut to what the deadline leaves."""
         if self.deadline is None:
@@ -338,6 +358,8 @@ class BlockingClient:
             self._sock.close()
         except OSError:
             pass
+        if self.connection is not None:
+            self.connection.close()
 
     def __enter__(self) -> BlockingClient:
         return self
@@ -351,13 +373,14 @@ class AsyncClient:
     ``await call(method, **params)``; ``events`` is an asyncio.Queue of event payloads
     (``{"type", "data"}``) once ``subscribe`` was called; None is put when the connection ends."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: Path | None = None,
-                 timeout: float | None = None):
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: Path | str | None = None,
+                 timeout: float | None = None, connection: Connection | None = None):
         import asyncio
 
         self.reader = reader
         self.writer = writer
         self.path = path or paths.socket_path()
+        self.connection = connection  # what a transport opened (its ssh child ends with close())
         self.timeout = read_timeout() if timeout is None else timeout
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future] = {}
@@ -393,6 +416,20 @@ class AsyncClient:
                 pause = min(pause * 2, 0.1)
             except OSError as exc:
                 raise ServerError(f"cannot connect to the Cockpit server: {exc}") from None
+
+    @classmethod
+    async def over(cls, transport: Transport, timeout: float | None = None) -> AsyncClient:
+        """A client on a new connection of ``transport`` (opened in a worker thread: an ssh
+        handshake does not stall the event loop)."""
+        import asyncio
+
+        conn = await asyncio.to_thread(transport.connect, connect_timeout_for(transport))
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=conn.sock, limit=rpc.MAX_LINE)
+        except OSError as exc:
+            conn.close()
+            raise ServerError(f"cannot use the connection to {conn.where}: {exc}") from None
+        return cls(reader, writer, conn.where, timeout, connection=conn)
 
     async def _read(self) -> None:
         import asyncio
@@ -458,6 +495,10 @@ class AsyncClient:
             await self.writer.wait_closed()
         except Exception:
             pass
+        if self.connection is not None:
+            import asyncio
+
+            await asyncio.to_thread(self.connection.close)
 
 
 def wait_for_stop(pid: int, timeout: float = 30.0) -> bool:

@@ -11,6 +11,7 @@ screen, the memory CLI and the MCP server work unchanged against the server's wa
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import fields, replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from cockpit import wire
 from cockpit.events import Event, Reviewed, SessionStatus, Usage
 from cockpit.runtime.config import RuntimeConfig
 from cockpit.server.client import AsyncClient
+from cockpit.server.transport import Transport
 
 if TYPE_CHECKING:  # pragma: no cover
     from cockpit.runtime.ship import PullRequestDraft
@@ -52,11 +54,11 @@ class SessionInfo(SimpleNamespace):
 
 
 def spawn_params(spec: SpawnSpec, config: RuntimeConfig) -> dict[str, Any]:
-    """``spec`` as the ``spawn`` method's params: its workspace absolute (default: this process's
-    current folder), ``interactive`` this client's when the spec leaves it open."""
-    workspace = str(Path(spec.workspace or Path.cwd()).expanduser().resolve())
+    """``spec`` as the ``spawn`` method's params, ``interactive`` this client's when the spec
+    leaves it open. Its workspace goes as given (``RemoteRuntime.spawn`` names it as the server's
+    side does: absolute here, or a host's own path)."""
     interactive = config.interactive if spec.interactive is None else spec.interactive
-    return replace(spec, workspace=workspace, interactive=interactive).to_wire()
+    return replace(spec, interactive=interactive).to_wire()
 
 
 class _Subscription:
@@ -88,19 +90,48 @@ class RemoteRuntime:
     backends: tuple[str, ...] = ("cockpit",)
     outlives_app = True  # quitting the app detaches: the sessions go on in the server
 
-    def __init__(self, client: AsyncClient, config: RuntimeConfig, notes: str | None = None, index: str | None = None):
+    def __init__(self, client: AsyncClient, config: RuntimeConfig, notes: str | None = None, index: str | None = None,
+                 workspace: str | None = None):
         self.client = client
         self.config = config
-        # made absolute here: the server does not share this process's current folder
-        self.notes = str(Path(notes).expanduser().resolve()) if notes else None
-        self.index = str(Path(index).expanduser().resolve()) if index else None
+        conn = getattr(client, "connection", None)  # a transport's (ssh: the bridge's hello)
+        hello = conn.hello if conn is not None else {}
+        self.host: str | None = str(client.path).removeprefix("host ") if hello else None  # None: this machine
+        # made absolute here: the server does not share this process's current folder; on another
+        # host the paths are that host's (``~/`` its home, as its bridge said)
+        self._home = str(hello.get("home") or "") if hello else None
+        self.notes = self._there(notes)
+        self.index = self._there(index)
+        self.workspace = self._there(workspace)  # a spawn's default workspace (else this process's folder)
         self._snapshot: list[Event] = []
         self._totals = (Usage(), 0.0)
 
+    def _there(self, path: str | None) -> str | None:
+        """``path`` as the server's side names it: resolved here for this machine's server; on
+        another host kept as given, ``~/…`` made that host's home."""
+        if not path:
+            return None
+        if self._home is None:
+            return str(Path(path).expanduser().resolve())
+        if (path == "~" or path.startswith("~/")) and self._home:
+            return self._home + path[1:]
+        return path
+
     @classmethod
     async def attach(cls, config: RuntimeConfig, notes: str | None = None, index: str | None = None,
-                     path: Path | None = None) -> RemoteRuntime:
-        rt = cls(await AsyncClient.connect(path), config, notes, index)
+                     path: Path | None = None, transport: Transport | None = None,
+                     workspace: str | None = None) -> RemoteRuntime:
+        """Connect (to the socket at ``path``, or through ``transport``: ssh to a host), say
+        hello, subscribe. ``workspace``: where spawns go when they name none."""
+        client = await (AsyncClient.over(transport) if transport is not None else AsyncClient.connect(path))
+        try:
+            return await cls._attached(cls(client, config, notes, index, workspace))
+        except BaseException:
+            await client.close()
+            raise
+
+    @classmethod
+    async def _attached(cls, rt: RemoteRuntime) -> RemoteRuntime:
         hello = await rt.client.call("hello", client="cockpit")
         rt.backends = tuple(hello.get("backends") or ("cockpit",))  # what the server can run
         reply = await rt.client.call("subscribe")
@@ -114,10 +145,18 @@ class RemoteRuntime:
         return _Subscription(self)
 
     async def spawn(self, spec: SpawnSpec) -> SessionInfo:
-        """Spawn ``spec`` on the server (its workspace made absolute here: the server does not
-        share this process's current folder). Refusals come back as ``RemoteError`` (a ValueError)."""
-        row = await self.client.call("spawn", **spawn_params(spec, self.config), notes=self.notes,
-                                     index=self.index, config=config_payload(self.config))
+        """Spawn ``spec`` on the server, its workspace named as the server's side does
+        (:meth:`_there`; none given: this runtime's ``workspace``, else this process's current
+        folder — on another host there is none: a ValueError). Refusals come back as
+        ``RemoteError`` (a ValueError)."""
+        if spec.workspace:
+            workspace = self._there(os.fspath(spec.workspace))
+        elif self.workspace or self.host is None:
+            workspace = self.workspace or str(Path.cwd().resolve())
+        else:  # this folder is not the host's
+            raise ValueError(f"no workspace on host {self.host}: give one, or set workspace in [hosts.{self.host}]")
+        row = await self.client.call("spawn", **spawn_params(replace(spec, workspace=workspace), self.config),
+                                     notes=self.notes, index=self.index, config=config_payload(self.config))
         return SessionInfo(**row)
 
     async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,

@@ -1,0 +1,208 @@
+"""``cockpit attach ID [--host NAME]``: follow one session's output until it waits or ends.
+
+The output so far comes first (the ``subscribe`` reply replays it), then the live events. On
+another host a dropped connection (the ssh child gone, or no line — not even a keepalive — for
+the read timeout) is not the end: the session goes on in that host's server, so attach says so,
+reconnects with back-off (1 s, 2 s, 4 s … 15 s; for :data:`RECONNECT_S` seconds in all,
+``$COCKPIT_RECONNECT_S``) and shows every event since the drop, none twice
+(:mod:`cockpit.server.replay`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from cockpit.errors import CockpitError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit import events as ev
+    from cockpit.server.client import AsyncClient
+    from cockpit.server.transport import Transport
+
+RECONNECT_S = 120.0
+BACKOFF_MAX_S = 15.0
+
+
+def reconnect_window() -> float:
+    try:
+        value = float(os.environ.get("COCKPIT_RECONNECT_S") or RECONNECT_S)
+    except ValueError:
+        return RECONNECT_S
+    return value if value > 0 else RECONNECT_S
+
+
+def attach(args: argparse.Namespace) -> int:
+    from cockpit.host_cli import transport
+
+    tr = transport(args)
+    if not tr.remote:
+        from cockpit.server.client import server_running
+
+        if not server_running():
+            raise CockpitError("no Cockpit server is running")
+    import asyncio
+
+    return asyncio.run(_attach(args.id, tr))
+
+
+class _Shower:
+    """Writes one session's events to a terminal; :meth:`show` returns an exit code once the
+    session waits for the user or ends, else None."""
+
+    def __init__(self, sid: str, out: TextIO):
+        self.sid = sid
+        self.out = out
+
+    def show(self, e: ev.Event) -> int | None:
+        from cockpit import events as ev
+        from cockpit.textsafe import clean_event
+        from cockpit.tui import format as fmt
+
+        out, sid = self.out, self.sid
+        if e.session_id != sid:
+            return None
+        e = clean_event(e)  # model and tool text never reach the terminal raw
+        if isinstance(e, ev.TextDelta):
+            out.write(e.text)
+        elif isinstance(e, ev.ToolCall):
+            out.write(f"\n⚙ {e.name}({fmt.tool_args(e.input, 100)})\n")
+        elif isinstance(e, ev.ToolResult):
+            out.write(f"  → {fmt.tool_result(e.content, e.is_error, 100)}\n")
+        elif isinstance(e, ev.ApprovalRequested):
+            out.write(f"\n! needs approval: {e.summary}\n{e.detail}\n"
+                      f"  cockpit approve {sid} [--session]  ·  cockpit deny {sid} --reason '…'\n")
+        elif isinstance(e, ev.ApprovalResolved):  # how the ask was answered (and by what)
+            how = ("allowed" + (" for the session" if e.scope == "session" else "")) if e.allowed else "denied"
+            out.write(f"  [{how}{': ' + e.reason if e.reason else ''}]\n")
+        elif isinstance(e, ev.UserMessage):
+            out.write(f"\n› {e.text}\n")
+        elif isinstance(e, ev.SessionErrorEvent):
+            out.write(f"\n✗ {e.kind}: {e.message}\n")
+        elif isinstance(e, ev.StatusChanged):
+            if e.status is ev.SessionStatus.WAITING:
+                out.write(f"\n[{sid} is waiting for you: cockpit send {sid} '…']\n")
+                out.flush()
+                return 0
+            if e.status is ev.SessionStatus.BUDGET_REACHED:
+                server = e.detail.startswith("server")
+                out.write(f"\n[{sid}: {e.detail.split(' — ')[0]} — raise it: "
+                          f"cockpit budget {'--server' if server else sid} --usd …]\n")
+                out.flush()
+                return 0
+            if e.status.is_final:
+                out.write(f"\n[{sid} {e.status.value}{': ' + e.detail if e.detail else ''}]\n")
+                out.flush()
+                return 1 if e.status is ev.SessionStatus.ERROR else 0
+        out.flush()
+        return None
+
+
+async def _subscribe(client: AsyncClient, sid: str) -> list[ev.Event]:
+    from cockpit import wire
+
+    reply = await client.call("subscribe")
+    events = [wire.event_from_json(p) for p in reply.get("events", [])]
+    return [e for e in events if e.session_id == sid]
+
+
+async def _attach(query: str, tr: Transport) -> int:
+    from cockpit import events as ev
+    from cockpit import wire
+    from cockpit.server.client import AsyncClient, RemoteError
+    from cockpit.server.replay import fold
+
+    client = await AsyncClient.over(tr)
+    try:
+        try:
+            row = await client.call("get", id=query)
+        except RemoteError as exc:
+            raise CockpitError(exc.message) from None
+        sid = row["id"]
+        shower = _Shower(sid, sys.stdout)
+        seen: list[ev.Event] = []  # this session's events shown so far, folded as the server logs them
+        last: ev.Event | None = None
+        for e in await _subscribe(client, sid):  # the output so far, then where it stands now
+            fold(seen, e)
+            if isinstance(e, ev.StatusChanged):
+                last = e
+            else:
+                shower.show(e)
+        if last is not None:
+            result = shower.show(last)
+            if result is not None:
+                return result
+        while True:
+            payload = await client.events.get()
+            if payload is None:
+                if not tr.remote:
+                    if client.error is not None:  # stopped answering: say so, with the way out
+                        sys.stdout.flush()
+                        raise CockpitError(str(client.error), code=1)
+                    sys.stdout.write("\n[the server closed the connection]\n")
+                    return 1
+                await client.close()
+                client, result = await _reconnect(tr, sid, seen, shower, client.error)
+                if result is not None:
+                    return result
+                continue
+            try:
+                e = wire.event_from_json(payload)
+            except wire.WireError:
+                continue
+            if e.session_id == sid:
+                fold(seen, e)
+            result = shower.show(e)
+            if result is not None:
+                return result
+    finally:
+        await client.close()
+
+
+async def _reconnect(tr: Transport, sid: str, seen: list[ev.Event], shower: _Shower,
+                     why: Exception | None) -> tuple[AsyncClient, int | None]:
+    """Connect again (with back-off) and show what happened since the drop. Returns the new
+    client and an exit code when the session meanwhile waits or ended (else None). Raises
+    CockpitError once the reconnect window is over."""
+    import asyncio
+
+    from cockpit.server.client import AsyncClient, ServerError
+    from cockpit.server.replay import fold, since
+
+    out = shower.out
+    out.write(f"\n[connection to host {tr.label} lost ({why or 'the ssh connection ended'}); "
+              f"{sid} goes on there — reconnecting]\n")
+    out.flush()
+    loop = asyncio.get_running_loop()
+    end = loop.time() + reconnect_window()
+    pause = 1.0
+    while True:
+        client = None
+        try:
+            client = await AsyncClient.over(tr)
+            snapshot = await _subscribe(client, sid)
+            break
+        except ServerError as exc:
+            if client is not None:
+                await client.close()
+            if loop.time() + pause >= end:
+                raise CockpitError(f"lost host {tr.label} and could not reconnect within "
+                                   f"{reconnect_window():.0f} s: {exc}", code=1) from None
+            out.write(f"[reconnecting to host {tr.label} failed: {exc}; next try in {pause:.0f} s]\n")
+            out.flush()
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, BACKOFF_MAX_S)
+    new = since(seen, snapshot)
+    out.write(f"[reconnected to host {tr.label}: {len(new)} event{'' if len(new) == 1 else 's'} since the drop]\n")
+    out.flush()
+    for e in new:
+        fold(seen, e)
+        result = shower.show(e)
+        if result is not None:
+            return client, result
+    return client, None
+
+
+__all__ = ["attach", "reconnect_window"]

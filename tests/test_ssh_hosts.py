@@ -1,0 +1,360 @@
+"""Remote hosts through real OpenSSH, offline: a test-owned sshd on a loopback port (tests/sshd.py)
+and, behind it, this same checkout as the "remote" cockpit with a data folder of its own.
+
+The CLI spawns, lists, approves, attaches to and kills a session there against the Messages API
+stand-in; cutting the ssh connection mid-stream (the host gone for a while, then back) and
+reconnecting shows every event since the drop, once; a wrong key, a missing remote cockpit, a
+version mismatch, an unreachable host, a hung peer and a missing ssh are one line each.
+
+``COCKPIT_WRITE_DOCS=1 pytest tests/test_ssh_hosts.py -k cut`` rewrites docs/remote-reconnect.md
+from the cut-and-restore run (what the user sees).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import sshd
+from helpers import make_repo, stop_server
+from standin import Reply, StandIn, ToolUse
+
+from cockpit.cli import main
+from cockpit.runtime.config import RuntimeConfig
+from cockpit.runtime.spawn import SpawnSpec
+
+pytestmark = pytest.mark.skipif(sshd.available() is not None, reason=f"no test sshd: {sshd.available()}")
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "remote-reconnect.md"
+
+
+@pytest.fixture(scope="module")
+def ssh_host(tmp_path_factory):
+    with sshd.SshHost(tmp_path_factory.mktemp("sshd")) as host:
+        yield host
+
+
+@pytest.fixture
+def api():
+    with StandIn() as s:
+        yield s
+
+
+def _remote_command(data: Path, cache: str) -> str:
+    env = {"COCKPIT_DATA_DIR": str(data), "COCKPIT_PREWARM": "0", "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "COCKPIT_MODEL_CACHE": cache}
+    return "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + f" {sys.executable} -m cockpit"
+
+
+@pytest.fixture
+def box(ssh_host, tmp_path, monkeypatch):
+    """``[hosts.box]`` (and the broken hosts) in this test's config.toml; the remote's data folder
+    is another one, its workspace a folder of its own. The remote server is stopped afterwards."""
+    remote_data = tmp_path / "remote-data"
+    remote_data.mkdir()
+    ws = make_repo(tmp_path / "remote-ws", {"README.md": "Staging runs on port 8080.\n"})
+    command = _remote_command(remote_data, os.environ.get("COCKPIT_MODEL_CACHE", ""))
+    old_hello = json.dumps({"cockpit_bridge": 1, "version": "0.0.9", "protocol": 1})
+    old_command = json.dumps(f"printf '%s\\n' {shlex.quote(old_hello)}; true")  # a bridge of another version
+    config = Path(os.environ["COCKPIT_DATA_DIR"]) / "config.toml"
+    config.write_text(f"""\
+[hosts.box]
+ssh = "remote"
+command = {json.dumps(command)}
+workspace = {json.dumps(str(ws))}
+
+[hosts.badkey]
+ssh = "wrongkey"
+command = {json.dumps(command)}
+
+[hosts.nocockpit]
+ssh = "remote"
+command = "/nonexistent/bin/cockpit"
+
+[hosts.old]
+ssh = "remote"
+command = {old_command}
+
+[hosts.down]
+ssh = "closed"
+
+[hosts.hung]
+ssh = "remote"
+command = "sleep 30; true"
+timeout = 2
+""")
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", ssh_host.ssh_command)
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.chdir(tmp_path)
+    yield {"ws": ws, "data": remote_data, "command": command}
+    local = os.environ["COCKPIT_DATA_DIR"]
+    os.environ["COCKPIT_DATA_DIR"] = str(remote_data)  # helpers.stop_server acts on this data folder's server
+    try:
+        stop_server()
+    finally:
+        os.environ["COCKPIT_DATA_DIR"] = local
+
+
+def _remote_client(box):
+    """A client of the remote server straight through its socket (the test's own view of it)."""
+    from cockpit.server.client import BlockingClient
+
+    sock = box["data"] / "run" / "server.sock"
+    return BlockingClient(sock)
+
+
+def _wait(pred, what: str, timeout: float = 90.0, seen: object = ""):
+    deadline = time.monotonic() + timeout  # a failure guard only
+    while True:
+        value = pred()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}; {seen!r}"
+        time.sleep(0.05)
+
+
+def _status(box, sid: str) -> str:
+    with _remote_client(box) as c:
+        return c.call("get", id=sid)["status"]
+
+
+def test_spawn_ls_approve_attach_kill_run_on_a_host(box, api, capsys):
+    from cockpit.server.ssh import ssh_connector
+
+    api.script(Reply("", [ToolUse("bash", {"command": "echo hi"})]), Reply("all done"))
+    config = RuntimeConfig(api_key="test-key", base_url=api.base_url, max_retries=0)
+
+    async def spawn() -> str:  # the app's way in: the connector the multi-host grid uses
+        rt = await ssh_connector("box", config)
+        try:
+            assert rt.host == "box" and rt.workspace == str(box["ws"])
+            row = await rt.spawn(SpawnSpec("say hi"))
+            return row.id
+        finally:
+            await rt.aclose()
+
+    sid = asyncio.run(spawn())
+    assert main(["ls", "--host", "box", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["sessions"]
+    assert [r["id"] for r in rows] == [sid] and rows[0]["workspace"] == str(box["ws"])
+    _wait(lambda: _status(box, sid) == "needs approval", "the approval")
+    assert main(["approve", sid, "--host", "box"]) == 0
+    assert capsys.readouterr().out.strip() == f"{sid}: approved echo hi (once)"
+    assert main(["attach", sid[-5:], "--host", "box"]) == 0  # until it waits for a follow-up
+    out = capsys.readouterr().out
+    assert "⚙ bash(" in out and "[allowed]" in out and "all done" in out and f"[{sid} is waiting for you" in out
+    assert main(["ls", "--host", "box"]) == 0
+    assert "say hi" in capsys.readouterr().out
+    assert main(["kill", sid, "--host", "box"]) == 0
+    assert capsys.readouterr().out.strip() == f"{sid} killed"
+    assert _status(box, sid) == "killed"
+    # a headless run there, waiting for its report (the key goes with the spawn, through ssh)
+    api.script(Reply("the port is 8080"))
+    assert main(["run", "which port?", "--host", "box", "--base-url", api.base_url, "--notes", str(box["ws"] / "none"),
+                 "--json"]) == 2  # that notes folder does not exist there: the remote engine says so
+    assert capsys.readouterr().err == f"cockpit: error: memory engine on host box: notes folder not found: {box['ws']}/none\n"
+    assert main(["run", "which port?", "--host", "box", "--base-url", api.base_url, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["sessions"][0]["answer"] == "the port is 8080"
+    assert report["sessions"][0]["workspace"] == str(box["ws"])
+
+
+def test_worktrees_and_doctor_run_on_the_host(box, api, capfd):
+    api.script(Reply("", [ToolUse("bash", {"command": "echo hi > hello.txt"})]), Reply("wrote it"))
+    assert main(["run", "write hello", "--host", "box", "--base-url", api.base_url,
+                 "--permission-mode", "bypassPermissions", "--json"]) == 0
+    row = json.loads(capfd.readouterr().out)["sessions"][0]
+    assert row["diff"]["files"] == 1 and row["worktree"]["path"].startswith(str(box["data"]))
+    assert main(["worktrees", "list", "--host", "box", "--json"]) == 0  # the host's worktrees…
+    there = json.loads(capfd.readouterr().out)["worktrees"]
+    assert [w["session"] for w in there] == [row["id"]]
+    assert main(["worktrees", "list", "--json"]) == 0  # …not this machine's
+    assert json.loads(capfd.readouterr().out)["worktrees"] == []
+    assert main(["worktrees", "diff", row["id"], "--host", "box"]) == 0
+    assert "+hi" in capfd.readouterr().out
+    assert main(["doctor", "--host", "box"]) in (0, 1)
+    out, _ = capfd.readouterr()
+    assert "✓ reachable: remote answered through ssh" in out
+    assert "✓ version: cockpit 0.1.0 there, as here" in out
+    assert "on host box (cockpit doctor there):" in out and "  ✓ sandbox" in out
+
+
+@pytest.mark.parametrize(("host", "expected"), [
+    ("badkey", r"^cockpit: error: host badkey \(wrongkey\): ssh authentication failed \(.*Permission denied "
+               r"\(publickey\)\.?\) — is your key loaded"),
+    ("nocockpit", r"^cockpit: error: host nocockpit \(remote\): remote cockpit not found "
+                  r"\(`/nonexistent/bin/cockpit` exited 127: command not found\)"),
+    ("old", r"^cockpit: error: version mismatch: local cockpit 0\.1\.0 \(protocol 1\), host old has 0\.0\.9 "
+            r"\(protocol 1\) — install the same version on both$"),
+    ("down", r"^cockpit: error: host down \(closed\) is unreachable \(ssh: connect to host 127\.0\.0\.1 port \d+: "
+             r"Connection refused\)$"),
+    ("hung", r"^cockpit: error: host hung: no answer from `sleep 30; true server bridge` within 2 s \(a hung peer\?\)"),
+])
+def test_each_way_a_host_fails_is_one_line(box, capsys, host, expected):
+    assert main(["ls", "--host", host]) == 1
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and re.search(expected, lines[0]), captured.err
+    assert captured.out == "" and "Traceback" not in captured.err
+
+
+def test_a_missing_ssh_is_one_line(box, capsys, monkeypatch):
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", "/nonexistent/ssh")
+    assert main(["attach", "abcd", "--host", "box"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("cockpit: error: ssh not found (/nonexistent/ssh): install OpenSSH's client")
+    assert len(err.splitlines()) == 1
+
+
+def _ssh_children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        if ppid == pid and name == "ssh":
+            out.append(int(entry))
+    return out
+
+
+def test_cut_the_connection_mid_stream_and_reattach_with_every_event_since(box, api, ssh_host):
+    """`cockpit attach --host box` follows a streaming session; the ssh connection is killed and
+    the host stays unreachable (sshd stopped) while the session goes on there; once sshd is back,
+    attach reconnects and shows everything since the drop, exactly once."""
+    words = [f"w{i:02d}" for i in range(1, 41)]
+    api.script(Reply(" ".join(words), stall_after=8))  # five words, then it waits for release()
+    config = RuntimeConfig(api_key="test-key", base_url=api.base_url, max_retries=0)
+
+    async def spawn() -> str:
+        from cockpit.server.ssh import ssh_connector
+
+        rt = await ssh_connector("box", config)
+        try:
+            return (await rt.spawn(SpawnSpec("count to forty"))).id
+        finally:
+            await rt.aclose()
+
+    sid = asyncio.run(spawn())
+    env = {**os.environ, "COCKPIT_RECONNECT_S": "120"}
+    proc = subprocess.Popen([sys.executable, "-m", "cockpit", "attach", sid, "--host", "box"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    out = bytearray()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        while chunk := proc.stdout.read1(4096):
+            out.extend(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        _wait(lambda: b"w05" in out, "the first words")
+        ssh_host.stop()  # the host goes away: no new connection gets through
+        children = _wait(lambda: _ssh_children(proc.pid), "attach's ssh child")
+        for pid in children:
+            os.kill(pid, signal.SIGKILL)  # the connection is cut mid-stream
+        _wait(lambda: b"reconnecting to host box failed" in out, "a failed reconnect", seen=out)
+        api.release()  # meanwhile the session goes on there, to its end of turn
+        _wait(lambda: _status(box, sid) == "waiting for you", "the session's turn to end")
+        ssh_host.start()  # the host is back
+        assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if ssh_host.proc is None or ssh_host.proc.poll() is not None:
+            ssh_host.start()  # the next test's host is up
+        reader.join(timeout=10)
+    text = out.decode()
+    streamed = re.sub(r"\n?\[(connection to|reconnect)[^\]]*\]\n", "", text)  # the attach's own lines out
+    assert " ".join(words) in streamed and all(text.count(w) == 1 for w in words)  # all of it, once
+    assert "[connection to host box lost" in text and f"{sid} goes on there — reconnecting]" in text
+    assert re.search(r"\[reconnected to host box: \d+ events? since the drop\]", text)
+    assert text.rstrip().endswith(f"[{sid} is waiting for you: cockpit send {sid} '…']")
+    assert text.index("[reconnected") < text.index("w40")  # the rest came after the reconnect
+    if os.environ.get("COCKPIT_WRITE_DOCS"):
+        _write_doc(text, sid)
+
+
+def _write_doc(text: str, sid: str) -> None:
+    DOC.write_text(f"""# Reconnecting to a remote host
+
+What `cockpit attach {sid} --host box` printed in `tests/test_ssh_hosts.py`'s cut-and-restore
+test: a session on the host `box` (a test-owned sshd on a loopback port, the remote cockpit a
+second data folder) streams its answer; the test kills attach's `ssh` child mid-stream and stops
+sshd, so the host is unreachable while the session goes on there to the end of its turn; then
+sshd comes back. Attach retries with back-off (1 s, 2 s, 4 s … 15 s, for 120 s in all:
+`COCKPIT_RECONNECT_S`) and, once through, shows every event since the drop — the rest of the
+streamed text, then the state — none twice. Regenerate with
+`COCKPIT_WRITE_DOCS=1 pytest tests/test_ssh_hosts.py -k cut`.
+
+```text
+$ cockpit attach {sid} --host box
+{text.rstrip()}
+```
+""")
+
+
+async def test_the_app_on_a_host(box, api):
+    """`cockpit --host box`: the app attached to box's server through ssh; a spawn goes to box's
+    workspace and its pane fills; quitting detaches (the session stays there)."""
+    import argparse
+
+    from cockpit.events import SessionStatus
+    from cockpit.tui_cli import attached_app, detached_message
+
+    api.responder = lambda body: Reply("answer to " + body["messages"][0]["content"][-1]["text"])
+    config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0)
+    args = argparse.Namespace(host=["box"], workspace=".", notes="notes")
+
+    class Notifier:
+        def send(self, title, message):
+            pass
+
+    app, engine = attached_app(args, config, ".", "box", os_notifier=Notifier())
+    assert engine is None and app.workspace == str(box["ws"])  # box's folder, not this one
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.spawn("hello from afar")
+        for _ in range(1800):  # a failure guard: the pane fills within seconds
+            if app.views and all(v.status is SessionStatus.WAITING for v in app.views.values()):
+                break
+            await pilot.pause(0.05)
+        (sid, view), = app.views.items()
+        assert "".join(b.text for b in view.blocks if b.kind == "text") == "answer to hello from afar"
+        await pilot.press("q")  # detach
+    with _remote_client(box) as c:
+        row = c.call("get", id=sid)
+    assert row["status"] == "waiting for you" and row["workspace"] == str(box["ws"])
+    assert detached_message(1, 1, "box").endswith("cockpit ls --host box · cockpit attach --host box ID · "
+                                                  "cockpit --host box to come back)")
+
+
+def test_memory_commands_run_on_the_host_with_its_notes(box, capfd):
+    notes = box["ws"] / "notes"
+    notes.mkdir()
+    (notes / "staging-port.md").write_text("---\nname: staging-port\ndescription: Staging listens on port 8080\n---\n"
+                                           "The staging server listens on port 8080, behind the VPN.\n")
+    config = Path(os.environ["COCKPIT_DATA_DIR"]) / "config.toml"
+    config.write_text(config.read_text().replace("[hosts.badkey]", f'notes = "{notes}"\n\n[hosts.badkey]', 1))
+    assert main(["memory", "search", "which port does staging use", "--host", "box", "--json"]) == 0
+    hits = json.loads(capfd.readouterr().out)
+    found = hits["hits"] if isinstance(hits, dict) else hits
+    assert [h["name"] for h in found][:1] == ["staging-port"]
+    assert main(["memory", "search", "which port", "--json"]) == 2  # not here: this folder has no notes
+    assert "notes folder notes does not exist" in capfd.readouterr().err
