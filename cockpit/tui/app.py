@@ -397,7 +397,7 @@ class CockpitApp(SessionCommands, Attention, App):
         drawn now."""
         if self._shutting_down:
             return
-        dirty = self.repaint.due(time.monotonic(), {sid for sid, p in self.panes.items() if p.display})
+        dirty = self.repaint.due(time.monotonic(), {sid for sid, p in self.panes.items() if p.display and p.visible})
         if dirty:
             statuses_changed = False
             for sid in dirty:

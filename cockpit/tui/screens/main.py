@@ -159,7 +159,7 @@ class MainScreen(Screen):
         grid = self.grid
         page = grid.page_of(pane)
         if page != grid.page:
-            grid.show_page(page)
+            grid.show_page(page, first=pane)
             self.cockpit.refresh_totals()
         previous = self.selected
         if previous is not pane or not pane.selected:
