@@ -282,7 +282,7 @@ async def test_selecting_a_pane_repaints_its_title_only_and_follows_the_theme(re
 
 
 async def test_streaming_repaints_are_spread_over_flush_ticks(monkeypatch):
-    from cockpit.tui import app as app_module
+    from cockpit.tui.screens import panes as panes_module
     from cockpit.tui.widgets.pane import SessionPane
 
     mgr = FakeManager()
@@ -297,17 +297,18 @@ async def test_streaming_repaints_are_spread_over_flush_ticks(monkeypatch):
         original = SessionPane.sync
         monkeypatch.setattr(SessionPane, "sync",
                             lambda self, force=False: (synced.append(self), original(self, force)))
-        per_tick = -(-app_module.PANE_BUDGET_HZ // app_module.FLUSH_HZ)
-        app.repaint.dirty = set(app.panes)  # nine panes with new answer text only
-        app.repaint.urgent = set()
-        app.repaint.last = {}
-        app.flush()
+        per_tick = -(-panes_module.PANE_BUDGET_HZ // panes_module.FLUSH_HZ)
+        main = app.main  # the screen that owns the panes
+        main.repaint.dirty = set(app.panes)  # nine panes with new answer text only
+        main.repaint.urgent = set()
+        main.repaint.last = {}
+        main.flush()
         assert len(synced) == per_tick < 9  # not all nine bodies in one tick (one frame)
-        app.flush()
+        main.flush()
         assert len(synced) == 2 * per_tick and len(set(synced)) == 2 * per_tick  # oldest first
-        app.repaint.mark("g00000")  # a status change is never held back (synced just now)
+        main.repaint.mark("g00000")  # a status change is never held back (synced just now)
         synced.clear()
-        app.flush()
+        main.flush()
         ids = [p.view.session_id for p in synced]
         assert "g00000" in ids and len(ids) <= per_tick + 1
 
@@ -880,7 +881,7 @@ async def test_ctrl_s_spawns_from_the_backend_drop_down_where_enter_opens_the_li
 async def test_after_an_attach_each_pane_is_mounted_with_its_sessions_state_now(monkeypatch):
     """The snapshot is folded before any pane is mounted: the first frame never shows a session
     'starting' (or working) that is done, failed or waiting."""
-    from cockpit.tui import app as app_mod
+    from cockpit.tui.screens.panes import SessionPanes
 
     mgr = FakeManager([ev.SessionSpawned("d00001", "done one", "m", "/ws", "/t/d.jsonl", True),
                        ev.StatusChanged("d00001", S.STREAMING),
@@ -893,13 +894,13 @@ async def test_after_an_attach_each_pane_is_mounted_with_its_sessions_state_now(
                        ev.SessionSpawned("g00001", "gone", "m", "/ws", "/t/g.jsonl", True),
                        ev.SessionForgotten("g00001", None, None)])
     at_mount: dict[str, S] = {}
-    real = app_mod.CockpitApp._add_pane
+    real = SessionPanes._add_pane
 
     async def recording(self, view):
         at_mount[view.session_id] = view.status
         await real(self, view)
 
-    monkeypatch.setattr(app_mod.CockpitApp, "_add_pane", recording)
+    monkeypatch.setattr(SessionPanes, "_add_pane", recording)
     app = CockpitApp(mgr)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(app.panes) == 2, "two panes")

@@ -36,12 +36,11 @@ S = SessionStatus
 
 
 class SessionCommands(App):
-    """Mixin of ``CockpitApp`` (which sets the attributes below and defines ``remove_pane``,
-    ``shutdown`` and ``sessions_dir``)."""
+    """Mixin of ``CockpitApp`` (which sets the attributes below and defines ``views``, ``panes``,
+    ``main``, ``remove_pane``, ``shutdown`` and ``sessions_dir``)."""
 
     manager: Runtime
     engine: Any
-    views: dict[str, SessionView]
     memory: MemoryState
     model: str | None
     top_k: int | None
@@ -50,8 +49,18 @@ class SessionCommands(App):
     worktree: bool | None
     backend: str | None
     workspace: str | None
-    _focus_ids: set[str]
-    panes: dict[str, Any]
+
+    @property
+    def views(self) -> dict[str, SessionView]:
+        raise NotImplementedError
+
+    @property
+    def panes(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @property
+    def main(self) -> Any:  # the MainScreen
+        raise NotImplementedError
 
     @property
     def sessions_dir(self) -> Path:
@@ -112,12 +121,7 @@ class SessionCommands(App):
         sid = getattr(session, "id", None)
         if not isinstance(sid, str):
             return
-        pane = self.panes.get(sid)
-        main = self.get_screen("main") if self.is_screen_installed("main") else None
-        if pane is not None and main is not None and hasattr(main, "focus_pane"):
-            main.focus_pane(pane)
-        elif pane is None:
-            self._focus_ids.add(sid)
+        self.main.focus_when_added(sid)
 
     # -- kill, follow up -------------------------------------------------------------
     def confirm_kill(self, session_id: str) -> None:
@@ -247,7 +251,7 @@ class SessionCommands(App):
             await self.remove_pane(session_id)
 
     @work(group="manager", name="forget", exit_on_error=False)
-    async def _forget(self, session_id: str) -> None:
+    async def forget_session(self, session_id: str) -> None:
         """The runtime drops a closed, finished session (it would come back on the next attach)."""
         try:
             await self.manager.forget(session_id)
