@@ -405,9 +405,9 @@ async def test_a_late_attaching_app_rebuilds_panes_from_the_snapshot_and_transcr
         assert kinds == ["text", "tool", "text"]  # the snapshot replays the session's events
         assert "def add" in view.blocks[1].result
         assert view.blocks[2].text == "It subtracts."
-        await pilot.pause(0.2)
-        body = app.panes[session.id].query_one("#pane-body").plain_text()
-        assert "Reading first." in body and "It subtracts." in body
+        body = app.panes[session.id].query_one("#pane-body")
+        await until(pilot, lambda: "Reading first." in body.plain_text() and "It subtracts." in body.plain_text(),
+                    "the earlier output on screen")
         app.screen.focus_pane(app.panes[session.id])
         await pilot.press("enter", *"and then?", "enter")
         await until(pilot, lambda: any(b.text == "Second answer." for b in view.blocks), "follow-up answered")
