@@ -146,3 +146,22 @@ async def test_a_session_that_changed_out_of_sight_shows_its_new_state_when_its_
         await until(pilot, lambda: "waiting" in text_of(pane.query_one("#pane-status")), "the new state")
         await until(pilot, lambda: "and a later line" in pane.query_one("#pane-body").plain_text(), "the new text")
         assert title(pane) == f"1 {sid(1)} · task number 1"
+
+
+async def test_a_pane_names_its_host_in_the_title_when_it_has_one():
+    """The grid can show sessions of several servers: a pane given a host says which."""
+    from cockpit.tui.model import SessionView
+    from cockpit.tui.widgets.pane import SessionPane
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(*session_script(sid(1), "task number 1", S.WAITING, text="answer"))
+        await until(pilot, lambda: app.panes.get(sid(1)) is not None and app.panes[sid(1)].border_title, "a pane")
+        view = SessionView("r00001")
+        view.task = "remote task"
+        pane = SessionPane(view, host="buildbox")
+        await app.screen.grid.add_pane(pane)
+        pane.sync(force=True)  # (the flush tick syncs the panes of the sessions it folds)
+        assert title(pane) == "2 r00001@buildbox · remote task"
+        assert title(app.panes[sid(1)]) == f"1 {sid(1)} · task number 1"  # the one server: no host
