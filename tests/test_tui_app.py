@@ -141,14 +141,13 @@ async def test_model_warm_up_is_visible_and_nothing_freezes():
     engine = FakeEngine(ready=False)
     app = CockpitApp(mgr, engine)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
-        assert "warming model" in text_of(app.screen.query_one("#totals"))
+        await until(pilot, lambda: "warming model" in text_of(app.screen.query_one("#totals")), "warming shown")
         mgr.emit(ev.SessionSpawned("w00001", "early task", "m", "/ws", "/t", True),
                  ev.StatusChanged("w00001", S.PRESEEDING, "waiting for model warm-up"))
         mgr.emit(*session_script("w00002", "no preseed", S.WAITING, text="fine"))
         await until(pilot, lambda: len(app.panes) == 2, "panes")
-        await pilot.pause(0.2)
-        assert "waiting for model warm-up" in text_of(app.panes["w00001"].query_one("#pane-status"))
+        await until(pilot, lambda: "waiting for model warm-up" in text_of(app.panes["w00001"].query_one("#pane-status")),
+                    "the early session's state")
         await pilot.press("2")  # the app answers keys meanwhile
         assert app.screen.selected is app.panes["w00002"]
         await pilot.press("n", *"deploy")
@@ -173,6 +172,8 @@ async def test_memory_screen_search_open_and_warnings(tmp_path):
         assert isinstance(screen, MemoryScreen)
         await pilot.press(*"deploy")
         await until(pilot, lambda: len(screen.hits) == 1, "hits")
+        hits = screen.query_one("#memory-hits")
+        await until(pilot, lambda: hits.children and hits.children[0].query("Label"), "the hit's row composed")
         label = text_of(screen.query_one("#memory-hits").children[0].query_one("Label"))
         assert "★" in label and "deploy-cmd" in label and "0.77" in label
         await pilot.press("enter", "enter")  # to the list, open the note
