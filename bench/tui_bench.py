@@ -149,8 +149,11 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
         mgr = SessionManager(engine, config)
         app = CockpitApp(mgr, engine, workspace=workspace)
 
-    pending: list[tuple[float, object]] = []  # (t0, pane the key selects | zoom state it leaves), oldest first
+    # (t0, pane the key selects | zoom state it leaves, main-thread CPU at t0, whether the key shows
+    # another page), oldest first
+    pending: list[tuple[float, object, float, bool]] = []
     latencies: list[float] = []
+    switch_ms: list[tuple[float, float]] = []  # (wall, main-thread CPU) of the keys that showed another page
     original_display = app._display
 
     def display(screen, renderable):
@@ -171,9 +174,11 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
             else:
                 shown, target = want is selected, want
             if shown and target is not None and _paints_title(renderable, target):
-                now = time.perf_counter()
+                now, cpu_now = time.perf_counter(), time.thread_time()
                 # keys before it were superseded by it: they too are on screen only now
-                latencies.extend(now - t0 for t0, _ in pending[: i + 1])
+                latencies.extend(now - t0 for t0, *_ in pending[: i + 1])
+                switch_ms.extend(((now - t0) * 1000, (cpu_now - c0) * 1000)
+                                 for t0, _, c0, crossing in pending[: i + 1] if crossing)
                 del pending[: i + 1]
                 break
 
@@ -202,6 +207,7 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
         cpu0, wall0 = time.process_time(), time.perf_counter()
         presses = 0
         panes = list(grid.panes)
+        page_size = grid.page_size
         current = app.screen.selected
         index = panes.index(current) if current in panes else -1
         next_at = wall0
@@ -212,12 +218,13 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
             # the keys sent, not the screen, so a key still queued behind the previous one is
             # measured too
             if len(panes) > 1:
+                crossing = (index + 1) % len(panes) // page_size != max(index, 0) // page_size
                 index = (index + 1) % len(panes)
                 key: str = "tab"
-                pending.append((time.perf_counter(), panes[index]))
+                pending.append((time.perf_counter(), panes[index], time.thread_time(), crossing))
             else:
                 zoomed, key = not zoomed, "z"
-                pending.append((time.perf_counter(), zoomed))
+                pending.append((time.perf_counter(), zoomed, time.thread_time(), False))
             event = events.Key(key, None)
             event.set_sender(app)
             app._driver.send_message(event)
@@ -257,6 +264,16 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
             "max": round(max(latencies) * 1000, 1) if latencies else None,
             "n": len(latencies),
             "unmeasured": unmeasured,
+        },
+        # the keys that showed another page: key-to-screen, and the app's main-thread CPU time from
+        # the key to its frame (what load does not inflate; it includes events folded meanwhile)
+        "page_switch_ms": {
+            "n": len(switch_ms),
+            "wall_p50": round(statistics.median(w for w, _ in switch_ms), 1) if switch_ms else None,
+            "wall_max": round(max(w for w, _ in switch_ms), 1) if switch_ms else None,
+            "cpu_p50": round(statistics.median(c for _, c in switch_ms), 1) if switch_ms else None,
+            "cpu_p95": round(pct([c for _, c in switch_ms], 95), 1) if switch_ms else None,
+            "cpu_max": round(max(c for _, c in switch_ms), 1) if switch_ms else None,
         },
         "cpu_cores": round(cpu / wall, 3),
         "server_cpu_cores": None if server_cpu is None else round(server_cpu / wall, 3),
@@ -335,6 +352,10 @@ def main(argv: list[str] | None = None) -> int:
               f"(measured {result['tokens_per_s_per_session']} deltas/s/session)")
         print(f"key-to-screen: p50 {k['p50']} ms  p95 {k['p95']} ms  max {k['max']} ms  "
               f"(n={k['n']} of {result['key_presses']} keys, unmeasured {k['unmeasured']})")
+        ps = result["page_switch_ms"]
+        if ps["n"]:
+            print(f"page switches: {ps['n']} keys, key-to-screen p50 {ps['wall_p50']} ms max {ps['wall_max']} ms; "
+                  f"main-thread CPU key→frame p50 {ps['cpu_p50']} ms p95 {ps['cpu_p95']} ms max {ps['cpu_max']} ms")
         server_cpu = f" (+ server {result['server_cpu_cores']} cores)" if args.server else ""
         print(f"CPU {result['cpu_cores']} cores{server_cpu}   peak RSS {result['peak_rss_mb']} MB   "
               f"events {result['events_per_s']}/s   engine={'on' if args.engine else 'off'}   "

@@ -142,14 +142,13 @@ async def test_model_warm_up_is_visible_and_nothing_freezes():
     engine = FakeEngine(ready=False)
     app = CockpitApp(mgr, engine)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
-        assert "warming model" in text_of(app.screen.query_one("#totals"))
+        await until(pilot, lambda: "warming model" in text_of(app.screen.query_one("#totals")), "warming shown")
         mgr.emit(ev.SessionSpawned("w00001", "early task", "m", "/ws", "/t", True),
                  ev.StatusChanged("w00001", S.PRESEEDING, "waiting for model warm-up"))
         mgr.emit(*session_script("w00002", "no preseed", S.WAITING, text="fine"))
         await until(pilot, lambda: len(app.panes) == 2, "panes")
-        await pilot.pause(0.2)
-        assert "waiting for model warm-up" in text_of(app.panes["w00001"].query_one("#pane-status"))
+        await until(pilot, lambda: "waiting for model warm-up" in text_of(app.panes["w00001"].query_one("#pane-status")),
+                    "the early session's state")
         await pilot.press("2")  # the app answers keys meanwhile
         assert app.screen.selected is app.panes["w00002"]
         await pilot.press("n", *"deploy")
@@ -174,6 +173,8 @@ async def test_memory_screen_search_open_and_warnings(tmp_path):
         assert isinstance(screen, MemoryScreen)
         await pilot.press(*"deploy")
         await until(pilot, lambda: len(screen.hits) == 1, "hits")
+        hits = screen.query_one("#memory-hits")
+        await until(pilot, lambda: hits.children and hits.children[0].query("Label"), "the hit's row composed")
         label = text_of(screen.query_one("#memory-hits").children[0].query_one("Label"))
         assert "★" in label and "deploy-cmd" in label and "0.77" in label
         await pilot.press("enter", "enter")  # to the list, open the note
@@ -283,7 +284,7 @@ async def test_selecting_a_pane_repaints_its_title_only_and_follows_the_theme(re
 
 
 async def test_streaming_repaints_are_spread_over_flush_ticks(monkeypatch):
-    from cockpit.tui import app as app_module
+    from cockpit.tui.screens import panes as panes_module
     from cockpit.tui.widgets.pane import SessionPane
 
     mgr = FakeManager()
@@ -298,17 +299,18 @@ async def test_streaming_repaints_are_spread_over_flush_ticks(monkeypatch):
         original = SessionPane.sync
         monkeypatch.setattr(SessionPane, "sync",
                             lambda self, force=False: (synced.append(self), original(self, force)))
-        per_tick = -(-app_module.PANE_BUDGET_HZ // app_module.FLUSH_HZ)
-        app.repaint.dirty = set(app.panes)  # nine panes with new answer text only
-        app.repaint.urgent = set()
-        app.repaint.last = {}
-        app.flush()
+        per_tick = -(-panes_module.PANE_BUDGET_HZ // panes_module.FLUSH_HZ)
+        main = app.main  # the screen that owns the panes
+        main.repaint.dirty = set(app.panes)  # nine panes with new answer text only
+        main.repaint.urgent = set()
+        main.repaint.last = {}
+        main.flush()
         assert len(synced) == per_tick < 9  # not all nine bodies in one tick (one frame)
-        app.flush()
+        main.flush()
         assert len(synced) == 2 * per_tick and len(set(synced)) == 2 * per_tick  # oldest first
-        app.repaint.mark("g00000")  # a status change is never held back (synced just now)
+        main.repaint.mark("g00000")  # a status change is never held back (synced just now)
         synced.clear()
-        app.flush()
+        main.flush()
         ids = [p.view.session_id for p in synced]
         assert "g00000" in ids and len(ids) <= per_tick + 1
 
@@ -900,7 +902,7 @@ async def test_ctrl_s_spawns_from_the_backend_drop_down_where_enter_opens_the_li
 async def test_after_an_attach_each_pane_is_mounted_with_its_sessions_state_now(monkeypatch):
     """The snapshot is folded before any pane is mounted: the first frame never shows a session
     'starting' (or working) that is done, failed or waiting."""
-    from cockpit.tui import app as app_mod
+    from cockpit.tui.screens.panes import SessionPanes
 
     mgr = FakeManager([ev.SessionSpawned("d00001", "done one", "m", "/ws", "/t/d.jsonl", True),
                        ev.StatusChanged("d00001", S.STREAMING),
@@ -913,13 +915,13 @@ async def test_after_an_attach_each_pane_is_mounted_with_its_sessions_state_now(
                        ev.SessionSpawned("g00001", "gone", "m", "/ws", "/t/g.jsonl", True),
                        ev.SessionForgotten("g00001", None, None)])
     at_mount: dict[str, S] = {}
-    real = app_mod.CockpitApp._add_pane
+    real = SessionPanes._add_pane
 
     async def recording(self, view):
         at_mount[view.session_id] = view.status
         await real(self, view)
 
-    monkeypatch.setattr(app_mod.CockpitApp, "_add_pane", recording)
+    monkeypatch.setattr(SessionPanes, "_add_pane", recording)
     app = CockpitApp(mgr)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(app.panes) == 2, "two panes")

@@ -49,17 +49,18 @@ def manager(api: StandIn, tmp_path: Path, engine=None) -> SessionManager:
 
 
 def record_statuses(app: CockpitApp) -> dict[str, list[S]]:
-    """Every status each session reported, in order (wraps the app's event handler)."""
+    """Every status each session reported, in order (wraps the main screen's fold of each event)."""
     seen: dict[str, list[S]] = {}
-    handle = app.handle_event
+    main = app.main
+    fold = main.fold
 
-    async def wrapped(event):
+    async def wrapped(event, live=True, mount=None):
         status = getattr(event, "status", None)
         if isinstance(status, S):
             seen.setdefault(event.session_id, []).append(status)
-        await handle(event)
+        await fold(event, live, mount)
 
-    app.handle_event = wrapped
+    main.fold = wrapped
     return seen
 
 

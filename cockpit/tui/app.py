@@ -4,21 +4,18 @@
 ``cockpit`` builds the real ones in ``cockpit.tui_cli``). The manager is used only through the
 ``Runtime`` protocol (``cockpit.runtime.protocols``): every fact on screen arrives as an event,
 and its methods are the app's only way to act — so a client of a session server can stand in
-for it. On start the app subscribes, then folds ``Runtime.snapshot()`` (every session's events so
-far, its output included); a session whose output the snapshot lacks (one a previous server left
-interrupted) is rebuilt from its transcript file in a thread. A resumed session's earlier
-conversation is read the same way from the transcript it was resumed from. The engine follows the memory API
-(``start_warmup``, ``sync``, ``status``, ``watch``, ``build_preseed``, ``search``, ``lint``) and
-may be ``None`` (no memory).
+for it. On start the app's event pump subscribes, then posts ``Runtime.snapshot()`` (every
+session's events so far, its output included) and then each event, as Textual messages
+(``cockpit.tui.messages``), to the main screen, which owns the panes and folds them
+(``cockpit.tui.screens.panes``); what concerns the app as a whole comes back to
+``session_event``. The engine follows the memory API (``start_warmup``, ``sync``, ``status``,
+``watch``, ``build_preseed``, ``search``, ``lint``) and may be ``None`` (no memory).
 
 User commands live in ``cockpit.tui.commands`` and "which session needs you" (bell, toast, OS
 notification) in ``cockpit.tui.attention``; both are mixins of the app.
 
-Never blocking the event loop: events are folded into per-session ``SessionView``s as they
-arrive (cheap), and panes plus the totals bar redraw on one 20 Hz timer (``FLUSH_HZ``; streaming
-text shares a budget of ``PANE_BUDGET_HZ`` pane repaints per second, spread over the ticks) —
-so a burst of token deltas or usage updates costs one repaint per pane per tick. Every engine
-call runs in a thread worker; sessions run as asyncio tasks of the runtime (same loop).
+Never blocking the event loop: every engine call runs in a thread worker; sessions run as
+asyncio tasks of the runtime (same loop), or in the server.
 """
 
 from __future__ import annotations
@@ -37,34 +34,19 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from cockpit import events as ev
-from cockpit.runtime.history import fold
 from cockpit.runtime.protocols import Runtime
-from cockpit.runtime.transcript import read_events
-from cockpit.textsafe import clean_event
 from cockpit.tui import state as ui_state
 from cockpit.tui.attention import Attention
 from cockpit.tui.commands import SessionCommands
+from cockpit.tui.messages import RuntimeEvent, RuntimeSnapshot
 from cockpit.tui.model import SessionView
 from cockpit.tui.notify import DesktopNotifications, Notifier
-from cockpit.tui.repaint import RepaintScheduler
 from cockpit.tui.screens.approval import ApprovalDialog
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.themes import DEFAULT_THEME, PROJECT_THEMES, STATUS_DEFAULTS, load_themes
-from cockpit.tui.widgets import PaneGrid, SessionPane, TotalsBar
+from cockpit.tui.widgets import SessionPane
 from cockpit.tui.widgets.totals import MemoryState
 
-FLUSH_HZ = 20  # flush ticks per second
-PANE_MAX_HZ = 10  # at most 10 text repaints per second per pane
-# Answer text is the bulk of the repaint work (a scrolling body repaints all its lines). Across
-# all panes the app repaints streaming text at most PANE_BUDGET_HZ times a second: one streaming
-# pane gets 10 Hz, nine get ~4 Hz each, spread over the ticks (oldest first, at most
-# ceil(PANE_BUDGET_HZ / FLUSH_HZ) panes a tick: two) so no tick — and no frame — carries all
-# nine bodies, and a key waits behind at most two bodies' render. (40 Hz, one body a tick, was
-# measured too: no better for keys, more CPU.)
-# Status, usage and new blocks are never held back. (Holding text back for ~50 ms after a key
-# press was measured too: no change in key-to-screen latency once a key's frame is drawn at once
-# — see ``MainScreen._on_idle`` — so text keeps flowing while the user types.)
-PANE_BUDGET_HZ = 36
 ENGINE_POLL_S = 1.0
 
 
@@ -133,20 +115,12 @@ class CockpitApp(SessionCommands, Attention, App):
         self.watch_notes = watch_notes
         self.clock = clock
         self._sessions_dir = Path(sessions_dir) if sessions_dir else None
-        self.views: dict[str, SessionView] = {}
-        self.panes: dict[str, SessionPane] = {}
-        self.closed: list[SessionView] = []  # panes the user closed (their spend stays in the totals)
-        self._closed_ids: set[str] = set()
+        self._main = MainScreen(id="main")  # owns the panes: sessions' events are folded there
         # notes_missing: the notes folder's path when there is none, so no engine (the server's app)
         self.memory = MemoryState(model_state="warming" if engine is not None else "off", notes_missing=notes_missing)
-        self.repaint = RepaintScheduler(FLUSH_HZ, PANE_MAX_HZ, PANE_BUDGET_HZ)
-        self._shown_status: dict[str, Any] = {}
         self._gc_threshold: tuple[int, ...] | None = None
-        self._totals_dirty = True
-        self._focus_ids: set[str] = set()  # sessions whose pane takes the focus when it is added
         self._stop = threading.Event()
         self._shutting_down = False
-        self.events_seen = 0
         themes, self.theme_warnings = load_themes(
             PROJECT_THEMES, *extra_theme_dirs, ui_state.user_themes_dir()
         )
@@ -173,7 +147,46 @@ class CockpitApp(SessionCommands, Attention, App):
         return variables
 
     def get_default_screen(self) -> Screen:
-        return MainScreen(id="main")
+        return self._main
+
+    # -- what the main screen owns, read by the app's commands ------------------------
+    @property
+    def main(self) -> MainScreen:
+        """The main screen (under any dialog): the panes, and the sessions' views."""
+        return self._main
+
+    @property
+    def views(self) -> dict[str, SessionView]:
+        """Session id → its state, folded from events (read-only: the main screen folds)."""
+        return self._main.views
+
+    @property
+    def panes(self) -> dict[str, SessionPane]:
+        """Session id → its pane."""
+        return self._main.panes
+
+    @property
+    def closed(self) -> list[SessionView]:
+        """Sessions whose pane the user closed (their spend stays in the totals)."""
+        return self._main.closed
+
+    @property
+    def events_seen(self) -> int:
+        return self._main.events_seen
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
+    async def remove_pane(self, session_id: str, forget: bool = True) -> None:
+        """Close a session's pane (``SessionPanes.remove_pane``)."""
+        await self._main.remove_pane(session_id, forget)
+
+    def refresh_totals(self) -> None:
+        self._main.refresh_totals()
+
+    def _totals_changed(self) -> None:
+        self._main.totals_dirty = True
 
     @property
     def sessions_dir(self) -> Path:
@@ -203,7 +216,6 @@ class CockpitApp(SessionCommands, Attention, App):
         for warning in self.theme_warnings:
             self.notify(warning, severity="warning")
         self.run_worker(self._pump(), group="events", name="event pump")
-        self.set_interval(1 / FLUSH_HZ, self.flush)
         if self.engine is not None:
             self.call_after_refresh(self._engine_boot)  # after the first frame: its imports wait
             self.set_interval(ENGINE_POLL_S, self._poll_engine)
@@ -233,187 +245,30 @@ class CockpitApp(SessionCommands, Attention, App):
 
     # -- events from the runtime ---------------------------------------------------
     async def _pump(self) -> None:
-        """Subscribe, fold the snapshot of the sessions that exist already, then every event."""
+        """Subscribe, then post the snapshot of the sessions that exist already and every event
+        after it to the main screen, as messages, in the runtime's order."""
         try:
             subscription = self.manager.subscribe()
-            snapshot = list(self.manager.snapshot())  # no await in between: nothing is missed
-            # every session's state folded first, its pane mounted after: the first frame after
-            # an attach shows each session as it is now, never the states it passed through
-            unmounted: list[str] = []
-            for event in snapshot:
-                await self.handle_event(event, live=False, mount=unmounted)
-            for sid in unmounted:
-                view = self.views.get(sid)
-                if view is not None and sid not in self.panes:
-                    await self._add_pane(view)
-            # the snapshot replays each session's events so far (one history: an interrupted
-            # session's come from its transcript); a resumed one's earlier conversation is its
-            # predecessor's transcript
-            for event in snapshot:
-                if isinstance(event, ev.SessionSpawned) and event.resumed_from:
-                    self.load_history(event.session_id, event.resumed_from,
-                                      f"(resumed from {Path(event.resumed_from).name})")
+            snapshot = tuple(self.manager.snapshot())  # no await in between: nothing is missed
+            main = self._main
+            main.post_message(RuntimeSnapshot(snapshot))
             async for event in subscription:
-                await self.handle_event(event)
+                main.post_message(RuntimeEvent(event))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the UI stays up; say what broke
             self.notify(f"event stream stopped: {exc}", severity="error", timeout=30)
 
-    async def handle_event(self, event: ev.Event, live: bool = True, mount: list[str] | None = None) -> None:
-        """Fold one runtime event into its session's view; new sessions get a pane. ``live``:
-        it just happened (not the attach snapshot): the app may announce it. ``mount``: a new
-        session's id goes there instead, its pane mounted by the caller (after the snapshot)."""
-        self.events_seen += 1
-        event = clean_event(event)  # escape sequences in model or tool text never reach the terminal
-        sid = event.session_id
-        if sid in self._closed_ids:
-            return
-        if isinstance(event, ev.SessionForgotten):  # closed in another app (or this one)
-            if mount is not None and sid in mount:
-                mount.remove(sid)
-            if sid not in self.views and event.usage is not None:  # closed before this app attached
-                self.closed.append(SessionView(sid, usage=event.usage, cost_usd=event.cost_usd,
-                                               status=ev.SessionStatus.DONE))
-                self._closed_ids.add(sid)
-                return
-            await self.remove_pane(sid, forget=False)
-            return
-        view = self.views.get(sid)
-        before = view.status if view is not None else None
-        if view is None:
-            view = SessionView(sid)
-            self.views[sid] = view
-            view.apply(event)
-            if mount is not None:
-                mount.append(sid)
-            else:
-                await self._add_pane(view)
-        else:
-            view.apply(event)
-        self.repaint.mark(sid, urgent=not isinstance(event, ev.TextDelta))
-        if isinstance(event, (ev.WorktreeChanged, ev.Reviewed, ev.SessionDone)):
-            self._update_radar()
-        if not isinstance(event, ev.TextDelta):
-            self._totals_dirty = True
-            if live:
-                self._after_event(view, before, event)
-
-    def _update_radar(self) -> None:
-        """The conflict radar: which live sessions changed the same files (panes and header warn)."""
-        from cockpit.tui.model import overlaps
-
-        radar = overlaps(self.views)
-        for vid, v in self.views.items():
-            now = radar.get(vid, {})
-            if now != v.overlap:
-                v.overlap = now
-                v.version += 1
-                v.meta_version += 1
-                self.repaint.mark(vid)
-                self._totals_dirty = True
-
-    def _after_event(self, view: SessionView, before: ev.SessionStatus | None, event: ev.Event) -> None:
-        if isinstance(event, ev.SessionSpawned) and event.resumed_from:
-            self.load_history(event.session_id, event.resumed_from,
-                              f"(resumed from {Path(event.resumed_from).name})")
-        elif isinstance(event, ev.ApprovalResolved):
+    def session_event(self, view: SessionView, before: ev.SessionStatus | None, event: ev.Event) -> None:
+        """What a live event (not answer text) means for the app as a whole, once the main
+        screen has folded it into ``view`` (``before``: the session's status before it)."""
+        if isinstance(event, ev.ApprovalResolved):
             top = self.screen
             if isinstance(top, ApprovalDialog) and top.session_id == view.session_id \
                     and top.request_id == event.request_id:
                 top.dismiss(None)
                 self.notify("that approval was answered elsewhere", timeout=5)
         self.react(view, before, event)
-
-    @work(thread=True, group="history", name="earlier output from a transcript")
-    def load_history(self, session_id: str, path: str, note: str = "") -> None:
-        """Fold a resumed session's predecessor's transcript and put its output before what
-        events have shown."""
-        try:
-            skipped: list[str] = []
-            earlier = fold(clean_event(e) for e in read_events(Path(path), skipped)).earlier_blocks()
-            if skipped:
-                note = (note + " " if note else "") + f"({len(skipped)} damaged transcript line(s) skipped)"
-        except (OSError, ValueError) as exc:
-            earlier, note = [], f"(earlier output not shown: {exc})"
-        self._from_thread(self._history_loaded, session_id, earlier, note)
-
-    def _history_loaded(self, session_id: str, earlier: list, note: str) -> None:
-        view = self.views.get(session_id)
-        if view is None:
-            return
-        view.add_history(earlier, note)
-        self.repaint.mark(session_id)
-
-    async def _add_pane(self, view: SessionView) -> None:
-        pane = SessionPane(view)
-        self.panes[view.session_id] = pane
-        main = self.get_screen("main") if self.is_screen_installed("main") else self.screen_stack[0]
-        await main.query_one(PaneGrid).add_pane(pane)
-        self._totals_dirty = True
-        if isinstance(main, MainScreen) and (view.session_id in self._focus_ids or main.focused_pane() is None):
-            self._focus_ids.discard(view.session_id)
-            main.focus_pane(pane)
-
-    async def remove_pane(self, session_id: str, forget: bool = True) -> None:
-        """Close a session's pane (its events are ignored from now on; its spend stays in the
-        totals). The next pane is selected. ``forget``: the runtime drops the finished session
-        too, so it does not come back when an app attaches again, and other apps close it."""
-        pane = self.panes.pop(session_id, None)
-        view = self.views.pop(session_id, None)
-        if view is not None:
-            self.closed.append(view)
-            self._closed_ids.add(session_id)
-            if forget and view.status.is_final:
-                self._forget(session_id)
-        self.repaint.forget(session_id)
-        main = self.screen_stack[0]
-        if pane is None or not isinstance(main, MainScreen):
-            return
-        grid = main.query_one(PaneGrid)
-        index = grid.panes.index(pane) if pane in grid.panes else 0
-        if main.maximized is pane:
-            main.minimize()
-        if main.selected is pane:
-            main.selected = None
-        await grid.remove_pane(pane)
-        if grid.panes:
-            main.focus_pane(grid.panes[min(index, len(grid.panes) - 1)])
-        else:
-            main.refresh_bindings()
-        self._totals_dirty = True
-
-    def flush(self) -> None:
-        """Redraw the changed panes and the totals bar (the ``FLUSH_HZ`` tick). A pane whose only
-        change is more answer text waits its turn within ``PANE_BUDGET_HZ``; anything else is
-        drawn now."""
-        if self._shutting_down:
-            return
-        dirty = self.repaint.due(time.monotonic(), {sid for sid, p in self.panes.items() if p.display})
-        if dirty:
-            statuses_changed = False
-            for sid in dirty:
-                pane = self.panes.get(sid)
-                if pane is not None and pane.is_mounted:
-                    pane.sync()
-                status = self.views[sid].status
-                if self._shown_status.get(sid) is not status:
-                    self._shown_status[sid] = status
-                    statuses_changed = True
-            if statuses_changed:  # kill / follow-up keys depend on states (the footer greys them)
-                self.screen_stack[0].refresh_bindings()
-        if self._totals_dirty:
-            self.refresh_totals()
-
-    def refresh_totals(self) -> None:
-        self._totals_dirty = False
-        main = self.screen_stack[0]
-        try:
-            bar = main.query_one(TotalsBar)
-            grid = main.query_one(PaneGrid)
-        except Exception:
-            return
-        bar.show(list(self.views.values()), self.memory, grid.page, grid.pages, closed=self.closed)
 
     # -- memory engine (thread workers only) ---------------------------------------
     @work(thread=True, group="engine-boot", name="memory warm-up, sync and watch")
@@ -422,21 +277,21 @@ class CockpitApp(SessionCommands, Attention, App):
         syncs once itself, then after each batch of note changes, until ``_stop`` is set)."""
         engine = self.engine
         engine.start_warmup()
-        self._from_thread(self._sync_started)
-        on_sync = lambda report: self._from_thread(self._synced, report)  # noqa: E731
+        self.from_thread(self._sync_started)
+        on_sync = lambda report: self.from_thread(self._synced, report)  # noqa: E731
         try:
             if self.watch_notes:
-                self._from_thread(self._set_watching, True)
+                self.from_thread(self._set_watching, True)
                 engine.watch(self._stop, on_sync=on_sync,
-                             on_status=lambda state, detail: self._from_thread(self._watch_state, state, detail))
+                             on_status=lambda state, detail: self.from_thread(self._watch_state, state, detail))
             else:
                 on_sync(engine.sync())
         except Exception as exc:
-            self._from_thread(self.notify, f"notes index/watch failed: {exc}", severity="error")
+            self.from_thread(self.notify, f"notes index/watch failed: {exc}", severity="error")
         finally:
-            self._from_thread(self._set_watching, False)
+            self.from_thread(self._set_watching, False)
 
-    def _from_thread(self, fn: Any, *args: Any, **kwargs: Any) -> None:
+    def from_thread(self, fn: Any, *args: Any, **kwargs: Any) -> None:
         if self._shutting_down or not self.is_running:
             return
         try:
@@ -446,17 +301,17 @@ class CockpitApp(SessionCommands, Attention, App):
 
     def _sync_started(self) -> None:
         self.memory.syncing = True
-        self._totals_dirty = True
+        self._totals_changed()
 
     def _set_watching(self, on: bool) -> None:
         self.memory.watching = on
-        self._totals_dirty = True
+        self._totals_changed()
 
     def _watch_state(self, state: str, detail: str) -> None:
         """The watcher's state (``memory.watch``): e.g. the notes folder went missing."""
         self.memory.watch_status = detail
         self.memory.watch_problem = state == "missing"
-        self._totals_dirty = True
+        self._totals_changed()
 
     def _synced(self, report: Any) -> None:
         m = self.memory
@@ -465,7 +320,7 @@ class CockpitApp(SessionCommands, Attention, App):
             m.last_sync = time.strftime("%H:%M:%S", self.clock())
             if getattr(report, "changed", True):  # keep showing the last real change
                 m.last_change = f"+{report.added} ~{report.updated} -{report.removed}"
-        self._totals_dirty = True
+        self._totals_changed()
         self._poll_engine()
 
     @work(thread=True, exclusive=True, group="engine-status", name="memory status")
@@ -476,7 +331,7 @@ class CockpitApp(SessionCommands, Attention, App):
             return
         notes_dir = getattr(status, "notes_dir", None)
         missing = "" if notes_dir is None or Path(notes_dir).is_dir() else str(notes_dir)
-        self._from_thread(self._engine_status, status, missing)
+        self.from_thread(self._engine_status, status, missing)
 
     def _engine_status(self, status: Any, notes_missing: str = "") -> None:
         m = self.memory
@@ -491,7 +346,7 @@ class CockpitApp(SessionCommands, Attention, App):
         if status.last_sync and not m.last_sync:
             m.last_sync = time.strftime("%H:%M:%S", self.clock(status.last_sync))
         if before != (m.model_state, m.notes, m.warnings, m.last_sync, m.notes_missing, m.syncing):
-            self._totals_dirty = True
+            self._totals_changed()
 
     def action_pick_theme(self) -> None:
         self.search_themes()

@@ -29,7 +29,10 @@ S = SessionStatus
 class Attention(App):
     """Mixin of ``CockpitApp`` (which sets the attributes below)."""
 
-    panes: dict[str, Any]  # session id → SessionPane
+    @property
+    def panes(self) -> dict[str, Any]:  # session id → SessionPane
+        raise NotImplementedError
+
     notify_os: bool
     os_notifier: Notifier | None
 

@@ -38,12 +38,11 @@ S = SessionStatus
 
 
 class SessionCommands(App):
-    """Mixin of ``CockpitApp`` (which sets the attributes below and defines ``remove_pane``,
-    ``shutdown`` and ``sessions_dir``)."""
+    """Mixin of ``CockpitApp`` (which sets the attributes below and defines ``views``, ``panes``,
+    ``main``, ``remove_pane``, ``shutdown`` and ``sessions_dir``)."""
 
     manager: Runtime
     engine: Any
-    views: dict[str, SessionView]
     memory: MemoryState
     model: str | None
     top_k: int | None
@@ -52,8 +51,18 @@ class SessionCommands(App):
     worktree: bool | None
     backend: str | None
     workspace: str | None
-    _focus_ids: set[str]
-    panes: dict[str, Any]
+
+    @property
+    def views(self) -> dict[str, SessionView]:
+        raise NotImplementedError
+
+    @property
+    def panes(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @property
+    def main(self) -> Any:  # the MainScreen
+        raise NotImplementedError
 
     @property
     def sessions_dir(self) -> Path:
@@ -108,12 +117,7 @@ class SessionCommands(App):
     def _focus_when_shown(self, session: SessionRef) -> None:
         """Focus the pane of ``session`` (what spawn, resume and continue return): now when its
         pane is there, else as soon as it is added — that pane, not whichever came next."""
-        pane = self.panes.get(session.id)
-        main = self.get_screen("main") if self.is_screen_installed("main") else None
-        if pane is not None and main is not None and hasattr(main, "focus_pane"):
-            main.focus_pane(pane)
-        elif pane is None:
-            self._focus_ids.add(session.id)
+        self.main.focus_when_added(session.id)
 
     # -- kill, follow up -------------------------------------------------------------
     def confirm_kill(self, session_id: str) -> None:
@@ -243,7 +247,7 @@ class SessionCommands(App):
             await self.remove_pane(session_id)
 
     @work(group="manager", name="forget", exit_on_error=False)
-    async def _forget(self, session_id: str) -> None:
+    async def forget_session(self, session_id: str) -> None:
         """The runtime drops a closed, finished session (it would come back on the next attach)."""
         try:
             await self.manager.forget(session_id)

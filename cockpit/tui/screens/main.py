@@ -1,4 +1,5 @@
-"""The main screen: totals bar, the pane grid, the footer; the keys that act on panes.
+"""The main screen: totals bar, the pane grid, the footer; the keys that act on panes. It owns
+the panes: the runtime's events arrive here as messages (``cockpit.tui.screens.panes``).
 
 The "focused" pane is the screen's ``selected`` pane (``SessionPane.set_selected``: a
 highlighted title), not Textual's widget focus: Textual repaints the whole screen on every
@@ -23,17 +24,12 @@ Ids: ``spawn``, ``kill``, ``approve``, ``approve.once``, ``approve.session``, ``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 
+from cockpit.tui.screens.panes import SessionPanes
 from cockpit.tui.widgets import PaneGrid, SessionPane, TotalsBar
 from cockpit.tui.widgets.footer import KeyFooter
-
-if TYPE_CHECKING:  # pragma: no cover
-    from cockpit.tui.app import CockpitApp
 
 
 def _jump_bindings() -> list[Binding]:
@@ -45,7 +41,7 @@ def _jump_bindings() -> list[Binding]:
 NARROW_FOOTER = 120  # columns
 
 
-class MainScreen(Screen):
+class MainScreen(SessionPanes):
     ALLOW_IN_MAXIMIZED_VIEW = "TotalsBar, KeyFooter"  # a zoomed pane keeps the header and the keys
 
     BINDINGS = [
@@ -80,7 +76,6 @@ class MainScreen(Screen):
         Binding("end", "scroll_pane('scroll_end')", "Bottom", show=False, id="pane.bottom"),
     ]
 
-    selected: SessionPane | None = None
     _draw_at_once: SessionPane | None = None  # a key's effect waiting for its frame
 
     async def _on_idle(self, event) -> None:
@@ -106,15 +101,6 @@ class MainScreen(Screen):
         yield TotalsBar(id="totals")
         yield PaneGrid()
         yield KeyFooter()
-
-    @property
-    def cockpit(self) -> CockpitApp:
-        """The app, typed (its commands are what the keys of this screen call)."""
-        return cast("CockpitApp", self.app)
-
-    @property
-    def grid(self) -> PaneGrid:
-        return self.query_one(PaneGrid)
 
     def focused_pane(self) -> SessionPane | None:
         """The selected pane (the one keys act on), or None."""
@@ -159,8 +145,8 @@ class MainScreen(Screen):
         grid = self.grid
         page = grid.page_of(pane)
         if page != grid.page:
-            grid.show_page(page)
-            self.cockpit.refresh_totals()
+            grid.show_page(page, first=pane)
+            self.refresh_totals()
         previous = self.selected
         if previous is not pane or not pane.selected:
             if previous is not None and previous is not pane:
@@ -223,7 +209,7 @@ class MainScreen(Screen):
         panes = grid.page_panes()
         if panes:
             self.focus_pane(panes[0])
-        self.cockpit.refresh_totals()
+        self.refresh_totals()
 
     # -- commands delegated to the app -----------------------------------------------
     def action_spawn(self) -> None:

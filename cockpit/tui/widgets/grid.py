@@ -9,6 +9,12 @@ pages (the first pane of page 2 at 3×3 is 10). A pane keeps its number while it
 one leaves its number free (the next new pane takes the lowest free one) and never renumbers the
 others; the key of a number shown on the page picks that pane (1–9), else the n-th pane of the page.
 Any pane can be zoomed to the whole screen (``z``: Textual's maximize).
+
+Showing another page draws it over a few frames: the frame of the key that crossed pages lays
+out the new page and paints only the pane that key selects; the page's other panes keep their
+cells (``visibility: hidden``: laid out, not painted) and appear ``REVEAL_PER_FRAME`` at a time
+on the frames after it. Painting a whole page of nine panes costs a key's frame ≈ 60-90 ms of
+CPU; one pane ≈ a ninth of it (docs/BENCHMARKS.md, Issue 24).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from cockpit.tui.widgets.pane import SessionPane
 MAX_PAGE = 9  # panes per page at most (3×3)
 MIN_PANE_WIDTH = 40  # columns a pane needs (body + side strip)
 MIN_PANE_HEIGHT = 8  # rows a pane needs to show a few lines of output (borders + status + 5)
+REVEAL_PER_FRAME = 2  # panes of a newly shown page painted per frame after the key's own
 
 EMPTY_HINT = (
     "[b]No sessions yet.[/]\n\n"
@@ -61,6 +68,7 @@ class PaneGrid(Container, can_focus=True):
         self.page = 0
         self.panes: list[SessionPane] = []
         self._area = (200, 50)  # the grid's last size on screen (it has none while a pane is zoomed)
+        self._unrevealed: list[SessionPane] = []  # panes of the page shown, not painted yet
 
     def compose(self) -> ComposeResult:
         no_key = getattr(self.app, "api_key_missing", False)
@@ -78,7 +86,13 @@ class PaneGrid(Container, can_focus=True):
 
     @property
     def columns(self) -> int:
-        return self._shape(len(self.page_panes()))[0]
+        return self._shape(self._per_page())[0]
+
+    def _per_page(self) -> int:
+        """Panes on the fullest page: every page has its shape, so a last page with fewer panes
+        keeps their size and position (and paging never changes the grid's shape, which
+        re-styles every pane on every page: ≈ 20 ms a key)."""
+        return min(len(self.panes), self.page_size)
 
     def _shape(self, n: int) -> tuple[int, int]:
         return grid_shape(n, *self._area)
@@ -103,22 +117,51 @@ class PaneGrid(Container, can_focus=True):
         await pane.remove()
         self.relayout()
 
-    def show_page(self, page: int) -> None:
-        self.page = max(0, min(page, self.pages - 1))
-        self.relayout()
+    def show_page(self, page: int, first: SessionPane | None = None) -> None:
+        """Show ``page``; ``first``: the pane painted in this frame (the one a key selects), the
+        page's others on the next frames (see the module's docstring). None: all at once."""
+        page = max(0, min(page, self.pages - 1))
+        if page == self.page:
+            return
+        self.page = page
+        self.relayout(first)
+
+    @property
+    def revealing(self) -> bool:
+        """Whether panes of the page shown are still waiting for their frame."""
+        return bool(self._unrevealed)
+
+    def _reveal(self) -> None:
+        """Paint the next few panes of the page shown (after the frame that drew the ones
+        before), then come back after the next frame until all are shown."""
+        batch, self._unrevealed = self._unrevealed[:REVEAL_PER_FRAME], self._unrevealed[REVEAL_PER_FRAME:]
+        for pane in batch:
+            pane.styles.visibility = "visible"
+            pane.sync()
+        if self._unrevealed:
+            self.call_after_refresh(self._reveal)
 
     def page_of(self, pane: SessionPane) -> int:
         return self.panes.index(pane) // self.page_size
 
-    def relayout(self) -> None:
+    def relayout(self, first: SessionPane | None = None) -> None:
+        """Lay out the page shown. ``first``: see ``show_page``."""
         self.page = min(self.page, self.pages - 1)
         visible = self.page_panes()
-        cols, rows = self._shape(len(visible))
-        self.styles.grid_size_columns = cols
+        cols, rows = self._shape(self._per_page())
+        self.styles.grid_size_columns = cols  # (a setting that changes nothing does nothing)
         self.styles.grid_size_rows = rows
         shown = set(map(id, visible))
+        for pane in self._unrevealed:
+            pane.styles.visibility = "visible"
+        self._unrevealed = []
         for pane in self.panes:
+            if id(pane) in shown and not pane.display and first is not None and pane is not first:
+                pane.styles.visibility = "hidden"
+                self._unrevealed.append(pane)
             pane.display = id(pane) in shown
+        if self._unrevealed:
+            self.call_after_refresh(self._reveal)
         self.add_class("empty") if not self.panes else self.remove_class("empty")
         self.query_one("#empty-hint").display = not self.panes
 

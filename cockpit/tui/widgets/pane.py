@@ -45,14 +45,15 @@ class SessionPane(Vertical):
     _SELECTED_RULES = ("border_title_color", "border_title_background", "border_subtitle_color")
     ALLOW_MAXIMIZE = True
 
-    def __init__(self, view: SessionView) -> None:
+    def __init__(self, view: SessionView, host: str = "") -> None:
         # no widget id from the session id: ids are for CSS, and a session id is data
         super().__init__(classes="session-pane")
         self.view = view
+        self.host = host  # the server the session runs in, when the grid shows several ("": the one)
         self.number = 0  # its number in the grid (1-based, kept while it is open; set by PaneGrid.add_pane)
         self._synced = -1
         self._meta_synced = -1
-        self._title: tuple[str, str, str] | None = None
+        self._title: tuple[str, str, str, str] | None = None
         self._status_class = ""
         self._approval_key: tuple | None = None
         self.narrow = False
@@ -123,12 +124,13 @@ class SessionPane(Vertical):
         view = self.view
         number = f"{self.number} " if self.number else ""
         task = fmt.short(view.task or "…", 80)
-        key = (number, view.session_id, task)  # (Content compares plain text only)
+        host = f"@{self.host}" if self.host else ""
+        key = (number, view.session_id, host, task)  # (Content compares plain text only)
         if key == self._title:
             return
         self._title = key
         self.border_title = Content.from_markup(
-            "[b]$num$sid[/b] · $task", num=number, sid=view.session_id, task=task
+            "[b]$num$sid[/b]$host · $task", num=number, sid=view.session_id, host=host, task=task
         )
 
     def sync(self, force: bool = False) -> None:

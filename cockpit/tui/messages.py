@@ -1,0 +1,30 @@
+"""The runtime's events as Textual messages.
+
+The app's event pump (``CockpitApp._pump``: one worker reading ``Runtime.subscribe()``) posts
+them, in the runtime's order, to the main screen, which owns the panes and folds them
+(``cockpit.tui.screens.panes.SessionPanes``: ``on_runtime_snapshot``, ``on_runtime_event``).
+They do not bubble: the app hears of what concerns it (attention, an approval answered
+elsewhere) from the screen, after the event is folded.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from cockpit import events as ev
+
+
+class RuntimeSnapshot(Message, bubble=False):
+    """Every session's events so far, taken as the app subscribed (``Runtime.snapshot()``)."""
+
+    def __init__(self, events: tuple[ev.Event, ...]) -> None:
+        super().__init__()
+        self.events = events
+
+
+class RuntimeEvent(Message, bubble=False):
+    """One event as it happens (after the snapshot)."""
+
+    def __init__(self, event: ev.Event) -> None:
+        super().__init__()
+        self.event = event
