@@ -9,6 +9,10 @@ pages (the first pane of page 2 at 3×3 is 10). A pane keeps its number while it
 one leaves its number free (the next new pane takes the lowest free one) and never renumbers the
 others; the key of a number shown on the page picks that pane (1–9), else the n-th pane of the page.
 Any pane can be zoomed to the whole screen (``z``: Textual's maximize).
+
+Narrower than ``NARROW_LAYOUT`` columns (a phone's browser) the grid is ``single``: one pane a
+page, the selected one; the main screen then shows the list of sessions above it and the buttons
+for the selected one below (``widgets.narrow``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from cockpit.tui.widgets.pane import SessionPane
 MAX_PAGE = 9  # panes per page at most (3×3)
 MIN_PANE_WIDTH = 40  # columns a pane needs (body + side strip)
 MIN_PANE_HEIGHT = 8  # rows a pane needs to show a few lines of output (borders + status + 5)
+NARROW_LAYOUT = 60  # columns: below this, one pane at a time and the list of sessions
 
 EMPTY_HINT = (
     "[b]No sessions yet.[/]\n\n"
@@ -61,6 +66,7 @@ class PaneGrid(Container, can_focus=True):
         self.page = 0
         self.panes: list[SessionPane] = []
         self._area = (200, 50)  # the grid's last size on screen (it has none while a pane is zoomed)
+        self.single = False  # the narrow layout: one pane a page
 
     def compose(self) -> ComposeResult:
         no_key = getattr(self.app, "api_key_missing", False)
@@ -68,7 +74,9 @@ class PaneGrid(Container, can_focus=True):
 
     @property
     def page_size(self) -> int:
-        """Panes per page for the grid's current size (1–9)."""
+        """Panes per page for the grid's current size (1–9; 1 in the narrow layout)."""
+        if self.single:
+            return 1
         cols, rows = page_capacity(*self._area)
         return min(MAX_PAGE, cols * rows)
 
@@ -125,6 +133,7 @@ class PaneGrid(Container, can_focus=True):
     def on_resize(self) -> None:
         if self.size.width and self.size.height:
             self._area = (self.size.width, self.size.height)
+            self.single = self.size.width < NARROW_LAYOUT
         selected = getattr(self.screen, "selected", None)
         if selected in self.panes:  # keep the selected pane on screen when the page size changes
             self.page = self.page_of(selected)
