@@ -928,3 +928,18 @@ async def test_a_failed_request_to_the_runtime_is_one_line_and_the_app_stays():
         await until(pilot, lambda: len(notes) >= 2, "two notices")
         assert sorted(notes) == ["kill failed: no such session", "spawn failed: the server is gone"]
         assert app.is_running
+
+
+async def test_every_pane_an_attach_mounts_shows_its_session():
+    """The snapshot's sessions get their panes after it is folded: each one drawn, the last too
+    (its first sync once ran before it counted as mounted, and nothing redrew it)."""
+    initial = []
+    for n in range(4):
+        initial += session_script(f"s{n:05d}", f"task number {n}", S.WAITING, text=f"answer {n}")
+    app = CockpitApp(FakeManager(initial), notify_os=False)
+    async with app.run_test(size=(142, 44)) as pilot:
+        await until(pilot, lambda: len(app.panes) == 4, "four panes")
+        await until(pilot, lambda: all(p.border_title is not None for p in app.panes.values()), "every title")
+        last = app.panes["s00003"]
+        assert "task number 3" in str(last.border_title)
+        await until(pilot, lambda: "answer 3" in last.query_one("#pane-body").plain_text(), "its answer")
