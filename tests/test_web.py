@@ -160,6 +160,12 @@ async def test_a_browser_shows_the_grid_and_a_key_press_spawns_a_session(web: We
         await browser.wait_for_text("hello from the stand-in", "waiting for you", timeout=60)  # its pane, live
         png = await browser.screenshot(tmp_path / "desktop.png")
         _assert_drawn(png, 1280, 800)
+    deadline = time.monotonic() + 60  # the tab closed: its app quits (the session goes on in the server)
+    while _app_children(web.proc.pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert _app_children(web.proc.pid) == []
+    with BlockingClient() as c:
+        assert [r["status"] for r in c.call("list")["sessions"]] == ["waiting for you"]
 
 
 @needs_chromium
