@@ -34,8 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="bind to ADDR instead of 127.0.0.1 (e.g. a VPN address; 0.0.0.0: every interface); "
                         "warns: prefer loopback and a tunnel")
     tui_cli.add_arguments(p)  # the app's flags, passed to each tab's app
+    app_dests = _app_dests()
     for action in p._actions:  # given before `web` (cockpit --notes X web) or after: both count
-        if action.dest in _app_dests():
+        if action.dest in app_dests:
             action.default = argparse.SUPPRESS
         if action.dest == "no_server":
             action.help = argparse.SUPPRESS  # refused: a tab's app is a client of the server
@@ -89,9 +90,6 @@ def cmd_web(args: argparse.Namespace) -> int:
                            "(COCKPIT_NO_SERVER)")
     if not 0 <= args.port <= 65535:
         raise CockpitError(f"--port {args.port}: a port is 0 (a free one) to 65535")
-    for dest, action in _app_dests().items():  # the app's own defaults where none was given
-        if not hasattr(args, dest):
-            setattr(args, dest, action.default)
     tui_cli.prepare(args)  # a bad flag or config: one line now
     try:
         import textual_serve  # noqa: F401

@@ -132,11 +132,13 @@ class NarrowActions(Horizontal):
 
     def __init__(self) -> None:
         super().__init__(id="narrow-actions")
-        self._shown: tuple | None = None
+        self._shown: tuple | None = (False, False)  # (asks, waits): what compose shows
 
     def compose(self) -> ComposeResult:
-        for bid, label, action, _ in BUTTONS:
-            yield BarButton(label, action, bid)
+        for bid, label, action, when in BUTTONS:
+            button = BarButton(label, action, bid)
+            button.display = when == "idle"  # nothing selected yet: nothing asks or waits
+            yield button
 
     def on_mount(self) -> None:
         self.refresh_buttons()
@@ -144,7 +146,7 @@ class NarrowActions(Horizontal):
 
     def refresh_buttons(self) -> None:
         main = _main(self)
-        if main is None:
+        if main is None or not main.has_class("-narrow"):
             return
         pane = main.focused_pane()
         view = pane.view if pane is not None else None
