@@ -11,6 +11,7 @@
 ``cockpit doctor``          check this machine (one line a check, with the fix)
 ``cockpit config path|check``   where the config file is, whether it parses
 ``cockpit completion SHELL``    shell completion code (bash, zsh, fish)
+``cockpit web``             the app in a browser (loopback, a token in the URL; a phone layout)
 ``cockpit --version``
 
 Each sub-command lives in its own module, which adds its parser through ``add_parser(subparsers)``
@@ -37,7 +38,7 @@ COMMAND_MODULES = {  # (in the order of the full parser's --help)
     "memory": "memory_cli", "run": "headless",
     **dict.fromkeys(("server", "ls", "send", "kill", "attach", "approve", "deny", "budget"), "server_cli"),
     "worktrees": "worktrees_cli", "shell": "worktrees_cli", "agents": "agents_cli", "doctor": "doctor",
-    "config": "config_cli", "completion": "completion_cli",
+    "config": "config_cli", "completion": "completion_cli", "web": "web_cli",
 }
 
 
@@ -65,7 +66,7 @@ def build_parser(command: str | None = None, epilogs: bool = True) -> argparse.A
     sub = parser.add_subparsers(
         dest="command",
         metavar="{memory,run,ls,send,kill,attach,approve,deny,budget,worktrees,shell,server,agents,doctor,config,"
-                "completion}")
+                "completion,web}")
     wanted = COMMAND_MODULES.get(command or "")
     for name in [wanted] if wanted else list(dict.fromkeys(COMMAND_MODULES.values())):
         module = importlib.import_module(f"cockpit.{name}")

@@ -24,6 +24,7 @@ KEYS_READ: dict[str | None, str] = {
     "budget": "max_budget_usd, max_budget_tokens, server_budget_usd, server_budget_tokens (the server's)",
     "agents": "[agents.NAME] (agents added to the built-in ones, or fields of a built-in one replaced)",
 }
+KEYS_READ["web"] = KEYS_READ[None] + " (each browser tab's app)"
 HOSTS = "[hosts.NAME] (with --host)"
 for _command in (None, "run", "memory", "worktrees", "doctor", "budget"):
     KEYS_READ[_command] = f"{KEYS_READ[_command]}; {HOSTS}"

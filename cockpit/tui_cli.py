@@ -86,7 +86,9 @@ class _DeferredEngine:
             self._engine.close()
 
 
-def run(args: argparse.Namespace) -> int:
+def prepare(args: argparse.Namespace) -> tuple[Any, Path]:
+    """The app's flags checked as the app starts (``cockpit web`` checks them once, before
+    serving): its ``RuntimeConfig`` and workspace, or a ``CockpitError`` with the one line."""
     from cockpit.errors import CockpitError
     from cockpit.host_cli import host_name
     from cockpit.runtime import ConfigError, load_config
@@ -134,8 +136,16 @@ def run(args: argparse.Namespace) -> int:
         check_keymap(ui_state.load_keymap())
     except ValueError as exc:
         raise CockpitError(f"{ui_state.config_path()}: {exc}") from None
+    return config, workspace
+
+
+def run(args: argparse.Namespace) -> int:
+    config, workspace = prepare(args)
     import os
 
+    from cockpit.host_cli import host_name
+
+    host = host_name(args)
     if host:
         return _run_attached(args, config, workspace, host)
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):

@@ -970,3 +970,18 @@ async def test_an_interrupted_session_attaches_with_its_output_once(tmp_path):
         assert [(b.kind, b.text) for b in view.blocks if b.kind != "tool"] == [
             ("text", "Let me look."), ("text", "It is 8080."), ("user", "sure?"), ("text", "Still 8080.")]
         assert [b.result for b in view.blocks if b.kind == "tool"] == ["Staging runs on port 8080.\n"]
+
+
+async def test_every_pane_an_attach_mounts_shows_its_session():
+    """The snapshot's sessions get their panes after it is folded: each one drawn, the last too
+    (its first sync once ran before it counted as mounted, and nothing redrew it)."""
+    initial = []
+    for n in range(4):
+        initial += session_script(f"s{n:05d}", f"task number {n}", S.WAITING, text=f"answer {n}")
+    app = CockpitApp(FakeManager(initial), notify_os=False)
+    async with app.run_test(size=(142, 44)) as pilot:
+        await until(pilot, lambda: len(app.panes) == 4, "four panes")
+        await until(pilot, lambda: all(p.border_title is not None for p in app.panes.values()), "every title")
+        last = app.panes["s00003"]
+        assert "task number 3" in str(last.border_title)
+        await until(pilot, lambda: "answer 3" in last.query_one("#pane-body").plain_text(), "its answer")

@@ -192,3 +192,26 @@ def test_the_diff_screen(snap_compare):
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=(140, 30), run_before=run_before)
+
+
+def test_the_narrow_layout_on_a_phone(snap_compare):
+    """A phone's width (cockpit web): the sessions with their states, the asking one's pane alone,
+    its approve / deny buttons."""
+    from cockpit.tui.widgets.narrow import SessionRow
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr, FakeEngine(), clock=FIXED_CLOCK, watch_notes=False, notify_os=False)
+
+    async def run_before(pilot):
+        _coding_session(mgr)
+        mgr.emit(*session_script("a1b2c3", "what port does staging run on?", S.WAITING,
+                                 text="Staging runs on **port 6443**.", notes=NOTES))
+        mgr.emit(*session_script("d4e5f6", "refactor the login flow", S.STREAMING, text="Looking at the session check"))
+        await _settle(pilot, lambda: len(app.panes) == 3 and len(app.screen.query(SessionRow)) == 3
+                      and app.memory.last_sync)
+        await pilot.press("1")
+        await _settle(pilot, lambda: app.screen.query_one("#bar-allow").display)
+        app.clear_notifications()  # the "waiting for you" toast would cover the buttons
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(44, 40), run_before=run_before)

@@ -15,6 +15,10 @@ pane (asking what to do with a worktree that still holds changes), ``z`` zooms i
 screen (Textual's maximize; ``z`` or ``escape`` again restores), ``$`` sets its spend cap in USD
 (the server's when it is paused at that one: see ``cockpit.tui.screens.budget``).
 
+Narrower than ``NARROW_LAYOUT`` columns (a phone's browser through ``cockpit web``) the screen
+has the ``-narrow`` class: the list of sessions and their states on top, one pane (the selected
+one), and buttons for what the selected session waits on (``widgets.narrow``); the keys are the same.
+
 Every binding has an id, so users remap it with ``App.set_keymap`` (see ``cockpit.tui.state``).
 Ids: ``spawn``, ``kill``, ``approve``, ``approve.once``, ``approve.session``, ``follow_up``,
 ``diff``, ``continue``, ``close``, ``zoom``, ``budget``, ``review``, ``memory``, ``warnings``, ``pane.left``/
@@ -30,6 +34,8 @@ from textual.binding import Binding
 from cockpit.tui.screens.panes import SessionPanes
 from cockpit.tui.widgets import PaneGrid, SessionPane, TotalsBar
 from cockpit.tui.widgets.footer import KeyFooter
+from cockpit.tui.widgets.grid import NARROW_LAYOUT
+from cockpit.tui.widgets.narrow import NarrowActions, SessionList
 
 
 def _jump_bindings() -> list[Binding]:
@@ -42,7 +48,9 @@ NARROW_FOOTER = 120  # columns
 
 
 class MainScreen(SessionPanes):
-    ALLOW_IN_MAXIMIZED_VIEW = "TotalsBar, KeyFooter"  # a zoomed pane keeps the header and the keys
+    ALLOW_IN_MAXIMIZED_VIEW = "TotalsBar, NarrowActions, KeyFooter"  # a zoomed pane keeps the header and the keys
+    # a phone's width: the list of sessions, one pane, the buttons (cockpit.tcss, widgets.narrow)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_LAYOUT, "-wide")]
 
     BINDINGS = [
         Binding("n", "spawn", "Spawn", id="spawn"),
@@ -99,7 +107,9 @@ class MainScreen(SessionPanes):
 
     def compose(self) -> ComposeResult:
         yield TotalsBar(id="totals")
+        yield SessionList()
         yield PaneGrid()
+        yield NarrowActions()
         yield KeyFooter()
 
     def focused_pane(self) -> SessionPane | None:
@@ -166,9 +176,12 @@ class MainScreen(SessionPanes):
             getattr(pane, f"action_{how}")()
 
     def action_jump(self, number: int) -> None:
-        """The pane titled ``number`` when it is on the page shown, else the page's n-th pane."""
-        panes = self.grid.page_panes()
-        titled = next((p for p in panes if p.number == number), None)
+        """The pane titled ``number`` when it is on the page shown (any page in the narrow layout,
+        where a page is one pane), else the page's n-th pane."""
+        grid = self.grid
+        panes = grid.page_panes()
+        titled = next((p for p in grid.panes if p.number == number), None) if grid.single else None
+        titled = titled or next((p for p in panes if p.number == number), None)
         if titled is not None:
             self.focus_pane(titled)
         elif 1 <= number <= len(panes) and not any(p.number <= len(panes) for p in panes):

@@ -23,6 +23,9 @@ class KeyFooter(Footer):
             self.show_command_palette = not compact  # (ctrl+p still opens it; the keys need the room)
 
     def bindings_changed(self, screen: Screen) -> None:
+        if not screen.app.app_focus:  # Textual rebuilds nothing meanwhile: remember nothing either
+            super().bindings_changed(screen)  # (in a browser tab the app starts blurred until clicked)
+            return
         signature = tuple(
             (key, b.binding.action, b.binding.description, b.binding.show, b.enabled)
             for key, b in screen.active_bindings.items()

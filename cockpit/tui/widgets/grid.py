@@ -15,6 +15,10 @@ out the new page and paints only the pane that key selects; the page's other pan
 cells (``visibility: hidden``: laid out, not painted) and appear ``REVEAL_PER_FRAME`` at a time
 on the frames after it. Painting a whole page of nine panes costs a key's frame ≈ 60-90 ms of
 CPU; one pane ≈ a ninth of it (docs/BENCHMARKS.md, Issue 24).
+
+Narrower than ``NARROW_LAYOUT`` columns (a phone's browser) the grid is ``single``: one pane a
+page, the selected one; the main screen then shows the list of sessions above it and the buttons
+for the selected one below (``widgets.narrow``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ MAX_PAGE = 9  # panes per page at most (3×3)
 MIN_PANE_WIDTH = 40  # columns a pane needs (body + side strip)
 MIN_PANE_HEIGHT = 8  # rows a pane needs to show a few lines of output (borders + status + 5)
 REVEAL_PER_FRAME = 2  # panes of a newly shown page painted per frame after the key's own
+NARROW_LAYOUT = 60  # columns: below this, one pane at a time and the list of sessions
 
 EMPTY_HINT = (
     "[b]No sessions yet.[/]\n\n"
@@ -69,6 +74,7 @@ class PaneGrid(Container, can_focus=True):
         self.panes: list[SessionPane] = []
         self._area = (200, 50)  # the grid's last size on screen (it has none while a pane is zoomed)
         self._unrevealed: list[SessionPane] = []  # panes of the page shown, not painted yet
+        self.single = False  # the narrow layout: one pane a page
 
     def compose(self) -> ComposeResult:
         no_key = getattr(self.app, "api_key_missing", False)
@@ -76,7 +82,9 @@ class PaneGrid(Container, can_focus=True):
 
     @property
     def page_size(self) -> int:
-        """Panes per page for the grid's current size (1–9)."""
+        """Panes per page for the grid's current size (1–9; 1 in the narrow layout)."""
+        if self.single:
+            return 1
         cols, rows = page_capacity(*self._area)
         return min(MAX_PAGE, cols * rows)
 
@@ -168,6 +176,7 @@ class PaneGrid(Container, can_focus=True):
     def on_resize(self) -> None:
         if self.size.width and self.size.height:
             self._area = (self.size.width, self.size.height)
+            self.single = self.size.width < NARROW_LAYOUT
         selected = getattr(self.screen, "selected", None)
         if selected in self.panes:  # keep the selected pane on screen when the page size changes
             self.page = self.page_of(selected)

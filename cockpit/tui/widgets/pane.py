@@ -68,7 +68,9 @@ class SessionPane(Vertical):
 
     def on_mount(self) -> None:
         self.query_one("#pane-approval").display = False
-        self.sync(force=True)
+        # not now: during its Mount handler a widget is not ``is_mounted`` yet, and ``sync`` would
+        # skip it (the last pane an attach mounts was left blank: no later resize redrew it)
+        self.call_after_refresh(self.sync, True)
 
     def on_resize(self) -> None:
         narrow = 0 < self.size.width < NARROW

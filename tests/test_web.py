@@ -1,0 +1,229 @@
+"""``cockpit web``: the real command in a subprocess, attached to a real server, sessions against
+the Messages API stand-in. Without the token nothing is served and no app starts; with it, the
+page; a headless Chromium (the OS package; skipped when absent) opens the printed URL, the grid
+renders, and keys typed in the page spawn a session; a phone-sized page gets the narrow layout."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import pytest
+from cdp import Browser, chromium
+from standin import Reply, StandIn
+
+from cockpit.cli import main
+from cockpit.server.client import BlockingClient, server_running, wait_for_stop
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_chromium = pytest.mark.skipif(chromium() is None, reason="no chromium on PATH (Debian: apt-get install chromium)")
+
+
+@dataclass
+class Web:
+    url: str
+    port: int
+    token: str
+    proc: subprocess.Popen
+    api: StandIn
+    out: list[str]
+
+
+def _start(cwd: Path, *flags: str, api: StandIn) -> Web:
+    env = {k: v for k, v in os.environ.items() if k != "COCKPIT_NO_SERVER"}
+    env.update(ANTHROPIC_API_KEY="test-key", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "cockpit", "web", "--base-url", api.base_url, "--model", "test-model",
+                             "--notes", str(cwd / "notes"), *flags],
+                            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out: list[str] = []
+    deadline = time.monotonic() + 120  # a failure guard: the server starts first
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        out.append(line)
+        found = re.search(r"(http://[^\s/]+:(\d+)/([\w-]+)/)", line)
+        if found:
+            return Web(found.group(1), int(found.group(2)), found.group(3), proc, api, out)
+    proc.kill()
+    raise AssertionError(f"cockpit web printed no URL: {''.join(out)}")
+
+
+def _stop(web: Web) -> None:
+    web.proc.send_signal(signal.SIGTERM)
+    try:
+        web.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        web.proc.kill()
+        raise
+    if server_running():
+        with BlockingClient() as c:
+            pid = c.call("server.status")["pid"]
+            c.call("server.stop")
+        if not wait_for_stop(pid, 30):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def web(tmp_path, monkeypatch) -> Iterator[Web]:
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    (tmp_path / "notes").mkdir()
+    with StandIn() as api:
+        api.responder = lambda body: Reply("hello from the stand-in")
+        served = _start(tmp_path, api=api)
+        try:
+            yield served
+        finally:
+            _stop(served)
+
+
+def _app_children(pid: int) -> list[str]:
+    """Command lines of the processes ``pid`` started that are not the Cockpit server."""
+    out = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+            cmdline = (status.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if f"\nPPid:\t{pid}\n" in text and " server " not in cmdline + " ":
+            out.append(cmdline)
+    return out
+
+
+async def _get(url: str, **headers: str) -> tuple[int, str, dict]:
+    async with aiohttp.ClientSession() as http, http.get(url, headers=headers) as r:
+        return r.status, await r.text(), dict(r.headers)
+
+
+async def test_without_the_token_nothing_is_served_and_no_app_starts(web: Web):
+    base = f"http://127.0.0.1:{web.port}"
+    wrong = web.token[:-1] + ("A" if web.token[-1] != "A" else "B")
+    for path in ("/", "/ws", f"/{wrong}/", f"/{wrong}/ws", f"/{wrong}/static/js/textual.js", "/static/js/textual.js",
+                 f"/x/{web.token}/"):
+        status, text, _ = await _get(base + path)
+        assert status == 403 and "token" in text, path
+    async with aiohttp.ClientSession() as http:  # a websocket without the token: refused before the upgrade
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await http.ws_connect(f"{base}/{wrong}/ws?width=80&height=24")
+        assert refused.value.status == 403
+        # with the token, but opened by a page of another site: refused too
+        with pytest.raises(aiohttp.WSServerHandshakeError) as foreign:
+            await http.ws_connect(f"{web.url}ws?width=80&height=24", origin="http://evil.example")
+        assert foreign.value.status == 403
+    assert _app_children(web.proc.pid) == []  # no app process was started for any of them
+
+    status, page, headers = await _get(web.url)
+    assert status == 200 and f"ws://127.0.0.1:{web.port}/{web.token}/ws" in page and "<title>Cockpit</title>" in page
+    assert 'name="viewport" content="width=device-width' in page  # a phone lays it out at its own width
+    assert headers["Referrer-Policy"] == "no-referrer" and "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+    status, script, _ = await _get(web.url + "static/js/textual.js")
+    assert status == 200 and "WebSocket" in script
+    # the page's URLs follow the Host the browser used (e.g. the local end of an ssh -L tunnel)
+    status, page, _ = await _get(web.url, Host="localhost:9999")
+    assert f"ws://localhost:9999/{web.token}/ws" in page
+    assert "ssh -L" in "".join(web.out) and web.url.startswith("http://127.0.0.1:")
+
+
+@needs_chromium
+async def test_a_browser_shows_the_grid_and_a_key_press_spawns_a_session(web: Web, tmp_path):
+    async with Browser(1280, 800) as browser:
+        await browser.open(web.url)
+        await browser.wait_for("document.body.classList.contains('-first-byte')", timeout=120)
+        await browser.click(640, 4)  # on the header: a tab's app is blurred (its footer empty) until a click
+        await browser.wait_for_text("No sessions yet", "Spawn", timeout=120)  # the grid, empty, and its keys
+        assert len(_app_children(web.proc.pid)) == 1  # this tab's app
+        await browser.press("n")
+        await browser.wait_for_text("New session", "what port does staging run on", timeout=60)  # the spawn dialog
+        await browser.type("say hello from the browser")
+        await browser.press("enter")
+        deadline = time.monotonic() + 120
+        rows: list[dict] = []
+        while time.monotonic() < deadline:
+            with BlockingClient() as c:
+                rows = c.call("list")["sessions"]
+            if rows and rows[0]["status"] == "waiting for you":
+                break
+            await asyncio.sleep(0.2)
+        assert [r["task"] for r in rows] == ["say hello from the browser"] and rows[0]["status"] == "waiting for you"
+        await browser.wait_for_text("hello from the stand-in", "waiting for you", timeout=60)  # its pane, live
+        png = await browser.screenshot(tmp_path / "desktop.png")
+        _assert_drawn(png, 1280, 800)
+    deadline = time.monotonic() + 60  # the tab closed: its app quits (the session goes on in the server)
+    while _app_children(web.proc.pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert _app_children(web.proc.pid) == []
+    with BlockingClient() as c:
+        assert [r["status"] for r in c.call("list")["sessions"]] == ["waiting for you"]
+
+
+@needs_chromium
+async def test_a_phone_sized_browser_gets_the_narrow_layout(web: Web, tmp_path):
+    async with Browser(390, 844, mobile=True) as browser:
+        await browser.open(web.url)
+        await browser.wait_for("document.body.classList.contains('-first-byte')", timeout=120)
+        await browser.click(195, 4)
+        await browser.wait_for_text("+ New n", "no sessions", timeout=120)  # the narrow layout's button and list
+        png = await browser.screenshot(tmp_path / "phone.png")
+        _assert_drawn(png, 390, 844)
+
+
+def _assert_drawn(png: bytes, width: int, height: int) -> None:
+    """The screenshot is the page's size and shows more than a blank background."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    assert image.size == (width, height)
+    colours = image.getcolors(maxcolors=1 << 16)
+    assert colours is None or len(colours) > 20, "the page is (almost) one colour: nothing was drawn"
+
+
+def test_listening_beyond_loopback_warns_and_names_the_tunnels(tmp_path, monkeypatch):
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    (tmp_path / "notes").mkdir()
+    with StandIn() as api:
+        served = _start(tmp_path, "--listen", "0.0.0.0", api=api)
+        try:
+            said = "".join(served.out)
+            assert "warning: listening on 0.0.0.0" in said and "ssh -L" in said and "VPN" in said
+            status, _, _ = asyncio.run(_get(f"http://127.0.0.1:{served.port}/"))
+            assert status == 403  # still the token on every request
+        finally:
+            _stop(served)
+
+
+def test_bad_input_is_one_line_before_anything_starts(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["web", "--no-server"]) != 0
+    assert "drop --no-server" in capsys.readouterr().err
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    assert main(["web", "--workspace", str(tmp_path / "missing")]) != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "workspace is not a folder" in err
+    assert main(["web", "--port", "70000"]) != 0
+    assert "--port 70000" in capsys.readouterr().err
+    assert not server_running()  # none was started for a refused command
+
+
+def test_the_app_flags_reach_each_tabs_app_given_before_or_after_web():
+    from cockpit.cli import build_parser
+    from cockpit.web_cli import app_argv, is_loopback
+
+    args = build_parser("web").parse_args(["web", "--notes", "auto", "--no-worktree", "--permission-mode", "plan"])
+    assert app_argv(args) == ["--notes", "auto", "--permission-mode", "plan", "--no-worktree"]
+    args = build_parser("web").parse_args(["--model", "m1", "web", "--port", "8123"])
+    assert app_argv(args) == ["--model", "m1"] and args.port == 8123
+    assert app_argv(build_parser("web").parse_args(["web"])) == []
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("box.example")
