@@ -51,6 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--network", default=None, choices=["off", "on", "allow"],
                    help="network inside the sandbox for new sessions: off (default), on, or allow "
                         "([sandbox] allow_hosts only)")
+    g.add_argument("--host", metavar="NAME", action="append", default=None,
+                   help="show this host's sessions in the grid (repeatable: several hosts side by side; "
+                        "'local' is this machine; a [hosts.NAME] of config.toml or an ssh destination; "
+                        "default: [grid] hosts, else this machine alone)")
     g.add_argument("--no-server", action="store_true",
                    help="run the sessions in this process (they end with the app) instead of the background server")
 
@@ -129,7 +133,19 @@ def run(args: argparse.Namespace) -> int:
         raise CockpitError(f"{ui_state.config_path()}: {exc}") from None
     import os
 
-    if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
+    no_server = bool(getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER"))
+    from cockpit.runtime.config import config_path
+    from cockpit.server.host_config import grid_hosts
+
+    asked = getattr(args, "host", None)
+    grid = grid_hosts(asked, config_path()) if asked or not no_server else []
+    if asked and no_server:
+        raise CockpitError("--host shows the sessions of hosts' servers: drop --no-server (COCKPIT_NO_SERVER)")
+    if [h.name for h in grid] not in ([], ["local"]):  # several hosts, or one remote: a grid of hosts
+        from cockpit.grid_cli import run_grid
+
+        return run_grid(args, config, workspace, grid)
+    if not no_server:
         return _run_attached(args, config, workspace)
 
     if config.api_key or config.auth_token:  # this process runs the shells: the key out of their reach

@@ -257,7 +257,9 @@ _SANDBOX_TABLE = {"enabled": "sandbox", "network": "network", "allow_hosts": "al
                   "protected": "protected", "pass_env": "pass_env"}
 _TABLES = {"runtime": set(_FILE_KEYS), "permissions": {"allow", "deny", "defaultMode"}, "sandbox": set(_SANDBOX_TABLE),
            "preseed": set(_PRESEED_TABLE), "keymap": None,
-           "agents": None}  # keymap: binding ids, checked by the app; agents: by acp.agents.parse_agents
+           "agents": None, "hosts": None, "grid": {"hosts"}}
+# keymap: binding ids, checked by the app; agents: by acp.agents.parse_agents; hosts and grid: by
+# cockpit.server.host_config (the app's hosts)
 
 
 def _refuse_unknown(path: Path, data: dict) -> None:

@@ -235,6 +235,22 @@ class Runtime(Protocol):
     async def aclose(self) -> None: ...
 
 
+class GridRuntime(Runtime, Protocol):
+    """A ``Runtime`` over several hosts (``cockpit.server.hosts.MultiHostRuntime``): what the
+    spawn dialog asks besides. ``spawn`` takes ``host=NAME`` too."""
+
+    default_host: str
+
+    @property
+    def hosts(self) -> tuple[Any, ...]:
+        """``cockpit.server.hosts.Host``: name, workspace and notes there."""
+        ...
+
+    def host_state(self, name: str) -> str: ...
+
+    def backends_of(self, host: str) -> tuple[str, ...]: ...
+
+
 class BatchRuntime(Protocol):
     """A session manager as the in-process headless runner uses it (``SessionManager``)."""
 

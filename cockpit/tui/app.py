@@ -43,6 +43,7 @@ from cockpit.textsafe import clean_event, clean_tree
 from cockpit.tui import state as ui_state
 from cockpit.tui.attention import Attention
 from cockpit.tui.commands import SessionCommands
+from cockpit.tui.hosts import HostsView
 from cockpit.tui.model import SessionView
 from cockpit.tui.notify import DesktopNotifications, Notifier
 from cockpit.tui.repaint import RepaintScheduler
@@ -67,7 +68,7 @@ PANE_BUDGET_HZ = 36
 ENGINE_POLL_S = 1.0
 
 
-class CockpitApp(SessionCommands, Attention, App):
+class CockpitApp(SessionCommands, Attention, HostsView, App):
     """Sessions side by side. Units on screen: tokens and USD (see the widgets' docstrings).
 
     ``permission_mode``, ``worktree``, ``backend``: the spawn dialog's defaults (from config;
@@ -136,6 +137,7 @@ class CockpitApp(SessionCommands, Attention, App):
         self.panes: dict[str, SessionPane] = {}
         self.closed: list[SessionView] = []  # panes the user closed (their spend stays in the totals)
         self._closed_ids: set[str] = set()
+        self._hosts_init()  # several hosts in one grid (cockpit.tui.hosts)
         # notes_missing: the notes folder's path when there is none, so no engine (the server's app)
         self.memory = MemoryState(model_state="warming" if engine is not None else "off", notes_missing=notes_missing)
         self.repaint = RepaintScheduler(FLUSH_HZ, PANE_MAX_HZ, PANE_BUDGET_HZ)
@@ -272,7 +274,11 @@ class CockpitApp(SessionCommands, Attention, App):
         session's id goes there instead, its pane mounted by the caller (after the snapshot)."""
         self.events_seen += 1
         event = clean_event(event)  # escape sequences in model or tool text never reach the terminal
+        if isinstance(event, ev.HostStatus):  # a host's connection, not a session's event
+            self.host_event(event)
+            return
         sid = event.session_id
+        live = live and not self.replaying(sid)  # a host's replay after a reconnect is not news
         if sid in self._closed_ids:
             return
         if isinstance(event, ev.SessionForgotten):  # closed in another app (or this one)
@@ -288,7 +294,7 @@ class CockpitApp(SessionCommands, Attention, App):
         view = self.views.get(sid)
         before = view.status if view is not None else None
         if view is None:
-            view = SessionView(sid)
+            view = SessionView(sid, host=self.host_label(sid))
             self.views[sid] = view
             view.apply(event)
             if mount is not None:
@@ -296,6 +302,7 @@ class CockpitApp(SessionCommands, Attention, App):
             else:
                 await self._add_pane(view)
         else:
+            self.replay_reset(view)
             view.apply(event)
         self.repaint.mark(sid, urgent=not isinstance(event, ev.TextDelta))
         if isinstance(event, (ev.WorktreeChanged, ev.Reviewed, ev.SessionDone)):
@@ -421,7 +428,8 @@ class CockpitApp(SessionCommands, Attention, App):
             grid = main.query_one(PaneGrid)
         except Exception:
             return
-        bar.show(list(self.views.values()), self.memory, grid.page, grid.pages, closed=self.closed)
+        bar.show(list(self.views.values()), self.memory, grid.page, grid.pages, closed=self.closed,
+                 hosts=self.hosts_line())
 
     # -- memory engine (thread workers only) ---------------------------------------
     @work(thread=True, group="engine-boot", name="memory warm-up, sync and watch")

@@ -21,6 +21,7 @@ from textual.worker import Worker, WorkerState
 from cockpit.events import SessionStatus
 from cockpit.runtime.protocols import Runtime
 from cockpit.tui import format as fmt
+from cockpit.tui.hosts import spawn_hosts
 from cockpit.tui.model import SessionView
 from cockpit.tui.screens.approval import Answer, ApprovalDialog
 from cockpit.tui.screens.budget import BudgetChange, BudgetDialog
@@ -73,7 +74,8 @@ class SessionCommands(App):
                         backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing,
                         budget_usd=budget if isinstance(budget, (int, float)) else None,
                         sandbox=self.manager.config.sandbox is not False,
-                        workspace=getattr(self, "workspace", None) or os.getcwd()),
+                        workspace=getattr(self, "workspace", None) or os.getcwd(),
+                        **spawn_hosts(self.manager, getattr(self, "workspace", None) or os.getcwd())),
             self._spawn_chosen,
         )
 
@@ -98,8 +100,9 @@ class SessionCommands(App):
         budget: dict = {} if request.max_budget_usd is None else {"max_budget_usd": request.max_budget_usd}
         if request.sandbox is not None:
             budget["sandbox"] = request.sandbox
+        where: dict = {} if request.host is None else {"host": request.host}  # a grid of several hosts
         session = await self.manager.spawn(
-            request.task, workspace=self.workspace, model=request.model or self.model,
+            request.task, workspace=request.workspace or self.workspace, **where, model=request.model or self.model,
             preseed=self.preseed, top_k=self.top_k, permission_mode=request.permission_mode,
             worktree=request.worktree, backend=request.backend, **budget,
         )

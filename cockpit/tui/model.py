@@ -43,7 +43,9 @@ def approval_text(allowed: bool, scope: str, reason: str) -> str:
 
 @dataclass
 class SessionView:
-    session_id: str
+    session_id: str  # grid-wide: a remote host's ids carry the host (``cockpit.hostids``)
+    host: str = ""  # the host the pane's title names ("" with one host in the grid)
+    link: str = ""  # "" while its host is connected, else e.g. "reconnecting (…) · retry in 4 s"
     task: str = ""
     model: str = ""
     workspace: str = ""

@@ -9,6 +9,9 @@ from config), permission mode (Claude Code's names; default from config), "own g
 (off = run in the workspace itself), backend (what the runtime offers), budget (the session's
 spend cap in USD, shown with the configured ``max_budget_usd``; empty = the configured cap, or
 none; a value that is not a number of dollars > 0 is said in the dialog, which stays open).
+In a grid of several hosts (``hosts``: :class:`HostChoice`) the dialog first picks the host, then
+its workspace (the host's default, editable) and says which notes its sessions get; the backends
+offered are that host's. The preview is of this machine's notes: shown for the local host only.
 Dismisses with a :class:`SpawnRequest`, or ``None`` on Escape.
 """
 
@@ -50,6 +53,21 @@ class SpawnRequest:
     backend: str | None = None
     max_budget_usd: float | None = None  # the session's spend cap in USD (None: the configured one)
     sandbox: bool | None = None  # False: commands unconfined (None: the configured choice)
+    host: str | None = None  # the host it runs on (None: one host, or the grid's default)
+    workspace: str | None = None  # where, on that host (None: the app's workspace)
+
+
+@dataclass(frozen=True)
+class HostChoice:
+    """A host the dialog offers: its ``name``, connection ``state``, default ``workspace`` there,
+    the ``notes`` folder its sessions get ("" : the server's default) and its ``backends``."""
+
+    name: str
+    state: str = "connected"
+    workspace: str = ""
+    notes: str = ""
+    backends: tuple[str, ...] = ("cockpit",)
+    local: bool = False  # this machine: the notes preview applies
 
 
 def preview_markup(preseed: Any) -> str:
@@ -78,8 +96,11 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
                  model: str = "", permission_mode: str | None = None, worktree: bool | None = None,
                  backends: tuple[str, ...] = ("cockpit",), backend: str | None = None,
                  notes_missing: str = "", budget_usd: float | None = None, sandbox: bool = True,
-                 workspace: str | None = None) -> None:
+                 workspace: str | None = None, hosts: tuple[HostChoice, ...] = (),
+                 host: str | None = None) -> None:
         super().__init__(id="spawn-dialog")
+        self.hosts = {h.name: h for h in hosts} if len(hosts) > 1 else {}
+        self.host = host if host in self.hosts else next(iter(self.hosts), None)
         self.engine = engine
         self.top_k = top_k
         self.preseed = preseed
@@ -101,6 +122,16 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
         with Vertical(id="spawn-box"):
             yield Label("[b]New session[/b] — the task (Enter or ctrl+s spawns, Esc cancels, Tab: options)")
             yield Input(placeholder="e.g. what port does staging run on?", id="spawn-task")
+            if self.hosts:
+                chosen = self.hosts[self.host or ""]
+                with Horizontal(id="spawn-host-row"):
+                    yield Label("host", classes="spawn-option-label")
+                    yield Select([(f"{h.name} · {h.state}", h.name) for h in self.hosts.values()], value=chosen.name,
+                                 allow_blank=False, id="spawn-host", compact=True)
+                    yield Label("workspace", classes="spawn-option-label")
+                    yield Input(chosen.workspace, placeholder="folder on that host", id="spawn-workspace",
+                                compact=True)
+                yield Label(self._notes_line(chosen), id="spawn-host-notes")
             if self.notes_missing:
                 yield Label(Content.from_markup(
                     "[b $warning]No notes folder at $path[/]: the session starts without project notes.",
@@ -137,12 +168,41 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             yield Static(self._idle_text(), id="spawn-preview")
 
     def on_mount(self) -> None:
-        if self.workspace:
+        if self.workspace and self._local():
             self._where(self.workspace, self.worktree)
+
+    def _local(self) -> bool:
+        """The chosen host is this machine (or there is one host)."""
+        return not self.hosts or self.hosts[self.host or ""].local
+
+    @staticmethod
+    def _notes_line(host: HostChoice) -> Content:
+        notes = host.notes or "its server's default notes folder"
+        return Content.from_markup("[dim]notes on $host: $notes[/]", host=host.name, notes=notes)
+
+    @on(Select.Changed, "#spawn-host")
+    def _host_chosen(self, event: Select.Changed) -> None:
+        """Another host: its workspace, notes and backends; the preview only for this machine's notes."""
+        if not isinstance(event.value, str) or event.value == self.host:
+            return
+        self.host = event.value
+        chosen = self.hosts[event.value]
+        self.query_one("#spawn-workspace", Input).value = chosen.workspace
+        self.query_one("#spawn-host-notes", Label).update(self._notes_line(chosen))
+        backend = self.query_one("#spawn-backend", Select)
+        current = backend.value
+        backend.set_options([(b, b) for b in chosen.backends or ("cockpit",)])
+        backend.value = current if current in chosen.backends else (chosen.backends or ("cockpit",))[0]
+        self.refused = ""
+        self.query_one("#spawn-where", Label).display = False
+        self._show(self._idle_text(), None)
+        task = self.query_one("#spawn-task", Input).value
+        if task.strip() and self.preseed and self._local() and self.engine is not None:
+            self._preview(task)
 
     @on(Checkbox.Changed, "#spawn-worktree")
     def _worktree_toggled(self, event: Checkbox.Changed) -> None:
-        if self.workspace and not event.checkbox.disabled:
+        if self.workspace and not event.checkbox.disabled and self._local():
             self._where(self.workspace, event.value)
 
     @work(thread=True, exclusive=True, group="spawn-where")
@@ -171,6 +231,8 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
     def _idle_text(self) -> str:
         if not self.preseed:
             return "[dim]preseed is off (--no-preseed)[/]"
+        if not self._local():
+            return f"[dim]the preview is of this machine's notes; a session on {self.host} gets that host's[/]"
         if self.engine is None:
             return "[dim]no memory engine[/]"
         if self.notes_missing:
@@ -194,8 +256,13 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             mode = None  # left as shown: the runtime's configured mode applies
         if default_worktree is None and worktree == self.worktree:
             worktree = None
+        host: str | None = None
+        workspace: str | None = None
+        if self.hosts:
+            host = self.host
+            workspace = self.query_one("#spawn-workspace", Input).value.strip() or None
         return SpawnRequest(
-            task=task, model=model,
+            task=task, model=model, host=host, workspace=workspace,
             permission_mode=mode if isinstance(mode, str) else None,
             worktree=worktree,
             backend=backend if isinstance(backend, str) else None,
@@ -207,7 +274,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
     def _changed(self, event: Input.Changed) -> None:
         if self._debounce is not None:
             self._debounce.stop()
-        if not self.preseed or self.engine is None:
+        if not self.preseed or self.engine is None or not self._local():
             return
         if not event.value.strip():
             self._show(self._idle_text(), None)
