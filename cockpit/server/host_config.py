@@ -105,16 +105,19 @@ def grid_hosts(names: list[str] | None, config_file: Path) -> list[GridHost]:
 
 def ssh_connector_for(host: GridHost, config: Any) -> Connector:
     """The SSH transport's connector for ``host`` — the one seam to ``cockpit.server.ssh``
-    (``ssh_connector(host, config)``: an async callable returning a connected ``RemoteRuntime``).
-    Raises CockpitError when that transport is not in this build."""
+    (``await ssh_connector(NAME, config, notes=…)``: a connected, subscribed ``RemoteRuntime``;
+    NAME is looked up in ``[hosts.NAME]`` there, else taken as the ssh destination). Raises
+    CockpitError when that transport is not in this build."""
     try:
         from cockpit.server.ssh import ssh_connector  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         raise CockpitError(f"SSH hosts need the SSH transport (cockpit.server.ssh), which this build lacks: "
                            f"host {host.name} ({host.ssh}) — give it socket = \"/path/to/server.sock\" "
                            "in [hosts." + host.name + "], or leave it out") from None
-    connector: Connector = ssh_connector(host, config)
-    return connector
+    async def over_ssh() -> Any:
+        return await ssh_connector(host.name, config, notes=host.notes)
+
+    return over_ssh
 
 
 def connector_for(host: GridHost, config: Any, local_notes: str | None = None) -> Connector:
@@ -146,4 +149,5 @@ def hosts_for_app(hosts: list[GridHost], config: Any, local_notes: str | None = 
     """The :class:`~cockpit.server.hosts.Host`\\s of the grid (every SSH host resolved now: a
     missing transport is said before the app starts)."""
     return [Host(h.name, connector_for(h, config, local_notes), workspace=h.workspace,
-                 notes=local_notes if h.name == hostids.LOCAL else h.notes) for h in hosts]
+                 notes=local_notes if h.name == hostids.LOCAL else h.notes,
+                 same_machine=h.name == hostids.LOCAL or bool(h.socket)) for h in hosts]

@@ -57,12 +57,15 @@ class Host:
     """One host of the grid: ``name`` (``local`` = this machine; see ``cockpit.hostids``),
     ``connect`` (its connector), ``workspace`` / ``notes``: folders *on that host* (the spawn
     dialog's default workspace there, the notes its sessions get; None: the app's own for the
-    local host, else the server's defaults)."""
+    local host, else the server's defaults). ``same_machine``: its folders are this machine's
+    (the local server, or another one reached over a Unix socket), so the app's workspace is a
+    default there too."""
 
     name: str
     connect: Connector
     workspace: str | None = None
     notes: str | None = None
+    same_machine: bool = False
 
 
 class HostUnavailable(ServerError):

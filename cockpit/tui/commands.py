@@ -102,7 +102,7 @@ class SessionCommands(App):
             budget["sandbox"] = request.sandbox
         where: dict = {} if request.host is None else {"host": request.host}  # a grid of several hosts
         session = await self.manager.spawn(
-            request.task, workspace=request.workspace or self.workspace, **where, model=request.model or self.model,
+            request.task, workspace=request.workspace if request.host else self.workspace, **where, model=request.model or self.model,
             preseed=self.preseed, top_k=self.top_k, permission_mode=request.permission_mode,
             worktree=request.worktree, backend=request.backend, **budget,
         )

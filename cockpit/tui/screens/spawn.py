@@ -302,6 +302,12 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
                     "another mode[/]"))
                 error.display = True
                 return
+            if self.hosts and not self.query_one("#spawn-workspace", Input).value.strip():
+                error = self.query_one("#spawn-error", Label)
+                error.update(Content.from_markup("[$error]say the workspace: a folder on $host[/]", host=self.host))
+                error.display = True
+                self.query_one("#spawn-workspace", Input).focus()
+                return
             try:
                 request = self.request(task)
             except BudgetError as exc:
