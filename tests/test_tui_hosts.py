@@ -3,14 +3,13 @@ second reached through a relay the test can cut and restore (what a broken SSH l
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import re
 import signal
 from pathlib import Path
 
 import pytest
+from socket_relay import Relay
 from standin import Reply, StandIn, ToolUse
 from tui_fakes import text_of, until
 
@@ -55,42 +54,6 @@ def two_servers(monkeypatch, tmp_path):
     yield local, box
     _stop(box)
     _stop(local)
-
-
-class Relay:
-    """A Unix socket at ``path`` relaying to the server at ``target``; :meth:`cut` drops every
-    connection and stops listening (the host is unreachable), :meth:`restore` listens again."""
-
-    def __init__(self, path: Path, target: Path):
-        self.path, self.target = path, target
-        self.server: asyncio.AbstractServer | None = None
-        self.pipes: set[asyncio.StreamWriter] = set()
-
-    async def restore(self) -> None:
-        self.server = await asyncio.start_unix_server(self._serve, str(self.path))
-
-    async def cut(self) -> None:
-        assert self.server is not None
-        self.server.close()
-        for writer in list(self.pipes):
-            writer.transport.abort()
-        self.pipes.clear()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_unix_connection(str(self.target), limit=1 << 24)
-        self.pipes |= {writer, up_writer}
-
-        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(Exception):
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            dst.transport.abort()
-
-        with contextlib.suppress(asyncio.CancelledError):  # the test's loop ends
-            await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
 
 
 class Notifier:
@@ -236,6 +199,7 @@ async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event
                         "shown on the pane")
             await until(pilot, lambda: "box ⟳ reconnecting" in header(app), "the header says it")
             assert here.link == ""  # the local host is untouched
+            assert any(n.message.startswith("host box reconnecting: ") for n in app._notifications)  # why, once
             # meanwhile another client answers the ask on box, and the session finishes there
             _, box_id = hostids.split(asking.session_id)
             with BlockingClient(box_sock) as c:
@@ -249,6 +213,7 @@ async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event
             await relay.restore()
             await until(pilot, lambda: asking.status is S.WAITING and asking.link == "", "box is back")
             assert app.host_states["box"].state == "connected"
+            assert any(n.message == "host box is back" for n in app._notifications)
             # every event since the drop, nothing twice
             assert text(asking) == "Creating the file.The file is made."
             tools = [b for b in asking.blocks if b.kind == "tool"]

@@ -100,9 +100,11 @@ class SessionCommands(App):
         budget: dict = {} if request.max_budget_usd is None else {"max_budget_usd": request.max_budget_usd}
         if request.sandbox is not None:
             budget["sandbox"] = request.sandbox
-        where: dict = {} if request.host is None else {"host": request.host}  # a grid of several hosts
+        # a grid of several hosts: the host, and its workspace (None: the host's configured one)
+        where: dict = {"workspace": self.workspace} if request.host is None else {
+            "host": request.host, "workspace": request.workspace}
         session = await self.manager.spawn(
-            request.task, workspace=request.workspace if request.host else self.workspace, **where, model=request.model or self.model,
+            request.task, **where, model=request.model or self.model,
             preseed=self.preseed, top_k=self.top_k, permission_mode=request.permission_mode,
             worktree=request.worktree, backend=request.backend, **budget,
         )

@@ -4,8 +4,8 @@ The runtime (``cockpit.server.hosts.MultiHostRuntime``) says each host's connect
 ``HostStatus`` events; session ids carry their host (``cockpit.hostids``). Here:
 
 - with more than one host, each pane's title names its host (``SessionView.host``);
-- a host that is not connected marks its panes (``SessionView.link``: "reconnecting", with why
-  and when the next attempt is), and the header lists the hosts and their states;
+- a host that is not connected marks its panes (``SessionView.link``: "reconnecting", and when
+  the next attempt is), the header lists the hosts and their states, and a toast says why once;
 - when a host is back, its sessions' events replay from the start (``replaying`` …
   ``connected``): each of its views is rebuilt from the replay (reset at its first replayed
   event), folded as the attach snapshot is (nothing announced on the way), and a session that
@@ -28,12 +28,11 @@ STATE_TEXT = {"connecting": "connecting…", "replaying": "reattaching…", "rec
 
 
 def link_text(status: ev.HostStatus) -> str:
-    """What a pane of a host that is not connected says: ``reconnecting (why) · retry in 4 s``."""
+    """What a pane of a host that is not connected says (short: the session's own state follows
+    on the line): ``reconnecting · next try in 4 s``. Why is said once, in a toast."""
     text = STATE_TEXT.get(status.state, status.state)
-    if status.detail:
-        text += f" ({status.detail})"
     if status.retry_in:
-        text += f" · retry in {status.retry_in:.0f} s"
+        text += f" · next try in {status.retry_in:.0f} s"
     return text
 
 
@@ -68,6 +67,12 @@ class HostsView(App):
         """Fold one ``HostStatus`` (see the module doc)."""
         before = self.host_states.get(status.host)
         self.host_states[status.host] = status
+        was = before.state if before is not None else ""
+        if status.state in ("reconnecting", "unreachable") and was != status.state:
+            why = f": {status.detail}" if status.detail else ""
+            self.notify(f"host {status.host} {status.state}{why}", title="hosts", severity="warning", timeout=10)
+        elif status.state == "connected" and was in ("replaying", "reconnecting", "unreachable"):
+            self.notify(f"host {status.host} is back", title="hosts", timeout=5)
         mine = [v for sid, v in self.views.items() if hostids.host_of(sid) == status.host]
         if status.state == "replaying":
             for view in mine:
