@@ -81,8 +81,8 @@ class HostsView(App):
         elif status.state == "connected" and before is not None and before.state == "replaying":
             for view in mine:
                 self._replay_reset.discard(view.session_id)
-                was = self._replay_before.pop(view.session_id, None)
-                if view.status.needs_user and view.status is not was:
+                earlier = self._replay_before.pop(view.session_id, None)
+                if view.status.needs_user and view.status is not earlier:
                     self.needs_you(view)
         link = "" if status.state in ("connected", "replaying") else link_text(status)
         for view in mine:
