@@ -198,9 +198,14 @@ async def test_an_unreachable_host_does_not_hold_up_attach():
         raise OSError("never")
 
     rt = await MultiHostRuntime.attach([Host("local", hosts.connector("local")), Host("box", hangs)],
-                                       RuntimeConfig(), first_wait=0.2)
+                                       RuntimeConfig(), first_wait=0.2, connect_timeout=0.5,
+                                       backoff=Backoff(0.01, 2, 0.01))
+    sub = rt.subscribe()
     try:
         assert rt.host_state("local") == "connected" and rt.host_state("box") == "connecting"
         assert (await rt.spawn("works")).id == "a00001"
+        # a connector that never returns is a failed attempt once its time is up, said in one line
+        seen = await events_until(sub, lambda e: isinstance(e, ev.HostStatus) and e.host == "box")
+        assert (seen[-1].state, seen[-1].detail) == ("unreachable", "no connection within 0.5 s (hung?)")
     finally:
         await rt.aclose()

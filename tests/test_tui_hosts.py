@@ -75,8 +75,9 @@ def responder(body):
     return Reply("answer to " + task)
 
 
-def grid_app(config, ws, local_sock, box_sock) -> tuple[CockpitApp, Notifier]:
-    hosts = hosts_for_app([GridHost("local"), GridHost("box", socket=str(box_sock), workspace=str(ws))], config)
+def grid_app(config, ws, local_sock, box_sock, box_notes=None) -> tuple[CockpitApp, Notifier]:
+    box = GridHost("box", socket=str(box_sock), workspace=str(ws), notes=str(box_notes) if box_notes else None)
+    hosts = hosts_for_app([GridHost("local"), box], config)
     notifier = Notifier()
 
     async def attach() -> MultiHostRuntime:
@@ -110,11 +111,15 @@ async def test_two_hosts_in_one_grid_spawn_approve_counts_and_notifications(two_
     ws = tmp_path / "ws"
     ws.mkdir()
     relay = Relay(tmp_path / "relay.sock", box_sock)
+    box_notes = tmp_path / "box-notes"  # box's own notes: its server indexes them
+    box_notes.mkdir()
+    (box_notes / "staging.md").write_text("---\nname: staging-port\ndescription: Staging runs on port 6443\n---\n"
+                                          "Staging listens on port 6443 on the host callisto.\n")
     with StandIn() as api:
         api.responder = responder
         config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
                                sandbox=False)
-        app, notifier = grid_app(config, ws, local_sock, relay.path)
+        app, notifier = grid_app(config, ws, local_sock, relay.path, box_notes)
         await relay.restore()
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: set(app.host_states) == {"local", "box"}, "both hosts known")
@@ -126,18 +131,23 @@ async def test_two_hosts_in_one_grid_spawn_approve_counts_and_notifications(two_
             dialog.query_one("#spawn-host").value = "box"
             await pilot.pause()
             assert dialog.query_one("#spawn-workspace").value == str(ws)
-            assert "notes on box" in text_of(dialog.query_one("#spawn-host-notes"))
+            assert f"notes on box: {box_notes}" in text_of(dialog.query_one("#spawn-host-notes"))
             dialog.query_one("#spawn-task").focus()
-            await pilot.press(*"question there", "enter")
+            await pilot.press(*"what port does staging run on")
+            # the preview is of box's notes, from box's server (over the grid's connection)
+            await until(pilot, lambda: "staging-port" in text_of(dialog.query_one("#spawn-preview")),
+                        "box's note in the preview", timeout=180)  # box's server loads the model first
+            await pilot.press("enter")
             await until(pilot, lambda: len(app.views) == 2 and all(v.status is S.WAITING for v in app.views.values()),
                         "one session on each host, both answered")
-            here, there = one(app, "local", "question here"), one(app, "box", "question there")
+            here, there = one(app, "local", "question here"), one(app, "box", "what port does staging run on")
             assert ":" not in here.session_id and there.session_id.startswith("box:")
-            assert text(here) == "answer to question here" and text(there) == "answer to question there"
+            assert text(here) == "answer to question here" and text(there) == "answer to what port does staging run on"
+            assert [n.name for n in there.notes] == ["staging-port"] and not here.notes  # each host's own notes
             # the second server has it, under its own id
             with BlockingClient(box_sock) as c:
                 rows = c.call("list")["sessions"]
-            assert [r["task"] for r in rows] == ["question there"]
+            assert [r["task"] for r in rows] == ["what port does staging run on"]
             assert there.session_id == "box:" + rows[0]["id"]
             # each title names its host; the header counts both hosts' sessions and lists the hosts
             assert title(app, here).startswith(f"1 local · {here.session_id} · ")
@@ -247,7 +257,7 @@ async def test_a_host_that_cannot_be_reached_at_start_does_not_hold_up_the_other
             app.spawn("question here")
             await until(pilot, lambda: len(app.views) == 1 and next(iter(app.views.values())).status is S.WAITING,
                         "the local host works")
-            app.spawn(app_request("question there", "box"))
+            app.spawn(app_request("what port does staging run on", "box"))
             await until(pilot, lambda: any("host box is unreachable" in n.message for n in app._notifications),
                         "a spawn on box says why not")
             await app.shutdown()

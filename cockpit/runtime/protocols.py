@@ -250,6 +250,10 @@ class GridRuntime(Runtime, Protocol):
 
     def backends_of(self, host: str) -> tuple[str, ...]: ...
 
+    def engine_of(self, host: str) -> Any:
+        """That host's server's engine for its notes (blocking calls, from threads), or None."""
+        ...
+
 
 class BatchRuntime(Protocol):
     """A session manager as the in-process headless runner uses it (``SessionManager``)."""

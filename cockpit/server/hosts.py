@@ -38,6 +38,7 @@ from cockpit.server.client import ServerError
 
 Connector = Callable[[], Awaitable[Runtime]]
 FIRST_WAIT_S = 10.0  # at most this long for the first attempts before the app shows the grid
+CONNECT_TIMEOUT_S = 60.0  # a connector that has not connected by then has failed (a hung peer)
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,8 @@ class MultiHostRuntime:
 
     outlives_app = True  # every host's sessions go on in its server
 
-    def __init__(self, hosts: Sequence[Host], config: Any, backoff: Backoff = Backoff()):
+    def __init__(self, hosts: Sequence[Host], config: Any, backoff: Backoff = Backoff(),
+                 connect_timeout: float = CONNECT_TIMEOUT_S):
         if not hosts:
             raise ValueError("a grid needs at least one host")
         names = [hostids.check_name(h.name) for h in hosts]
@@ -136,6 +138,7 @@ class MultiHostRuntime:
             raise ValueError(f"a host is named twice: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
         self.config = config
         self.backoff = backoff
+        self.connect_timeout = connect_timeout
         self._links = {h.name: _Link(h) for h in hosts}
         self.default_host = hostids.LOCAL if hostids.LOCAL in self._links else names[0]
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -144,10 +147,11 @@ class MultiHostRuntime:
 
     @classmethod
     async def attach(cls, hosts: Sequence[Host], config: Any, *, first_wait: float = FIRST_WAIT_S,
-                     backoff: Backoff = Backoff()) -> MultiHostRuntime:
+                     backoff: Backoff = Backoff(), connect_timeout: float = CONNECT_TIMEOUT_S) -> MultiHostRuntime:
         """Connect to every host at once; return when each has been tried (at most ``first_wait``
-        seconds: a host still trying goes on in the background)."""
-        rt = cls(hosts, config, backoff)
+        seconds: a host still trying goes on in the background; one attempt fails after
+        ``connect_timeout`` seconds)."""
+        rt = cls(hosts, config, backoff, connect_timeout)
         for link in rt._links.values():
             link.task = asyncio.get_running_loop().create_task(rt._run(link), name=f"host {link.host.name}")
         waits = [asyncio.ensure_future(link.first_try.wait()) for link in rt._links.values()]
@@ -176,6 +180,17 @@ class MultiHostRuntime:
     def backends_of(self, host: str) -> tuple[str, ...]:
         runtime = self._link(host).runtime
         return tuple(runtime.backends) if runtime is not None else ("cockpit",)
+
+    def engine_of(self, host: str) -> Any:
+        """A :class:`~cockpit.server.remote.RemoteEngine` of ``host``'s notes (``Host.notes``) over
+        the grid's own connection to it — whatever the transport — for blocking calls from a worker
+        thread (the spawn dialog's preview); None when no notes folder is known there."""
+        from cockpit.server.remote import RemoteEngine
+
+        notes = self._link(host).host.notes
+        if not notes:
+            return None
+        return RemoteEngine(_LoopCaller(self, host, asyncio.get_running_loop()), notes)
 
     def snapshot(self) -> list[Event]:
         """Each host's state (a ``HostStatus``), then the sessions of the hosts reached at
@@ -209,10 +224,12 @@ class MultiHostRuntime:
         attempt = 0
         while not self._closed:
             try:
-                runtime = await link.host.connect()
+                runtime = await asyncio.wait_for(link.host.connect(), self.connect_timeout)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if isinstance(exc, TimeoutError):
+                    exc = ServerError(f"no connection within {self.connect_timeout:g} s (hung?)")
                 attempt += 1
                 delay = self.backoff.delay(attempt)
                 link.state = "reconnecting" if link.reached else "unreachable"
@@ -335,6 +352,33 @@ class MultiHostRuntime:
                     await link.runtime.aclose()
                 link.runtime = None
         self._queue.put_nowait(None)
+
+
+class _LoopCaller:
+    """``RemoteEngine``'s blocking ``Caller`` over a host's async connection: a worker thread's
+    call runs on the app's loop, and waits at most the client's read timeout (a hung host is
+    ``ServerHung``, never a hang)."""
+
+    def __init__(self, grid: MultiHostRuntime, host: str, loop: asyncio.AbstractEventLoop):
+        self._grid, self._host, self._loop = grid, host, loop
+
+    def call(self, method: str, **params: Any) -> Any:
+        import concurrent.futures
+
+        from cockpit.server.client import ServerHung, read_timeout
+
+        client = getattr(self._grid._connected(self._host), "client", None)
+        if client is None:
+            raise HostUnavailable(f"host {self._host} offers no memory calls")
+        future = asyncio.run_coroutine_threadsafe(client.call(method, **params), self._loop)
+        try:
+            return future.result(timeout=read_timeout() * 2)  # keepalives keep a slow call alive
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise ServerHung(f"host {self._host} did not answer {method} in time") from None
+
+    def close(self) -> None:
+        pass  # the connection is the grid's
 
 
 def one_line(exc: object) -> str:

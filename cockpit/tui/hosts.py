@@ -123,6 +123,7 @@ def spawn_hosts(manager: Any, workspace: str) -> dict[str, Any]:
     choices = tuple(
         HostChoice(h.name, manager.host_state(h.name),
                    workspace=h.workspace or (workspace if h.same_machine else ""),
-                   notes=h.notes or "", backends=manager.backends_of(h.name), local=h.name == hostids.LOCAL)
+                   notes=h.notes or "", backends=manager.backends_of(h.name), local=h.name == hostids.LOCAL,
+                   engine=None if h.name == hostids.LOCAL else manager.engine_of(h.name))
         for h in hosts)
     return {"hosts": choices, "host": manager.default_host}

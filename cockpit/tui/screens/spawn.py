@@ -11,7 +11,7 @@ spend cap in USD, shown with the configured ``max_budget_usd``; empty = the conf
 none; a value that is not a number of dollars > 0 is said in the dialog, which stays open).
 In a grid of several hosts (``hosts``: :class:`HostChoice`) the dialog first picks the host, then
 its workspace (the host's default, editable) and says which notes its sessions get; the backends
-offered are that host's. The preview is of this machine's notes: shown for the local host only.
+offered are that host's, and the preview is of that host's notes (its server's engine).
 Dismisses with a :class:`SpawnRequest`, or ``None`` on Escape.
 """
 
@@ -67,7 +67,8 @@ class HostChoice:
     workspace: str = ""
     notes: str = ""
     backends: tuple[str, ...] = ("cockpit",)
-    local: bool = False  # this machine: the notes preview applies
+    local: bool = False  # this machine: the app's own engine previews its notes
+    engine: Any = None  # another host's: its server's engine for its notes (None: no notes known)
 
 
 def preview_markup(preseed: Any) -> str:
@@ -175,6 +176,10 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
         """The chosen host is this machine (or there is one host)."""
         return not self.hosts or self.hosts[self.host or ""].local
 
+    def _preview_engine(self) -> Any:
+        """The engine of the chosen host's notes: the app's for this machine, else that host's server's."""
+        return self.engine if self._local() else self.hosts[self.host or ""].engine
+
     @staticmethod
     def _notes_line(host: HostChoice) -> Content:
         notes = host.notes or "its server's default notes folder"
@@ -197,7 +202,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
         self.query_one("#spawn-where", Label).display = False
         self._show(self._idle_text(), None)
         task = self.query_one("#spawn-task", Input).value
-        if task.strip() and self.preseed and self._local() and self.engine is not None:
+        if task.strip() and self.preseed and self._preview_engine() is not None:
             self._preview(task)
 
     @on(Checkbox.Changed, "#spawn-worktree")
@@ -231,11 +236,11 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
     def _idle_text(self) -> str:
         if not self.preseed:
             return "[dim]preseed is off (--no-preseed)[/]"
-        if not self._local():
-            return f"[dim]the preview is of this machine's notes; a session on {self.host} gets that host's[/]"
-        if self.engine is None:
+        if not self._local() and self._preview_engine() is None:
+            return f"[dim]no notes folder known on {self.host} ([hosts.{self.host}] notes): no preview[/]"
+        if self._preview_engine() is None:
             return "[dim]no memory engine[/]"
-        if self.notes_missing:
+        if self.notes_missing and self._local():
             return "[dim]no notes to preview[/]"
         return "[dim]type a task to see the notes it would get[/]"
 
@@ -274,7 +279,7 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
     def _changed(self, event: Input.Changed) -> None:
         if self._debounce is not None:
             self._debounce.stop()
-        if not self.preseed or self.engine is None or not self._local():
+        if not self.preseed or self._preview_engine() is None:
             return
         if not event.value.strip():
             self._show(self._idle_text(), None)
@@ -321,15 +326,16 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             self.query_one("#spawn-task", Input).focus()
 
     def _preview(self, task: str) -> None:
-        ready = getattr(self.engine, "ready", True)
+        ready = getattr(self._preview_engine(), "ready", True)
         if not ready:
             self._show("[$warning]model warming…[/] [dim]the preview follows when it is warm[/]", None)
         self._build(task)
 
     @work(thread=True, exclusive=True, group="spawn-preview")
     def _build(self, task: str) -> None:
+        engine = self._preview_engine()
         try:
-            preseed = self.engine.build_preseed(task, top_k=self.top_k)
+            preseed = engine.build_preseed(task, top_k=self.top_k)
             text = preview_markup(preseed)
         except Exception as exc:  # shown, never fatal
             from textual.markup import escape
