@@ -11,12 +11,31 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from cockpit import hostids
 from cockpit.server.host_config import GridHost, hosts_for_app
 
 
 def run_grid(args: argparse.Namespace, config, workspace: Path, grid: list[GridHost]) -> int:
+    app, engine = grid_app(args, config, workspace, grid)
+    try:
+        app.run()
+    finally:
+        if engine is not None:
+            engine.close()
+    live = [v for v in app.views.values() if not v.status.is_final]
+    if live:
+        from cockpit.tui_cli import detached_message
+
+        waiting = sum(v.status.needs_user for v in live)
+        print(detached_message(len(live), waiting).replace("in the server", "in their servers"), file=sys.stderr)
+    return int(app.return_code or 0)
+
+
+def grid_app(args: argparse.Namespace, config, workspace: Path, grid: list[GridHost]) -> tuple[Any, Any]:
+    """The app over the hosts of ``grid`` (not yet running), and the local memory engine it shows
+    (None without ``local``, or without a notes folder): the caller closes it after the app."""
     from cockpit.errors import CockpitError
     from cockpit.notes_location import resolve_notes
     from cockpit.server.client import BlockingClient, ServerError, ensure_server
@@ -51,15 +70,4 @@ def run_grid(args: argparse.Namespace, config, workspace: Path, grid: list[GridH
         notify_os=config.notify_os, api_key_missing=not config.api_key,
         notes_missing="" if not local or notes.is_dir() else str(notes),
     )
-    try:
-        app.run()
-    finally:
-        if engine is not None:
-            engine.close()
-    live = [v for v in app.views.values() if not v.status.is_final]
-    if live:
-        from cockpit.tui_cli import detached_message
-
-        waiting = sum(v.status.needs_user for v in live)
-        print(detached_message(len(live), waiting).replace("in the server", "in their servers"), file=sys.stderr)
-    return int(app.return_code or 0)
+    return app, engine

@@ -261,3 +261,30 @@ async def test_a_host_that_cannot_be_reached_at_start_does_not_hold_up_the_other
             await until(pilot, lambda: any("host box is unreachable" in n.message for n in app._notifications),
                         "a spawn on box says why not")
             await app.shutdown()
+
+
+async def test_cockpit_host_local_host_box_from_the_config(two_servers, tmp_path, monkeypatch):
+    """What `cockpit --host local --host box` builds: [hosts.box] socket = … in config.toml."""
+    import argparse
+
+    from cockpit.grid_cli import grid_app as build
+    from cockpit.runtime.config import config_path
+    from cockpit.server.host_config import grid_hosts
+
+    _, box_sock = two_servers
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    config_path().write_text(f'[grid]\nhosts = ["local", "box"]\n[hosts.box]\nsocket = "{box_sock}"\n')
+    with StandIn() as api:
+        api.responder = responder
+        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
+                               sandbox=False)
+        app, engine = build(argparse.Namespace(notes="notes"), config, ws, grid_hosts(None, config_path()))
+        assert engine is None  # no ./notes here
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: [(h, s.state) for h, s in app.host_states.items()]
+                        == [("local", "connected"), ("box", "connected")], "both hosts connected")
+            app.spawn(app_request("question there", "box"))
+            await until(pilot, lambda: [v.status for v in app.views.values()] == [S.WAITING], "answered on box")
+            assert next(iter(app.views)).startswith("box:")
+            await app.shutdown()
