@@ -180,7 +180,8 @@ def app_request(task: str, host: str):
     return SpawnRequest(task, host=host)
 
 
-async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event(two_servers, tmp_path):
+async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event(two_servers, tmp_path, caplog):
+    caplog.set_level("INFO", logger="cockpit.hosts")
     local_sock, box_sock = two_servers
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -224,6 +225,14 @@ async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event
             await until(pilot, lambda: asking.status is S.WAITING and asking.link == "", "box is back")
             assert app.host_states["box"].state == "connected"
             assert any(n.message == "host box is back" for n in app._notifications)
+            # the reconnect log: connected, lost, tried while away (back-off), back with the replay
+            lines = [r.getMessage() for r in caplog.records if r.name == "cockpit.hosts" and "box" in r.message]
+            assert lines[0] == "host box: connected"
+            assert lines[1].startswith("host box: connection lost (") and lines[1].endswith("), reconnecting")
+            retries = [ln for ln in lines[2:-1] if ln.startswith("host box: reconnecting (")]
+            assert retries and len(retries) == len(lines) - 3
+            assert re.fullmatch(r"host box: back, \d+ events replayed", lines[-1])
+            print("\n".join(lines))  # pytest -s shows the log
             # every event since the drop, nothing twice
             assert text(asking) == "Creating the file.The file is made."
             tools = [b for b in asking.blocks if b.kind == "tool"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from cockpit.events import Event, HostStatus, SessionSpawned
 from cockpit.runtime.protocols import Runtime
 from cockpit.server.client import ServerError
 
+log = logging.getLogger("cockpit.hosts")  # each host's connects, drops and replays (the reconnect log)
 Connector = Callable[[], Awaitable[Runtime]]
 FIRST_WAIT_S = 10.0  # at most this long for the first attempts before the app shows the grid
 CONNECT_TIMEOUT_S = 60.0  # a connector that has not connected by then has failed (a hung peer)
@@ -235,6 +237,7 @@ class MultiHostRuntime:
                 link.state = "reconnecting" if link.reached else "unreachable"
                 link.detail = one_line(exc)
                 link.first_try.set()
+                log.info("host %s: %s (%s), next try in %g s", name, link.state, link.detail, delay)
                 if self._snapshot is not None:
                     self._queue.put_nowait(self._status(link, delay))
                 await asyncio.sleep(delay)
@@ -246,10 +249,14 @@ class MultiHostRuntime:
             if replay:
                 link.state = "replaying"
                 self._queue.put_nowait(self._status(link))
-                for event in runtime.snapshot():
+                replayed = runtime.snapshot()
+                for event in replayed:
                     self._queue.put_nowait(qualify_event(name, event))
                 link.state = "connected"
                 self._queue.put_nowait(self._status(link))
+                log.info("host %s: back, %d events replayed", name, len(replayed))
+            else:
+                log.info("host %s: connected", name)
             link.first_try.set()
             try:
                 async for event in subscription:
@@ -263,6 +270,7 @@ class MultiHostRuntime:
             client = getattr(runtime, "client", None)
             link.state = "reconnecting"
             link.detail = one_line(getattr(client, "error", None) or "the connection dropped")
+            log.info("host %s: connection lost (%s), reconnecting", name, link.detail)
             self._queue.put_nowait(self._status(link, 0.0))
 
     # -- routing ---------------------------------------------------------------------
