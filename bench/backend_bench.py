@@ -38,6 +38,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from seed_data import FACTS, QUESTION, write_seed  # noqa: E402
 from standin import FactResponder, StandIn  # noqa: E402
 
+from cockpit.runtime.spawn import SpawnSpec  # noqa: E402
+
 
 class Timed(FactResponder):
     def __init__(self) -> None:
@@ -55,7 +57,7 @@ async def one(mgr, ws, backend: str, api: Timed) -> dict:
     sub = mgr.subscribe()
     seen = len(api.first)
     t0 = time.monotonic()
-    s = await mgr.spawn(QUESTION, workspace=ws, backend=backend)
+    s = await mgr.spawn(SpawnSpec(QUESTION, workspace=ws, backend=backend))
     async for ev in sub:
         if isinstance(ev, SessionDone) and ev.session_id == s.id:
             break
@@ -101,7 +103,7 @@ async def main(runs: int) -> dict:
             for _ in range(runs):
                 for backend in out:
                     out[backend].append(await one(mgr, ws, backend, api))
-            s = await mgr.spawn(QUESTION, workspace=ws, backend="claude-code", interactive=True)
+            s = await mgr.spawn(SpawnSpec(QUESTION, workspace=ws, backend="claude-code", interactive=True))
             await mgr.wait_idle(120)
             rss = claude_peak_rss_mib()
             await mgr.kill(s.id)

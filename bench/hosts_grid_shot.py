@@ -108,10 +108,10 @@ async def scene(docs: Path, tmp: Path, box_sock: Path) -> None:
 
     from cockpit.events import SessionStatus as S
     from cockpit.runtime import RuntimeConfig
+    from cockpit.runtime.spawn import SpawnSpec
     from cockpit.server.host_config import GridHost, hosts_for_app
     from cockpit.server.hosts import Backoff, MultiHostRuntime
     from cockpit.tui import CockpitApp
-    from cockpit.tui.screens.spawn import SpawnRequest
 
     laptop, box_ws = tmp / "laptop" / "shop", tmp / "box" / "trainer"
     make_workspace(laptop)
@@ -132,8 +132,8 @@ async def scene(docs: Path, tmp: Path, box_sock: Path) -> None:
         async with app.run_test(size=(160, 42)) as pilot:
             app.spawn("what port does staging run on, and how do we deploy?")
             app.spawn("why is the upload test flaky?", focus=False)
-            app.spawn(SpawnRequest("does the training job fit on one gpu at batch 64?", host="box"), focus=False)
-            app.spawn(SpawnRequest("run the step benchmark at batch 64", host="box"), focus=False)
+            app.spawn(SpawnSpec("does the training job fit on one gpu at batch 64?"), focus=False, host="box")
+            app.spawn(SpawnSpec("run the step benchmark at batch 64"), focus=False, host="box")
             await wait(pilot, lambda: len(app.views) == 4 and sum(v.status is S.WAITING for v in app.views.values()) == 3
                        and any(v.status is S.NEEDS_APPROVAL for v in app.views.values()))
             first = next(sid for sid, v in app.views.items() if "staging" in v.task)

@@ -143,8 +143,8 @@ async def main(docs: Path) -> None:
 
     from cockpit.events import SessionStatus as S
     from cockpit.runtime import RuntimeConfig, SessionManager
+    from cockpit.runtime.spawn import SpawnSpec
     from cockpit.tui import CockpitApp
-    from cockpit.tui.screens.spawn import SpawnRequest
     from memory import MemoryEngine
 
     tmp = Path(tempfile.mkdtemp(prefix="cockpit-shot-"))
@@ -173,7 +173,7 @@ async def main(docs: Path) -> None:
             for task in QUESTIONS:
                 app.spawn(task)
                 await pilot.pause(0.3)
-            app.spawn(SpawnRequest(FIX, permission_mode="default"))
+            app.spawn(SpawnSpec(FIX, permission_mode="default"))
             await wait(pilot, lambda: len(app.views) == 5 and all(
                 v.status in (S.WAITING, S.NEEDS_APPROVAL) for v in app.views.values()))
             await wait(pilot, lambda: coding(app).pending is not None and coding(app).pending.kind == "edit")
@@ -193,7 +193,7 @@ async def main(docs: Path) -> None:
         app = app_for(api)
         async with app.run_test(size=(150, 40)) as pilot:
             await wait(pilot, lambda: app.memory.model_state == "ready" and app.memory.notes == len(NOTES))
-            app.spawn(SpawnRequest(FIX, permission_mode="default"))
+            app.spawn(SpawnSpec(FIX, permission_mode="default"))
             await wait(pilot, lambda: coding(app) is not None and coding(app).pending is not None)
             app.spawn(QUESTIONS[0])
             await wait(pilot, lambda: len(app.views) == 2 and all(
@@ -210,7 +210,7 @@ async def main(docs: Path) -> None:
         app = app_for(api)
         async with app.run_test(size=(150, 40)) as pilot:
             await wait(pilot, lambda: app.memory.model_state == "ready")
-            app.spawn(SpawnRequest(FIX, permission_mode="acceptEdits"))
+            app.spawn(SpawnSpec(FIX, permission_mode="acceptEdits"))
             await wait(pilot, lambda: coding(app) is not None and coding(app).pending is not None)
             await pilot.press("y")  # allow the test run once
             await wait(pilot, lambda: coding(app).status is S.WAITING and coding(app).changes is not None)

@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from cockpit.runtime.spawn import SpawnSpec
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
@@ -65,7 +67,7 @@ async def main(docs: Path) -> None:
         async with app.run_test(size=(216, 40)) as pilot:  # ≥ 64 columns a pane: its notes strip shows
             await wait(pilot, lambda: app.memory.model_state == "ready", 120)
             for (backend, _), api in zip(AGENTS, apis, strict=True):
-                await mgr.spawn(QUESTION, workspace=ws, backend=backend,
+                await mgr.spawn(SpawnSpec(QUESTION, workspace=ws, backend=backend),
                                 config=RuntimeConfig(base_url=api.base_url, backend=backend, **base))
             await wait(pilot, lambda: len(app.views) == 3 and all(
                 v.status in (S.WAITING, S.DONE, S.ERROR) for v in app.views.values()), 300)

@@ -51,20 +51,24 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cockpit.errors import CockpitError
 from cockpit.textsafe import clean, one_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.spawn import SpawnSpec
 
 EXIT_BUDGET = 4
 """``cockpit run``'s exit code when a session stopped at a spend cap (``--max-budget-usd``,
 ``--max-budget-tokens``, the server's budget) and no session failed otherwise (that is 1)."""
 
 
-def _say_if_unconfined(cfg) -> None:
+def _say_if_unconfined(backend: str, sandbox: bool) -> None:
     """Once at start: the sessions' commands will run unconfined (no sandbox here, or turned off)."""
-    if cfg.backend != "cockpit":
+    if backend != "cockpit":
         return
-    if not cfg.sandbox:
+    if not sandbox:
         print("cockpit: commands run unconfined (--no-sandbox): they can touch anything you can", file=sys.stderr)
         return
     from cockpit.runtime.sandbox import detect
@@ -208,35 +212,20 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workspace is not None and not args.workspace.is_dir():
         raise CockpitError(f"workspace folder not found: {args.workspace}")
-    tasks = collect_tasks(args)
-    models = _models(args, len(tasks))
-    for name in ("top_k", "max_turns", "max_tokens", "concurrency"):
+    specs = spawn_specs(args, collect_tasks(args))
+    for name in ("max_turns", "max_tokens", "concurrency"):
         v = getattr(args, name)
         if v is not None and v < 1:
             raise CockpitError(f"--{name.replace('_', '-')} must be at least 1")
-    if args.max_budget_usd is not None and not 0 < args.max_budget_usd < float("inf"):
-        raise CockpitError("--max-budget-usd must be a number of dollars > 0")
-    if args.max_budget_tokens is not None and args.max_budget_tokens < 1:
-        raise CockpitError("--max-budget-tokens must be at least 1")
     try:
         cfg = load_config(
             {
                 "base_url": args.base_url,
-                "permission_mode": args.permission_mode,
-                "tools": args.tools,
-                "worktrees": False if args.no_worktree else None,
-                "sandbox": False if args.no_sandbox else None,
-                "network": args.network,
-                "top_k": args.top_k,
                 "selector": args.selector,
                 "max_turns": args.max_turns,
                 "max_tokens": args.max_tokens,
                 "concurrency": args.concurrency,
-                "max_budget_usd": args.max_budget_usd,
-                "max_budget_tokens": args.max_budget_tokens,
-                "preseed": False if args.no_preseed else None,
                 "interactive": False,
-                "backend": args.backend,
                 "claude_setting_sources": None if args.claude_setting_sources is None
                 else parse_setting_sources(args.claude_setting_sources),
             }
@@ -246,16 +235,17 @@ def run(args: argparse.Namespace) -> int:
         raise CockpitError(str(exc)) from None
     from cockpit.runtime import backends
 
-    spec = backends.resolve(cfg.backend, cfg)
+    backend = specs[0].backend or cfg.backend
+    spec = backends.resolve(backend, cfg)
     why = spec.unavailable(cfg)
     if why:
         raise CockpitError(why)
     if not cfg.api_key and spec.needs_api_key:  # Claude Code may use its own login instead
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
     _check_writable(cfg.resolved_sessions_dir())
-    _say_if_unconfined(cfg)
+    _say_if_unconfined(backend, cfg.sandbox if specs[0].sandbox is None else specs[0].sandbox)
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
-        report = _run_remote(args, list(zip(tasks, models, strict=True)), cfg, pricing)
+        report = _run_remote(args, specs, cfg, pricing)
         return _print_report(args, report)
     if args.detach:
         raise CockpitError("--detach needs the server (drop --no-server)")
@@ -267,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
 
     engine = _open_engine(args)
     try:
-        report = asyncio.run(_run(list(zip(tasks, models, strict=True)), cfg, pricing, engine, args.workspace))
+        report = asyncio.run(_run(specs, cfg, pricing, engine))
     finally:
         if engine is not None:
             try:
@@ -304,7 +294,7 @@ def _budget_reached(s: dict) -> bool:
     return bool(s.get("error")) and s["error"].get("kind") == "budget"
 
 
-async def _run(tasks, cfg, pricing, engine, workspace) -> dict:
+async def _run(specs: list[SpawnSpec], cfg, pricing, engine) -> dict:
     from cockpit.runtime import SessionManager
     from cockpit.runtime import worktree as wt
     from cockpit.runtime.protocols import BatchRuntime
@@ -312,7 +302,7 @@ async def _run(tasks, cfg, pricing, engine, workspace) -> dict:
     mgr: BatchRuntime = SessionManager(engine, cfg, pricing=pricing)
     try:
         try:
-            sessions = [await mgr.spawn(t, workspace=workspace, model=m) for t, m in tasks]
+            sessions = [await mgr.spawn(spec) for spec in specs]
         except (ValueError, wt.WorktreeError) as exc:
             raise CockpitError(str(exc)) from None
         await mgr.wait_idle()
@@ -326,6 +316,30 @@ async def _run(tasks, cfg, pricing, engine, workspace) -> dict:
                    "cost_usd": None if cost is None else round(cost, 6)},
         "pricing": {"source": pricing.source, "date": pricing.date, "override": pricing.overridden_by},
     }
+
+
+SPEC_FLAGS = {"top_k": "--top-k", "max_budget_usd": "--max-budget-usd", "max_budget_tokens": "--max-budget-tokens",
+              "permission_mode": "--permission-mode", "tools": "--tools", "network": "--network",
+              "backend": "--backend", "model": "--model", "workspace": "--workspace"}
+
+
+def spawn_specs(args: argparse.Namespace, tasks: list[str]) -> list[SpawnSpec]:
+    """One :class:`SpawnSpec` per task from the flags. Raises CockpitError (exit 2) naming the
+    flag of a bad value: "--top-k must be an integer ≥ 1, got 0"."""
+    from cockpit.runtime.spawn import SpawnSpec, SpawnSpecError
+
+    models = _models(args, len(tasks))
+    try:
+        return [SpawnSpec(task, workspace=str(args.workspace) if args.workspace is not None else None, model=model,
+                          interactive=False, permission_mode=args.permission_mode, tools=args.tools,
+                          worktree=False if args.no_worktree else None, sandbox=False if args.no_sandbox else None,
+                          network=args.network, top_k=args.top_k, preseed=False if args.no_preseed else None,
+                          backend=args.backend, max_budget_usd=args.max_budget_usd,
+                          max_budget_tokens=args.max_budget_tokens)
+                for task, model in zip(tasks, models, strict=True)]
+    except SpawnSpecError as exc:
+        flag = SPEC_FLAGS.get(exc.name)
+        raise CockpitError(f"{flag} {exc.reason}" if flag else str(exc)) from None
 
 
 def _notes_folder(args) -> Path | None:
@@ -345,10 +359,9 @@ def _notes_folder(args) -> Path | None:
     return notes.resolve()
 
 
-def _run_remote(args, tasks, cfg, pricing) -> dict:
+def _run_remote(args, specs: list[SpawnSpec], cfg, pricing) -> dict:
     """The sessions run in the background server (started when none runs)."""
     from cockpit.server.client import BlockingClient, RemoteError, ServerError, ensure_server
-    from cockpit.server.remote import config_payload
 
     notes = _notes_folder(args)
     index = str(args.index.resolve()) if args.index else None
@@ -363,32 +376,27 @@ def _run_remote(args, tasks, cfg, pricing) -> dict:
         raise CockpitError(str(exc)) from None
     except RemoteError as exc:
         raise CockpitError(f"memory engine: {exc.message}") from None
-    workspace = str((args.workspace or Path.cwd()).resolve())
     import asyncio
 
-    return asyncio.run(_remote(tasks, cfg, pricing, notes, index, workspace, args.detach, config_payload(cfg)))
+    return asyncio.run(_remote(specs, cfg, pricing, notes, index, args.detach))
 
 
-async def _remote(tasks, cfg, pricing, notes, index, workspace, detach, payload) -> dict:
+async def _remote(specs: list[SpawnSpec], cfg, pricing, notes, index, detach) -> dict:
     from cockpit.events import Usage
     from cockpit.server.client import AsyncClient, RemoteError
+    from cockpit.server.remote import RemoteRuntime
 
-    client = await AsyncClient.connect()
+    rt = RemoteRuntime(await AsyncClient.connect(), cfg, str(notes) if notes else None, index)
     try:
-        await client.call("hello", client="cockpit run")
-        rows, ids = [], []
+        await rt.client.call("hello", client="cockpit run")
         try:
-            for task, model in tasks:
-                row = await client.call("spawn", task=task, workspace=workspace, model=model, interactive=False,
-                                        notes=str(notes) if notes else None, index=index, config=payload)
-                rows.append(row)
-                ids.append(row["id"])
+            rows = [dict(vars(await rt.spawn(spec))) for spec in specs]
         except RemoteError as exc:
             raise CockpitError(exc.message) from None
         if not detach:
-            rows = (await client.call("wait", ids=ids, until="final"))["sessions"]
+            rows = (await rt.client.call("wait", ids=[r["id"] for r in rows], until="final"))["sessions"]
     finally:
-        await client.close()
+        await rt.aclose()
     usage, cost, priced = Usage(), 0.0, False
     for r in rows:
         u = r.get("usage") or {}

@@ -23,6 +23,7 @@ from cockpit.runtime import ConfigError, RuntimeConfig, SessionManager, backends
 from cockpit.runtime.acp.agents import BUILTIN, AgentDef, parse_agents
 from cockpit.runtime.acp.relay import PLACEHOLDER_KEY, ModelRelay
 from cockpit.runtime.sandbox import detect
+from cockpit.runtime.spawn import SpawnSpec
 
 S = SessionStatus
 KEY = "sk-test-acp-key-0123456789abcdef"
@@ -58,7 +59,7 @@ def agent_log(s) -> list[dict]:
 
 async def run_one(mgr, task, **spawn):
     sub = mgr.subscribe()
-    s = await mgr.spawn(task, **spawn)
+    s = await mgr.spawn(SpawnSpec(task, **spawn))
     assert await mgr.wait_idle(timeout=120)
     sub.close()
     return s, [e async for e in sub if e.session_id == s.id]
@@ -140,7 +141,7 @@ async def test_the_key_never_reaches_the_agent(repo, tmp_path):
     """The agent's environment has a placeholder where the key would be; the relay holds it."""
     agent = AgentDef("fake", "Fake agent", (FAKE,), key_env=("ANTHROPIC_API_KEY",), base_url_env=("ANTHROPIC_BASE_URL",))
     mgr = SessionManager(None, cfg(tmp_path, agents=(agent,)))
-    s = await mgr.spawn("say hi", workspace=repo, sandbox=False)
+    s = await mgr.spawn(SpawnSpec("say hi", workspace=repo, sandbox=False))
     seen = {}
 
     async def env_of_agent():
@@ -177,7 +178,7 @@ async def test_permission_requests_go_through_the_approval_flow(repo, tmp_path):
     """Allow once, then deny: each answer reaches the agent as the option of that kind."""
     mgr = SessionManager(None, cfg(tmp_path, interactive=True))
     sub = mgr.subscribe()
-    s = await mgr.spawn("PERMISSION please", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("PERMISSION please", workspace=repo))
     ask = await next_event(sub, ApprovalRequested)
     assert ask.tool == "Run make deploy" and ask.kind == "bash" and "make deploy" in ask.detail
     assert s.status == S.NEEDS_APPROVAL
@@ -194,7 +195,7 @@ async def test_permission_requests_go_through_the_approval_flow(repo, tmp_path):
 async def test_allow_for_the_session_is_the_agents_allow_always_and_stops_asking(repo, tmp_path):
     mgr = SessionManager(None, cfg(tmp_path, interactive=True))
     sub = mgr.subscribe()
-    s = await mgr.spawn("PERMISSION please", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("PERMISSION please", workspace=repo))
     ask = await next_event(sub, ApprovalRequested)
     await mgr.answer(s.id, ask.request_id, True, scope="session")
     while s.status != S.WAITING:
@@ -220,7 +221,7 @@ async def test_headless_and_plan_mode_refuse_and_bypass_allows(repo, tmp_path):
 async def test_kill_while_the_agent_works_cancels_it(repo, tmp_path):
     mgr = SessionManager(None, cfg(tmp_path, interactive=True))
     sub = mgr.subscribe()
-    s = await mgr.spawn("WAIT for it", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("WAIT for it", workspace=repo))
     while "waiting for cancel" not in s.final_text and "waiting for cancel" not in getattr(s, "_turn_text", ""):
         await next_event(sub, TextDelta)
     proc = s._proc
@@ -259,9 +260,9 @@ async def test_a_missing_agent_says_how_to_install_it(repo, tmp_path):
     agent = AgentDef("ghost", "Ghost", (("no-such-agent-binary",),), npm="ghost-acp")
     mgr = SessionManager(None, cfg(tmp_path, agents=(agent,)))
     with pytest.raises(ValueError, match="Ghost is not installed .* cockpit agents install ghost"):
-        await mgr.spawn("hi", workspace=repo, backend="acp:ghost")
+        await mgr.spawn(SpawnSpec("hi", workspace=repo, backend="acp:ghost"))
     with pytest.raises(ValueError, match="unknown ACP agent 'nope'"):
-        await mgr.spawn("hi", workspace=repo, backend="acp:nope")
+        await mgr.spawn(SpawnSpec("hi", workspace=repo, backend="acp:nope"))
     await mgr.aclose()
 
 
@@ -362,7 +363,7 @@ def test_a_clients_agents_go_with_its_spawn_and_only_over_the_unix_socket():
     added after the server started works at once); over TCP they are refused (commands to run)."""
     from types import SimpleNamespace
 
-    from cockpit.server import rpc
+    from cockpit import wire
     from cockpit.server.daemon import Server
     from cockpit.server.remote import config_payload
 
@@ -371,12 +372,12 @@ def test_a_clients_agents_go_with_its_spawn_and_only_over_the_unix_socket():
     assert json.loads(json.dumps(payload))["agents"][0]["commands"] == [["my-agent", "--acp"]]
     server = Server.__new__(Server)
     server.config = RuntimeConfig()
-    cfg = server._config({"config": json.loads(json.dumps(payload))}, SimpleNamespace(tcp=False))
+    cfg = server._config(json.loads(json.dumps(payload)), True, SimpleNamespace(tcp=False))
     assert cfg.agents == (mine,) and cfg.backend == "acp:mine"
-    with pytest.raises(rpc.RpcError, match="Unix socket only"):
-        server._config({"config": payload}, SimpleNamespace(tcp=True))
-    with pytest.raises(rpc.RpcError, match="malformed agent"):
-        server._config({"config": {"agents": [{"name": "x"}]}}, SimpleNamespace(tcp=False))
+    with pytest.raises(wire.ParamError, match="Unix socket only"):
+        server._config(payload, True, SimpleNamespace(tcp=True))
+    with pytest.raises(wire.ParamError, match="malformed agent"):
+        server._config({"agents": [{"name": "x"}]}, True, SimpleNamespace(tcp=False))
 
 
 @pytest.mark.parametrize("auth, header, value", [("bearer", "authorization", "Bearer sk-openai-1"),
@@ -529,7 +530,7 @@ async def test_permission_asks_at_once_come_one_by_one_and_leave_the_slots_free(
     up, and with one concurrency slot another session still runs (no slot was lost)."""
     mgr = SessionManager(None, cfg(tmp_path, interactive=True, concurrency=1))
     sub = mgr.subscribe()
-    s = await mgr.spawn("MANY asks", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("MANY asks", workspace=repo))
     for allow in (True, True, False):
         ask = await next_event(sub, ApprovalRequested)
         assert s.pending is ask
@@ -538,7 +539,7 @@ async def test_permission_asks_at_once_come_one_by_one_and_leave_the_slots_free(
         await next_event(sub, object)
     assert s.final_text.startswith("many: ") and sorted(s.final_text[6:].split(", ")) == ["no", "yes", "yes"]
     await mgr.kill(s.id)
-    other = await mgr.spawn("hello", workspace=repo)
+    other = await mgr.spawn(SpawnSpec("hello", workspace=repo))
     while other.status not in (S.WAITING, S.DONE, S.ERROR):
         await next_event(sub, object)
     sub.close()

@@ -12,6 +12,7 @@ from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
 from cockpit.runtime.acp.agents import BUILTIN
 from cockpit.runtime.acp.relay import PLACEHOLDER_KEY
 from cockpit.runtime.sandbox import detect
+from cockpit.runtime.spawn import SpawnSpec
 
 KEY = "sk-test-acp-real-0123456789abcdef"
 
@@ -69,7 +70,7 @@ async def test_a_real_agent_answers_the_seed_question_from_the_preseed(seed, tmp
                             worktrees_dir=tmp_path / "wt", sessions_dir=tmp_path / "sessions", acp_timeout=120.0,
                             max_retries=0)  # the default model: an id OpenCode's own list lacks
         mgr = SessionManager(engine, cfg)
-        s = await mgr.spawn(QUESTION, workspace=ws, sandbox=boxed)
+        s = await mgr.spawn(SpawnSpec(QUESTION, workspace=ws, sandbox=boxed))
         assert await mgr.wait_idle(timeout=300)
         await mgr.aclose()
         first = _first_request(api)

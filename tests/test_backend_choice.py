@@ -6,6 +6,7 @@ import pytest
 
 from cockpit.cli import main
 from cockpit.runtime import ConfigError, RuntimeConfig, SessionManager, claude_code, load_config
+from cockpit.runtime.spawn import SpawnSpec
 
 
 @pytest.fixture
@@ -25,9 +26,9 @@ async def test_backends_property_follows_the_extra(monkeypatch):
 async def test_spawn_without_the_extra_says_how_to_install(no_extra, tmp_path):
     mgr = SessionManager(None, RuntimeConfig(api_key="k"))
     with pytest.raises(ValueError, match=r"pip install -e '\.\[claude-code\]'"):
-        await mgr.spawn("t", workspace=tmp_path, backend="claude-code")
+        await mgr.spawn(SpawnSpec("t", workspace=tmp_path, backend="claude-code"))
     with pytest.raises(ValueError, match="unknown session backend 'nope'"):
-        await mgr.spawn("t", workspace=tmp_path, backend="nope")
+        await mgr.spawn(SpawnSpec("t", workspace=tmp_path, backend="nope"))
     assert mgr.sessions == []
     await mgr.aclose()
 

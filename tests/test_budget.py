@@ -16,6 +16,7 @@ from cockpit.headless import EXIT_BUDGET
 from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
 from cockpit.runtime.config import ConfigError, load_config, read_config_file
 from cockpit.runtime.pricing import ModelPrice, PricingTable
+from cockpit.runtime.spawn import SpawnSpec
 
 S = SessionStatus
 USAGE = {"input": 1000, "output": 100, "cache_write": 0, "cache_read": 0}  # $0.0045 at the price below
@@ -62,7 +63,7 @@ async def test_a_session_pauses_at_its_usd_cap_gives_its_slot_back_and_goes_on_w
     )
     mgr = make_mgr(api, concurrency=1)
     sub = mgr.subscribe()
-    s1 = await mgr.spawn("say hi", workspace=ws, max_budget_usd=0.004)
+    s1 = await mgr.spawn(SpawnSpec("say hi", workspace=ws, max_budget_usd=0.004))
     assert s1.to_dict()["budget"] == {"usd": 0.004, "tokens": None}
     reached = await until(sub, lambda e: isinstance(e, BudgetNotice) and e.level == "reached")
     assert (reached.session_id, reached.scope, reached.limit_usd) == (s1.id, "session", 0.004)
@@ -71,7 +72,7 @@ async def test_a_session_pauses_at_its_usd_cap_gives_its_slot_back_and_goes_on_w
     assert "session budget reached: $0.0045 of $0.0040" in s1.detail
     assert S.BUDGET_REACHED.needs_user and s1.is_idle
     # its slot is free: with a concurrency of one, another session runs to its answer meanwhile
-    s2 = await mgr.spawn("another task", workspace=ws)
+    s2 = await mgr.spawn(SpawnSpec("another task", workspace=ws))
     await until(sub, status_is(s2.id, S.WAITING))
     assert s2.final_text == "the other one"
     # paused: one request only, and the response's tool did not run
@@ -97,9 +98,9 @@ async def test_the_server_budget_pauses_every_session_at_its_next_request(api, w
                Reply("four", usage=USAGE))
     mgr = make_mgr(api, server_budget_tokens=2000)
     sub = mgr.subscribe()
-    a = await mgr.spawn("first", workspace=ws)
+    a = await mgr.spawn(SpawnSpec("first", workspace=ws))
     await until(sub, status_is(a.id, S.WAITING))
-    b = await mgr.spawn("second", workspace=ws)  # its answer brings the sum to 2,200 tokens
+    b = await mgr.spawn(SpawnSpec("second", workspace=ws))  # its answer brings the sum to 2,200 tokens
     await until(sub, status_is(b.id, S.WAITING))
     for s in (a, b):
         await mgr.send(s.id, "go on")
@@ -125,7 +126,7 @@ async def test_a_token_cap_from_the_config_and_a_fresh_continuation_keeps_the_ra
     api.script(Reply("", [ToolUse("bash", {"command": "true"})], usage=USAGE))
     mgr = make_mgr(api, max_budget_tokens=500)
     sub = mgr.subscribe()
-    s = await mgr.spawn("t", workspace=ws)
+    s = await mgr.spawn(SpawnSpec("t", workspace=ws))
     await until(sub, status_is(s.id, S.BUDGET_REACHED))
     assert "1,100 of 500 tokens" in s.detail
     await mgr.set_budget(s.id, tokens=600)  # still reached
@@ -296,7 +297,7 @@ async def test_claude_code_stops_at_the_cap_and_is_resumed_with_the_raised_one(w
                             worktrees=False, max_budget_usd=0.01)
         mgr = SessionManager(None, cfg)
         sub = mgr.subscribe()
-        s = await mgr.spawn("read the readme", workspace=ws)
+        s = await mgr.spawn(SpawnSpec("read the readme", workspace=ws))
         await until(sub, status_is(s.id, S.BUDGET_REACHED), timeout=120)
         assert len(api.message_requests) == 1 and s.usage.total > 0  # Claude Code stopped itself at its cap
         await mgr.set_budget(s.id, usd=1.0)

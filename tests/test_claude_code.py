@@ -30,6 +30,7 @@ from cockpit.events import (
     WorktreeChanged,
 )
 from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
+from cockpit.runtime.spawn import SpawnSpec
 
 S = SessionStatus
 KEY = "sk-test-cockpit-key-0123456789"
@@ -73,7 +74,7 @@ def cfg(api, tmp_path, **kw):
 
 async def run_one(mgr, task, **spawn):
     sub = mgr.subscribe()
-    s = await mgr.spawn(task, **spawn)
+    s = await mgr.spawn(SpawnSpec(task, **spawn))
     assert await mgr.wait_idle(timeout=120)
     sub.close()
     events = [e async for e in sub if e.session_id == s.id]
@@ -208,7 +209,7 @@ async def test_an_approval_is_asked_in_the_pane_and_denied_with_a_reason(repo, t
         )
         mgr = SessionManager(None, cfg(api, tmp_path, interactive=True))
         sub = mgr.subscribe()
-        s = await mgr.spawn("add hello.py", workspace=repo)  # default mode: edits ask
+        s = await mgr.spawn(SpawnSpec("add hello.py", workspace=repo))  # default mode: edits ask
         ask = await next_event(sub, ApprovalRequested)
         assert ask.tool == "Write" and ask.kind == "create" and ask.summary == "create hello.py (+1 -0)"
         assert "+print('hi')" in ask.detail and ask.suggestion
@@ -240,7 +241,7 @@ async def test_allow_for_the_session_stops_asking_and_memory_save_asks_like_an_e
         )
         mgr = SessionManager(engine, cfg(api, tmp_path, interactive=True))
         sub, every = mgr.subscribe(), mgr.subscribe()
-        s = await mgr.spawn("write two files", workspace=repo, preseed=False)
+        s = await mgr.spawn(SpawnSpec("write two files", workspace=repo, preseed=False))
         first = await next_event(sub, ApprovalRequested)
         assert first.kind == "create"
         await mgr.answer(s.id, first.request_id, allow=True, scope="session")
@@ -281,7 +282,7 @@ async def test_kill_while_an_approval_waits(repo, tmp_path):
         api.script(Reply("", [ToolUse("Bash", {"command": "rm -rf build", "description": "clean"})]))
         mgr = SessionManager(None, cfg(api, tmp_path, interactive=True))
         sub = mgr.subscribe()
-        s = await mgr.spawn("clean up", workspace=repo)
+        s = await mgr.spawn(SpawnSpec("clean up", workspace=repo))
         ask = await next_event(sub, ApprovalRequested)
         assert ask.kind == "bash" and ask.detail == "rm -rf build"
         await mgr.kill(s.id)

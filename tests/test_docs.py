@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from cockpit.cli_reference import render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,15 +50,23 @@ def test_every_data_file_the_code_reads_is_declared_package_data():
             assert any(Path(rel).match(pattern) for pattern in declared[package]), f"{package}/{rel} is not package data"
 
 
-def test_the_protocol_tables_methods_are_the_servers_methods():
-    """docs/PROTOCOL.md's method table names exactly the methods the server dispatches."""
-    from cockpit.server.daemon import Server
+def test_the_protocol_table_is_generated_from_the_method_registry_and_current():
+    """docs/PROTOCOL.md's method table is what `python -m cockpit.server.methods --write` makes of
+    the server's registry: a method, parameter or type changed without regenerating fails here."""
+    from cockpit.server import methods
 
-    server = Server.__new__(Server)
-    Server.__init__(server)
-    table = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8").split("| method | params | result |")[1]
-    documented = set()
-    for row in table.split("\n\n")[0].splitlines():
-        if row.startswith("| `"):
-            documented |= set(re.findall(r"`([a-z_.]+)`", row.split(" | ")[0]))
-    assert documented == set(server.handlers), (documented ^ set(server.handlers))
+    doc = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
+    assert methods.protocol_doc(doc) == doc, "docs/PROTOCOL.md is stale: python -m cockpit.server.methods --write"
+    table = doc.split(methods.TABLE_START)[1].split(methods.TABLE_END)[0]
+    documented = set(re.findall(r"^\| `([a-z_.]+)` \|", table, flags=re.M))
+    assert documented == set(methods.METHODS) and "spawn" in documented
+
+
+def test_a_stale_protocol_table_is_caught():
+    from cockpit.server import methods
+
+    doc = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
+    stale = doc.replace("`top_k` (integer ≥ 1, optional)", "`top_k` (string, optional)", 1)
+    assert stale != doc and methods.protocol_doc(stale) == doc
+    with pytest.raises(ValueError, match="no .* section"):
+        methods.protocol_doc("# no table here")

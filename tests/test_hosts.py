@@ -15,6 +15,7 @@ from cockpit.cli import main
 from cockpit.errors import CockpitError
 from cockpit.events import SessionStatus as S
 from cockpit.runtime import RuntimeConfig
+from cockpit.runtime.spawn import SpawnSpec
 from cockpit.server.host_config import GridHost, grid_hosts, hosts_for_app
 from cockpit.server.hosts import Backoff, Host, HostUnavailable, MultiHostRuntime, qualify_event
 
@@ -138,8 +139,8 @@ async def test_calls_go_to_the_owning_host_with_its_own_ids():
         assert [(e.host, e.state) for e in snap if isinstance(e, ev.HostStatus)] == [("local", "connected"),
                                                                                      ("box", "connected")]
         assert [e.session_id for e in snap if not isinstance(e, ev.HostStatus)] == ["box:s1"]
-        here = await rt.spawn("a task")
-        there = await rt.spawn("b task", host="box", workspace="/srv")
+        here = await rt.spawn(SpawnSpec("a task"))
+        there = await rt.spawn(SpawnSpec("b task", workspace="/srv"), host="box")
         assert here.id == "a00001" and there.id == "box:a00001"
         assert hosts.current["box"].spawn_options[0]["workspace"] == "/srv"
         await rt.kill("box:a00001")
@@ -150,6 +151,8 @@ async def test_calls_go_to_the_owning_host_with_its_own_ids():
         assert hosts.current["box"].sent == [("s1", "more")] and reviewed.session_id == "box:a00001"
         with pytest.raises(KeyError, match="no host 'gpu'"):
             await rt.kill("gpu:x")
+        with pytest.raises(ValueError, match="no host 'gpu' in this grid"):
+            await rt.spawn(SpawnSpec("c task"), host="gpu")
     finally:
         await rt.aclose()
 
@@ -203,7 +206,7 @@ async def test_an_unreachable_host_does_not_hold_up_attach():
     sub = rt.subscribe()
     try:
         assert rt.host_state("local") == "connected" and rt.host_state("box") == "connecting"
-        assert (await rt.spawn("works")).id == "a00001"
+        assert (await rt.spawn(SpawnSpec("works"))).id == "a00001"
         # a connector that never returns is a failed attempt once its time is up, said in one line
         seen = await events_until(sub, lambda e: isinstance(e, ev.HostStatus) and e.host == "box")
         assert (seen[-1].state, seen[-1].detail) == ("unreachable", "no connection within 0.5 s (hung?)")

@@ -83,6 +83,21 @@ def test_the_tui_reaches_sessions_only_through_the_runtime_protocol():
                 raise AssertionError(f"{f.relative_to(ROOT)} reads manager.{node.attr} (a Session)")
 
 
+def test_the_tui_never_probes_the_runtime_or_what_it_returns():
+    """The app is typed against ``Runtime``: no getattr/hasattr on the runtime (``manager`` /
+    ``runtime``) or on a session it returned — a missing member is mypy's error, not a silent None."""
+    probes = []
+    for f in _files("cockpit/tui"):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("getattr", "hasattr") and node.args:
+                target = node.args[0]
+                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                if name in ("manager", "runtime", "session"):
+                    probes.append(f"{f.relative_to(ROOT)}:{node.lineno} {node.func.id}({ast.unparse(target)}, …)")
+    assert probes == []
+
+
 def test_real_classes_and_their_fakes_implement_the_same_protocols():
     """Each seam's Protocol is met by the real classes and by every test fake standing in for
     them (same members, async-ness and parameters), so a fake cannot drift from what it fakes."""
@@ -94,15 +109,17 @@ def test_real_classes_and_their_fakes_implement_the_same_protocols():
     from tui_fakes import FakeEngine, FakeManager
 
     from cockpit.runtime.manager import SessionManager
-    from cockpit.runtime.protocols import AppEngine, BatchRuntime, MemoryBackend, Runtime, SessionHost
+    from cockpit.runtime.protocols import AppEngine, BatchRuntime, GridRuntime, MemoryBackend, Runtime, SessionHost
+    from cockpit.server.hosts import MultiHostRuntime
     from cockpit.server.remote import RemoteEngine, RemoteRuntime
     from memory import MemoryEngine
 
     for impl in (MemoryEngine, RemoteEngine, FakeEngine):
         assert_implements(impl, AppEngine)
     assert_implements(ToolsFakeEngine, MemoryBackend)
-    for impl in (SessionManager, RemoteRuntime, FakeManager):
+    for impl in (SessionManager, RemoteRuntime, MultiHostRuntime, FakeManager):
         assert_implements(impl, Runtime)
+    assert_implements(MultiHostRuntime, GridRuntime)
     assert_implements(SessionManager, BatchRuntime)
     assert_implements(SessionManager, SessionHost)
     # the check itself can fail: a fake missing a method, or with another signature

@@ -14,6 +14,7 @@ from seed_data import QUESTION, write_seed
 from cockpit.cli import main
 from cockpit.hook_fast import handle
 from cockpit.notes_location import auto_memory_dir, project_key, resolve_notes
+from cockpit.runtime.spawn import SpawnSpec
 from memory.instructions import discover, for_task, parse, paths_named
 
 
@@ -372,7 +373,7 @@ async def test_a_session_gets_the_agent_requested_rule_its_task_is_about(tmp_pat
         api.script(Reply("ok"))
         mgr = SessionManager(Engine(), RuntimeConfig(api_key="k", base_url=api.base_url, interactive=False,
                                                      max_retries=0))
-        s = await mgr.spawn("cut the release", workspace=ws)
+        s = await mgr.spawn(SpawnSpec("cut the release", workspace=ws))
         assert await mgr.wait_idle(timeout=30)
         first = [b["text"] for b in api.message_requests[0]["messages"][0]["content"]]
         await mgr.aclose()

@@ -14,6 +14,7 @@ from standin import Reply, StandIn, ToolUse
 from cockpit.cli import main
 from cockpit.events import MemoryMiss, Preseeded
 from cockpit.runtime import RuntimeConfig, SessionManager
+from cockpit.runtime.spawn import SpawnSpec
 from memory import MemoryEngine
 from memory.judge import load_judge
 from memory.notes import lifecycle
@@ -200,7 +201,7 @@ async def _session(engine, ws, api, task):
                         timeout=30.0, model="standin-model", worktrees=False, sandbox=False)
     mgr = SessionManager(engine, cfg)
     sub = mgr.subscribe()
-    s = await mgr.spawn(task, workspace=ws)
+    s = await mgr.spawn(SpawnSpec(task, workspace=ws))
     assert await mgr.wait_idle(timeout=120)
     await mgr.aclose()
     return s, [e async for e in sub if e.session_id == s.id]

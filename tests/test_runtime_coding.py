@@ -19,6 +19,7 @@ from cockpit.events import (
 from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
 from cockpit.runtime import worktree as wt
 from cockpit.runtime.pricing import ModelPrice, PricingTable
+from cockpit.runtime.spawn import SpawnSpec
 
 S = SessionStatus
 EDIT = "str_replace_based_edit_tool"
@@ -63,8 +64,8 @@ async def test_scripted_coding_session_in_its_worktree_then_merge(api, repo, tmp
     api.script(*FIX_AND_RUN)
     mgr = make_mgr(api, tmp_path)
     sub = mgr.subscribe()
-    s = await mgr.spawn("add hello.py and run it", workspace=repo, permission_mode="acceptEdits",
-                        interactive=True)
+    s = await mgr.spawn(SpawnSpec("add hello.py and run it", workspace=repo, permission_mode="acceptEdits",
+                        interactive=True))
     approval = await next_event(sub, ApprovalRequested)  # acceptEdits: the command asks
     assert approval.kind == "bash" and approval.detail == "python3 hello.py"
     assert s.status == S.NEEDS_APPROVAL
@@ -108,7 +109,7 @@ async def test_default_mode_asks_and_a_denial_reason_reaches_the_model(api, repo
     )
     mgr = make_mgr(api, tmp_path, interactive=True)
     sub = mgr.subscribe()
-    s = await mgr.spawn("fix add", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
     ask = await next_event(sub, ApprovalRequested)
     assert ask.kind == "edit" and "-    return a - b" in ask.detail and "+    return a + b" in ask.detail
     assert ask.suggestion == "Edit"
@@ -137,7 +138,7 @@ async def test_allow_for_the_session_stops_asking_for_that_command(api, repo, tm
     )
     mgr = make_mgr(api, tmp_path, interactive=True)
     sub = mgr.subscribe()
-    s = await mgr.spawn("look", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("look", workspace=repo))
     ask = await next_event(sub, ApprovalRequested)
     await mgr.answer(s.id, ask.request_id, allow=True, scope="session")
     ask2 = await next_event(sub, ApprovalRequested)  # `git status` was allowed; `git log` asks
@@ -153,12 +154,12 @@ async def test_plan_mode_refuses_edits_and_headless_asks_are_denied(api, repo, t
     create = Reply("", [ToolUse(EDIT, {"command": "create", "path": "x.py", "file_text": "x"})])
     api.script(create, Reply("planned"), create, Reply("gave up"))
     mgr = make_mgr(api, tmp_path)
-    plan = await mgr.spawn("plan it", workspace=repo, permission_mode="plan")
+    plan = await mgr.spawn(SpawnSpec("plan it", workspace=repo, permission_mode="plan"))
     assert await mgr.wait_idle(timeout=30)
     res = api.message_requests[1]["messages"][-1]["content"][0]
     assert res["is_error"] and "plan mode is read-only" in res["content"]
     sub = mgr.subscribe()
-    headless = await mgr.spawn("do it", workspace=repo)  # default mode, nobody to answer
+    headless = await mgr.spawn(SpawnSpec("do it", workspace=repo))  # default mode, nobody to answer
     resolved = await next_event(sub, ApprovalResolved)
     assert not resolved.allowed and resolved.scope == "auto" and "headless" in resolved.reason
     assert await mgr.wait_idle(timeout=30)
@@ -181,8 +182,8 @@ async def test_two_sessions_editing_the_same_file_end_on_two_branches(api, repo,
 
     api.responder = responder
     mgr = make_mgr(api, tmp_path, permission_mode="acceptEdits")
-    one = await mgr.spawn("one", workspace=repo)
-    two = await mgr.spawn("two", workspace=repo)
+    one = await mgr.spawn(SpawnSpec("one", workspace=repo))
+    two = await mgr.spawn(SpawnSpec("two", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
     assert "# one" in (Path(one.worktree.path) / "calc.py").read_text()
     assert "# two" in (Path(two.worktree.path) / "calc.py").read_text()
@@ -203,7 +204,7 @@ async def test_two_sessions_editing_the_same_file_end_on_two_branches(api, repo,
 async def test_discard_removes_worktree_and_branch(api, repo, tmp_path):
     api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "junk.txt", "file_text": "junk"})]), Reply("ok"))
     mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
-    s = await mgr.spawn("make junk", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("make junk", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
     before = git(repo, "worktree", "list")
     assert s.worktree.path in before
@@ -223,7 +224,7 @@ async def test_discard_removes_worktree_and_branch(api, repo, tmp_path):
 async def test_resume_after_discard_gets_a_new_worktree_never_the_checkout(api, repo, tmp_path):
     api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "junk.txt", "file_text": "junk"})]), Reply("ok"))
     mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
-    s = await mgr.spawn("make junk", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("make junk", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
     assert (await mgr.review(s.id, "discard")).ok
     api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "again.txt", "file_text": "x"})]), Reply("ok"))
@@ -242,7 +243,7 @@ async def test_resume_after_discard_gets_a_new_worktree_never_the_checkout(api, 
 async def test_a_session_that_changed_nothing_says_so_when_asked_for_its_diff(api, repo, tmp_path):
     api.script(Reply("nothing to change"))
     mgr = make_mgr(api, tmp_path)
-    s = await mgr.spawn("just answer", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("just answer", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
     assert s.worktree is not None and not Path(s.worktree.path).exists()
     with pytest.raises(ValueError, match="changed nothing: its worktree was removed when it ended"):
@@ -288,8 +289,8 @@ async def test_in_place_when_not_a_repository_or_asked(api, repo, tmp_path):
     plain.mkdir()
     api.responder = lambda body: Reply("ok")
     mgr = make_mgr(api, tmp_path)
-    a = await mgr.spawn("q", workspace=plain)
-    b = await mgr.spawn("q", workspace=repo, worktree=False)
+    a = await mgr.spawn(SpawnSpec("q", workspace=plain))
+    b = await mgr.spawn(SpawnSpec("q", workspace=repo, worktree=False))
     assert await mgr.wait_idle(timeout=30)
     assert a.worktree is None and "not a git repository" in a.spec.placement and a.cwd == plain.resolve()
     assert b.worktree is None and "--no-worktree" in b.spec.placement and b.cwd == repo.resolve()
@@ -302,11 +303,11 @@ async def test_in_place_when_not_a_repository_or_asked(api, repo, tmp_path):
 async def test_endpoint_rejecting_client_tools_gives_one_clear_error_and_portable_works(api, repo, tmp_path):
     api.script(HTTPError(400, message="tools.0: Input tag 'bash_20250124' found using 'type' does not match"))
     mgr = make_mgr(api, tmp_path)
-    s = await mgr.spawn("hi", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("hi", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
     assert s.status == S.ERROR and s.error.kind == "tools_unsupported" and "--tools portable" in s.error.message
     api.script(Reply("portable ok"))
-    p = await mgr.spawn("hi", workspace=repo, tools="portable")
+    p = await mgr.spawn(SpawnSpec("hi", workspace=repo, tools="portable"))
     assert await mgr.wait_idle(timeout=30)
     assert p.status == S.DONE and all("input_schema" in t for t in api.message_requests[-1]["tools"])
     await mgr.aclose()
@@ -320,7 +321,7 @@ async def test_context_full_then_continue_in_a_fresh_session(api, repo, tmp_path
     )
     mgr = make_mgr(api, tmp_path, interactive=True, permission_mode="acceptEdits")
     sub = mgr.subscribe()
-    s = await mgr.spawn("long job", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("long job", workspace=repo))
     notice = await next_event(sub, ContextNotice)
     assert notice.level == "full"
     assert await mgr.wait_idle(timeout=30)
@@ -344,7 +345,7 @@ async def test_context_management_is_asked_for_near_the_window_and_dropped_when_
     )
     mgr = make_mgr(api, tmp_path)
     sub = mgr.subscribe()
-    s = await mgr.spawn("read", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("read", workspace=repo))
     warn = await next_event(sub, ContextNotice)
     assert warn.level == "warn" and warn.window == 200_000
     assert await mgr.wait_idle(timeout=30)
@@ -361,7 +362,7 @@ async def test_a_kill_during_a_command_kills_its_process_group(api, repo, tmp_pa
     api.script(Reply("", [ToolUse("bash", {"command": f"sleep 300 & echo $! > {marker}; wait"})]))
     # unconfined (the sandbox's own kill-everything is tests/test_sandbox.py's): the marker is outside
     mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions", sandbox=False)
-    s = await mgr.spawn("hang", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("hang", workspace=repo))
     while not marker.exists() or not marker.read_text().strip():
         await asyncio.sleep(0.02)
     child = int(marker.read_text())
@@ -391,7 +392,7 @@ async def test_instruction_files_go_to_the_system_block_and_rules_to_matching_pa
     api.script(Reply("", [ToolUse(EDIT, {"command": "view", "path": "schema.sql"})]), Reply("seen"))
     mgr = make_mgr(api, tmp_path)
     sub = mgr.subscribe()
-    s = await mgr.spawn("fix the bug in src/api/users.py", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("fix the bug in src/api/users.py", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
     first = api.message_requests[0]
     system = first["system"]
@@ -476,7 +477,7 @@ async def test_a_command_that_prints_the_api_key_hands_on_stars(api, repo, tmp_p
                Reply("Done."))
     mgr = make_mgr(api, tmp_path, api_key=key)
     sub = mgr.subscribe()
-    s = await mgr.spawn("look", workspace=repo, permission_mode="bypassPermissions")
+    s = await mgr.spawn(SpawnSpec("look", workspace=repo, permission_mode="bypassPermissions"))
     assert await mgr.wait_idle(timeout=30)
     sub.close()
     events = [e async for e in sub]

@@ -15,6 +15,7 @@ from standin import FactResponder, StandIn
 
 from cockpit.events import SessionStatus, ToolCall
 from cockpit.runtime import RuntimeConfig, SessionManager
+from cockpit.runtime.spawn import SpawnSpec
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def _cfg(**kw):
 async def _run(engine, ws, cfg, preseed):
     mgr = SessionManager(engine, cfg)
     sub = mgr.subscribe()
-    s = await mgr.spawn(QUESTION, workspace=ws, preseed=preseed)
+    s = await mgr.spawn(SpawnSpec(QUESTION, workspace=ws, preseed=preseed))
     assert await mgr.wait_idle(timeout=120)
     await mgr.aclose()
     events = [e async for e in sub if e.session_id == s.id]

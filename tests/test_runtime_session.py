@@ -18,6 +18,7 @@ from cockpit.events import (
 )
 from cockpit.runtime import RuntimeConfig, SessionManager, read_transcript
 from cockpit.runtime.pricing import ModelPrice, PricingTable
+from cockpit.runtime.spawn import SpawnSpec
 
 S = SessionStatus
 EDIT = "str_replace_based_edit_tool"
@@ -48,7 +49,7 @@ def make_mgr(api, engine=None, **cfg):
 
 async def run_one(mgr, task="hello?", **kw):
     sub = mgr.subscribe()
-    s = await mgr.spawn(task, **kw)
+    s = await mgr.spawn(SpawnSpec(task, **kw))
     assert await mgr.wait_idle(timeout=30)
     sub.close()
     events = [e async for e in sub]
@@ -145,7 +146,7 @@ async def test_kill_during_streaming(api, workspace):
     api.script(Reply("one two three four five", stall_after=4))
     mgr = make_mgr(api)
     sub = mgr.subscribe()
-    s = await mgr.spawn("long", workspace=workspace)
+    s = await mgr.spawn(SpawnSpec("long", workspace=workspace))
     async for ev in sub:  # wait until text is streaming
         if isinstance(ev, TextDelta) and ev.session_id == s.id:
             break
@@ -197,7 +198,7 @@ async def test_nine_sessions_usage_per_session_and_total(api, workspace):
     u = {"input": 100, "output": 10, "cache_write": 5, "cache_read": 50}
     api.responder = lambda body: Reply("ok", usage=u)
     mgr = make_mgr(api)
-    sessions = [await mgr.spawn(f"task {i}", workspace=workspace) for i in range(9)]
+    sessions = [await mgr.spawn(SpawnSpec(f"task {i}", workspace=workspace)) for i in range(9)]
     assert await mgr.wait_idle(timeout=30)
     for s in sessions:
         assert s.status == S.DONE
@@ -214,11 +215,11 @@ async def test_concurrency_cap_queues(api, workspace):
     api.script(Reply("a b c d", stall_after=4))
     mgr = make_mgr(api, concurrency=1)
     sub = mgr.subscribe()
-    first = await mgr.spawn("first", workspace=workspace)
+    first = await mgr.spawn(SpawnSpec("first", workspace=workspace))
     async for ev in sub:
         if isinstance(ev, TextDelta):
             break
-    second = await mgr.spawn("second", workspace=workspace)
+    second = await mgr.spawn(SpawnSpec("second", workspace=workspace))
     async for ev in sub:
         if isinstance(ev, StatusChanged) and ev.session_id == second.id:
             break
@@ -255,7 +256,7 @@ async def test_max_tokens_and_turn_cap_are_visible(api, workspace):
 async def test_interactive_waits_then_follow_up(api, workspace):
     api.script(Reply("first answer"), Reply("second answer"))
     mgr = make_mgr(api, interactive=True)
-    s = await mgr.spawn("q1", workspace=workspace)
+    s = await mgr.spawn(SpawnSpec("q1", workspace=workspace))
     assert await mgr.wait_idle(timeout=30)
     assert s.status == S.WAITING and s.final_text == "first answer"
     await mgr.send(s.id, "q2")
@@ -316,8 +317,8 @@ async def test_error_in_one_session_leaves_others_running(api, workspace):
 
     api.responder = responder
     mgr = make_mgr(api, max_retries=1)
-    bad = await mgr.spawn("bad", workspace=workspace)
-    good = await mgr.spawn("fine", workspace=workspace)
+    bad = await mgr.spawn(SpawnSpec("bad", workspace=workspace))
+    good = await mgr.spawn(SpawnSpec("fine", workspace=workspace))
     assert await mgr.wait_idle(timeout=30)
     assert bad.status == S.ERROR and bad.error.kind == "api"
     assert good.status == S.DONE and good.final_text == "good"
@@ -418,7 +419,7 @@ async def test_forget_drops_a_finished_session_and_refuses_a_running_one(api, wo
     mgr = make_mgr(api)
     sub = mgr.subscribe()
     done, _ = await run_one(mgr, workspace=workspace)
-    running = await mgr.spawn("slow", workspace=workspace)
+    running = await mgr.spawn(SpawnSpec("slow", workspace=workspace))
     async for e in sub:
         if isinstance(e, TextDelta) and e.session_id == running.id:
             break

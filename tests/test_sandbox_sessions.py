@@ -18,6 +18,7 @@ from cockpit.events import ApprovalRequested
 from cockpit.runtime import RuntimeConfig, SessionManager
 from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.runtime.sandbox import detect
+from cockpit.runtime.spawn import SpawnSpec
 
 EDIT = "str_replace_based_edit_tool"
 AVAIL = detect()
@@ -81,7 +82,7 @@ async def test_a_coding_task_in_auto_mode_asks_nothing_and_merges(api, repo, tmp
                 asks.append(ev)
 
     watcher = asyncio.get_running_loop().create_task(watch())
-    s = await mgr.spawn("fix add in calc.py and run its test", workspace=repo, permission_mode="auto")
+    s = await mgr.spawn(SpawnSpec("fix add in calc.py and run its test", workspace=repo, permission_mode="auto"))
     assert await mgr.wait_idle(timeout=60)
     watcher.cancel()
     assert asks == [] and s.final_text.startswith("Fixed")
@@ -108,7 +109,7 @@ async def test_auto_asks_for_a_protected_path_and_memory_save(api, repo, tmp_pat
         Reply("done"),
     )
     mgr = make_mgr(api, tmp_path, interactive=False)  # headless: an ask is denied and the model told
-    s = await mgr.spawn("edit the hook", workspace=repo, permission_mode="auto")
+    s = await mgr.spawn(SpawnSpec("edit the hook", workspace=repo, permission_mode="auto"))
     assert await mgr.wait_idle(timeout=60)
     hook = Path(s.worktree.path) / ".githooks" / "post-merge"
     assert not hook.exists() or hook.read_text() == "#!/bin/sh\n"  # (an unchanged worktree is removed)
@@ -123,7 +124,7 @@ async def test_a_command_the_sandbox_blocks_asks_to_run_outside_and_is_told_what
     api.script(Reply("", [ToolUse("bash", {"command": f"echo hi > {outside}"})]), Reply("ok"))
     mgr = make_mgr(api, tmp_path)
     sub = mgr.subscribe()
-    s = await mgr.spawn("write outside", workspace=repo, permission_mode="auto")
+    s = await mgr.spawn(SpawnSpec("write outside", workspace=repo, permission_mode="auto"))
     ask = await asyncio.wait_for(_next_ask(sub), 30)
     assert ask.summary.startswith("outside the sandbox") and "blocked" in ask.detail
     assert not outside.exists()
@@ -143,8 +144,8 @@ async def _next_ask(sub):
 async def test_auto_is_refused_without_a_sandbox(api, repo, tmp_path):
     mgr = make_mgr(api, tmp_path, sandbox=False)
     with pytest.raises(ValueError, match="auto mode needs the sandbox"):
-        await mgr.spawn("x", workspace=repo, permission_mode="auto")
-    s = await mgr.spawn("x", workspace=repo, permission_mode="default", interactive=False)
+        await mgr.spawn(SpawnSpec("x", workspace=repo, permission_mode="auto"))
+    s = await mgr.spawn(SpawnSpec("x", workspace=repo, permission_mode="default", interactive=False))
     assert s.spec.sandbox == "" and "unconfined" in s.spec.sandbox_note
     await mgr.aclose()
 
@@ -162,7 +163,7 @@ async def test_a_changed_shell_makes_a_rule_allowed_command_ask(api, repo, tmp_p
     )
     mgr = make_mgr(api, tmp_path, interactive=False, sandbox=sandbox,
                    allow=("Bash(python3 -m pytest *)", "Bash(export *)"))
-    s = await mgr.spawn("test", workspace=repo, permission_mode="default")
+    s = await mgr.spawn(SpawnSpec("test", workspace=repo, permission_mode="default"))
     assert await mgr.wait_idle(timeout=60)
     results = tool_results(api)
     assert "1 failed" in results[0]  # the rule let it run: add subtracts, the test fails
@@ -360,8 +361,8 @@ async def test_protected_paths_a_command_writes_are_put_back_unless_the_user_kee
         notes_dir = notes
 
     mgr = make_mgr(api, tmp_path, interactive=False, sandbox=sandbox)
-    s = await mgr.spawn("write config", workspace=repo, permission_mode="auto" if sandbox else "bypassPermissions",
-                        engine=NotesOnly(), preseed=False)
+    s = await mgr.spawn(SpawnSpec("write config", workspace=repo, permission_mode="auto" if sandbox else "bypassPermissions",
+                        preseed=False), engine=NotesOnly())
     assert await mgr.wait_idle(timeout=60)
     tree = Path(s.worktree.path)
     assert (tree / "ok.txt").read_text() == "fine\n"  # the rest of the command's work stays
@@ -394,8 +395,8 @@ async def _run_headless(api, repo, tmp_path, *commands, sandbox=False):
     api.script(*[Reply("", [ToolUse("bash", {"command": c + "; echo fine > ok.txt"})]) for c in commands],
                Reply("done"))
     mgr = make_mgr(api, tmp_path, interactive=False, sandbox=sandbox)
-    s = await mgr.spawn("change things", workspace=repo, permission_mode="auto" if sandbox else "bypassPermissions",
-                        preseed=False)
+    s = await mgr.spawn(SpawnSpec("change things", workspace=repo, permission_mode="auto" if sandbox else "bypassPermissions",
+                        preseed=False))
     assert await mgr.wait_idle(timeout=60)
     return mgr, s, Path(s.worktree.path)
 
@@ -481,7 +482,7 @@ async def test_protected_paths_unchecked_when_git_fails_asks_the_user(api, repo,
                Reply("done"))
     mgr = make_mgr(api, tmp_path, sandbox=False)
     sub = mgr.subscribe()
-    s = await mgr.spawn("junk the index", workspace=repo, permission_mode="bypassPermissions", preseed=False)
+    s = await mgr.spawn(SpawnSpec("junk the index", workspace=repo, permission_mode="bypassPermissions", preseed=False))
     ask = await asyncio.wait_for(_next_ask(sub), 30)
     assert "Protected paths could not be checked after this command" in ask.detail
     await mgr.answer(s.id, ask.request_id, allow=False, reason="no")
@@ -495,7 +496,7 @@ async def test_an_editor_call_does_not_swallow_another_protected_change(api, rep
                Reply("", [ToolUse("bash", {"command": "echo fine > ok.txt"})]), Reply("done"))
     mgr = make_mgr(api, tmp_path, sandbox=False)
     sub = mgr.subscribe()
-    s = await mgr.spawn("write agents", workspace=repo, permission_mode="bypassPermissions", preseed=False)
+    s = await mgr.spawn(SpawnSpec("write agents", workspace=repo, permission_mode="bypassPermissions", preseed=False))
     ask = await asyncio.wait_for(_next_ask(sub), 30)
     tree = Path(s.worktree.path)
     (tree / ".envrc").write_text("export X=1\n")  # a command left in the background writes meanwhile
@@ -525,7 +526,7 @@ async def test_a_protected_file_written_only_into_git_is_caught(api, repo, tmp_p
              "git update-index --assume-unchanged sub/.envrc && echo planted")
     api.script(Reply("", [ToolUse("bash", {"command": plant})]), Reply("done"))
     mgr = make_mgr(api, tmp_path, interactive=False)
-    s = await mgr.spawn("plant", workspace=repo, permission_mode="auto")
+    s = await mgr.spawn(SpawnSpec("plant", workspace=repo, permission_mode="auto"))
     assert await mgr.wait_idle(timeout=60)
     assert "planted" in tool_results(api)[0] and "sub/.envrc" in tool_results(api)[0]
     await mgr.review(s.id, "merge")  # merged, or nothing left to merge: either way main must not hold it

@@ -13,6 +13,7 @@ from cockpit.events import Preseeded, UsageUpdate
 from cockpit.runtime import RuntimeConfig, SessionManager, load_config, read_transcript
 from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.runtime.selector import INSTRUCTIONS, ModelSelector, parse_answer, selector_for
+from cockpit.runtime.spawn import SpawnSpec
 from memory import MemoryEngine
 from memory.selector import SHORTLIST, SelectorCandidate, SelectorResult
 
@@ -167,7 +168,7 @@ async def test_selector_usage_lands_in_the_session_totals(api, engine, tmp_path)
                         selector="model", selector_model="sel-model", timeout=10.0)
     mgr = SessionManager(engine, cfg, pricing=pricing)
     sub = mgr.subscribe()
-    s = await mgr.spawn(TASK, workspace=ws)
+    s = await mgr.spawn(SpawnSpec(TASK, workspace=ws))
     assert await mgr.wait_idle(timeout=30)
     sub.close()
     events = [e async for e in sub if e.session_id == s.id]
@@ -200,7 +201,7 @@ async def test_session_selector_failure_falls_back_and_still_counts(api, engine,
                         selector="model", selector_model="sel-model", timeout=10.0)
     mgr = SessionManager(engine, cfg, pricing=PricingTable({}, source="test", date="2026-01-01"))
     sub = mgr.subscribe()
-    s = await mgr.spawn(TASK, workspace=ws)
+    s = await mgr.spawn(SpawnSpec(TASK, workspace=ws))
     assert await mgr.wait_idle(timeout=30)
     sub.close()
     pre = [e async for e in sub if isinstance(e, Preseeded) and e.session_id == s.id][0]

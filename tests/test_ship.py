@@ -18,6 +18,7 @@ from cockpit.runtime import RuntimeConfig, SessionManager, ship
 from cockpit.runtime import worktree as wt
 from cockpit.runtime.config import config_path, load_config, worktrees_dir
 from cockpit.runtime.pricing import ModelPrice, PricingTable
+from cockpit.runtime.spawn import SpawnSpec
 
 EDIT = "str_replace_based_edit_tool"
 
@@ -187,7 +188,7 @@ async def test_conflict_sent_back_to_the_session_then_the_merge_succeeds(api, re
         Reply("Merged main into my branch and resolved calc.py."),
     )
     mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
-    s = await mgr.spawn("fix add", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
     assert await mgr.wait_idle(timeout=30) and s.status == S.WAITING
     (repo / "calc.py").write_text(CALC.replace("a - b", "b + a  # fixed on main"))
     git(repo, "commit", "-q", "-am", "a fix on main")
@@ -212,16 +213,16 @@ async def test_check_through_the_manager_reports_pass_and_fail(api, repo, tmp_pa
                Reply("Done."))
     mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions", check_command="python3 test_calc.py",
                    sandbox=False)
-    s = await mgr.spawn("add x", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("add x", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
     res = await mgr.review(s.id, "check")
     assert res.action == "check" and not res.ok and "add is wrong" in res.message
     fixed(s.worktree)
     res = await mgr.review(s.id, "check")
     assert res.ok and "check passed" in res.message
-    draft = await mgr.pull_request(s.id, draft=True)
-    assert "check passed" in draft["body"] and "add x" in draft["body"] and draft["title"] == "add x"
-    assert "## What the session did\n\nDone." in draft["body"]  # waiting, not ended: its last answer
+    draft = await mgr.draft_pull_request(s.id)
+    assert "check passed" in draft.body and "add x" in draft.body and draft.title == "add x"
+    assert "## What the session did\n\nDone." in draft.body  # waiting, not ended: its last answer
     await mgr.aclose()
 
 
@@ -231,7 +232,7 @@ async def test_a_kept_branch_is_listed_after_the_session_and_a_new_manager_then_
     api.script(Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
                                          "new_str": "a + b"})]), Reply("Fixed."))
     mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
-    s = await mgr.spawn("fix add", workspace=repo)
+    s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
     assert (await mgr.review(s.id, "keep")).ok
     branch = s.worktree.branch
@@ -338,7 +339,7 @@ async def test_a_bare_repository_is_refused(api, tmp_path, repo):
     assert wt.placement_of(plain) == ("in place", "in place: not a git repository (edits your files directly)")
     mgr = make_mgr(api, tmp_path)
     with pytest.raises(wt.WorktreeError, match="bare git repository"):
-        await mgr.spawn("fix", workspace=bare)
+        await mgr.spawn(SpawnSpec("fix", workspace=bare))
     await mgr.aclose()
 
 
@@ -406,9 +407,9 @@ async def test_conflict_radar_two_sessions_editing_one_file(api, repo, tmp_path)
     api.script(*edit("a + b"), *edit("b + a"))
     mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
     sub = mgr.subscribe()
-    one = await mgr.spawn("fix add", workspace=repo)
+    one = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
-    two = await mgr.spawn("fix add too", workspace=repo)
+    two = await mgr.spawn(SpawnSpec("fix add too", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
     views: dict[str, SessionView] = {}
     while True:

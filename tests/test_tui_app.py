@@ -15,6 +15,7 @@ from tui_fakes import FakeEngine, FakeHit, FakeManager, session_script, text_of,
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
+from cockpit.runtime.spawn import SpawnSpec
 from cockpit.tui import CockpitApp
 from cockpit.tui.screens.memory import MemoryScreen
 from cockpit.tui.screens.spawn import SpawnDialog
@@ -577,6 +578,24 @@ async def test_spawn_dialog_passes_the_backend_and_options_the_runtime_offers():
         assert options["permission_mode"] == "acceptEdits" and options["worktree"] is True
 
 
+async def test_a_value_the_spawn_spec_refuses_is_said_in_the_dialog_which_stays_open():
+    """The dialog builds a SpawnSpec: its one-line refusal shows there, the task typed stays, and
+    nothing reaches the runtime."""
+    mgr = FakeManager()
+    app = CockpitApp(mgr, None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("n")
+        dialog = app.screen
+        assert isinstance(dialog, SpawnDialog)
+        dialog.query_one("#spawn-model").value = "claude\x00x"
+        await pilot.press(*"task one", "enter")
+        error = dialog.query_one("#spawn-error")
+        await until(pilot, lambda: error.display, "the refusal shown")
+        assert "model must be a non-empty string (no NUL)" in text_of(error)
+        assert app.screen is dialog and dialog.query_one("#spawn-task").value == "task one"
+        assert mgr.spawned == []
+
+
 async def test_an_approval_answered_elsewhere_closes_its_dialog_and_the_panel():
     from cockpit.tui.screens.approval import ApprovalDialog
 
@@ -775,7 +794,7 @@ async def test_the_manager_snapshot_carries_what_closed_sessions_spent(tmp_path)
         api.script(Reply("done"))
         mgr = SessionManager(None, RuntimeConfig(api_key="k", base_url=api.base_url, interactive=False,
                                                  sandbox=False, worktrees_dir=tmp_path / "w", max_retries=0))
-        s = await mgr.spawn("x", workspace=tmp_path, worktree=False, preseed=False)
+        s = await mgr.spawn(SpawnSpec("x", workspace=tmp_path, worktree=False, preseed=False))
         assert await mgr.wait_idle(timeout=60)
         assert s.usage.total > 0
         await mgr.forget(s.id)
@@ -794,10 +813,10 @@ async def test_each_spawn_focuses_its_own_pane_even_when_another_pane_arrives_fi
     gate = asyncio.Event()
     real = mgr.spawn
 
-    async def spawn(task, **options):
-        if task == "slow":
+    async def spawn(spec, *, host=None):
+        if spec.task == "slow":
             await gate.wait()
-        return await real(task, **options)
+        return await real(spec, host=host)
 
     mgr.spawn = spawn
     app = CockpitApp(mgr)
@@ -911,7 +930,7 @@ async def test_a_failed_request_to_the_runtime_is_one_line_and_the_app_stays():
     runtime refuses each give '<what> failed: <why>' and the app keeps running."""
 
     class Refusing(FakeManager):
-        async def spawn(self, task, **options):
+        async def spawn(self, spec, *, host=None):
             raise RuntimeError("the server is gone")
 
         async def kill(self, session_id):

@@ -16,11 +16,12 @@ from tui_fakes import text_of, until
 from cockpit.events import SessionStatus as S
 from cockpit.runtime import RuntimeConfig, SessionManager
 from cockpit.runtime.pricing import ModelPrice, PricingTable
+from cockpit.runtime.spawn import SpawnSpec
 from cockpit.tui import CockpitApp
 from cockpit.tui.screens.approval import ApprovalDialog
 from cockpit.tui.screens.dialogs import ChoiceDialog, CommentDialog, ConfirmDialog, QuitDialog
 from cockpit.tui.screens.diff import DiffScreen
-from cockpit.tui.screens.spawn import SpawnDialog, SpawnRequest
+from cockpit.tui.screens.spawn import SpawnDialog
 
 EDIT = "str_replace_based_edit_tool"
 PRICING = PricingTable({"test-model": ModelPrice(2.0, 10.0, 2.5, 0.2, 100_000),
@@ -231,7 +232,7 @@ async def test_a_session_in_place_has_no_diff_and_the_screen_says_why(api, tmp_p
     api.script(Reply("ok"))
     app = app_for(manager(api, tmp_path), repo)
     async with app.run_test(size=SIZE) as pilot:
-        app.spawn(SpawnRequest("look around", worktree=False))
+        app.spawn(SpawnSpec("look around", worktree=False))
         await until(pilot, lambda: app.views and only_view(app).status is S.WAITING, "waiting")
         view = only_view(app)
         await pilot.pause(0.2)
@@ -392,7 +393,7 @@ async def test_a_late_attaching_app_rebuilds_panes_from_the_snapshot_and_transcr
         Reply("Second answer."),
     )
     mgr = manager(api, tmp_path, permission_mode="acceptEdits")
-    session = await mgr.spawn("what does add do?", workspace=repo)
+    session = await mgr.spawn(SpawnSpec("what does add do?", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
     app = app_for(mgr, repo)  # attaches after the session ran: no events replayed
     async with app.run_test(size=SIZE) as pilot:
@@ -405,9 +406,10 @@ async def test_a_late_attaching_app_rebuilds_panes_from_the_snapshot_and_transcr
         assert kinds == ["text", "tool", "text"]  # the snapshot replays the session's events
         assert "def add" in view.blocks[1].result
         assert view.blocks[2].text == "It subtracts."
-        await pilot.pause(0.2)
-        body = app.panes[session.id].query_one("#pane-body").plain_text()
-        assert "Reading first." in body and "It subtracts." in body
+        def body() -> str:
+            return app.panes[session.id].query_one("#pane-body").plain_text()
+
+        await until(pilot, lambda: "Reading first." in body() and "It subtracts." in body(), "the pane drawn")
         app.screen.focus_pane(app.panes[session.id])
         await pilot.press("enter", *"and then?", "enter")
         await until(pilot, lambda: any(b.text == "Second answer." for b in view.blocks), "follow-up answered")

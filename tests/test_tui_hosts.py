@@ -16,6 +16,7 @@ from tui_fakes import text_of, until
 from cockpit import hostids
 from cockpit.events import SessionStatus as S
 from cockpit.runtime import RuntimeConfig
+from cockpit.runtime.spawn import SpawnSpec
 from cockpit.server import paths
 from cockpit.server.client import BlockingClient, start_server, wait_for_stop
 from cockpit.server.host_config import GridHost, hosts_for_app
@@ -157,13 +158,13 @@ async def test_two_hosts_in_one_grid_spawn_approve_counts_and_notifications(two_
 
             # a session on the second host asks; the notification names it; y answers it there
             app.screen.focus_pane(app.panes[here.session_id])
-            app.spawn(app_request("make a file", "box"), focus=False)
+            app.spawn(SpawnSpec("make a file"), focus=False, host="box")
             await until(pilot, lambda: any(v.status is S.NEEDS_APPROVAL for v in app.views.values()),
                         "the ask on box")
             asking = one(app, "box", "make a file")
             await until(pilot, lambda: "1 needs approval" in header(app), "the header counts it")
-            assert any(n.title.startswith(f"3 · {asking.session_id}") for n in app._notifications), \
-                "a toast names the session on box"
+            await until(pilot, lambda: any(n.title.startswith(f"3 · {asking.session_id}") for n in app._notifications),
+                        "a toast names the session on box")
             app.screen.focus_pane(app.panes[asking.session_id])
             await pilot.press("y")
             await until(pilot, lambda: asking.status is S.WAITING, "approved on box, finished")
@@ -172,12 +173,6 @@ async def test_two_hosts_in_one_grid_spawn_approve_counts_and_notifications(two_
             await until(pilot, lambda: "3 waiting for you" in header(app), "three waiting, two hosts")
             await relay.cut()
             await app.shutdown()
-
-
-def app_request(task: str, host: str):
-    from cockpit.tui.screens.spawn import SpawnRequest
-
-    return SpawnRequest(task, host=host)
 
 
 async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event(two_servers, tmp_path, caplog):
@@ -194,7 +189,7 @@ async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event
         await relay.restore()
         async with app.run_test(size=SIZE) as pilot:
             app.spawn("question here")
-            app.spawn(app_request("make a file", "box"))
+            app.spawn(SpawnSpec("make a file"), host="box")
             await until(pilot, lambda: len(app.views) == 2, "two panes")
             asking = one(app, "box", "make a file")
             here = one(app, "local", "question here")
@@ -210,7 +205,9 @@ async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event
                         "shown on the pane")
             await until(pilot, lambda: "box ⟳ reconnecting" in header(app), "the header says it")
             assert here.link == ""  # the local host is untouched
-            assert any(n.message.startswith("host box reconnecting: ") for n in app._notifications)  # why, once
+            # why, once (a toast is a message to the app: it lands on a later tick)
+            await until(pilot, lambda: any(n.message.startswith("host box reconnecting: ") for n in app._notifications),
+                        "the toast says why")
             # meanwhile another client answers the ask on box, and the session finishes there
             _, box_id = hostids.split(asking.session_id)
             with BlockingClient(box_sock) as c:
@@ -224,7 +221,7 @@ async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event
             await relay.restore()
             await until(pilot, lambda: asking.status is S.WAITING and asking.link == "", "box is back")
             assert app.host_states["box"].state == "connected"
-            assert any(n.message == "host box is back" for n in app._notifications)
+            await until(pilot, lambda: any(n.message == "host box is back" for n in app._notifications), "the toast")
             # the reconnect log: connected, lost, tried while away (back-off), back with the replay
             lines = [r.getMessage() for r in caplog.records if r.name == "cockpit.hosts" and "box" in r.message]
             assert lines[0] == "host box: connected"
@@ -238,7 +235,8 @@ async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event
             tools = [b for b in asking.blocks if b.kind == "tool"]
             assert len(tools) == 1 and tools[0].approval == "allowed once" and tools[0].result is not None
             assert asking.pending is None
-            assert "host reconnecting" not in text_of(pane.query_one("#pane-status"))
+            await until(pilot, lambda: "host reconnecting" not in text_of(pane.query_one("#pane-status")),
+                        "the pane no longer says reconnecting")  # redrawn on the next flush tick
             await until(pilot, lambda: "box ●" in header(app) and "reconnecting" not in header(app), "header")
             # it came to need you while away: said once it is back
             await until(pilot, lambda: any(n.title.endswith("make a file") and "waiting for you" in n.message
@@ -266,7 +264,7 @@ async def test_a_host_that_cannot_be_reached_at_start_does_not_hold_up_the_other
             app.spawn("question here")
             await until(pilot, lambda: len(app.views) == 1 and next(iter(app.views.values())).status is S.WAITING,
                         "the local host works")
-            app.spawn(app_request("what port does staging run on", "box"))
+            app.spawn(SpawnSpec("what port does staging run on"), host="box")
             await until(pilot, lambda: any("host box is unreachable" in n.message for n in app._notifications),
                         "a spawn on box says why not")
             await app.shutdown()
@@ -293,7 +291,7 @@ async def test_cockpit_host_local_host_box_from_the_config(two_servers, tmp_path
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: [(h, s.state) for h, s in app.host_states.items()]
                         == [("local", "connected"), ("box", "connected")], "both hosts connected")
-            app.spawn(app_request("question there", "box"))
+            app.spawn(SpawnSpec("question there"), host="box")
             await until(pilot, lambda: [v.status for v in app.views.values()] == [S.WAITING], "answered on box")
             assert next(iter(app.views)).startswith("box:")
             await app.shutdown()

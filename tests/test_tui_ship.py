@@ -253,9 +253,9 @@ async def test_p_drafts_the_pull_request_edits_reach_pull_request_and_escape_can
     calls: list[tuple] = []
     real = mgr.pull_request
 
-    async def recording(session_id, title="", body="", draft=False):
-        calls.append((session_id, title, body, draft))
-        return await real(session_id, title, body, draft=draft)
+    async def recording(session_id, title="", body=""):
+        calls.append((session_id, title, body, False))
+        return await real(session_id, title, body)
 
     mgr.pull_request = recording  # type: ignore[method-assign]
     app = app_for(mgr, repo)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,6 +15,7 @@ from cockpit import events as ev
 from cockpit.events import InjectedNote, Usage
 from cockpit.events import SessionStatus as S
 from cockpit.runtime.config import RuntimeConfig
+from cockpit.runtime.spawn import SpawnSpec
 
 
 class FakeSubscription:
@@ -73,19 +74,21 @@ class FakeManager:
             for q in self.subs:
                 q.put_nowait(e)
 
-    async def spawn(self, task, **options):
+    async def spawn(self, spec: SpawnSpec, *, host=None):
+        if host is not None:  # as SessionManager and RemoteRuntime: one host
+            raise ValueError(f"this runtime has one host: cannot spawn on host {host!r}")
         self._n += 1
         sid = f"a{self._n:05d}"
-        self.spawned.append(task)
-        self.spawn_options.append(options)
-        self.emit(ev.SessionSpawned(sid, task, options.get("model") or "claude-sonnet-4-5", "/ws",
-                                    f"/t/{sid}.jsonl", options.get("preseed", True)))
-        return SimpleNamespace(id=sid, task=task)
+        self.spawned.append(spec.task)
+        self.spawn_options.append({k: v for k, v in asdict(spec).items() if k != "task"})
+        self.emit(ev.SessionSpawned(sid, spec.task, spec.model or "claude-sonnet-4-5", "/ws",
+                                    f"/t/{sid}.jsonl", spec.preseed is not False))
+        return SimpleNamespace(id=sid, task=spec.task)
 
     async def send(self, session_id, text):
         self.sent.append((session_id, text))
 
-    async def kill(self, session_id):
+    async def kill(self, session_id, reason=""):
         self.killed.append(session_id)
         self.emit(ev.StatusChanged(session_id, S.KILLED), ev.SessionDone(session_id, S.KILLED))
 
@@ -93,9 +96,10 @@ class FakeManager:
         self.answers.append((session_id, request_id, allow, scope, reason))
         self.emit(ev.ApprovalResolved(session_id, request_id or "", allow, scope, reason))
 
-    async def pull_request(self, session_id, title="", body="", draft=False):
-        if draft:
-            return {"title": "the task", "body": "## Task\n\nthe task"}
+    async def draft_pull_request(self, session_id):
+        return SimpleNamespace(title="the task", body="## Task\n\nthe task")
+
+    async def pull_request(self, session_id, title="", body=""):
         return await self.review(session_id, "pr")
 
     async def review(self, session_id, action):
@@ -109,7 +113,7 @@ class FakeManager:
             return self.diffs[session_id]
         raise ValueError(f"session {session_id} runs in place: there is no diff to review")
 
-    async def resume(self, transcript_path, **options):
+    async def resume(self, transcript_path, *, interactive=None):
         raise ValueError("the fake manager cannot resume")
 
     async def continue_fresh(self, session_id):

@@ -4,8 +4,8 @@ No Textual import here (checked by tests/test_layering.py). Public API::
 
     from cockpit.runtime import SessionManager, RuntimeConfig, load_config
     mgr = SessionManager(engine, RuntimeConfig(api_key=..., base_url=...))
-    session = await mgr.spawn(task, workspace=None, model=None, preseed=True, top_k=5, interactive=None,
-                              permission_mode=None, worktree=None, tools=None)
+    session = await mgr.spawn(SpawnSpec(task, workspace=None, model=None, preseed=None, top_k=None,
+                                        permission_mode=None, worktree=None, tools=None))  # runtime/spawn.py
     await mgr.send(session.id, "follow-up"); await mgr.kill(session.id)
     await mgr.answer(session.id, None, allow=True, scope="once")   # the pending approval
     diff = await mgr.diff(session.id); await mgr.review(session.id, "merge")   # | "keep" | "discard"

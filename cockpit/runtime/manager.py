@@ -30,7 +30,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cockpit.events import (
     Event,
@@ -45,13 +45,14 @@ from cockpit.events import (
 )
 from cockpit.runtime import ids, ship
 from cockpit.runtime import worktree as wt
-from cockpit.runtime.budget import Budget, BudgetHit, check, parse_tokens, parse_usd
+from cockpit.runtime.budget import Budget, BudgetHit, check
 from cockpit.runtime.config import RuntimeConfig
 from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.pricing import PricingTable, load_pricing
 from cockpit.runtime.protocols import MemoryBackend
 from cockpit.runtime.session import SessionSpec
 from cockpit.runtime.session_base import SessionBase
+from cockpit.runtime.spawn import SpawnSpec
 from cockpit.runtime.summary import continuation_message
 from cockpit.runtime.transcript import append_record, load_messages, new_transcript_path, read_transcript
 
@@ -306,79 +307,55 @@ class SessionManager:
             del log[LOG_HEAD : LOG_HEAD + LOG_EVENTS // 4]
 
     # -- spawning ----------------------------------------------------------------------------
-    async def spawn(
-        self,
-        task: str,
-        workspace: str | Path | None = None,
-        model: str | None = None,
-        preseed: bool | None = None,
-        top_k: int | None = None,
-        interactive: bool | None = None,
-        permission_mode: str | None = None,
-        worktree: bool | None = None,
-        tools: str | None = None,
-        backend: str | None = None,
-        config: RuntimeConfig | None = None,
-        engine: MemoryBackend | None | object = ...,
-        max_budget_usd: float | None = None,
-        max_budget_tokens: int | None = None,
-        sandbox: bool | None = None,
-        network: str | None = None,
-    ) -> SessionBase:
-        """Start a session; returns once its worktree exists (status ``queued`` or ``starting``).
+    async def spawn(self, spec: SpawnSpec, *, host: str | None = None, config: RuntimeConfig | None = None,
+                    engine: MemoryBackend | None | object = ...) -> SessionBase:
+        """Start the session ``spec`` asks for (:class:`~cockpit.runtime.spawn.SpawnSpec`, its
+        values already checked); returns once its worktree exists (status ``queued`` or ``starting``).
 
-        ``None`` arguments take the config's value (workspace: current folder). ``config``: this
+        ``None`` options take the config's value (workspace: current folder). ``config``: this
         session's settings (model client, caps) instead of the manager's (the server gets one per
-        client request); ``engine``: its memory backend instead of the manager's.
-        ``max_budget_usd`` / ``max_budget_tokens``: this session's spend cap instead of the
-        config's (:mod:`cockpit.runtime.budget`). Raises ValueError
-        for an empty task, a workspace that is not a folder, a bad permission mode / tools
-        style or an unknown / unavailable ``backend`` ("cockpit" is this package's own loop,
-        "claude-code" Claude Code through the optional ``claude-agent-sdk``: see :attr:`backends`);
-        ``worktree.WorktreeError`` when git cannot create the worktree; RuntimeError after
-        ``aclose``.
+        client request); ``engine``: its memory backend instead of the manager's. Raises
+        ValueError for what only this runtime can judge: a workspace that is not a folder, an
+        unknown / unavailable ``backend`` (see :attr:`backends`), network "allow" without allowed
+        hosts, auto mode without a sandbox; ``worktree.WorktreeError`` when git cannot create the
+        worktree; RuntimeError after ``aclose``. ``host``: ``Runtime.spawn``'s (a grid's); this
+        runtime has one host, so only None (any other value is a ValueError).
         """
+        if host is not None:
+            raise ValueError(f"this runtime has one host: cannot spawn on host {host!r}")
         if self._closed:
             raise RuntimeError("SessionManager is closed")
-        if not task or not task.strip():
-            raise ValueError("empty task")
-        usd = None if max_budget_usd is None else parse_usd(max_budget_usd, "max_budget_usd")
-        tokens = None if max_budget_tokens is None else parse_tokens(max_budget_tokens, "max_budget_tokens")
-        ws = Path(workspace or Path.cwd()).expanduser().resolve()
+        ws = Path(spec.workspace or Path.cwd()).expanduser().resolve()
         if not ws.is_dir():
             raise ValueError(f"workspace is not a folder: {ws}")
         cfg = config or self.config
-        mode = PermissionMode.parse(permission_mode or cfg.permission_mode)
-        style = tools or cfg.tools
-        if style not in ("anthropic", "portable"):
-            raise ValueError(f"unknown tools style {style!r}; use 'anthropic' or 'portable'")
-        backend = backend or cfg.backend
+        mode = PermissionMode.parse(spec.permission_mode or cfg.permission_mode)
+        style = spec.tools or cfg.tools
+        backend = spec.backend or cfg.backend
         cls = self._session_class(backend, cfg)
-        if network is not None:
-            cfg = replace(cfg, network=network)
-            if network not in ("off", "on", "allow"):
-                raise ValueError(f"network must be off, on or allow, got {network!r}")
-            if network == "allow" and not cfg.allow_hosts:
+        if spec.network is not None:
+            cfg = replace(cfg, network=spec.network)
+            if spec.network == "allow" and not cfg.allow_hosts:
                 raise ValueError('network "allow" needs [sandbox] allow_hosts in config.toml')
-        box, box_note = await asyncio.to_thread(sandbox_for, cfg, sandbox, backend)
+        box, box_note = await asyncio.to_thread(sandbox_for, cfg, spec.sandbox, backend)
         if mode is PermissionMode.AUTO and not box:
             raise ValueError(f"auto mode needs the sandbox, and this session has none ({box_note})")
         sid = self._new_id()
         transcript = new_transcript_path(cfg.resolved_sessions_dir(), sid)
-        info, placement = await self._place(ws, sid, task, str(transcript), worktree, cfg)
-        spec = SessionSpec(
-            task=task, model=model or cfg.model, workspace=ws,
+        info, placement = await self._place(ws, sid, spec.task, str(transcript), spec.worktree, cfg)
+        session_spec = SessionSpec(
+            task=spec.task, model=spec.model or cfg.model, workspace=ws,
             cwd=Path(info.cwd) if info else ws,
-            preseed_enabled=cfg.preseed if preseed is None else preseed,
-            top_k=top_k or cfg.top_k,
-            interactive=cfg.interactive if interactive is None else interactive,
+            preseed_enabled=cfg.preseed if spec.preseed is None else spec.preseed,
+            top_k=spec.top_k or cfg.top_k,
+            interactive=cfg.interactive if spec.interactive is None else spec.interactive,
             permission_mode=mode, tools_style=style if backend == "cockpit" else backend, worktree=info,
             placement=placement, backend=backend, sandbox=box, sandbox_note=box_note, network=cfg.network,
         )
         extra: dict[str, Any] = {} if engine is ... else {"engine": engine}
-        s = cls(self, spec, session_id=sid, transcript_path=transcript, config=cfg, **extra)
-        if usd is not None or tokens is not None:
-            s.budget = s.budget.updated(usd, tokens)
+        s = cls(self, session_spec, session_id=sid, transcript_path=transcript, config=cfg, **extra)
+        if spec.max_budget_usd is not None or spec.max_budget_tokens is not None:
+            s.budget = s.budget.updated(spec.max_budget_usd, spec.max_budget_tokens)
         return self._start(s)
 
     @property
@@ -657,18 +634,23 @@ class SessionManager:
         self.publish(event)
         return event
 
-    async def pull_request(self, session_id: str, title: str = "", body: str = "",
-                           draft: bool = False) -> Reviewed | dict:
-        """Push the session's branch and open a pull request (``title``/``body`` empty: drafted from
-        the task, the final answer, the notes, the last check). ``draft``: only the draft,
-        ``{"title", "body"}``, nothing pushed."""
+    async def draft_pull_request(self, session_id: str) -> ship.PullRequestDraft:
+        """The pull request's text drafted from the task, the final answer, the notes and the last
+        check; nothing is pushed. Raises KeyError; ValueError when the session runs in place."""
         s = self.get(session_id)
         info = s.worktree
         if info is None:
             raise ValueError(f"session {s.id} runs in place: no branch to push")
-        if draft:
-            t, b = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
-            return {"title": t, "body": b}
+        t, b = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
+        return ship.PullRequestDraft(t, b)
+
+    async def pull_request(self, session_id: str, title: str = "", body: str = "") -> Reviewed:
+        """Push the session's branch and open a pull request (``title``/``body`` empty: drafted as
+        :meth:`draft_pull_request` does)."""
+        s = self.get(session_id)
+        info = s.worktree
+        if info is None:
+            raise ValueError(f"session {s.id} runs in place: no branch to push")
         return await self._ship(s, info, "pr", title, body)
 
     async def kill(self, session_id: str, reason: str = "") -> None:
@@ -783,3 +765,13 @@ def _worktree_gone(s: SessionBase) -> str:
     if s.worktree_removed:
         return f"session {s.id} changed nothing: its worktree was removed when it ended"
     return f"session {s.id}'s worktree was already merged, kept or discarded"
+
+
+if TYPE_CHECKING:  # mypy checks SessionManager against the protocols its clients use
+    from cockpit.runtime.protocols import BatchRuntime, Runtime
+
+    def _as_runtime(m: SessionManager) -> Runtime:
+        return m
+
+    def _as_batch_runtime(m: SessionManager) -> BatchRuntime:
+        return m

@@ -12,7 +12,11 @@
   (``cockpit.runtime.session.Session``, ``cockpit.runtime.claude_code.ClaudeCodeSession``; both
   build on ``cockpit.runtime.session_base.SessionBase``).
 - :class:`Runtime`: what a client (the TUI, ``cockpit run``, the server) needs of a session
-  manager. The TUI learns facts only from events; these calls are its only way to act.
+  manager. The TUI learns facts only from events; these calls are its only way to act. A spawn
+  is one :class:`~cockpit.runtime.spawn.SpawnSpec`; what a spawn, resume or continue returns is a
+  :class:`SessionRef` (its id); which host runs it is ``spawn``'s ``host`` keyword, never in the
+  spec. ``SessionManager``, ``RemoteRuntime`` and ``MultiHostRuntime`` (a :class:`GridRuntime`)
+  are checked against it by mypy (``_as_runtime`` in their modules).
 - :class:`BatchRuntime`: what ``cockpit run --no-server`` needs besides: wait for every session
   to settle, each one's report row, the totals.
 
@@ -29,9 +33,13 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from cockpit.events import ApprovalRequested, Event, InjectedNote, SessionErrorEvent, SessionStatus, Usage
 
 if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.events import Reviewed
     from cockpit.runtime.budget import BudgetHit
     from cockpit.runtime.config import RuntimeConfig
     from cockpit.runtime.pricing import PricingTable
+    from cockpit.runtime.ship import PullRequestDraft
+    from cockpit.runtime.spawn import SpawnSpec
+    from cockpit.runtime.worktree import Diff
 
 
 @runtime_checkable
@@ -180,6 +188,14 @@ class Subscription(Protocol):
     def close(self) -> None: ...
 
 
+class SessionRef(Protocol):
+    """A session a runtime started (spawn, resume, continue): at least its id. The facts about it
+    come as events."""
+
+    @property
+    def id(self) -> str: ...
+
+
 class Runtime(Protocol):
     """A session manager as clients use it: ``cockpit.runtime.manager.SessionManager`` in the
     client's own process, ``cockpit.server.remote.RemoteRuntime`` over the server. ``config``:
@@ -195,25 +211,35 @@ class Runtime(Protocol):
     async def stop_all(self) -> None:
         """Kill every session still working; finished and waiting ones are left for review."""
 
-    async def spawn(self, task: str, **options: Any) -> Any: ...
+    async def spawn(self, spec: SpawnSpec, *, host: str | None = None) -> SessionRef:
+        """Start the session ``spec`` describes, on ``host`` (a :class:`GridRuntime`'s host; None:
+        the runtime's own or default one — a runtime of one host refuses any other value).
+        Raises ValueError (one line) when it is refused."""
+        ...
 
     async def send(self, session_id: str, text: str) -> None: ...
 
-    async def kill(self, session_id: str) -> None: ...
+    async def kill(self, session_id: str, reason: str = "") -> None: ...
 
-    async def answer(self, session_id: str, request_id: str, allow: bool, scope: str = "once",
-                     reason: str = "") -> None: ...
+    async def answer(self, session_id: str, request_id: str | None, allow: bool, scope: str = "once",
+                     reason: str = "") -> None:
+        """Answer the approval ``request_id`` (None: the one pending)."""
 
-    async def review(self, session_id: str, action: str) -> Any: ...
+    async def review(self, session_id: str, action: str) -> Reviewed: ...
 
-    async def diff(self, session_id: str) -> Any: ...
+    async def diff(self, session_id: str) -> Diff: ...
 
-    async def pull_request(self, session_id: str, title: str = "", body: str = "", draft: bool = False) -> Any:
-        """Push the branch and open a pull request (``draft``: only ``{"title", "body"}``)."""
+    async def draft_pull_request(self, session_id: str) -> PullRequestDraft:
+        """The pull request's text drafted from the session; nothing pushed."""
+        ...
 
-    async def resume(self, transcript_path: str | Path, **options: Any) -> Any: ...
+    async def pull_request(self, session_id: str, title: str = "", body: str = "") -> Reviewed:
+        """Push the branch and open a pull request (``title``/``body`` empty: drafted)."""
+        ...
 
-    async def continue_fresh(self, session_id: str) -> Any: ...
+    async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None) -> SessionRef: ...
+
+    async def continue_fresh(self, session_id: str) -> SessionRef: ...
 
     async def forget(self, session_id: str) -> None:
         """Drop a finished session from every client's list (``SessionForgotten``)."""
@@ -235,9 +261,11 @@ class Runtime(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
 class GridRuntime(Runtime, Protocol):
     """A ``Runtime`` over several hosts (``cockpit.server.hosts.MultiHostRuntime``): what the
-    spawn dialog asks besides. ``spawn`` takes ``host=NAME`` too."""
+    spawn dialog asks besides (the app narrows to it with ``isinstance``, a typed check, never a
+    ``getattr`` probe). Its ``spawn`` routes by ``host=NAME`` (None: :attr:`default_host`)."""
 
     default_host: str
 
@@ -258,7 +286,7 @@ class GridRuntime(Runtime, Protocol):
 class BatchRuntime(Protocol):
     """A session manager as the in-process headless runner uses it (``SessionManager``)."""
 
-    async def spawn(self, task: str, **options: Any) -> Any: ...
+    async def spawn(self, spec: SpawnSpec) -> SessionRef: ...
 
     async def wait_idle(self, timeout: float | None = None) -> bool:
         """Until every session is final or waits for the user; False on timeout."""

@@ -27,7 +27,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,14 @@ from cockpit.runtime import worktree as wt
 
 CHECK_NOTE = "test-command"
 STYLE_NOTES = ("commit-style", "commit-messages")
+
+
+@dataclass(frozen=True)
+class PullRequestDraft:
+    """A pull request's text as drafted from the session (the user edits it before it is opened)."""
+
+    title: str
+    body: str
 
 
 # -- the check command --------------------------------------------------------------------------

@@ -1,72 +1,90 @@
-"""What a spawn may ask for, spelled once: :class:`SpawnOptions`.
+"""What a spawn asks for, spelled once: :class:`SpawnSpec`.
 
-The manager's ``spawn`` takes these as keyword arguments; ``RemoteRuntime.spawn`` builds one
-(an option it does not know is a ``TypeError``, never dropped) and sends :meth:`to_wire`; the
-server reads the request with :meth:`from_wire`, which checks each value against the field's
-type (a wrong type or an unknown key is one clear line). A test keeps the manager's signature and
-these fields the same.
+Every face builds one and hands it on unchanged: the TUI's spawn dialog (and ``app.spawn``),
+``cockpit run``'s flags, ``Runtime.spawn(spec)`` of ``SessionManager`` (in process) and of
+``RemoteRuntime`` (which sends :meth:`SpawnSpec.to_wire`), and the server, whose ``spawn``
+method reads its parameters into a ``SpawnSpec`` (``cockpit.server.methods``: the fields are its
+params, an unknown one is refused).
+
+Validation is here, in ``__post_init__``: each field's type from its annotation
+(``cockpit.wire.check``) and its value (a task with text, ``top_k`` ≥ 1, a known permission mode,
+a budget > 0 …). A bad value raises :class:`SpawnSpecError` with one line naming the option
+("top_k must be an integer ≥ 1 or null, got 0"). ``None`` means "the config's value".
+What only the runtime can judge (is the backend installed, is the workspace a folder, does the
+sandbox exist) is refused by ``SessionManager.spawn`` with a one-line ``ValueError``.
 """
 
 from __future__ import annotations
 
-import typing
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
+from cockpit import wire
+from cockpit.runtime.permissions import PermissionMode
 
-class SpawnOptionError(ValueError):
-    """A spawn request with an unknown option or a value of the wrong type (one line)."""
+SpawnSpecError = wire.ParamError
+"""A spawn option of the wrong type or value, or an unknown one (a ``ValueError``; one line)."""
+
+MODES = tuple(m.value for m in PermissionMode)
+
+Task = Annotated[str, wire.Rule("text that is not blank", lambda v: bool(v.strip()))]
+Folder = Annotated[str | os.PathLike, wire.Rule("a folder path (no NUL)", lambda v: os.fspath(v) != ""
+                                              and "\x00" not in os.fspath(v), convert=os.fspath, label="path")]
+Text = Annotated[str, wire.Rule("a non-empty string (no NUL)", lambda v: bool(v) and "\x00" not in v)]
+Count = Annotated[int, wire.Rule("an integer ≥ 1", lambda v: v >= 1, label="integer ≥ 1")]
+Dollars = Annotated[float, wire.Rule("a number of dollars > 0", lambda v: 0 < v < math.inf, label="USD > 0")]
+Mode = Annotated[str, wire.Rule(f"one of {', '.join(MODES)}", lambda v: v in MODES, label="permission mode")]
+ToolsStyle = Literal["anthropic", "portable"]
+Network = Literal["off", "on", "allow"]
 
 
 @dataclass(frozen=True)
-class SpawnOptions:
-    """A session's spawn options (None: the config's value). ``workspace``: an absolute folder."""
+class SpawnSpec:
+    """One session to start. ``task``: what to do; every other field None = the config's value.
 
-    workspace: str | None = None
-    model: str | None = None
+    ``workspace``: the project folder (in process: relative to the current folder, default it;
+    over the server: absolute, ``RemoteRuntime`` makes it so). ``preseed``/``top_k``: the notes
+    block. ``interactive``: False = nobody answers (asks are denied, a turn's end ends the
+    session). ``worktree``: its own git worktree. ``tools``: the tool schemas' style.
+    ``backend``: ``cockpit`` | ``claude-code`` | ``acp:NAME``. ``max_budget_usd`` (USD) /
+    ``max_budget_tokens``: its spend cap. ``sandbox``: False = commands unconfined.
+    ``network``: inside the sandbox."""
+
+    task: Task
+    workspace: Folder | None = None
+    model: Text | None = None
     preseed: bool | None = None
-    top_k: int | None = None
+    top_k: Count | None = None
     interactive: bool | None = None
-    permission_mode: str | None = None
+    permission_mode: Mode | None = None
     worktree: bool | None = None
-    tools: str | None = None
-    backend: str | None = None
-    max_budget_usd: float | None = None
-    max_budget_tokens: int | None = None
+    tools: ToolsStyle | None = None
+    backend: Text | None = None
+    max_budget_usd: Dollars | None = None
+    max_budget_tokens: Count | None = None
     sandbox: bool | None = None
-    network: str | None = None
+    network: Network | None = None
+
+    def __post_init__(self) -> None:
+        wire.check_fields(self)
+
+    @classmethod
+    def options(cls) -> tuple[str, ...]:
+        """The option names (every field but ``task``)."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "task")
 
     def to_wire(self) -> dict[str, Any]:
-        return asdict(self)
+        """The spec as JSON params: ``task`` and the options that are set."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
     @classmethod
-    def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    @classmethod
-    def from_wire(cls, params: dict[str, Any], ignore: tuple[str, ...] = ()) -> SpawnOptions:
-        """The options in ``params`` (keys in ``ignore`` are someone else's: the task, the notes…;
-        keys starting with ``_`` are the transport's).
-        Raises :class:`SpawnOptionError` for an unknown key or a value of the wrong JSON type."""
-        hints = typing.get_type_hints(cls)
-        known = set(cls.names())
-        unknown = sorted(k for k in params if k not in known and k not in ignore and not k.startswith("_"))
-        if unknown:
-            raise SpawnOptionError(f"unknown spawn option {unknown[0]!r} (known: {', '.join(sorted(known))})")
-        values: dict[str, Any] = {}
-        for name in known:
-            value = params.get(name)
-            if value is None:
-                continue
-            want = next(t for t in typing.get_args(hints[name]) if t is not type(None))
-            ok = isinstance(value, want) and not (want in (int, float) and isinstance(value, bool))
-            if want is float and isinstance(value, int) and not isinstance(value, bool):
-                ok, value = True, float(value)
-            if not ok:
-                what = {str: "a string", int: "an integer", bool: "true or false", float: "a number"}[want]
-                raise SpawnOptionError(f"{name} must be {what}, got {value!r}"[:200])
-            values[name] = value
-        return cls(**values)
+    def from_wire(cls, data: dict[str, Any]) -> SpawnSpec:
+        """The spec :meth:`to_wire` gave. Raises :class:`SpawnSpecError` for an unknown key, a
+        missing task or a bad value."""
+        return wire.from_fields(cls, data, "spawn option")
 
 
-__all__ = ["SpawnOptionError", "SpawnOptions"]
+__all__ = ["SpawnSpec", "SpawnSpecError", "MODES"]

@@ -32,10 +32,9 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from cockpit import wire
 from cockpit.events import (
@@ -56,10 +55,12 @@ from cockpit.runtime import RuntimeConfig, SessionManager, keyguard
 from cockpit.runtime.claude_code import looks_like_session_id
 from cockpit.runtime.config import ConfigError, load_config
 from cockpit.runtime.manager import SessionClosed
+from cockpit.runtime.spawn import Count, Dollars, SpawnSpec
 from cockpit.runtime.transcript import append_record, read_transcript
 from cockpit.runtime.worktree import WorktreeError
 from cockpit.server import paths, rpc
 from cockpit.server.engines import EngineRegistry
+from cockpit.server.methods import FLAT, METHODS, AbsPath, NonEmpty, Request, SessionId, method
 from cockpit.server.remote import CLIENT_CONFIG_KEYS
 
 log = logging.getLogger("cockpit.server")
@@ -244,19 +245,6 @@ class Server:
         self._lock_fd: int | None = None
         self._servers: list[asyncio.AbstractServer] = []
         self.socket_path = paths.socket_path()
-        self.handlers: dict[str, Callable[[Connection, dict], Any]] = {
-            "hello": self.h_hello, "subscribe": self.h_subscribe, "list": self.h_list, "get": self.h_get,
-            "forget": self.h_forget,
-            "spawn": self.h_spawn, "send": self.h_send, "kill": self.h_kill, "answer": self.h_answer,
-            "diff": self.h_diff, "review": self.h_review, "pr": self.h_pr, "resume": self.h_resume,
-            "continue": self.h_continue,
-            "wait": self.h_wait, "totals": self.h_totals, "budget": self.h_budget,
-            "memory.search": self.h_mem_search, "memory.preseed": self.h_mem_preseed,
-            "memory.save": self.h_mem_save, "memory.index": self.h_mem_index, "memory.status": self.h_mem_status,
-            "memory.lint": self.h_mem_lint, "memory.wait_ready": self.h_mem_wait_ready,
-            "memory.get": self.h_mem_get, "memory.list": self.h_mem_list,
-            "server.status": self.h_status, "server.stop": self.h_stop,
-        }
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _acquire_lock(self) -> None:
@@ -413,17 +401,19 @@ class Server:
             task.add_done_callback(conn.tasks.discard)
 
     async def _dispatch(self, conn: Connection, msg_id: Any, method: str, params: dict) -> None:
-        handler = self.handlers.get(method)
+        entry = METHODS.get(method)
         try:
-            if handler is None:
+            if entry is None:
                 raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"unknown method {method!r}")
-            result = await handler(conn, {**params, "_rpc_id": msg_id})
+            result = await entry.func(self, Request(conn, msg_id), **entry.bind(params))
             if result is not _REPLIED:
                 await conn.send(rpc.response(msg_id, result))
         except rpc.RpcError as err:
             await conn.send(rpc.error(msg_id, err))
         except asyncio.CancelledError:
             raise
+        except wire.ParamError as exc:  # a parameter of the wrong type or value (one line naming it)
+            await conn.send(rpc.error(msg_id, rpc.RpcError(rpc.INVALID_PARAMS, str(exc))))
         except KeyError as exc:
             missing = rpc.RpcError(rpc.NOT_FOUND, str(exc.args[0]) if exc.args else "not found")
             await conn.send(rpc.error(msg_id, missing))
@@ -441,10 +431,12 @@ class Server:
         assert self.manager is not None
         return self.manager
 
-    def _config(self, params: dict, conn: Connection | None = None) -> RuntimeConfig:
-        given = params.get("config") or {}
-        if not isinstance(given, dict):
-            raise rpc.RpcError(rpc.INVALID_PARAMS, "config must be an object")
+    def _config(self, given: dict | None, interactive: bool, conn: Connection | None = None) -> RuntimeConfig:
+        """The settings a client sent with a spawn or resume (``config``) over the server's own."""
+        given = given or {}
+        unknown = sorted(k for k in given if k not in CLIENT_CONFIG_KEYS)
+        if unknown:  # a setting this server does not know is refused, not dropped
+            raise wire.ParamError(f"unknown config key {unknown[0]!r} (known: {', '.join(CLIENT_CONFIG_KEYS)})")
         overrides = {k: (tuple(v) if k in ("allow", "deny", "allow_hosts", "sandbox_hide", "protected", "pass_env")
                          and isinstance(v, list) else v)
                      for k, v in given.items() if k in CLIENT_CONFIG_KEYS and k != "agents"}
@@ -453,71 +445,50 @@ class Server:
             from cockpit.runtime.acp.agents import AgentConfigError, AgentDef
 
             if conn is not None and conn.tcp:
-                raise rpc.RpcError(rpc.INVALID_PARAMS, "agent definitions are taken from the Unix socket only")
+                raise wire.ParamError("agent definitions are taken from the Unix socket only")
             if not isinstance(agents, list):
-                raise rpc.RpcError(rpc.INVALID_PARAMS, "config.agents must be a list")
+                raise wire.ParamError(f"config.agents must be a list, got {agents!r}"[:200])
             try:
                 overrides["agents"] = tuple(AgentDef.from_wire(a) for a in agents)
             except AgentConfigError as exc:
-                raise rpc.RpcError(rpc.INVALID_PARAMS, str(exc)) from None
-        overrides["interactive"] = bool(params.get("interactive", True))
+                raise wire.ParamError(str(exc)) from None
+        overrides["interactive"] = interactive
         return load_config(overrides, env={}, config_file=Path(os.devnull), base=self.config)
 
-    def _engine(self, params: dict):
-        notes = self._abs_path(params, "notes")
-        if not notes:
-            return None
-        return self.engines.get(notes, self._abs_path(params, "index"))
+    def _engine(self, notes: str | None, index: str | None):
+        return self.engines.get(notes, index) if notes else None
 
-    def _need_engine(self, params: dict):
-        notes = self._abs_path(params, "notes")
+    def _need_engine(self, notes: str | None, index: str | None):
         if not notes:
-            raise rpc.RpcError(rpc.INVALID_PARAMS, "notes (a folder path) is required")
+            raise wire.ParamError("notes (an absolute folder path) is required")
         if not Path(notes).is_dir():
             raise rpc.RpcError(rpc.UNAVAILABLE, f"notes folder not found: {notes}")
-        return self.engines.get(notes, self._abs_path(params, "index"))
+        return self.engines.get(notes, index)
 
-    @staticmethod
-    def _abs_path(params: dict, key: str) -> str | None:
-        """``params[key]`` when it is an absolute path (None when absent). A relative one is refused:
-        it would be read against the server's current folder, not the client's."""
-        value = params.get(key)
-        if value is None or value == "":
-            return None
-        if not isinstance(value, str) or "\x00" in value:
-            raise rpc.RpcError(rpc.INVALID_PARAMS, f"{key} must be a path string")
-        if not os.path.isabs(os.path.expanduser(value)):
-            raise rpc.RpcError(rpc.INVALID_PARAMS, f"{key} must be an absolute path, got {value!r} (the server "
-                                                   "does not share the client's current folder)")
-        return value
+    async def _ready_engine(self, notes: str | None, index: str | None):
+        engine = await asyncio.to_thread(self._need_engine, notes, index)
+        await asyncio.to_thread(engine.wait_ready, 120)  # model warm and the first sync done
+        return engine
 
-    @staticmethod
-    def _typed(params: dict, types: dict[str, type]) -> None:
-        """Refuse a parameter of the wrong JSON type (None means "not given")."""
-        names = {str: "a string", int: "an integer", bool: "true or false"}
-        for key, typ in types.items():
-            value = params.get(key)
-            if value is None:
-                continue
-            if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-                raise rpc.RpcError(rpc.INVALID_PARAMS, f"{key} must be {names[typ]}, got {value!r}"[:200])
-
-    @staticmethod
-    def _str(params: dict, key: str) -> str:
-        value = params.get(key)
-        if not isinstance(value, str) or not value:
-            raise rpc.RpcError(rpc.INVALID_PARAMS, f"{key} must be a non-empty string")
-        return value
-
-    # -- handlers ------------------------------------------------------------------------------
-    async def h_hello(self, conn: Connection, p: dict) -> dict:
+    # -- handlers (each registered in cockpit.server.methods; params checked from the annotations) --
+    @method("hello", doc="`token`: TCP clients only (their first request)",
+            result="`server`, `protocol` (1), `pid`, `started_at`, `backends` (the session backends `spawn` can "
+                   "run here: `cockpit`, `claude-code` when its extra is installed, `acp:NAME` for each installed "
+                   "ACP agent)")
+    async def h_hello(self, req: Request, client: str = "", token: str = "") -> dict:
         from cockpit import __version__
 
         return {"server": "cockpit", "version": __version__, "protocol": rpc.PROTOCOL_VERSION, "pid": os.getpid(),
                 "started_at": self.started_at, "python": sys.version.split()[0],
                 "backends": list(self.mgr.backends)}
 
-    async def h_subscribe(self, conn: Connection, p: dict) -> object:
+    @method("subscribe", result="`events`: every session's events so far (text coalesced), including sessions a "
+            "previous server left `interrupted` — tool output, tool input and approval details over 16,000 "
+            "characters cut, and the oldest finished sessions left out when the reply would not fit one line "
+            "(their transcripts have everything); then notifications follow, none lost or repeated (in those, "
+            "the same fields are cut at 1,000,000 characters, so one event always fits a client's 16 MiB line)")
+    async def h_subscribe(self, req: Request) -> object:
+        conn = req.conn
         if conn.pump is not None:
             raise rpc.RpcError(rpc.REFUSED, "already subscribed")
         sub = self.mgr.subscribe()  # registered before the snapshot: nothing falls in between
@@ -541,7 +512,7 @@ class Server:
                 sub.close()
 
         # the reply (with the snapshot) goes out before the first event the pump sends
-        await conn.send(rpc.response(p["_rpc_id"], {"events": self._snapshot_json(events)}))
+        await conn.send(rpc.response(req.id, {"events": self._snapshot_json(events)}))
         conn.pump = asyncio.get_running_loop().create_task(pump())
         return _REPLIED
 
@@ -571,142 +542,138 @@ class Server:
                         len(dropped))
         return [r for e, r in zip(events, rows, strict=True) if e.session_id not in dropped]
 
-    async def h_list(self, conn: Connection, p: dict) -> dict:
+    @method("list", result="`sessions`: each as `get`")
+    async def h_list(self, req: Request) -> dict:
         rows = [g.to_dict() for g in self.ghosts.values()]
         rows += [await self.mgr.describe(s.id) for s in self.mgr.sessions]
         return {"sessions": rows}
 
-    async def h_get(self, conn: Connection, p: dict) -> dict:
-        sid = self._str(p, "id")
-        if sid in self.ghosts:
-            return self.ghosts[sid].to_dict()
-        return await self.mgr.describe(self.mgr.get(sid).id)
+    @method("get", result="the session: `id`, `task`, `model`, `backend`, `status`, `workspace`, `cwd`, `placement`, "
+            "`worktree` {path, branch, base_commit, base_branch}, `diff` {files, added, removed}, `permission_mode`, "
+            "`answer`, `error`, `injected`, `preseed_tokens`, `usage`, `cost_usd` (USD), `requests`, `budget` "
+            "{usd, tokens} (its spend cap; null = none), `transcript`")
+    async def h_get(self, req: Request, id: SessionId) -> dict:
+        if id in self.ghosts:
+            return self.ghosts[id].to_dict()
+        return await self.mgr.describe(self.mgr.get(id).id)
 
-    async def h_forget(self, conn: Connection, p: dict) -> dict:
-        sid = self._str(p, "id")
-        ghost = self.ghosts.pop(sid, None)
+    @method("forget", result="`{}` — a finished (or interrupted) session leaves the list and every client (a "
+            "`SessionForgotten` event); its transcript, worktree and branch stay. Refused (code 2) while it still runs")
+    async def h_forget(self, req: Request, id: SessionId) -> dict:
+        ghost = self.ghosts.pop(id, None)
         if ghost is not None:  # an interrupted session the user closed instead of resuming
-            self.registry.drop_interrupted(sid)
-            self.mgr.publish(SessionForgotten(sid))
+            self.registry.drop_interrupted(id)
+            self.mgr.publish(SessionForgotten(id))
             return {}
-        await self.mgr.forget(sid)
+        await self.mgr.forget(id)
         return {}
 
-    async def h_spawn(self, conn: Connection, p: dict) -> dict:
-        from dataclasses import asdict
-
-        from cockpit.runtime.spawn import SpawnOptionError, SpawnOptions
-
-        task = self._str(p, "task")
-        try:
-            opts = SpawnOptions.from_wire(p, ignore=("task", "notes", "index", "config"))
-        except SpawnOptionError as exc:
-            raise rpc.RpcError(rpc.INVALID_PARAMS, str(exc)) from None
-        workspace = self._abs_path(p, "workspace")
-        if workspace is None:
-            raise rpc.RpcError(rpc.INVALID_PARAMS, "workspace (an absolute folder path) is required")
-        usd, tokens = self._caps(p, "max_budget_usd", "max_budget_tokens")
-        cfg = self._config(p, conn)
-        engine = await asyncio.to_thread(self._engine, p)
-        given = {**asdict(opts), "workspace": workspace, "max_budget_usd": usd, "max_budget_tokens": tokens,
-                 "interactive": True if opts.interactive is None else opts.interactive}
-        s = await self.mgr.spawn(task, config=cfg, engine=engine, **given)
+    @method("spawn", doc="The first params are the fields of `cockpit.runtime.spawn.SpawnSpec` (null = the "
+            "config's value; `workspace` is required here and absolute; `max_budget_usd` / `max_budget_tokens`: "
+            "the session's spend cap, over the config's). `notes`: the notes folder; `config`: the client's "
+            "settings (`api_key`, `auth_token`, `base_url`, `max_tokens`, `max_turns`, `permission_mode`, `allow`, "
+            "`deny`, `max_budget_usd`, `max_budget_tokens`, … — never logged; an unknown key is refused)",
+            result="the session (as `get`)")
+    async def h_spawn(self, req: Request, spec: Annotated[SpawnSpec, FLAT], notes: AbsPath | None = None,
+                      index: AbsPath | None = None, config: dict | None = None) -> dict:
+        if spec.workspace is None or not os.path.isabs(spec.workspace):
+            raise wire.ParamError(f"workspace must be an absolute path (the server does not share the client's "
+                                  f"current folder), got {spec.workspace!r}")
+        interactive = True if spec.interactive is None else spec.interactive
+        cfg = self._config(config, interactive, req.conn)
+        engine = await asyncio.to_thread(self._engine, notes, index)
+        s = await self.mgr.spawn(dataclasses.replace(spec, interactive=interactive), config=cfg, engine=engine)
         return s.to_dict()
 
-    @staticmethod
-    def _caps(p: dict, usd_key: str, tokens_key: str) -> tuple[float | None, int | None]:
-        """A spend cap's params: USD a JSON number > 0, tokens an integer ≥ 1 (None: not given)."""
-        from cockpit.runtime.budget import BudgetError, parse_tokens, parse_usd
-
-        usd, tokens = p.get(usd_key), p.get(tokens_key)
-        try:
-            if usd is not None and not isinstance(usd, str):
-                usd = parse_usd(usd, usd_key)
-            elif usd is not None:
-                raise BudgetError(f"{usd_key} must be a JSON number of dollars, got {usd!r}")
-            if tokens is not None and not isinstance(tokens, str):
-                tokens = parse_tokens(tokens, tokens_key)
-            elif tokens is not None:
-                raise BudgetError(f"{tokens_key} must be a JSON integer, got {tokens!r}")
-        except BudgetError as exc:
-            raise rpc.RpcError(rpc.INVALID_PARAMS, str(exc)[:200]) from None
-        return usd, tokens
-
-    async def h_budget(self, conn: Connection, p: dict) -> dict:
+    @method("budget", doc="`id` (a session) or `server: true` (the cap on the sum over every session); to set it: "
+            "`usd` and/or `tokens`, `clear` (drop the cap first). Setting a cap wakes the sessions paused at it; "
+            "one still at a cap stays paused. Without `usd`/`tokens`/`clear` it only answers",
+            result="`scope` (`session`/`server`), `id`, `usd`, `tokens` (the cap; null = none), `spent_usd`, "
+                   "`spent_tokens`, `reached`, `status` (the session's), `paused` (ids of the sessions in "
+                   "`budget reached`)")
+    async def h_budget(self, req: Request, id: SessionId | None = None, server: bool = False,
+                       usd: Dollars | None = None, tokens: Count | None = None, clear: bool = False) -> dict:
         """A session's spend cap (``id``) or the server's (``server: true``): set it when ``usd``,
         ``tokens`` or ``clear`` is given (a paused session goes on once no cap is reached), and
         answer the cap with its spend either way."""
-        self._typed(p, {"server": bool, "clear": bool})
-        server = bool(p.get("server"))
-        sid = None if server else self._str(p, "id")
-        usd, tokens = self._caps(p, "usd", "tokens")
-        if usd is None and tokens is None and not p.get("clear"):
+        if not server and id is None:
+            raise wire.ParamError("id is required (or server: true)")
+        sid = None if server else id
+        if usd is None and tokens is None and not clear:
             return self.mgr.budget_info(None if sid is None else self.mgr.get(sid).id)
-        return await self.mgr.set_budget(sid, usd, tokens, clear=bool(p.get("clear")))
+        return await self.mgr.set_budget(sid, usd, tokens, clear=clear)
 
-    async def h_send(self, conn: Connection, p: dict) -> dict:
-        await self.mgr.send(self._str(p, "id"), self._str(p, "text"))
+    @method("send", result="`{}`")
+    async def h_send(self, req: Request, id: SessionId, text: NonEmpty) -> dict:
+        await self.mgr.send(id, text)
         return {}
 
-    async def h_kill(self, conn: Connection, p: dict) -> dict:
-        await self.mgr.kill(self._str(p, "id"), reason=str(p.get("reason") or "killed by the user"))
+    @method("kill", result="`{}`")
+    async def h_kill(self, req: Request, id: SessionId, reason: str = "") -> dict:
+        await self.mgr.kill(id, reason=reason or "killed by the user")
         return {}
 
-    async def h_answer(self, conn: Connection, p: dict) -> dict:
-        if not isinstance(p.get("allow"), bool):  # "false" is a string, and bool("false") is True
-            raise rpc.RpcError(rpc.INVALID_PARAMS, "allow must be true or false")
-        self._typed(p, {"request_id": str, "scope": str, "reason": str})
-        session = self.mgr.get(self._str(p, "id"))
+    @method("answer", doc="`request_id` null = the pending one; `scope` `once`/`session`",
+            result="`id`, `tool`, `summary`, `suggestion`: what was answered")
+    async def h_answer(self, req: Request, id: SessionId, allow: bool, request_id: str | None = None,
+                       scope: str = "once", reason: str = "") -> dict:
+        session = self.mgr.get(id)
         ask = session.pending
-        if p.get("request_id") is not None and (ask is None or ask.request_id != p["request_id"]):
+        if request_id is not None and (ask is None or ask.request_id != request_id):
             ask = None
-        await self.mgr.answer(self._str(p, "id"), p.get("request_id"), p["allow"],
-                              str(p.get("scope") or "once"), str(p.get("reason") or ""))
+        await self.mgr.answer(id, request_id, allow, scope or "once", reason)
         # what was answered, for the client to say (`cockpit approve` prints it)
         return {"id": session.id, "tool": ask.tool if ask else "", "summary": ask.summary if ask else "",
                 "suggestion": ask.suggestion if ask else ""}
 
-    async def h_diff(self, conn: Connection, p: dict) -> dict:
-        return wire.diff_to_json(await self.mgr.diff(self._str(p, "id")))
+    @method("diff", result="`files`: [{path, status, added, removed, patch, old_path}]")
+    async def h_diff(self, req: Request, id: SessionId) -> dict:
+        return wire.diff_to_json(await self.mgr.diff(id))
 
-    async def h_review(self, conn: Connection, p: dict) -> dict:
-        event = await self.mgr.review(self._str(p, "id"), self._str(p, "action"))
-        return wire.event_to_json(event)
+    @method("review", doc="`action`: `merge`/`keep`/`discard`; `check` — the check command on the change merged "
+            "onto the base: a command from a note not confirmed yet answers `action: \"check-confirm\"` with the "
+            "command as `message`, then `check-confirmed` runs it; `send-back` — a conflicting change back to its "
+            "session as a follow-up; `pr`", result="a `Reviewed` event")
+    async def h_review(self, req: Request, id: SessionId, action: NonEmpty) -> dict:
+        return wire.event_to_json(await self.mgr.review(id, action))
 
-    async def h_pr(self, conn: Connection, p: dict) -> dict:
-        self._typed(p, {"title": str, "body": str})
-        out = await self.mgr.pull_request(self._str(p, "id"), str(p.get("title") or ""), str(p.get("body") or ""),
-                                          draft=bool(p.get("draft")))
-        return out if isinstance(out, dict) else wire.event_to_json(out)
+    @method("pr", doc="`title`, `body` empty: drafted; `draft` true: only the draft",
+            result="`{title, body}` for a draft, else a `Reviewed` event (`action: \"pr\"`)")
+    async def h_pr(self, req: Request, id: SessionId, title: str = "", body: str = "", draft: bool = False) -> dict:
+        if draft:
+            text = await self.mgr.draft_pull_request(id)
+            return {"title": text.title, "body": text.body}
+        return wire.event_to_json(await self.mgr.pull_request(id, title, body))
 
-    async def h_resume(self, conn: Connection, p: dict) -> dict:
-        sid = p.get("id")
-        ghost = self.ghosts.get(sid) if isinstance(sid, str) else None
-        self._typed(p, {"interactive": bool})
-        path = ghost.transcript if ghost else self._str(p, "path")
-        if not ghost and not os.path.isabs(path) and not looks_like_session_id(path):
-            raise rpc.RpcError(rpc.INVALID_PARAMS, f"path must be an absolute transcript path or a Claude Code "
-                                                   f"session id, got {path!r}")
-        cfg = self._config(p, conn)
-        notes = (ghost.header if ghost else {}).get("notes") or self._abs_path(p, "notes")
-        index = self._abs_path(p, "index")
+    @method("resume", doc="`id`: a session a previous server left interrupted, or `path`: a transcript (absolute) "
+            "or a Claude Code session id", result="the new session")
+    async def h_resume(self, req: Request, id: SessionId | None = None, path: NonEmpty | None = None,
+                       interactive: bool = True, notes: AbsPath | None = None, index: AbsPath | None = None,
+                       config: dict | None = None) -> dict:
+        ghost = self.ghosts.get(id) if id is not None else None
+        if ghost is None and path is None:
+            raise wire.ParamError("path is required (or the id of an interrupted session)")
+        where = ghost.transcript if ghost else str(path)
+        if not ghost and not os.path.isabs(where) and not looks_like_session_id(where):
+            raise wire.ParamError(f"path must be an absolute transcript path or a Claude Code session id, "
+                                  f"got {where!r}")
+        cfg = self._config(config, interactive, req.conn)
+        notes = (ghost.header if ghost else {}).get("notes") or notes
         engine = await asyncio.to_thread(self.engines.get, str(notes), index) if notes else None
-        s = await self.mgr.resume(path, interactive=bool(p.get("interactive", True)), config=cfg, engine=engine)
+        s = await self.mgr.resume(where, interactive=interactive, config=cfg, engine=engine)
         if ghost:
             self.ghosts.pop(ghost.id, None)
             self.registry.drop_interrupted(ghost.id)
         return s.to_dict()
 
-    async def h_continue(self, conn: Connection, p: dict) -> dict:
-        return (await self.mgr.continue_fresh(self._str(p, "id"))).to_dict()
+    @method("continue", result="the new session (context full → a fresh session with a summary)")
+    async def h_continue(self, req: Request, id: SessionId) -> dict:
+        return (await self.mgr.continue_fresh(id)).to_dict()
 
-    async def h_wait(self, conn: Connection, p: dict) -> dict:
+    @method("wait", result="`sessions` once all are final (or idle)")
+    async def h_wait(self, req: Request, ids: list[SessionId], until: Literal["final", "idle"] = "final") -> dict:
         """Wait until the sessions ``ids`` are final (``until`` "final") or idle (``until`` "idle")."""
-        ids = p.get("ids")
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise rpc.RpcError(rpc.INVALID_PARAMS, "ids must be a list of session ids")
         sessions = [self.mgr.get(i) for i in ids]
-        until = p.get("until", "final")
         sub = self.mgr.subscribe()
         try:
             def done() -> bool:
@@ -717,80 +684,86 @@ class Server:
             sub.close()
         return {"sessions": [await self.mgr.describe(s.id) for s in sessions]}
 
-    async def h_totals(self, conn: Connection, p: dict) -> dict:
+    @method("totals", result="`usage`, `cost_usd` of every response")
+    async def h_totals(self, req: Request) -> dict:
         usage, cost = self.mgr.totals()
         return {"usage": {**usage.__dict__, "total": usage.total}, "cost_usd": cost}
 
-    # memory
-    async def _ready_engine(self, p: dict):
-        engine = await asyncio.to_thread(self._need_engine, p)
-        await asyncio.to_thread(engine.wait_ready, 120)  # model warm and the first sync done
-        return engine
-
-    async def h_mem_search(self, conn: Connection, p: dict) -> dict:
-        self._typed(p, {"top_k": int})
-        engine = await self._ready_engine(p)
-        hits = await asyncio.to_thread(engine.search, self._str(p, "query"), int(p.get("top_k") or 5))
+    # memory: `notes` names the engine (one per notes folder), `index` its index file
+    @method("memory.search", result="`hits`")
+    async def h_mem_search(self, req: Request, query: NonEmpty, notes: AbsPath | None = None,
+                           index: AbsPath | None = None, top_k: int | None = None) -> dict:
+        engine = await self._ready_engine(notes, index)
+        hits = await asyncio.to_thread(engine.search, query, top_k or 5)
         return {"hits": [h.to_dict() for h in hits]}
 
-    async def h_mem_preseed(self, conn: Connection, p: dict) -> dict:
-        self._typed(p, {"top_k": int})
-        wait = p.get("ready_timeout")
-        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float))):
-            raise rpc.RpcError(rpc.INVALID_PARAMS, "ready_timeout must be a number of seconds")
-        if wait is not None:  # the hook: no block rather than a wait for the model
-            engine = await asyncio.to_thread(self._need_engine, p)
-            if not await asyncio.to_thread(engine.wait_ready, min(120.0, max(0.0, float(wait)))):
+    @method("memory.preseed", doc="`ready_timeout` (seconds): when the engine is not warm by then the reply is "
+            "`{\"text\": \"\", \"hits\": [], \"warming\": true}` at once (the hook's use)",
+            result="the block: `text`, `tokens`, `hits`, `considered` …")
+    async def h_mem_preseed(self, req: Request, query: NonEmpty, notes: AbsPath | None = None,
+                            index: AbsPath | None = None, top_k: int | None = None,
+                            ready_timeout: float | None = None) -> dict:
+        if ready_timeout is not None:  # the hook: no block rather than a wait for the model
+            engine = await asyncio.to_thread(self._need_engine, notes, index)
+            if not await asyncio.to_thread(engine.wait_ready, min(120.0, max(0.0, ready_timeout))):
                 return {"text": "", "hits": [], "considered": [], "warming": True}
-        engine = await self._ready_engine(p)
-        top_k = p.get("top_k")
-        pre = await asyncio.to_thread(engine.build_preseed, self._str(p, "query"), int(top_k) if top_k else None)
+        engine = await self._ready_engine(notes, index)
+        pre = await asyncio.to_thread(engine.build_preseed, query, top_k or None)
         return pre.to_dict()
 
-    async def h_mem_save(self, conn: Connection, p: dict) -> dict:
-        self._typed(p, {"body": str, "priority": bool})
-        engine = await asyncio.to_thread(self._need_engine, p)
-        path = await asyncio.to_thread(engine.save, self._str(p, "name"), self._str(p, "description"),
-                                       str(p.get("body") or ""), bool(p.get("priority", False)))
+    @method("memory.save", result="`path`")
+    async def h_mem_save(self, req: Request, name: NonEmpty, description: NonEmpty, notes: AbsPath | None = None,
+                         index: AbsPath | None = None, body: str = "", priority: bool = False) -> dict:
+        engine = await asyncio.to_thread(self._need_engine, notes, index)
+        path = await asyncio.to_thread(engine.save, name, description, body, priority)
         return {"path": str(path)}
 
-    async def h_mem_index(self, conn: Connection, p: dict) -> dict:
-        engine = await asyncio.to_thread(self._need_engine, p)
+    @method("memory.index", result="the sync report")
+    async def h_mem_index(self, req: Request, notes: AbsPath | None = None, index: AbsPath | None = None) -> dict:
+        engine = await asyncio.to_thread(self._need_engine, notes, index)
         report = await asyncio.to_thread(engine.sync)
         return report.to_dict()
 
-    async def h_mem_status(self, conn: Connection, p: dict) -> dict:
+    @method("memory.status", result="the engine's status, `index_path`, `notes_dir`, `ready`")
+    async def h_mem_status(self, req: Request, notes: AbsPath | None = None, index: AbsPath | None = None) -> dict:
         # an engine the server already has answers even while its folder is missing: its watcher
         # says so ("missing"), which is what an attached app shows in its header
-        notes, index = self._abs_path(p, "notes"), self._abs_path(p, "index")
         known = self.engines.existing(notes, index) if notes else None
-        engine = known if known is not None else await asyncio.to_thread(self._need_engine, p)
+        engine = known if known is not None else await asyncio.to_thread(self._need_engine, notes, index)
         st = await asyncio.to_thread(engine.status)
         return {**wire.to_plain(st), "index_path": str(st.index_path), "notes_dir": str(st.notes_dir),
                 "ready": bool(engine.ready)}
 
-    async def h_mem_lint(self, conn: Connection, p: dict) -> dict:
-        engine = await asyncio.to_thread(self._need_engine, p)
+    @method("memory.lint", result="`issues`")
+    async def h_mem_lint(self, req: Request, notes: AbsPath | None = None, index: AbsPath | None = None) -> dict:
+        engine = await asyncio.to_thread(self._need_engine, notes, index)
         return {"issues": [i.to_dict() for i in await asyncio.to_thread(engine.lint)]}
 
-    async def h_mem_get(self, conn: Connection, p: dict) -> dict:
-        engine = await self._ready_engine(p)
-        note = await asyncio.to_thread(engine.get, self._str(p, "name"))
-        if note is None:
-            raise rpc.RpcError(rpc.NOT_FOUND, f"no note named {p['name']!r}")
-        return note
-
-    async def h_mem_list(self, conn: Connection, p: dict) -> dict:
-        engine = await self._ready_engine(p)
-        return {"notes": await asyncio.to_thread(engine.list_notes)}
-
-    async def h_mem_wait_ready(self, conn: Connection, p: dict) -> dict:
-        engine = await asyncio.to_thread(self._need_engine, p)
-        timeout = p.get("timeout")
-        ok = await asyncio.to_thread(engine.wait_ready, float(timeout) if timeout is not None else None)
+    @method("memory.wait_ready", result="`ready`")
+    async def h_mem_wait_ready(self, req: Request, notes: AbsPath | None = None, index: AbsPath | None = None,
+                               timeout: float | None = None) -> dict:
+        engine = await asyncio.to_thread(self._need_engine, notes, index)
+        ok = await asyncio.to_thread(engine.wait_ready, timeout)
         return {"ready": bool(ok)}
 
-    async def h_status(self, conn: Connection, p: dict) -> dict:
+    @method("memory.get", result="the whole note `{name, description, body, priority, type, path}`")
+    async def h_mem_get(self, req: Request, name: NonEmpty, notes: AbsPath | None = None,
+                        index: AbsPath | None = None) -> dict:
+        engine = await self._ready_engine(notes, index)
+        note = await asyncio.to_thread(engine.get, name)
+        if note is None:
+            raise rpc.RpcError(rpc.NOT_FOUND, f"no note named {name!r}")
+        return note
+
+    @method("memory.list", result="`notes`: `[{name, description, priority, path}]`")
+    async def h_mem_list(self, req: Request, notes: AbsPath | None = None, index: AbsPath | None = None) -> dict:
+        engine = await self._ready_engine(notes, index)
+        return {"notes": await asyncio.to_thread(engine.list_notes)}
+
+    @method("server.status", result="`pid`, `uptime_s`, `sessions` by state, `clients`, `socket`, `engines`, `log`, "
+            "`prepared` (`modules`: a session's modules loaded; `model`: the embedding model warming, ready, error "
+            "or not started)")
+    async def h_status(self, req: Request) -> dict:
         counts: dict[str, int] = {}
         for s in self.mgr.sessions:
             counts[s.status.value] = counts.get(s.status.value, 0) + 1
@@ -800,7 +773,8 @@ class Server:
                 "clients": len(self.conns), "socket": str(self.socket_path),
                 "engines": self.engines.describe(), "log": str(paths.log_path()), "prepared": prepared()}
 
-    async def h_stop(self, conn: Connection, p: dict) -> dict:
+    @method("server.stop", result="`{\"stopping\": true}`, then a clean stop")
+    async def h_stop(self, req: Request) -> dict:
         asyncio.get_running_loop().call_soon(self._stop.set)
         return {"stopping": True}
 

@@ -30,12 +30,19 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from cockpit import hostids
-from cockpit.events import Event, HostStatus, SessionSpawned
-from cockpit.runtime.protocols import Runtime
+from cockpit.events import Event, HostStatus, Reviewed, SessionSpawned
+from cockpit.runtime.config import RuntimeConfig
+from cockpit.runtime.protocols import Runtime, SessionRef
 from cockpit.server.client import ServerError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.ship import PullRequestDraft
+    from cockpit.runtime.spawn import SpawnSpec
+    from cockpit.runtime.worktree import Diff
 
 log = logging.getLogger("cockpit.hosts")  # each host's connects, drops and replays (the reconnect log)
 Connector = Callable[[], Awaitable[Runtime]]
@@ -96,15 +103,29 @@ def qualify_event(host: str, event: Event) -> Event:
     return dataclasses.replace(event, **changes)
 
 
-def _qualified(host: str, value: Any) -> Any:
-    """A call's result with its session id qualified (a ``SessionInfo`` row, or an event)."""
-    if isinstance(value, Event):
-        return qualify_event(host, value)
-    sid = getattr(value, "id", None)
-    if isinstance(sid, str) and host != hostids.LOCAL:
-        with contextlib.suppress(AttributeError):
-            value.id = hostids.qualify(host, sid)
-    return value
+@dataclass(frozen=True)
+class _Ref:
+    """A started session's grid-wide id, when the host's answer cannot carry it."""
+
+    id: str
+
+
+def _qualified_ref(host: str, ref: SessionRef) -> SessionRef:
+    """What spawn, resume or continue returned, its id qualified by ``host`` (a ``SessionInfo``
+    row in place; anything else as a bare :class:`_Ref`)."""
+    if host == hostids.LOCAL:
+        return ref
+    sid = hostids.qualify(host, ref.id)
+    if isinstance(ref, SimpleNamespace):  # RemoteRuntime's SessionInfo: its other facts kept
+        ref.id = sid
+        return ref
+    return _Ref(sid)
+
+
+def _qualified_reviewed(host: str, event: Reviewed) -> Reviewed:
+    if host == hostids.LOCAL:
+        return event
+    return dataclasses.replace(event, session_id=hostids.qualify(host, event.session_id))
 
 
 class _Subscription:
@@ -131,7 +152,7 @@ class MultiHostRuntime:
 
     outlives_app = True  # every host's sessions go on in its server
 
-    def __init__(self, hosts: Sequence[Host], config: Any, backoff: Backoff = Backoff(),
+    def __init__(self, hosts: Sequence[Host], config: RuntimeConfig, backoff: Backoff = Backoff(),
                  connect_timeout: float = CONNECT_TIMEOUT_S):
         if not hosts:
             raise ValueError("a grid needs at least one host")
@@ -148,7 +169,7 @@ class MultiHostRuntime:
         self._closed = False
 
     @classmethod
-    async def attach(cls, hosts: Sequence[Host], config: Any, *, first_wait: float = FIRST_WAIT_S,
+    async def attach(cls, hosts: Sequence[Host], config: RuntimeConfig, *, first_wait: float = FIRST_WAIT_S,
                      backoff: Backoff = Backoff(), connect_timeout: float = CONNECT_TIMEOUT_S) -> MultiHostRuntime:
         """Connect to every host at once; return when each has been tried (at most ``first_wait``
         seconds: a host still trying goes on in the background; one attempt fails after
@@ -285,48 +306,56 @@ class MultiHostRuntime:
             raise HostUnavailable(f"host {host} is {link.state}{why}: try again when it is back")
         return link.runtime
 
-    async def spawn(self, task: str, host: str | None = None, **options: Any) -> Any:
-        """Spawn on ``host`` (None: :attr:`default_host`); ``options`` as ``Runtime.spawn``. The
-        workspace defaults to the host's own (``Host.workspace``)."""
+    async def spawn(self, spec: SpawnSpec, *, host: str | None = None) -> SessionRef:
+        """Spawn ``spec`` on ``host`` (None: :attr:`default_host`); the spec goes to that host's
+        server unchanged, but for its workspace: None there is the host's own (``Host.workspace``).
+        A host not in the grid is a ValueError; one not connected now, :class:`HostUnavailable`."""
         name = host or self.default_host
+        if name not in self._links:
+            raise ValueError(f"no host {name!r} in this grid (hosts: {', '.join(self._links)})")
         runtime = self._connected(name)
-        if options.get("workspace") is None and self._link(name).host.workspace:
-            options["workspace"] = self._link(name).host.workspace
-        return _qualified(name, await runtime.spawn(task, **options))
+        workspace = self._link(name).host.workspace
+        if spec.workspace is None and workspace:
+            spec = dataclasses.replace(spec, workspace=workspace)
+        return _qualified_ref(name, await runtime.spawn(spec))
 
     async def send(self, session_id: str, text: str) -> None:
         _, sid, runtime = self._owner(session_id)
         await runtime.send(sid, text)
 
-    async def kill(self, session_id: str) -> None:
+    async def kill(self, session_id: str, reason: str = "") -> None:
         _, sid, runtime = self._owner(session_id)
-        await runtime.kill(sid)
+        await runtime.kill(sid, reason)
 
-    async def answer(self, session_id: str, request_id: str, allow: bool, scope: str = "once",
+    async def answer(self, session_id: str, request_id: str | None, allow: bool, scope: str = "once",
                      reason: str = "") -> None:
         _, sid, runtime = self._owner(session_id)
         await runtime.answer(sid, request_id, allow, scope, reason)
 
-    async def review(self, session_id: str, action: str) -> Any:
+    async def review(self, session_id: str, action: str) -> Reviewed:
         host, sid, runtime = self._owner(session_id)
-        return _qualified(host, await runtime.review(sid, action))
+        return _qualified_reviewed(host, await runtime.review(sid, action))
 
-    async def diff(self, session_id: str) -> Any:
+    async def diff(self, session_id: str) -> Diff:
         _, sid, runtime = self._owner(session_id)
         return await runtime.diff(sid)
 
-    async def pull_request(self, session_id: str, title: str = "", body: str = "", draft: bool = False) -> Any:
-        host, sid, runtime = self._owner(session_id)
-        return _qualified(host, await runtime.pull_request(sid, title=title, body=body, draft=draft))
+    async def draft_pull_request(self, session_id: str) -> PullRequestDraft:
+        _, sid, runtime = self._owner(session_id)
+        return await runtime.draft_pull_request(sid)
 
-    async def resume(self, transcript_path: str | Path, **options: Any) -> Any:
+    async def pull_request(self, session_id: str, title: str = "", body: str = "") -> Reviewed:
+        host, sid, runtime = self._owner(session_id)
+        return _qualified_reviewed(host, await runtime.pull_request(sid, title=title, body=body))
+
+    async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None) -> SessionRef:
         """A transcript is a file of this machine: resumed by the default host."""
         runtime = self._connected(self.default_host)
-        return _qualified(self.default_host, await runtime.resume(transcript_path, **options))
+        return _qualified_ref(self.default_host, await runtime.resume(transcript_path, interactive=interactive))
 
-    async def continue_fresh(self, session_id: str) -> Any:
+    async def continue_fresh(self, session_id: str) -> SessionRef:
         host, sid, runtime = self._owner(session_id)
-        return _qualified(host, await runtime.continue_fresh(sid))
+        return _qualified_ref(host, await runtime.continue_fresh(sid))
 
     async def forget(self, session_id: str) -> None:
         _, sid, runtime = self._owner(session_id)
@@ -387,6 +416,16 @@ class _LoopCaller:
 
     def close(self) -> None:
         pass  # the connection is the grid's
+
+
+if TYPE_CHECKING:  # mypy checks MultiHostRuntime against the protocols the app uses
+    from cockpit.runtime.protocols import GridRuntime
+
+    def _as_runtime(rt: MultiHostRuntime) -> Runtime:
+        return rt
+
+    def _as_grid_runtime(rt: MultiHostRuntime) -> GridRuntime:
+        return rt
 
 
 def one_line(exc: object) -> str:

@@ -12,15 +12,20 @@ screen, the memory CLI and the MCP server work unchanged against the server's wa
 from __future__ import annotations
 
 import threading
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cockpit import wire
-from cockpit.events import Event, SessionStatus, Usage
+from cockpit.events import Event, Reviewed, SessionStatus, Usage
 from cockpit.runtime.config import RuntimeConfig
 from cockpit.server.client import AsyncClient
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.ship import PullRequestDraft
+    from cockpit.runtime.spawn import SpawnSpec
+    from cockpit.runtime.worktree import Diff
 
 CLIENT_CONFIG_KEYS = (
     "api_key", "auth_token", "base_url", "model", "max_tokens", "max_turns", "top_k", "preseed", "max_retries",
@@ -42,6 +47,16 @@ def config_payload(config: RuntimeConfig) -> dict:
 
 class SessionInfo(SimpleNamespace):
     """A session as the server describes it (``Session.to_dict()`` keys as attributes)."""
+
+    id: str
+
+
+def spawn_params(spec: SpawnSpec, config: RuntimeConfig) -> dict[str, Any]:
+    """``spec`` as the ``spawn`` method's params: its workspace absolute (default: this process's
+    current folder), ``interactive`` this client's when the spec leaves it open."""
+    workspace = str(Path(spec.workspace or Path.cwd()).expanduser().resolve())
+    interactive = config.interactive if spec.interactive is None else spec.interactive
+    return replace(spec, workspace=workspace, interactive=interactive).to_wire()
 
 
 class _Subscription:
@@ -98,18 +113,15 @@ class RemoteRuntime:
     def subscribe(self) -> _Subscription:
         return _Subscription(self)
 
-    async def spawn(self, task: str, **options: Any) -> SessionInfo:
-        """Spawn on the server. ``options``: :class:`~cockpit.runtime.spawn.SpawnOptions` fields
-        (an unknown one is a TypeError here, never dropped)."""
-        from cockpit.runtime.spawn import SpawnOptions
-
-        opts = SpawnOptions(**options)
-        wire = opts.to_wire()
-        wire["workspace"] = str(Path(opts.workspace or Path.cwd()).resolve())
-        if opts.interactive is None:
-            wire["interactive"] = self.config.interactive
-        row = await self.client.call("spawn", task=task, **wire, notes=self.notes, index=self.index,
-                                     config=config_payload(self.config))
+    async def spawn(self, spec: SpawnSpec, *, host: str | None = None) -> SessionInfo:
+        """Spawn ``spec`` on the server (its workspace made absolute here: the server does not
+        share this process's current folder). Refusals come back as ``RemoteError`` (a ValueError).
+        ``host``: ``Runtime.spawn``'s (a grid's); one server is one host, so only None (any other
+        value is a ValueError, before anything is sent)."""
+        if host is not None:
+            raise ValueError(f"this runtime has one host: cannot spawn on host {host!r}")
+        row = await self.client.call("spawn", **spawn_params(spec, self.config), notes=self.notes,
+                                     index=self.index, config=config_payload(self.config))
         return SessionInfo(**row)
 
     async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,
@@ -128,26 +140,26 @@ class RemoteRuntime:
                      reason: str = "") -> None:
         await self.client.call("answer", id=session_id, request_id=request_id, allow=allow, scope=scope, reason=reason)
 
-    async def diff(self, session_id: str) -> Any:
+    async def diff(self, session_id: str) -> Diff:
         return wire.diff_from_json(await self.client.call("diff", id=session_id))
 
-    async def review(self, session_id: str, action: str) -> Event:
-        return wire.event_from_json(await self.client.call("review", id=session_id, action=action))
+    async def review(self, session_id: str, action: str) -> Reviewed:
+        return _reviewed(await self.client.call("review", id=session_id, action=action))
 
-    async def pull_request(self, session_id: str, title: str = "", body: str = "", draft: bool = False) -> Any:
-        out = await self.client.call("pr", id=session_id, title=title, body=body, draft=draft)
-        return out if draft else wire.event_from_json(out)
+    async def draft_pull_request(self, session_id: str) -> PullRequestDraft:
+        from cockpit.runtime.ship import PullRequestDraft
 
-    async def resume(self, transcript_path: str | Path, **options: Any) -> SessionInfo:
+        out = await self.client.call("pr", id=session_id, draft=True)
+        return PullRequestDraft(str(out["title"]), str(out["body"]))
+
+    async def pull_request(self, session_id: str, title: str = "", body: str = "") -> Reviewed:
+        return _reviewed(await self.client.call("pr", id=session_id, title=title, body=body))
+
+    async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None) -> SessionInfo:
         path = Path(transcript_path).expanduser()
         given = str(path.resolve()) if path.exists() else str(transcript_path)  # else a Claude Code session id
         row = await self.client.call("resume", path=given, notes=self.notes, index=self.index,
-                                     interactive=options.get("interactive", True), config=config_payload(self.config))
-        return SessionInfo(**row)
-
-    async def resume_id(self, session_id: str) -> SessionInfo:
-        """Resume an interrupted session (one the previous server left) by its id."""
-        row = await self.client.call("resume", id=session_id, notes=self.notes, index=self.index,
+                                     interactive=True if interactive is None else interactive,
                                      config=config_payload(self.config))
         return SessionInfo(**row)
 
@@ -174,6 +186,20 @@ class RemoteRuntime:
     async def aclose(self) -> None:
         """Detach: the sessions go on in the server."""
         await self.client.close()
+
+
+def _reviewed(payload: Any) -> Reviewed:
+    event = wire.event_from_json(payload)
+    if not isinstance(event, Reviewed):
+        raise wire.WireError(f"expected a Reviewed event, got {type(event).__name__}")
+    return event
+
+
+if TYPE_CHECKING:  # mypy checks RemoteRuntime against the protocol its clients use
+    from cockpit.runtime.protocols import Runtime
+
+    def _as_runtime(rt: RemoteRuntime) -> Runtime:
+        return rt
 
 
 # -- the memory engine over a blocking client -----------------------------------------------------

@@ -10,6 +10,7 @@ in an async worker, so the UI never waits on it; a refusal (``KeyError``, ``Valu
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,8 @@ from textual.content import Content
 from textual.worker import Worker, WorkerState
 
 from cockpit.events import SessionStatus
-from cockpit.runtime.protocols import Runtime
+from cockpit.runtime.protocols import Runtime, SessionRef
+from cockpit.runtime.spawn import SpawnSpec
 from cockpit.tui import format as fmt
 from cockpit.tui.hosts import spawn_hosts
 from cockpit.tui.model import SessionView
@@ -29,7 +31,7 @@ from cockpit.tui.screens.dialogs import ChoiceDialog, ConfirmDialog, FollowUpDia
 from cockpit.tui.screens.diff import DiffScreen
 from cockpit.tui.screens.memory import MemoryScreen
 from cockpit.tui.screens.review import ReviewScreen
-from cockpit.tui.screens.spawn import SpawnDialog, SpawnRequest
+from cockpit.tui.screens.spawn import SpawnChoice, SpawnDialog
 from cockpit.tui.widgets.totals import MemoryState
 
 S = SessionStatus
@@ -74,14 +76,14 @@ class SessionCommands(App):
                         backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing,
                         budget_usd=budget if isinstance(budget, (int, float)) else None,
                         sandbox=self.manager.config.sandbox is not False,
-                        workspace=getattr(self, "workspace", None) or os.getcwd(),
-                        **spawn_hosts(self.manager, getattr(self, "workspace", None) or os.getcwd())),
+                        workspace=self.workspace or os.getcwd(),
+                        **spawn_hosts(self.manager, self.workspace or os.getcwd())),
             self._spawn_chosen,
         )
 
-    def _spawn_chosen(self, request: SpawnRequest | None) -> None:
-        if request:
-            self.spawn(request)
+    def _spawn_chosen(self, choice: SpawnChoice | None) -> None:
+        if choice:
+            self.spawn(choice.spec, host=choice.host)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a failed request to the runtime is reported (every ``manager`` worker
@@ -91,38 +93,33 @@ class SessionCommands(App):
             self.notify(f"{worker.name} failed: {worker.error}", severity="error", timeout=10)
 
     @work(group="manager", name="spawn", exit_on_error=False)
-    async def spawn(self, request: SpawnRequest | str, focus: bool = True) -> None:
+    async def spawn(self, request: SpawnSpec | str, focus: bool = True, host: str | None = None) -> None:
         """Spawn a session: ``request`` from the spawn dialog, or a task alone (the app's defaults).
-        ``focus``: its pane takes the focus once shown (False: it starts in the background)."""
+        The app's own settings fill what the request leaves open (workspace, model, notes).
+        ``focus``: its pane takes the focus once shown (False: it starts in the background).
+        ``host``: in a grid of several hosts, the one it runs on (None: the runtime's default)."""
         if isinstance(request, str):
-            request = SpawnRequest(request, permission_mode=self.permission_mode, worktree=self.worktree,
-                                   backend=self.backend)
-        budget: dict = {} if request.max_budget_usd is None else {"max_budget_usd": request.max_budget_usd}
-        if request.sandbox is not None:
-            budget["sandbox"] = request.sandbox
-        # a grid of several hosts: the host, and its workspace (None: the host's configured one)
-        where: dict = {"workspace": self.workspace} if request.host is None else {
-            "host": request.host, "workspace": request.workspace}
-        session = await self.manager.spawn(
-            request.task, **where, model=request.model or self.model,
-            preseed=self.preseed, top_k=self.top_k, permission_mode=request.permission_mode,
-            worktree=request.worktree, backend=request.backend, **budget,
-        )
+            request = SpawnSpec(request, permission_mode=self.permission_mode, worktree=self.worktree,
+                                backend=self.backend)
+        # the app's workspace is a folder of this machine: the default unless a host is named (a
+        # grid of several hosts: None there = that host's configured workspace)
+        workspace = request.workspace or (self.workspace if host is None else None)
+        spec = replace(request, workspace=workspace, model=request.model or self.model,
+                       preseed=self.preseed if request.preseed is None else request.preseed,
+                       top_k=request.top_k or self.top_k)
+        session = await self.manager.spawn(spec, host=host)
         if focus:
             self._focus_when_shown(session)
 
-    def _focus_when_shown(self, session: Any) -> None:
+    def _focus_when_shown(self, session: SessionRef) -> None:
         """Focus the pane of ``session`` (what spawn, resume and continue return): now when its
         pane is there, else as soon as it is added — that pane, not whichever came next."""
-        sid = getattr(session, "id", None)
-        if not isinstance(sid, str):
-            return
-        pane = self.panes.get(sid)
+        pane = self.panes.get(session.id)
         main = self.get_screen("main") if self.is_screen_installed("main") else None
         if pane is not None and main is not None and hasattr(main, "focus_pane"):
             main.focus_pane(pane)
         elif pane is None:
-            self._focus_ids.add(sid)
+            self._focus_ids.add(session.id)
 
     # -- kill, follow up -------------------------------------------------------------
     def confirm_kill(self, session_id: str) -> None:

@@ -21,6 +21,7 @@ from textual.app import App
 from cockpit import events as ev
 from cockpit import hostids
 from cockpit.events import SessionStatus
+from cockpit.runtime.protocols import GridRuntime, Runtime
 from cockpit.tui.model import SessionView
 
 STATE_TEXT = {"connecting": "connecting…", "replaying": "reattaching…", "reconnecting": "reconnecting",
@@ -111,15 +112,15 @@ class HostsView(App):
         return [(name, s.state) for name, s in self.host_states.items()]
 
 
-def spawn_hosts(manager: Any, workspace: str) -> dict[str, Any]:
+def spawn_hosts(manager: Runtime, workspace: str) -> dict[str, Any]:
     """The spawn dialog's ``hosts`` and ``host`` for a runtime of several hosts (a
-    ``GridRuntime``; nothing for any other): each host's state, default workspace (the local
-    host's: the app's ``workspace``), notes and backends."""
+    ``GridRuntime``, told by a typed ``isinstance``; nothing for any other): each host's state,
+    default workspace (the local host's: the app's ``workspace``), notes and backends."""
     from cockpit.tui.screens.spawn import HostChoice
 
-    hosts = getattr(manager, "hosts", None)
-    if not isinstance(hosts, tuple) or len(hosts) < 2:
+    if not isinstance(manager, GridRuntime) or len(manager.hosts) < 2:
         return {}
+    hosts = manager.hosts
     choices = tuple(
         HostChoice(h.name, manager.host_state(h.name),
                    workspace=h.workspace or (workspace if h.same_machine else ""),

@@ -43,6 +43,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
+from cockpit.runtime.protocols import Runtime
 from cockpit.runtime.worktree import protected_line, protected_warning
 from cockpit.tui import format as fmt
 from cockpit.tui.diffrender import DiffLine, parse_patch, render_diff
@@ -124,7 +125,7 @@ class DiffScreen(Screen):
         Binding("s", "shell", "Shell", id="diff.shell"),
     ]
 
-    def __init__(self, runtime: Any, view: SessionView) -> None:
+    def __init__(self, runtime: Runtime, view: SessionView) -> None:
         super().__init__(id="diff")
         self.runtime = runtime
         self.view = view
@@ -327,7 +328,7 @@ class DiffScreen(Screen):
     @work(group="diff-pr")
     async def action_pull_request(self) -> None:
         try:
-            draft = await self.runtime.pull_request(self.session_id, draft=True)
+            draft = await self.runtime.draft_pull_request(self.session_id)
         except Exception as exc:
             self.notify(f"no pull request: {exc}", severity="warning")
             return
@@ -336,7 +337,7 @@ class DiffScreen(Screen):
             if edited:
                 self.open_pr(*edited)
 
-        self.app.push_screen(PullRequestDialog(draft["title"], draft["body"]), done)
+        self.app.push_screen(PullRequestDialog(draft.title, draft.body), done)
 
     @work(group="diff-pr")
     async def open_pr(self, title: str, body: str) -> None:

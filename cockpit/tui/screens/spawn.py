@@ -12,7 +12,9 @@ none; a value that is not a number of dollars > 0 is said in the dialog, which s
 In a grid of several hosts (``hosts``: :class:`HostChoice`) the dialog first picks the host, then
 its workspace (the host's default, editable) and says which notes its sessions get; the backends
 offered are that host's, and the preview is of that host's notes (its server's engine).
-Dismisses with a :class:`SpawnRequest`, or ``None`` on Escape.
+Dismisses with a :class:`SpawnChoice`: a :class:`~cockpit.runtime.spawn.SpawnSpec` (the options
+the user changed; the app adds its own defaults) and the host chosen (None: one host), or
+``None`` on Escape. A value the spec refuses is said in the dialog.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from textual.timer import Timer
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
 from cockpit.runtime.budget import BudgetError, parse_usd
+from cockpit.runtime.spawn import SpawnSpec, SpawnSpecError
 from cockpit.tui import format as fmt
 
 DEBOUNCE_S = 0.3
@@ -43,18 +46,12 @@ PERMISSION_MODES = (  # (label, value): Claude Code's names
 
 
 @dataclass(frozen=True)
-class SpawnRequest:
-    """What the dialog asks ``Runtime.spawn`` for: the task and its options."""
+class SpawnChoice:
+    """What the dialog asks for: the ``spec`` a server runs, and the ``host`` it runs on (a grid
+    of several hosts; None: one host). The host is ``Runtime.spawn``'s keyword, never in the spec."""
 
-    task: str
-    model: str | None = None
-    permission_mode: str | None = None  # None: the runtime's configured mode
-    worktree: bool | None = None  # None: the runtime's configured choice
-    backend: str | None = None
-    max_budget_usd: float | None = None  # the session's spend cap in USD (None: the configured one)
-    sandbox: bool | None = None  # False: commands unconfined (None: the configured choice)
-    host: str | None = None  # the host it runs on (None: one host, or the grid's default)
-    workspace: str | None = None  # where, on that host (None: the app's workspace)
+    spec: SpawnSpec
+    host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +83,7 @@ def preview_markup(preseed: Any) -> str:
     return "\n".join(lines)
 
 
-class SpawnDialog(ModalScreen[SpawnRequest | None]):
+class SpawnDialog(ModalScreen[SpawnChoice | None]):
     """Modal: the task input, the notes preview, the session's options."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="spawn.cancel"),
@@ -244,9 +241,9 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             return "[dim]no notes to preview[/]"
         return "[dim]type a task to see the notes it would get[/]"
 
-    def request(self, task: str) -> SpawnRequest:
-        """The request the form describes for ``task``. Raises ``BudgetError`` for a budget that
-        is not a number of dollars > 0."""
+    def request(self, task: str) -> SpawnSpec:
+        """The spawn the form describes for ``task``. Raises ``BudgetError`` for a budget that is
+        not a number of dollars, ``SpawnSpecError`` for a value the spec refuses."""
         model = self.query_one("#spawn-model", Input).value.strip() or None
         budget_text = self.query_one("#spawn-budget", Input).value.strip()
         budget = parse_usd(budget_text, "the budget") if budget_text else None
@@ -261,13 +258,10 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
             mode = None  # left as shown: the runtime's configured mode applies
         if default_worktree is None and worktree == self.worktree:
             worktree = None
-        host: str | None = None
-        workspace: str | None = None
-        if self.hosts:
-            host = self.host
-            workspace = self.query_one("#spawn-workspace", Input).value.strip() or None
-        return SpawnRequest(
-            task=task, model=model, host=host, workspace=workspace,
+        # a grid of several hosts: the workspace typed, a folder on the chosen host
+        workspace = (self.query_one("#spawn-workspace", Input).value.strip() or None) if self.hosts else None
+        return SpawnSpec(
+            task=task, model=model, workspace=workspace,
             permission_mode=mode if isinstance(mode, str) else None,
             worktree=worktree,
             backend=backend if isinstance(backend, str) else None,
@@ -315,13 +309,13 @@ class SpawnDialog(ModalScreen[SpawnRequest | None]):
                 return
             try:
                 request = self.request(task)
-            except BudgetError as exc:
+            except (BudgetError, SpawnSpecError) as exc:
                 error = self.query_one("#spawn-error", Label)
                 error.update(Content.from_markup("[$error]$why[/]", why=str(exc)))
                 error.display = True
                 self.query_one("#spawn-budget", Input).focus()
                 return
-            self.dismiss(request)
+            self.dismiss(SpawnChoice(request, self.host if self.hosts else None))
         else:
             self.query_one("#spawn-task", Input).focus()
 
