@@ -432,6 +432,21 @@ class BackendRecord(Event):
     data: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class HostStatus(Event):
+    """A host's connection, as a client of several hosts sees it (``cockpit.server.hosts``; never
+    sent by a server). About no one session: ``session_id`` is "". ``state``: connected |
+    replaying (the host is back: its sessions' events from the start follow, and replace what the
+    client showed of them; ``connected`` again ends the replay) | reconnecting (the connection
+    dropped; the sessions go on there) | unreachable (never reached since the client started).
+    ``detail``: why, one line; ``retry_in``: seconds to the next attempt (None: none planned)."""
+
+    host: str
+    state: str
+    detail: str = ""
+    retry_in: float | None = None
+
+
 def _concrete_events() -> dict[str, type[Event]]:
     out: dict[str, type[Event]] = {}
     stack = list(Event.__subclasses__())

@@ -51,11 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--network", default=None, choices=["off", "on", "allow"],
                    help="network inside the sandbox for new sessions: off (default), on, or allow "
                         "([sandbox] allow_hosts only)")
+    g.add_argument("--host", metavar="NAME", action="append", default=None,
+                   help="show this host's sessions in the grid (repeatable: several hosts side by side; "
+                        "'local' is this machine; a [hosts.NAME] of config.toml or an ssh destination; "
+                        "default: [grid] hosts, else this machine alone)")
     g.add_argument("--no-server", action="store_true",
                    help="run the sessions in this process (they end with the app) instead of the background server")
-    from cockpit.host_cli import add_host_argument
-
-    add_host_argument(g, top=True)  # type: ignore[arg-type]  # (an argument group adds arguments alike)
 
 
 class _DeferredEngine:
@@ -90,11 +91,12 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Path]:
     """The app's flags checked as the app starts (``cockpit web`` checks them once, before
     serving): its ``RuntimeConfig`` and workspace, or a ``CockpitError`` with the one line."""
     from cockpit.errors import CockpitError
-    from cockpit.host_cli import host_name
     from cockpit.runtime import ConfigError, load_config
     from cockpit.runtime.config import parse_setting_sources
 
-    host = host_name(args)  # another host's server: its folders are not this machine's
+    asked = list(getattr(args, "host", None) or [])
+    # only other hosts in the grid: this machine's folders and backends are not theirs to check
+    host = asked[0] if asked and "local" not in asked else None
     if host and getattr(args, "no_server", False):
         raise CockpitError("--host shows the sessions of that host's server: drop --no-server")
     workspace = Path(args.workspace).expanduser().resolve()
@@ -143,12 +145,21 @@ def run(args: argparse.Namespace) -> int:
     config, workspace = prepare(args)
     import os
 
-    from cockpit.host_cli import host_name
+    no_server = bool(getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER"))
+    from cockpit.runtime.config import config_path
+    from cockpit.server.host_config import grid_hosts
 
-    host = host_name(args)
-    if host:
-        return _run_attached(args, config, workspace, host)
-    if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
+    asked = getattr(args, "host", None)
+    grid = grid_hosts(asked, config_path()) if asked or not no_server else []
+    if asked and no_server:
+        from cockpit.errors import CockpitError
+
+        raise CockpitError("--host shows the sessions of hosts' servers: drop --no-server (COCKPIT_NO_SERVER)")
+    if [h.name for h in grid] not in ([], ["local"]):  # several hosts, or one remote: a grid of hosts
+        from cockpit.grid_cli import run_grid
+
+        return run_grid(args, config, workspace, grid)
+    if not no_server:
         return _run_attached(args, config, workspace)
 
     if config.api_key or config.auth_token:  # this process runs the shells: the key out of their reach

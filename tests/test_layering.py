@@ -109,15 +109,17 @@ def test_real_classes_and_their_fakes_implement_the_same_protocols():
     from tui_fakes import FakeEngine, FakeManager
 
     from cockpit.runtime.manager import SessionManager
-    from cockpit.runtime.protocols import AppEngine, BatchRuntime, MemoryBackend, Runtime, SessionHost
+    from cockpit.runtime.protocols import AppEngine, BatchRuntime, GridRuntime, MemoryBackend, Runtime, SessionHost
+    from cockpit.server.hosts import MultiHostRuntime
     from cockpit.server.remote import RemoteEngine, RemoteRuntime
     from memory import MemoryEngine
 
     for impl in (MemoryEngine, RemoteEngine, FakeEngine):
         assert_implements(impl, AppEngine)
     assert_implements(ToolsFakeEngine, MemoryBackend)
-    for impl in (SessionManager, RemoteRuntime, FakeManager):
+    for impl in (SessionManager, RemoteRuntime, MultiHostRuntime, FakeManager):
         assert_implements(impl, Runtime)
+    assert_implements(MultiHostRuntime, GridRuntime)
     assert_implements(SessionManager, BatchRuntime)
     assert_implements(SessionManager, SessionHost)
     # the check itself can fail: a fake missing a method, or with another signature

@@ -125,6 +125,25 @@ async def test_a_spec_crosses_the_server_unchanged(server, tmp_path):
         await rt.aclose()
 
 
+async def test_a_runtime_of_one_host_refuses_any_host_but_none(server, tmp_path):
+    """The host is ``Runtime.spawn``'s keyword (a grid routes by it); a runtime of one host takes
+    None only, and says so in one line — nothing reaches the server."""
+    srv, seen = server
+    rt = RemoteRuntime(await AsyncClient.connect(srv.socket_path), RuntimeConfig())
+    mgr = SessionManager(None, RuntimeConfig(api_key="k"))
+    try:
+        for runtime in (rt, mgr):
+            with pytest.raises(ValueError, match="^this runtime has one host: cannot spawn on host 'box'$"):
+                await runtime.spawn(SpawnSpec("t", workspace=str(tmp_path)), host="box")
+        assert seen == []
+        with pytest.raises(RemoteError, match="recorded, not started"):  # None: this host
+            await rt.spawn(SpawnSpec("t", workspace=str(tmp_path)), host=None)
+        assert len(seen) == 1
+    finally:
+        await rt.aclose()
+        await mgr.aclose()
+
+
 async def test_the_server_refuses_each_bad_option_and_an_unknown_one_with_its_line(server, tmp_path):
     srv, seen = server
     client = await AsyncClient.connect(srv.socket_path)

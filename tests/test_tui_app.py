@@ -816,10 +816,10 @@ async def test_each_spawn_focuses_its_own_pane_even_when_another_pane_arrives_fi
     gate = asyncio.Event()
     real = mgr.spawn
 
-    async def spawn(spec):
+    async def spawn(spec, *, host=None):
         if spec.task == "slow":
             await gate.wait()
-        return await real(spec)
+        return await real(spec, host=host)
 
     mgr.spawn = spawn
     app = CockpitApp(mgr)
@@ -933,7 +933,7 @@ async def test_a_failed_request_to_the_runtime_is_one_line_and_the_app_stays():
     runtime refuses each give '<what> failed: <why>' and the app keeps running."""
 
     class Refusing(FakeManager):
-        async def spawn(self, spec):
+        async def spawn(self, spec, *, host=None):
             raise RuntimeError("the server is gone")
 
         async def kill(self, session_id):

@@ -158,10 +158,10 @@ async def test_a_pane_names_its_host_in_the_title_when_it_has_one():
     async with app.run_test(size=SIZE) as pilot:
         mgr.emit(*session_script(sid(1), "task number 1", S.WAITING, text="answer"))
         await until(pilot, lambda: app.panes.get(sid(1)) is not None and app.panes[sid(1)].border_title, "a pane")
-        view = SessionView("r00001")
+        view = SessionView("buildbox:r00001", host="buildbox")  # (a grid's id: the host, then its own)
         view.task = "remote task"
-        pane = SessionPane(view, host="buildbox")
+        pane = SessionPane(view)
         await app.screen.grid.add_pane(pane)
         pane.sync(force=True)  # (the flush tick syncs the panes of the sessions it folds)
-        assert title(pane) == "2 r00001@buildbox · remote task"
+        assert title(pane) == "2 buildbox · r00001 · remote task"
         assert title(app.panes[sid(1)]) == f"1 {sid(1)} · task number 1"  # the one server: no host

@@ -74,7 +74,9 @@ class FakeManager:
             for q in self.subs:
                 q.put_nowait(e)
 
-    async def spawn(self, spec: SpawnSpec):
+    async def spawn(self, spec: SpawnSpec, *, host=None):
+        if host is not None:  # as SessionManager and RemoteRuntime: one host
+            raise ValueError(f"this runtime has one host: cannot spawn on host {host!r}")
         self._n += 1
         sid = f"a{self._n:05d}"
         self.spawned.append(spec.task)

@@ -308,7 +308,7 @@ class SessionManager:
             del log[LOG_HEAD : LOG_HEAD + LOG_EVENTS // 4]
 
     # -- spawning ----------------------------------------------------------------------------
-    async def spawn(self, spec: SpawnSpec, *, config: RuntimeConfig | None = None,
+    async def spawn(self, spec: SpawnSpec, *, host: str | None = None, config: RuntimeConfig | None = None,
                     engine: MemoryBackend | None | object = ...) -> SessionBase:
         """Start the session ``spec`` asks for (:class:`~cockpit.runtime.spawn.SpawnSpec`, its
         values already checked); returns once its worktree exists (status ``queued`` or ``starting``).
@@ -319,8 +319,11 @@ class SessionManager:
         ValueError for what only this runtime can judge: a workspace that is not a folder, an
         unknown / unavailable ``backend`` (see :attr:`backends`), network "allow" without allowed
         hosts, auto mode without a sandbox; ``worktree.WorktreeError`` when git cannot create the
-        worktree; RuntimeError after ``aclose``.
+        worktree; RuntimeError after ``aclose``. ``host``: ``Runtime.spawn``'s (a grid's); this
+        runtime has one host, so only None (any other value is a ValueError).
         """
+        if host is not None:
+            raise ValueError(f"this runtime has one host: cannot spawn on host {host!r}")
         if self._closed:
             raise RuntimeError("SessionManager is closed")
         ws = Path(spec.workspace or Path.cwd()).expanduser().resolve()

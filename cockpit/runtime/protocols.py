@@ -14,8 +14,9 @@
 - :class:`Runtime`: what a client (the TUI, ``cockpit run``, the server) needs of a session
   manager. The TUI learns facts only from events; these calls are its only way to act. A spawn
   is one :class:`~cockpit.runtime.spawn.SpawnSpec`; what a spawn, resume or continue returns is a
-  :class:`SessionRef` (its id). ``SessionManager`` and ``RemoteRuntime`` are checked against it
-  by mypy (``_as_runtime`` in their modules).
+  :class:`SessionRef` (its id); which host runs it is ``spawn``'s ``host`` keyword, never in the
+  spec. ``SessionManager``, ``RemoteRuntime`` and ``MultiHostRuntime`` (a :class:`GridRuntime`)
+  are checked against it by mypy (``_as_runtime`` in their modules).
 - :class:`BatchRuntime`: what ``cockpit run --no-server`` needs besides: wait for every session
   to settle, each one's report row, the totals.
 
@@ -210,8 +211,10 @@ class Runtime(Protocol):
     async def stop_all(self) -> None:
         """Kill every session still working; finished and waiting ones are left for review."""
 
-    async def spawn(self, spec: SpawnSpec) -> SessionRef:
-        """Start the session ``spec`` describes. Raises ValueError (one line) when it is refused."""
+    async def spawn(self, spec: SpawnSpec, *, host: str | None = None) -> SessionRef:
+        """Start the session ``spec`` describes, on ``host`` (a :class:`GridRuntime`'s host; None:
+        the runtime's own or default one — a runtime of one host refuses any other value).
+        Raises ValueError (one line) when it is refused."""
         ...
 
     async def send(self, session_id: str, text: str) -> None: ...
@@ -256,6 +259,28 @@ class Runtime(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class GridRuntime(Runtime, Protocol):
+    """A ``Runtime`` over several hosts (``cockpit.server.hosts.MultiHostRuntime``): what the
+    spawn dialog asks besides (the app narrows to it with ``isinstance``, a typed check, never a
+    ``getattr`` probe). Its ``spawn`` routes by ``host=NAME`` (None: :attr:`default_host`)."""
+
+    default_host: str
+
+    @property
+    def hosts(self) -> tuple[Any, ...]:
+        """``cockpit.server.hosts.Host``: name, workspace and notes there."""
+        ...
+
+    def host_state(self, name: str) -> str: ...
+
+    def backends_of(self, host: str) -> tuple[str, ...]: ...
+
+    def engine_of(self, host: str) -> Any:
+        """That host's server's engine for its notes (blocking calls, from threads), or None."""
+        ...
 
 
 class BatchRuntime(Protocol):

@@ -144,11 +144,14 @@ class RemoteRuntime:
     def subscribe(self) -> _Subscription:
         return _Subscription(self)
 
-    async def spawn(self, spec: SpawnSpec) -> SessionInfo:
+    async def spawn(self, spec: SpawnSpec, *, host: str | None = None) -> SessionInfo:
         """Spawn ``spec`` on the server, its workspace named as the server's side does
         (:meth:`_there`; none given: this runtime's ``workspace``, else this process's current
         folder — on another host there is none: a ValueError). Refusals come back as
-        ``RemoteError`` (a ValueError)."""
+        ``RemoteError`` (a ValueError). ``host``: ``Runtime.spawn``'s (a grid's); one server is
+        one host, so only None (any other value is a ValueError, before anything is sent)."""
+        if host is not None:
+            raise ValueError(f"this runtime has one host: cannot spawn on host {host!r}")
         if spec.workspace:
             workspace = self._there(os.fspath(spec.workspace))
         elif self.workspace or self.host is None:

@@ -38,6 +38,7 @@ from cockpit.runtime.protocols import Runtime
 from cockpit.tui import state as ui_state
 from cockpit.tui.attention import Attention
 from cockpit.tui.commands import SessionCommands
+from cockpit.tui.hosts import HostsView
 from cockpit.tui.messages import RuntimeEvent, RuntimeSnapshot
 from cockpit.tui.model import SessionView
 from cockpit.tui.notify import DesktopNotifications, Notifier
@@ -50,7 +51,7 @@ from cockpit.tui.widgets.totals import MemoryState
 ENGINE_POLL_S = 1.0
 
 
-class CockpitApp(SessionCommands, Attention, App):
+class CockpitApp(SessionCommands, Attention, HostsView, App):
     """Sessions side by side. Units on screen: tokens and USD (see the widgets' docstrings).
 
     ``permission_mode``, ``worktree``, ``backend``: the spawn dialog's defaults (from config;
@@ -116,6 +117,7 @@ class CockpitApp(SessionCommands, Attention, App):
         self.clock = clock
         self._sessions_dir = Path(sessions_dir) if sessions_dir else None
         self._main = MainScreen(id="main")  # owns the panes: sessions' events are folded there
+        self._hosts_init()  # several hosts in one grid (cockpit.tui.hosts)
         # notes_missing: the notes folder's path when there is none, so no engine (the server's app)
         self.memory = MemoryState(model_state="warming" if engine is not None else "off", notes_missing=notes_missing)
         self._gc_threshold: tuple[int, ...] | None = None

@@ -23,6 +23,7 @@ from cockpit.events import SessionStatus
 from cockpit.runtime.protocols import Runtime, SessionRef
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.tui import format as fmt
+from cockpit.tui.hosts import spawn_hosts
 from cockpit.tui.model import SessionView
 from cockpit.tui.screens.approval import Answer, ApprovalDialog
 from cockpit.tui.screens.budget import BudgetChange, BudgetDialog
@@ -30,7 +31,7 @@ from cockpit.tui.screens.dialogs import ChoiceDialog, ConfirmDialog, FollowUpDia
 from cockpit.tui.screens.diff import DiffScreen
 from cockpit.tui.screens.memory import MemoryScreen
 from cockpit.tui.screens.review import ReviewScreen
-from cockpit.tui.screens.spawn import SpawnDialog
+from cockpit.tui.screens.spawn import SpawnChoice, SpawnDialog
 from cockpit.tui.widgets.totals import MemoryState
 
 S = SessionStatus
@@ -84,13 +85,14 @@ class SessionCommands(App):
                         backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing,
                         budget_usd=budget if isinstance(budget, (int, float)) else None,
                         sandbox=self.manager.config.sandbox is not False,
-                        workspace=self.workspace or os.getcwd()),
+                        workspace=self.workspace or os.getcwd(),
+                        **spawn_hosts(self.manager, self.workspace or os.getcwd())),
             self._spawn_chosen,
         )
 
-    def _spawn_chosen(self, request: SpawnSpec | None) -> None:
-        if request:
-            self.spawn(request)
+    def _spawn_chosen(self, choice: SpawnChoice | None) -> None:
+        if choice:
+            self.spawn(choice.spec, host=choice.host)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a failed request to the runtime is reported (every ``manager`` worker
@@ -100,17 +102,21 @@ class SessionCommands(App):
             self.notify(f"{worker.name} failed: {worker.error}", severity="error", timeout=10)
 
     @work(group="manager", name="spawn", exit_on_error=False)
-    async def spawn(self, request: SpawnSpec | str, focus: bool = True) -> None:
+    async def spawn(self, request: SpawnSpec | str, focus: bool = True, host: str | None = None) -> None:
         """Spawn a session: ``request`` from the spawn dialog, or a task alone (the app's defaults).
         The app's own settings fill what the request leaves open (workspace, model, notes).
-        ``focus``: its pane takes the focus once shown (False: it starts in the background)."""
+        ``focus``: its pane takes the focus once shown (False: it starts in the background).
+        ``host``: in a grid of several hosts, the one it runs on (None: the runtime's default)."""
         if isinstance(request, str):
             request = SpawnSpec(request, permission_mode=self.permission_mode, worktree=self.worktree,
                                 backend=self.backend)
-        spec = replace(request, workspace=request.workspace or self.workspace, model=request.model or self.model,
+        # the app's workspace is a folder of this machine: the default unless a host is named (a
+        # grid of several hosts: None there = that host's configured workspace)
+        workspace = request.workspace or (self.workspace if host is None else None)
+        spec = replace(request, workspace=workspace, model=request.model or self.model,
                        preseed=self.preseed if request.preseed is None else request.preseed,
                        top_k=request.top_k or self.top_k)
-        session = await self.manager.spawn(spec)
+        session = await self.manager.spawn(spec, host=host)
         if focus:
             self._focus_when_shown(session)
 

@@ -21,6 +21,9 @@ __all__ = ["Block", "SessionView", "approval_text", "overlaps", "count_by_status
 class SessionView(SessionHistory):
     """A pane's session: the folded history (every fact from events) and the conflict radar."""
 
+    # session_id is grid-wide: a remote host's ids carry the host (``cockpit.hostids``)
+    host: str = ""  # the host the pane's title names ("" with one host in the grid)
+    link: str = ""  # "" while its host is connected, else e.g. "reconnecting (…) · retry in 4 s"
     overlap: dict[str, list[str]] = field(default_factory=dict)  # conflict radar: file → other sessions
 
     # -- derived facts -----------------------------------------------------------------

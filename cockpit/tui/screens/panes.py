@@ -109,7 +109,11 @@ class SessionPanes(Screen):
         session's id goes there instead, its pane mounted by the caller (after the snapshot)."""
         self.events_seen += 1
         event = clean_event(event)  # escape sequences in model or tool text never reach the terminal
+        if isinstance(event, ev.HostStatus):  # a host's connection, not a session's event
+            self.cockpit.host_event(event)
+            return
         sid = event.session_id
+        live = live and not self.cockpit.replaying(sid)  # a host's replay after a reconnect is not news
         if sid in self._closed_ids:
             return
         if isinstance(event, ev.SessionForgotten):  # closed in another app (or this one)
@@ -125,7 +129,7 @@ class SessionPanes(Screen):
         view = self.views.get(sid)
         before = view.status if view is not None else None
         if view is None:
-            view = SessionView(sid)
+            view = SessionView(sid, host=self.cockpit.host_label(sid))
             self.views[sid] = view
             view.apply(event)
             if mount is not None:
@@ -133,6 +137,7 @@ class SessionPanes(Screen):
             else:
                 await self._add_pane(view)
         else:
+            self.cockpit.replay_reset(view)
             view.apply(event)
         self.repaint.mark(sid, urgent=not isinstance(event, ev.TextDelta))
         if isinstance(event, (ev.WorktreeChanged, ev.Reviewed, ev.SessionDone)):
@@ -253,4 +258,5 @@ class SessionPanes(Screen):
             grid = self.grid
         except Exception:
             return
-        bar.show(list(self.views.values()), self.cockpit.memory, grid.page, grid.pages, closed=self.closed)
+        bar.show(list(self.views.values()), self.cockpit.memory, grid.page, grid.pages, closed=self.closed,
+                 hosts=self.cockpit.hosts_line())

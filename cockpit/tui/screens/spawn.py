@@ -9,12 +9,17 @@ from config), permission mode (Claude Code's names; default from config), "own g
 (off = run in the workspace itself), backend (what the runtime offers), budget (the session's
 spend cap in USD, shown with the configured ``max_budget_usd``; empty = the configured cap, or
 none; a value that is not a number of dollars > 0 is said in the dialog, which stays open).
-Dismisses with a :class:`~cockpit.runtime.spawn.SpawnSpec` (the options the user changed; the
-app adds its own defaults), or ``None`` on Escape. A value the spec refuses is said in the dialog.
+In a grid of several hosts (``hosts``: :class:`HostChoice`) the dialog first picks the host, then
+its workspace (the host's default, editable) and says which notes its sessions get; the backends
+offered are that host's, and the preview is of that host's notes (its server's engine).
+Dismisses with a :class:`SpawnChoice`: a :class:`~cockpit.runtime.spawn.SpawnSpec` (the options
+the user changed; the app adds its own defaults) and the host chosen (None: one host), or
+``None`` on Escape. A value the spec refuses is said in the dialog.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from textual import on, work
@@ -40,6 +45,29 @@ PERMISSION_MODES = (  # (label, value): Claude Code's names
 )
 
 
+@dataclass(frozen=True)
+class SpawnChoice:
+    """What the dialog asks for: the ``spec`` a server runs, and the ``host`` it runs on (a grid
+    of several hosts; None: one host). The host is ``Runtime.spawn``'s keyword, never in the spec."""
+
+    spec: SpawnSpec
+    host: str | None = None
+
+
+@dataclass(frozen=True)
+class HostChoice:
+    """A host the dialog offers: its ``name``, connection ``state``, default ``workspace`` there,
+    the ``notes`` folder its sessions get ("" : the server's default) and its ``backends``."""
+
+    name: str
+    state: str = "connected"
+    workspace: str = ""
+    notes: str = ""
+    backends: tuple[str, ...] = ("cockpit",)
+    local: bool = False  # this machine: the app's own engine previews its notes
+    engine: Any = None  # another host's: its server's engine for its notes (None: no notes known)
+
+
 def preview_markup(preseed: Any) -> str:
     """The preview list for a ``memory.Preseed`` (``.hits``, ``.tokens``) as markup."""
     from textual.markup import escape
@@ -55,7 +83,7 @@ def preview_markup(preseed: Any) -> str:
     return "\n".join(lines)
 
 
-class SpawnDialog(ModalScreen[SpawnSpec | None]):
+class SpawnDialog(ModalScreen[SpawnChoice | None]):
     """Modal: the task input, the notes preview, the session's options."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="spawn.cancel"),
@@ -66,8 +94,11 @@ class SpawnDialog(ModalScreen[SpawnSpec | None]):
                  model: str = "", permission_mode: str | None = None, worktree: bool | None = None,
                  backends: tuple[str, ...] = ("cockpit",), backend: str | None = None,
                  notes_missing: str = "", budget_usd: float | None = None, sandbox: bool = True,
-                 workspace: str | None = None) -> None:
+                 workspace: str | None = None, hosts: tuple[HostChoice, ...] = (),
+                 host: str | None = None) -> None:
         super().__init__(id="spawn-dialog")
+        self.hosts = {h.name: h for h in hosts} if len(hosts) > 1 else {}
+        self.host = host if host in self.hosts else next(iter(self.hosts), None)
         self.engine = engine
         self.top_k = top_k
         self.preseed = preseed
@@ -89,6 +120,16 @@ class SpawnDialog(ModalScreen[SpawnSpec | None]):
         with Vertical(id="spawn-box"):
             yield Label("[b]New session[/b] — the task (Enter or ctrl+s spawns, Esc cancels, Tab: options)")
             yield Input(placeholder="e.g. what port does staging run on?", id="spawn-task")
+            if self.hosts:
+                chosen = self.hosts[self.host or ""]
+                with Horizontal(id="spawn-host-row"):
+                    yield Label("host", classes="spawn-option-label")
+                    yield Select([(f"{h.name} · {h.state}", h.name) for h in self.hosts.values()], value=chosen.name,
+                                 allow_blank=False, id="spawn-host", compact=True)
+                    yield Label("workspace", classes="spawn-option-label")
+                    yield Input(chosen.workspace, placeholder="folder on that host", id="spawn-workspace",
+                                compact=True)
+                yield Label(self._notes_line(chosen), id="spawn-host-notes")
             if self.notes_missing:
                 yield Label(Content.from_markup(
                     "[b $warning]No notes folder at $path[/]: the session starts without project notes.",
@@ -125,12 +166,45 @@ class SpawnDialog(ModalScreen[SpawnSpec | None]):
             yield Static(self._idle_text(), id="spawn-preview")
 
     def on_mount(self) -> None:
-        if self.workspace:
+        if self.workspace and self._local():
             self._where(self.workspace, self.worktree)
+
+    def _local(self) -> bool:
+        """The chosen host is this machine (or there is one host)."""
+        return not self.hosts or self.hosts[self.host or ""].local
+
+    def _preview_engine(self) -> Any:
+        """The engine of the chosen host's notes: the app's for this machine, else that host's server's."""
+        return self.engine if self._local() else self.hosts[self.host or ""].engine
+
+    @staticmethod
+    def _notes_line(host: HostChoice) -> Content:
+        notes = host.notes or "its server's default notes folder"
+        return Content.from_markup("[dim]notes on $host: $notes[/]", host=host.name, notes=notes)
+
+    @on(Select.Changed, "#spawn-host")
+    def _host_chosen(self, event: Select.Changed) -> None:
+        """Another host: its workspace, notes and backends; the preview only for this machine's notes."""
+        if not isinstance(event.value, str) or event.value == self.host:
+            return
+        self.host = event.value
+        chosen = self.hosts[event.value]
+        self.query_one("#spawn-workspace", Input).value = chosen.workspace
+        self.query_one("#spawn-host-notes", Label).update(self._notes_line(chosen))
+        backend = self.query_one("#spawn-backend", Select)
+        current = backend.value
+        backend.set_options([(b, b) for b in chosen.backends or ("cockpit",)])
+        backend.value = current if current in chosen.backends else (chosen.backends or ("cockpit",))[0]
+        self.refused = ""
+        self.query_one("#spawn-where", Label).display = False
+        self._show(self._idle_text(), None)
+        task = self.query_one("#spawn-task", Input).value
+        if task.strip() and self.preseed and self._preview_engine() is not None:
+            self._preview(task)
 
     @on(Checkbox.Changed, "#spawn-worktree")
     def _worktree_toggled(self, event: Checkbox.Changed) -> None:
-        if self.workspace and not event.checkbox.disabled:
+        if self.workspace and not event.checkbox.disabled and self._local():
             self._where(self.workspace, event.value)
 
     @work(thread=True, exclusive=True, group="spawn-where")
@@ -159,9 +233,11 @@ class SpawnDialog(ModalScreen[SpawnSpec | None]):
     def _idle_text(self) -> str:
         if not self.preseed:
             return "[dim]preseed is off (--no-preseed)[/]"
-        if self.engine is None:
+        if not self._local() and self._preview_engine() is None:
+            return f"[dim]no notes folder known on {self.host} ([hosts.{self.host}] notes): no preview[/]"
+        if self._preview_engine() is None:
             return "[dim]no memory engine[/]"
-        if self.notes_missing:
+        if self.notes_missing and self._local():
             return "[dim]no notes to preview[/]"
         return "[dim]type a task to see the notes it would get[/]"
 
@@ -182,8 +258,10 @@ class SpawnDialog(ModalScreen[SpawnSpec | None]):
             mode = None  # left as shown: the runtime's configured mode applies
         if default_worktree is None and worktree == self.worktree:
             worktree = None
+        # a grid of several hosts: the workspace typed, a folder on the chosen host
+        workspace = (self.query_one("#spawn-workspace", Input).value.strip() or None) if self.hosts else None
         return SpawnSpec(
-            task=task, model=model,
+            task=task, model=model, workspace=workspace,
             permission_mode=mode if isinstance(mode, str) else None,
             worktree=worktree,
             backend=backend if isinstance(backend, str) else None,
@@ -195,7 +273,7 @@ class SpawnDialog(ModalScreen[SpawnSpec | None]):
     def _changed(self, event: Input.Changed) -> None:
         if self._debounce is not None:
             self._debounce.stop()
-        if not self.preseed or self.engine is None:
+        if not self.preseed or self._preview_engine() is None:
             return
         if not event.value.strip():
             self._show(self._idle_text(), None)
@@ -223,6 +301,12 @@ class SpawnDialog(ModalScreen[SpawnSpec | None]):
                     "another mode[/]"))
                 error.display = True
                 return
+            if self.hosts and not self.query_one("#spawn-workspace", Input).value.strip():
+                error = self.query_one("#spawn-error", Label)
+                error.update(Content.from_markup("[$error]say the workspace: a folder on $host[/]", host=self.host))
+                error.display = True
+                self.query_one("#spawn-workspace", Input).focus()
+                return
             try:
                 request = self.request(task)
             except (BudgetError, SpawnSpecError) as exc:
@@ -231,20 +315,21 @@ class SpawnDialog(ModalScreen[SpawnSpec | None]):
                 error.display = True
                 self.query_one("#spawn-budget", Input).focus()
                 return
-            self.dismiss(request)
+            self.dismiss(SpawnChoice(request, self.host if self.hosts else None))
         else:
             self.query_one("#spawn-task", Input).focus()
 
     def _preview(self, task: str) -> None:
-        ready = getattr(self.engine, "ready", True)
+        ready = getattr(self._preview_engine(), "ready", True)
         if not ready:
             self._show("[$warning]model warming…[/] [dim]the preview follows when it is warm[/]", None)
         self._build(task)
 
     @work(thread=True, exclusive=True, group="spawn-preview")
     def _build(self, task: str) -> None:
+        engine = self._preview_engine()
         try:
-            preseed = self.engine.build_preseed(task, top_k=self.top_k)
+            preseed = engine.build_preseed(task, top_k=self.top_k)
             text = preview_markup(preseed)
         except Exception as exc:  # shown, never fatal
             from textual.markup import escape

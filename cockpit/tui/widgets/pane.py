@@ -1,5 +1,6 @@
-"""One session pane: title (number, id, task), coloured status line (state, detail, model,
-permission mode, where it runs), the streamed answer as Markdown with tool calls shown compactly,
+"""One session pane: title (number, host — in a grid of several —, id, task), coloured status
+line (its host reconnecting, state, detail, model, permission mode, where it runs), the
+streamed answer as Markdown with tool calls shown compactly,
 the side strip (notes given, changes, tokens, USD, context), and — while the session needs
 approval — the ask with its keys at the bottom of the pane.
 
@@ -22,6 +23,7 @@ from textual.content import Content
 from textual.geometry import Region
 from textual.widgets import Static
 
+from cockpit import hostids
 from cockpit.events import SessionStatus
 from cockpit.tui import format as fmt
 from cockpit.tui.model import SessionView
@@ -45,11 +47,10 @@ class SessionPane(Vertical):
     _SELECTED_RULES = ("border_title_color", "border_title_background", "border_subtitle_color")
     ALLOW_MAXIMIZE = True
 
-    def __init__(self, view: SessionView, host: str = "") -> None:
+    def __init__(self, view: SessionView) -> None:
         # no widget id from the session id: ids are for CSS, and a session id is data
         super().__init__(classes="session-pane")
         self.view = view
-        self.host = host  # the server the session runs in, when the grid shows several ("": the one)
         self.number = 0  # its number in the grid (1-based, kept while it is open; set by PaneGrid.add_pane)
         self._synced = -1
         self._meta_synced = -1
@@ -126,13 +127,15 @@ class SessionPane(Vertical):
         view = self.view
         number = f"{self.number} " if self.number else ""
         task = fmt.short(view.task or "…", 80)
-        host = f"@{self.host}" if self.host else ""
-        key = (number, view.session_id, host, task)  # (Content compares plain text only)
+        # in a grid of several hosts the title names the host, then the id on that host
+        host = f"{view.host} · " if view.host else ""
+        sid = hostids.split(view.session_id)[1] if view.host else view.session_id
+        key = (number, host, sid, task)  # (Content compares plain text only)
         if key == self._title:
             return
         self._title = key
         self.border_title = Content.from_markup(
-            "[b]$num$sid[/b]$host · $task", num=number, sid=view.session_id, host=host, task=task
+            "[b]$num$host$sid[/b] · $task", num=number, host=host, sid=sid, task=task
         )
 
     def sync(self, force: bool = False) -> None:
@@ -176,9 +179,12 @@ class SessionPane(Vertical):
         # before the facts: a narrow pane cuts the end of the line, never this
         box = "" if not (view.sandbox or view.sandbox_note) else (
             " [dim]· sandboxed[/]" if view.sandbox else " [dim]·[/] [b $warning]unconfined[/]")
+        # its host's connection dropped: said first, in the warning colour (the state shown is the
+        # last one known; the session goes on there)
+        link = "[b $warning]⟳ host $link[/] · " if view.link else ""
         status.update(
             Content.from_markup(
-                "[b]$glyph $status[/b]" + box + "$detail$usage[dim]$about[/]",
+                link + "[b]$glyph $status[/b]" + box + "$detail$usage[dim]$about[/]", link=view.link,
                 glyph=fmt.STATUS_GLYPH[view.status], status=view.status.value,
                 detail=detail, usage=usage, about=about,
             ),

@@ -64,9 +64,10 @@ def memory_markup(m: MemoryState) -> str:
 
 
 def totals_markup(views: list[SessionView], memory: MemoryState, page: int, pages: int,
-                  closed: Sequence[SessionView] = ()) -> str:
+                  closed: Sequence[SessionView] = (), hosts: Sequence[tuple[str, str]] = ()) -> str:
     """``views``: the sessions with a pane (counted by state); ``closed``: sessions whose pane
-    was closed (their tokens and USD stay in the totals)."""
+    was closed (their tokens and USD stay in the totals); ``hosts``: ``(name, state)`` of each
+    host of a grid of several (``cockpit.tui.hosts``)."""
     counts = count_by_status(views)
     if counts:
         states = "  ".join(
@@ -83,8 +84,22 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
         money = fmt.usd(0.0)
     spend = f"{fmt.tokens(usage.total)} tok  {money}"
     page_part = f" │ page {page + 1}/{pages}" if pages > 1 else ""  # early: a narrow terminal cuts the end
-    return (f"[b]cockpit[/b]{page_part} │ {states}{sandbox_markup(views)}{radar_markup(views)} │ {spend} │ "
-            f"{memory_markup(memory)}")
+    return (f"[b]cockpit[/b]{page_part}{hosts_markup(hosts)} │ {states}{sandbox_markup(views)}"
+            f"{radar_markup(views)} │ {spend} │ {memory_markup(memory)}")
+
+
+HOST_GLYPH = {"connected": "●", "replaying": "◐", "connecting": "○", "reconnecting": "⟳", "unreachable": "✗"}
+
+
+def hosts_markup(hosts: Sequence[tuple[str, str]]) -> str:
+    """`` │ local ● box ⟳ reconnecting``: a connected host by its name, any other with its state
+    in the warning colour; nothing with one host."""
+    if not hosts:
+        return ""
+    parts = [f"{escape(name)} [$success]●[/]" if state == "connected"
+             else f"[b $warning]{escape(name)} {HOST_GLYPH.get(state, '?')} {escape(state)}[/]"
+             for name, state in hosts]
+    return " │ " + "  ".join(parts)
 
 
 def radar_markup(views: Sequence[SessionView]) -> str:
@@ -115,5 +130,5 @@ class TotalsBar(Static):
     """One line; the app calls ``show`` on its flush tick when something changed."""
 
     def show(self, views: list[SessionView], memory: MemoryState, page: int, pages: int,
-             closed: Sequence[SessionView] = ()) -> None:
-        self.update(Content.from_markup(totals_markup(views, memory, page, pages, closed)), layout=False)
+             closed: Sequence[SessionView] = (), hosts: Sequence[tuple[str, str]] = ()) -> None:
+        self.update(Content.from_markup(totals_markup(views, memory, page, pages, closed, hosts)), layout=False)

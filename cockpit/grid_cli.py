@@ -1,0 +1,73 @@
+"""``cockpit --host A --host B`` (or ``[grid] hosts``): one app over several hosts' servers.
+
+The hosts come from ``cockpit.server.host_config``; the app runs over a
+``cockpit.server.hosts.MultiHostRuntime`` made inside its loop. The memory engine the app shows
+(header, memory screen, the spawn preview) is the local server's when ``local`` is one of the
+hosts; every host's sessions get that host's notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from cockpit import hostids
+from cockpit.server.host_config import GridHost, hosts_for_app
+
+
+def run_grid(args: argparse.Namespace, config, workspace: Path, grid: list[GridHost]) -> int:
+    app, engine = grid_app(args, config, workspace, grid)
+    try:
+        app.run()
+    finally:
+        if engine is not None:
+            engine.close()
+    live = [v for v in app.views.values() if not v.status.is_final]
+    if live:
+        from cockpit.tui_cli import detached_message
+
+        waiting = sum(v.status.needs_user for v in live)
+        print(detached_message(len(live), waiting).replace("in the server", "in their servers"), file=sys.stderr)
+    return int(app.return_code or 0)
+
+
+def grid_app(args: argparse.Namespace, config, workspace: Path, grid: list[GridHost]) -> tuple[Any, Any]:
+    """The app over the hosts of ``grid`` (not yet running), and the local memory engine it shows
+    (None without ``local``, or without a notes folder): the caller closes it after the app."""
+    from cockpit.errors import CockpitError
+    from cockpit.notes_location import resolve_notes
+    from cockpit.server.client import BlockingClient, ServerError, ensure_server
+    from cockpit.server.hosts import MultiHostRuntime
+    from cockpit.server.remote import RemoteEngine
+
+    notes = resolve_notes(args.notes, Path.cwd())
+    local = any(h.name == hostids.LOCAL for h in grid)
+    engine = None
+    if local:
+        try:
+            ensure_server()
+            engine = RemoteEngine(BlockingClient(), notes) if notes.is_dir() else None
+        except ServerError as exc:
+            raise CockpitError(f"{exc} (the host 'local' is this machine's server)") from None
+    hosts = hosts_for_app(grid, config, str(notes) if local and notes.is_dir() else None)
+
+    from textual.binding import Binding
+
+    from cockpit.tui.app import CockpitApp
+
+    class _App(CockpitApp):
+        BINDINGS = [Binding("q", "quit", "Detach", id="quit")]  # the sessions go on in their servers
+
+    async def attach() -> MultiHostRuntime:  # inside the app's loop; a host not reached is retried there
+        return await MultiHostRuntime.attach(hosts, config)
+
+    app = _App(
+        attach, engine, workspace=workspace, model=config.model, top_k=config.top_k,
+        preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
+        permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
+        notify_os=config.notify_os, api_key_missing=not config.api_key,
+        notes_missing="" if not local or notes.is_dir() else str(notes),
+    )
+    return app, engine

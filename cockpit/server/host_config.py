@@ -1,0 +1,153 @@
+"""Which hosts the app's grid shows, and how to reach each (``cockpit --host A --host B``,
+``[grid] hosts = [...]``, ``[hosts.NAME]`` in config.toml).
+
+A name is ``local`` (this machine's server, started when none runs), a ``[hosts.NAME]`` table,
+or — not in the config — an ssh destination itself. A table with ``socket = "/path/server.sock"``
+is a server reached over that Unix socket (a second server on this machine, e.g. another data
+folder); any other is an SSH host (``ssh = "user@box"``, default the NAME), reached through the
+SSH transport's connector: :func:`ssh_connector_for` is the one place that resolves it. Each
+table may say ``notes`` and ``workspace`` (folders on that host: the notes its sessions get, the
+spawn dialog's default workspace), ``command`` and ``timeout`` (for the SSH transport).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cockpit import hostids
+from cockpit.errors import CockpitError
+from cockpit.server.hosts import Connector, Host
+
+_KEYS = {"ssh": str, "socket": str, "command": str, "notes": str, "workspace": str, "timeout": float}
+
+
+@dataclass(frozen=True)
+class GridHost:
+    """One host as configured: ``socket`` set → a Unix socket; else ``ssh`` (a destination)."""
+
+    name: str
+    ssh: str = ""
+    socket: str = ""
+    command: str = "cockpit"
+    notes: str | None = None
+    workspace: str | None = None
+    timeout: float = 20.0
+
+
+def _read(config_file: Path) -> dict[str, Any]:
+    if not config_file.is_file():
+        return {}
+    try:
+        return tomllib.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise CockpitError(f"cannot read {config_file}: {exc}") from None
+
+
+def parse_host(name: str, entry: Any, where: str) -> GridHost:
+    """``[hosts.NAME]`` as a :class:`GridHost`. Raises CockpitError (one line)."""
+    if not isinstance(entry, dict):
+        raise CockpitError(f"{where}: [hosts.{name}] must be a table (ssh = \"user@box\" or socket = \"/path\")")
+    values: dict[str, Any] = {}
+    for key, value in entry.items():
+        typ = _KEYS.get(key)
+        if typ is None:
+            raise CockpitError(f"{where}: unknown key {key!r} in [hosts.{name}] (known: {', '.join(_KEYS)})")
+        if typ is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise CockpitError(f"{where}: hosts.{name}.{key} must be a number of seconds > 0, got {value!r}")
+            value = float(value)
+        elif not isinstance(value, str) or not value.strip():
+            raise CockpitError(f"{where}: hosts.{name}.{key} must be a non-empty string, got {value!r}")
+        values[key] = value.strip() if isinstance(value, str) else value
+    if "socket" in values and "ssh" in values:
+        raise CockpitError(f"{where}: [hosts.{name}] has both ssh and socket: say one")
+    if "socket" not in values:
+        values.setdefault("ssh", name)
+        if values["ssh"].startswith("-"):
+            raise CockpitError(f"{where}: hosts.{name}.ssh must be a destination, not an option: {values['ssh']!r}")
+    return GridHost(name=name, **values)
+
+
+def grid_hosts(names: list[str] | None, config_file: Path) -> list[GridHost]:
+    """The hosts of the grid: ``names`` (``--host``, in order), else ``[grid] hosts``; [] when
+    neither says any (the app of one local server). Raises CockpitError."""
+    data = _read(config_file)
+    where = str(config_file)
+    if not names:
+        grid = data.get("grid", {})
+        names = grid.get("hosts", []) if isinstance(grid, dict) else []
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise CockpitError(f"{where}: grid.hosts must be a list of host names, e.g. [\"local\", \"box\"]")
+    table = data.get("hosts", {})
+    if not isinstance(table, dict):
+        raise CockpitError(f"{where}: hosts must be tables ([hosts.NAME] with ssh = \"user@box\")")
+    out: list[GridHost] = []
+    for name in names:
+        try:
+            hostids.check_name(name)
+        except ValueError as exc:
+            raise CockpitError(f"--host {name!r}: {exc}") from None
+        if name in (h.name for h in out):
+            raise CockpitError(f"host {name} is named twice")
+        if name == hostids.LOCAL:
+            out.append(GridHost(name))
+        elif name in table:
+            out.append(parse_host(name, table[name], where))
+        elif name.startswith("-"):
+            raise CockpitError(f"--host needs a host name or an ssh destination, got {name!r}")
+        else:
+            out.append(GridHost(name, ssh=name))  # not configured: the name is the ssh destination
+    return out
+
+
+def ssh_connector_for(host: GridHost, config: Any) -> Connector:
+    """The SSH transport's connector for ``host`` — the one seam to ``cockpit.server.ssh``
+    (``await ssh_connector(NAME, config, notes=…)``: a connected, subscribed ``RemoteRuntime``;
+    NAME is looked up in ``[hosts.NAME]`` there, else taken as the ssh destination). Raises
+    CockpitError when that transport is not in this build."""
+    try:
+        from cockpit.server.ssh import ssh_connector  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        raise CockpitError(f"SSH hosts need the SSH transport (cockpit.server.ssh), which this build lacks: "
+                           f"host {host.name} ({host.ssh}) — give it socket = \"/path/to/server.sock\" "
+                           "in [hosts." + host.name + "], or leave it out") from None
+    async def over_ssh() -> Any:
+        return await ssh_connector(host.name, config, notes=host.notes)
+
+    return over_ssh
+
+
+def connector_for(host: GridHost, config: Any, local_notes: str | None = None) -> Connector:
+    """How the grid reaches ``host``: the local server (started when none runs), a Unix socket,
+    or SSH (:func:`ssh_connector_for`)."""
+    from cockpit.server.remote import RemoteRuntime
+
+    if host.name == hostids.LOCAL:
+        async def local() -> RemoteRuntime:
+            import asyncio
+
+            from cockpit.server.client import ensure_server
+
+            path = await asyncio.to_thread(ensure_server)
+            return await RemoteRuntime.attach(config, notes=local_notes, path=path)
+
+        return local
+    if host.socket:
+        path = Path(host.socket).expanduser()
+
+        async def over_socket() -> RemoteRuntime:
+            return await RemoteRuntime.attach(config, notes=host.notes, path=path)
+
+        return over_socket
+    return ssh_connector_for(host, config)
+
+
+def hosts_for_app(hosts: list[GridHost], config: Any, local_notes: str | None = None) -> list[Host]:
+    """The :class:`~cockpit.server.hosts.Host`\\s of the grid (every SSH host resolved now: a
+    missing transport is said before the app starts)."""
+    return [Host(h.name, connector_for(h, config, local_notes), workspace=h.workspace,
+                 notes=local_notes if h.name == hostids.LOCAL else h.notes,
+                 same_machine=h.name == hostids.LOCAL or bool(h.socket)) for h in hosts]

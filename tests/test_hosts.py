@@ -1,0 +1,214 @@
+"""Several hosts in one grid, without servers: host ids, the hosts' configuration, the runtime
+over fake hosts (routing, a drop, back-off, the replay) — see tests/test_tui_hosts.py for the app
+over two real servers."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from tui_fakes import FakeManager
+
+from cockpit import events as ev
+from cockpit import hostids
+from cockpit.cli import main
+from cockpit.errors import CockpitError
+from cockpit.events import SessionStatus as S
+from cockpit.runtime import RuntimeConfig
+from cockpit.runtime.spawn import SpawnSpec
+from cockpit.server.host_config import GridHost, grid_hosts, hosts_for_app
+from cockpit.server.hosts import Backoff, Host, HostUnavailable, MultiHostRuntime, qualify_event
+
+
+def test_host_ids_qualify_remote_sessions_and_keep_local_ones_plain():
+    assert hostids.qualify("local", "abc") == "abc"
+    assert hostids.qualify("box", "abc") == "box:abc"
+    assert hostids.split("box:abc") == ("box", "abc")
+    assert hostids.split("abc") == ("local", "abc")
+    for bad in ("", "a:b", "two words", " box"):
+        with pytest.raises(ValueError, match="host name"):
+            hostids.check_name(bad)
+    spawned = ev.SessionSpawned("s2", "t", "m", "/w", "/t.jsonl", True, continued_from="s1")
+    moved = qualify_event("box", spawned)
+    assert (moved.session_id, moved.continued_from) == ("box:s2", "box:s1")
+    assert qualify_event("local", spawned) is spawned
+
+
+def test_backoff_doubles_up_to_its_cap():
+    b = Backoff(first=0.5, factor=2.0, cap=5.0)
+    assert [b.delay(n) for n in range(1, 7)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+
+
+def test_grid_hosts_from_flags_or_config(tmp_path):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[grid]\nhosts = ["local", "box", "gpu"]\n'
+                   '[hosts.box]\nsocket = "/tmp/box.sock"\nworkspace = "/srv/app"\nnotes = "/srv/notes"\n'
+                   '[hosts.gpu]\nssh = "me@gpu.example"\n')
+    hosts = grid_hosts(None, cfg)
+    assert [h.name for h in hosts] == ["local", "box", "gpu"]
+    assert hosts[1] == GridHost("box", socket="/tmp/box.sock", workspace="/srv/app", notes="/srv/notes")
+    assert hosts[2].ssh == "me@gpu.example" and not hosts[2].socket
+    # --host wins over [grid]; a name not configured is an ssh destination
+    assert grid_hosts(["box", "me@other"], cfg)[1] == GridHost("me@other", ssh="me@other")
+    assert grid_hosts(None, tmp_path / "none.toml") == []
+
+
+@pytest.mark.parametrize("toml, names, message", [
+    ('[hosts.box]\nsokcet = "/x"\n', ["box"], "unknown key 'sokcet' in [hosts.box]"),
+    ('[hosts.box]\nsocket = "/x"\nssh = "b"\n', ["box"], "has both ssh and socket"),
+    ('[hosts.box]\ntimeout = -1\n', ["box"], "must be a number of seconds > 0"),
+    ('[grid]\nhosts = "box"\n', None, "grid.hosts must be a list of host names"),
+    ("", ["local", "local"], "host local is named twice"),
+    ("", ["a:b"], "a host name is a word without ':'"),
+])
+def test_a_bad_host_configuration_is_one_line(tmp_path, toml, names, message):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(toml)
+    with pytest.raises(CockpitError) as err:
+        grid_hosts(names, cfg)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_ssh_host_needs_the_ssh_transport_said_in_one_line():
+    try:
+        import cockpit.server.ssh  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("the SSH transport is in this build")
+    with pytest.raises(CockpitError) as err:
+        hosts_for_app([GridHost("local"), GridHost("gpu", ssh="me@gpu")], RuntimeConfig())
+    assert str(err.value).startswith("SSH hosts need the SSH transport") and "\n" not in str(err.value)
+
+
+def test_the_config_file_accepts_grid_and_hosts_tables(tmp_path, monkeypatch):
+    from cockpit.runtime.config import read_config_file
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[grid]\nhosts = ["local", "box"]\n[hosts.box]\nsocket = "/tmp/box.sock"\n')
+    read_config_file(cfg)  # no "unknown key"
+    cfg.write_text('[grid]\nhost = ["local"]\n')
+    with pytest.raises(ValueError, match="unknown key 'host' in \\[grid\\]"):
+        read_config_file(cfg)
+
+
+def test_host_with_no_server_is_refused_in_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["--host", "local", "--host", "box", "--no-server"]) == 2
+    assert "--host shows the sessions of hosts' servers: drop --no-server" in capsys.readouterr().err
+
+
+# -- the runtime over fake hosts ----------------------------------------------------------------
+class Hosts:
+    """Connectors the test steers: each host's next connection is a FakeManager, or an error."""
+
+    def __init__(self, *names: str):
+        self.next: dict[str, list] = {n: [] for n in names}
+        self.current: dict[str, FakeManager] = {}
+
+    def connector(self, name: str):
+        async def connect() -> FakeManager:
+            plan = self.next[name]
+            item = plan.pop(0) if plan else OSError(f"{name} is down")
+            if isinstance(item, Exception):
+                raise item
+            self.current[name] = item
+            return item
+
+        return connect
+
+
+async def events_until(sub, cond, limit=200):
+    seen = []
+    async with asyncio.timeout(30):  # a guard only: each event comes as soon as its cause
+        async for event in sub:
+            seen.append(event)
+            if cond(event) or len(seen) >= limit:
+                return seen
+    return seen
+
+
+async def test_calls_go_to_the_owning_host_with_its_own_ids():
+    hosts = Hosts("local", "box")
+    hosts.next["local"].append(FakeManager())
+    hosts.next["box"].append(FakeManager([ev.SessionSpawned("s1", "old", "m", "/w", "/t", True)]))
+    rt = await MultiHostRuntime.attach([Host(n, hosts.connector(n)) for n in ("local", "box")], RuntimeConfig(),
+                                       backoff=Backoff(0.01, 2, 0.05))
+    try:
+        snap = rt.snapshot()
+        assert [(e.host, e.state) for e in snap if isinstance(e, ev.HostStatus)] == [("local", "connected"),
+                                                                                     ("box", "connected")]
+        assert [e.session_id for e in snap if not isinstance(e, ev.HostStatus)] == ["box:s1"]
+        here = await rt.spawn(SpawnSpec("a task"))
+        there = await rt.spawn(SpawnSpec("b task", workspace="/srv"), host="box")
+        assert here.id == "a00001" and there.id == "box:a00001"
+        assert hosts.current["box"].spawn_options[0]["workspace"] == "/srv"
+        await rt.kill("box:a00001")
+        await rt.answer("a00001", "r1", True)
+        await rt.send("box:s1", "more")
+        reviewed = await rt.review("box:a00001", "merge")
+        assert hosts.current["box"].killed == ["a00001"] and hosts.current["local"].answers[0][:2] == ("a00001", "r1")
+        assert hosts.current["box"].sent == [("s1", "more")] and reviewed.session_id == "box:a00001"
+        with pytest.raises(KeyError, match="no host 'gpu'"):
+            await rt.kill("gpu:x")
+        with pytest.raises(ValueError, match="no host 'gpu' in this grid"):
+            await rt.spawn(SpawnSpec("c task"), host="gpu")
+    finally:
+        await rt.aclose()
+
+
+async def test_a_drop_retries_with_back_off_then_replays_the_host():
+    hosts = Hosts("local", "box")
+    hosts.next["local"].append(FakeManager())
+    hosts.next["box"].append(FakeManager([ev.SessionSpawned("s1", "t", "m", "/w", "/t", True)]))
+    rt = await MultiHostRuntime.attach([Host(n, hosts.connector(n)) for n in ("local", "box")], RuntimeConfig(),
+                                       backoff=Backoff(0.01, 2, 0.04))
+    sub = rt.subscribe()
+    try:
+        hosts.current["box"].emit(ev.StatusChanged("s1", S.NEEDS_APPROVAL))
+        await events_until(sub, lambda e: isinstance(e, ev.StatusChanged))
+        await hosts.current["box"].aclose()  # the connection ends; two attempts fail
+        down = await events_until(sub, lambda e: isinstance(e, ev.HostStatus) and e.retry_in == 0.04)
+        states = [(e.state, e.retry_in) for e in down if isinstance(e, ev.HostStatus)]
+        assert states[:4] == [("reconnecting", 0.0), ("reconnecting", 0.01), ("reconnecting", 0.02),
+                              ("reconnecting", 0.04)]
+        assert "box is down" in down[-1].detail
+        with pytest.raises(HostUnavailable, match="host box is reconnecting"):
+            await rt.kill("box:s1")
+        assert rt.host_state("box") == "reconnecting" and rt.host_state("local") == "connected"
+        # back, with the session's whole log: it replays between "replaying" and "connected"
+        hosts.next["box"].append(FakeManager([ev.SessionSpawned("s1", "t", "m", "/w", "/t", True),
+                                              ev.StatusChanged("s1", S.NEEDS_APPROVAL),
+                                              ev.StatusChanged("s1", S.WAITING)]))
+        back = await events_until(sub, lambda e: isinstance(e, ev.HostStatus) and e.state == "connected")
+        back = [e for e in back if not (isinstance(e, ev.HostStatus) and e.state == "reconnecting")]
+        assert [type(e).__name__ for e in back] == ["HostStatus", "SessionSpawned", "StatusChanged", "StatusChanged",
+                                                    "HostStatus"]
+        assert back[0].state == "replaying" and {e.session_id for e in back[1:4]} == {"box:s1"}
+        await rt.kill("box:s1")
+        assert hosts.current["box"].killed == ["s1"]
+    finally:
+        await rt.aclose()
+
+
+async def test_an_unreachable_host_does_not_hold_up_attach():
+    hosts = Hosts("local", "box")
+    hosts.next["local"].append(FakeManager())
+    gate = asyncio.Event()
+
+    async def hangs() -> FakeManager:
+        await gate.wait()  # a host that never answers (its connector's own timeout aside)
+        raise OSError("never")
+
+    rt = await MultiHostRuntime.attach([Host("local", hosts.connector("local")), Host("box", hangs)],
+                                       RuntimeConfig(), first_wait=0.2, connect_timeout=0.5,
+                                       backoff=Backoff(0.01, 2, 0.01))
+    sub = rt.subscribe()
+    try:
+        assert rt.host_state("local") == "connected" and rt.host_state("box") == "connecting"
+        assert (await rt.spawn(SpawnSpec("works"))).id == "a00001"
+        # a connector that never returns is a failed attempt once its time is up, said in one line
+        seen = await events_until(sub, lambda e: isinstance(e, ev.HostStatus) and e.host == "box")
+        assert (seen[-1].state, seen[-1].detail) == ("unreachable", "no connection within 0.5 s (hung?)")
+    finally:
+        await rt.aclose()

@@ -1,0 +1,297 @@
+"""Several hosts in one grid: the app over two real servers (two data folders, two sockets), the
+second reached through a relay the test can cut and restore (what a broken SSH link does)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from pathlib import Path
+
+import pytest
+from socket_relay import Relay
+from standin import Reply, StandIn, ToolUse
+from tui_fakes import text_of, until
+
+from cockpit import hostids
+from cockpit.events import SessionStatus as S
+from cockpit.runtime import RuntimeConfig
+from cockpit.runtime.spawn import SpawnSpec
+from cockpit.server import paths
+from cockpit.server.client import BlockingClient, start_server, wait_for_stop
+from cockpit.server.host_config import GridHost, hosts_for_app
+from cockpit.server.hosts import Backoff, MultiHostRuntime
+from cockpit.tui.app import CockpitApp
+from cockpit.tui.screens.spawn import SpawnDialog
+from cockpit.tui.widgets import TotalsBar
+
+SIZE = (180, 50)
+FAST = Backoff(first=0.05, factor=2.0, cap=0.4)  # the test waits on conditions; retries come quickly
+
+
+def _stop(sock: Path) -> None:
+    try:
+        with BlockingClient(sock) as c:
+            pid = c.call("server.status")["pid"]
+            c.call("server.stop")
+    except Exception:
+        return
+    if not wait_for_stop(pid, 30):
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def two_servers(monkeypatch, tmp_path):
+    """The local server (this test's data folder) and a second one ("box", its own data folder)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    start_server()
+    local = paths.socket_path()
+    box_data = tmp_path / "box-data"
+    with monkeypatch.context() as m:
+        m.setenv("COCKPIT_DATA_DIR", str(box_data))
+        start_server()
+        box = paths.socket_path()
+    yield local, box
+    _stop(box)
+    _stop(local)
+
+
+class Notifier:
+    def __init__(self):
+        self.sent = []
+
+    async def send(self, title, message):
+        self.sent.append((title, message))
+
+
+def responder(body):
+    """"make …" tasks run a command (which asks), then say so; any other task is answered."""
+    messages = body["messages"]
+    task = messages[0]["content"][-1]["text"]
+    if "make" in task:
+        if len(messages) == 1:
+            return Reply("Creating the file.", [ToolUse("bash", {"command": "touch made.txt"})])
+        return Reply("The file is made.")
+    return Reply("answer to " + task)
+
+
+def grid_app(config, ws, local_sock, box_sock, box_notes=None) -> tuple[CockpitApp, Notifier]:
+    box = GridHost("box", socket=str(box_sock), workspace=str(ws), notes=str(box_notes) if box_notes else None)
+    hosts = hosts_for_app([GridHost("local"), box], config)
+    notifier = Notifier()
+
+    async def attach() -> MultiHostRuntime:
+        return await MultiHostRuntime.attach(hosts, config, backoff=FAST)
+
+    app = CockpitApp(attach, None, workspace=ws, model=config.model, sessions_dir=config.resolved_sessions_dir(),
+                     api_key_missing=False, os_notifier=notifier)
+    return app, notifier
+
+
+def text(view) -> str:
+    return "".join(b.text for b in view.blocks if b.kind == "text")
+
+
+def header(app) -> str:
+    return text_of(app.screen_stack[0].query_one(TotalsBar))
+
+
+def title(app, view) -> str:
+    return re.sub(r"\[/?b\]", "", str(app.panes[view.session_id].border_title))
+
+
+def one(app, host: str, task: str):
+    found = [v for sid, v in app.views.items() if hostids.host_of(sid) == host and v.task == task]
+    assert len(found) == 1, (host, task, list(app.views))
+    return found[0]
+
+
+async def test_two_hosts_in_one_grid_spawn_approve_counts_and_notifications(two_servers, tmp_path):
+    local_sock, box_sock = two_servers
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    relay = Relay(tmp_path / "relay.sock", box_sock)
+    box_notes = tmp_path / "box-notes"  # box's own notes: its server indexes them
+    box_notes.mkdir()
+    (box_notes / "staging.md").write_text("---\nname: staging-port\ndescription: Staging runs on port 6443\n---\n"
+                                          "Staging listens on port 6443 on the host callisto.\n")
+    with StandIn() as api:
+        api.responder = responder
+        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
+                               sandbox=False)
+        app, notifier = grid_app(config, ws, local_sock, relay.path, box_notes)
+        await relay.restore()
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: set(app.host_states) == {"local", "box"}, "both hosts known")
+            app.spawn("question here")  # no host named: the local one
+            # the dialog picks the host, then its workspace
+            await pilot.press("n")
+            dialog = app.screen
+            assert isinstance(dialog, SpawnDialog)
+            dialog.query_one("#spawn-host").value = "box"
+            await pilot.pause()
+            assert dialog.query_one("#spawn-workspace").value == str(ws)
+            assert f"notes on box: {box_notes}" in text_of(dialog.query_one("#spawn-host-notes"))
+            dialog.query_one("#spawn-task").focus()
+            await pilot.press(*"what port does staging run on")
+            # the preview is of box's notes, from box's server (over the grid's connection)
+            await until(pilot, lambda: "staging-port" in text_of(dialog.query_one("#spawn-preview")),
+                        "box's note in the preview", timeout=180)  # box's server loads the model first
+            await pilot.press("enter")
+            await until(pilot, lambda: len(app.views) == 2 and all(v.status is S.WAITING for v in app.views.values()),
+                        "one session on each host, both answered")
+            here, there = one(app, "local", "question here"), one(app, "box", "what port does staging run on")
+            assert ":" not in here.session_id and there.session_id.startswith("box:")
+            assert text(here) == "answer to question here" and text(there) == "answer to what port does staging run on"
+            assert [n.name for n in there.notes] == ["staging-port"] and not here.notes  # each host's own notes
+            # the second server has it, under its own id
+            with BlockingClient(box_sock) as c:
+                rows = c.call("list")["sessions"]
+            assert [r["task"] for r in rows] == ["what port does staging run on"]
+            assert there.session_id == "box:" + rows[0]["id"]
+            # each title names its host; the header counts both hosts' sessions and lists the hosts
+            assert title(app, here).startswith(f"1 local · {here.session_id} · ")
+            assert title(app, there).startswith(f"2 box · {rows[0]['id']} · ")
+            await until(pilot, lambda: "2 waiting for you" in header(app), "the header counts both hosts")
+            assert "local ●  box ●" in header(app)
+
+            # a session on the second host asks; the notification names it; y answers it there
+            app.screen.focus_pane(app.panes[here.session_id])
+            app.spawn(SpawnSpec("make a file"), focus=False, host="box")
+            await until(pilot, lambda: any(v.status is S.NEEDS_APPROVAL for v in app.views.values()),
+                        "the ask on box")
+            asking = one(app, "box", "make a file")
+            await until(pilot, lambda: "1 needs approval" in header(app), "the header counts it")
+            await until(pilot, lambda: any(n.title.startswith(f"3 · {asking.session_id}") for n in app._notifications),
+                        "a toast names the session on box")
+            app.screen.focus_pane(app.panes[asking.session_id])
+            await pilot.press("y")
+            await until(pilot, lambda: asking.status is S.WAITING, "approved on box, finished")
+            assert text(asking) == "Creating the file.The file is made."
+            assert (Path(asking.cwd) / "made.txt").exists()
+            await until(pilot, lambda: "3 waiting for you" in header(app), "three waiting, two hosts")
+            await relay.cut()
+            await app.shutdown()
+
+
+async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event(two_servers, tmp_path, caplog):
+    caplog.set_level("INFO", logger="cockpit.hosts")
+    local_sock, box_sock = two_servers
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    relay = Relay(tmp_path / "relay.sock", box_sock)
+    with StandIn() as api:
+        api.responder = responder
+        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
+                               sandbox=False)
+        app, notifier = grid_app(config, ws, local_sock, relay.path)
+        await relay.restore()
+        async with app.run_test(size=SIZE) as pilot:
+            app.spawn("question here")
+            app.spawn(SpawnSpec("make a file"), host="box")
+            await until(pilot, lambda: len(app.views) == 2, "two panes")
+            asking = one(app, "box", "make a file")
+            here = one(app, "local", "question here")
+            await until(pilot, lambda: asking.status is S.NEEDS_APPROVAL and here.status is S.WAITING, "the ask")
+            request_id = asking.pending.request_id
+            app.screen.focus_pane(app.panes[here.session_id])  # looking at the local one
+
+            await relay.cut()  # the link to box breaks; its session goes on there
+            await until(pilot, lambda: "reconnecting" in asking.link or "unreachable" in asking.link,
+                        "box's pane says reconnecting")
+            pane = app.panes[asking.session_id]
+            await until(pilot, lambda: "host reconnecting" in text_of(pane.query_one("#pane-status")),
+                        "shown on the pane")
+            await until(pilot, lambda: "box ⟳ reconnecting" in header(app), "the header says it")
+            assert here.link == ""  # the local host is untouched
+            # why, once (a toast is a message to the app: it lands on a later tick)
+            await until(pilot, lambda: any(n.message.startswith("host box reconnecting: ") for n in app._notifications),
+                        "the toast says why")
+            # meanwhile another client answers the ask on box, and the session finishes there
+            _, box_id = hostids.split(asking.session_id)
+            with BlockingClient(box_sock) as c:
+                c.call("answer", id=box_id, request_id=request_id, allow=True, scope="once", reason="")
+                for _ in range(400):
+                    if c.call("list")["sessions"][0]["status"] == "waiting for you":
+                        break
+                    await pilot.pause(0.05)
+            assert asking.status is S.NEEDS_APPROVAL  # the app has not heard yet
+
+            await relay.restore()
+            await until(pilot, lambda: asking.status is S.WAITING and asking.link == "", "box is back")
+            assert app.host_states["box"].state == "connected"
+            await until(pilot, lambda: any(n.message == "host box is back" for n in app._notifications), "the toast")
+            # the reconnect log: connected, lost, tried while away (back-off), back with the replay
+            lines = [r.getMessage() for r in caplog.records if r.name == "cockpit.hosts" and "box" in r.message]
+            assert lines[0] == "host box: connected"
+            assert lines[1].startswith("host box: connection lost (") and lines[1].endswith("), reconnecting")
+            retries = [ln for ln in lines[2:-1] if ln.startswith("host box: reconnecting (")]
+            assert retries and len(retries) == len(lines) - 3
+            assert re.fullmatch(r"host box: back, \d+ events replayed", lines[-1])
+            print("\n".join(lines))  # pytest -s shows the log
+            # every event since the drop, nothing twice
+            assert text(asking) == "Creating the file.The file is made."
+            tools = [b for b in asking.blocks if b.kind == "tool"]
+            assert len(tools) == 1 and tools[0].approval == "allowed once" and tools[0].result is not None
+            assert asking.pending is None
+            await until(pilot, lambda: "host reconnecting" not in text_of(pane.query_one("#pane-status")),
+                        "the pane no longer says reconnecting")  # redrawn on the next flush tick
+            await until(pilot, lambda: "box ●" in header(app) and "reconnecting" not in header(app), "header")
+            # it came to need you while away: said once it is back
+            await until(pilot, lambda: any(n.title.endswith("make a file") and "waiting for you" in n.message
+                                           for n in app._notifications), "the waiting session announced")
+            # and a follow-up goes to box again
+            await app.manager.send(asking.session_id, "thanks")
+            await until(pilot, lambda: sum(b.kind == "user" for b in asking.blocks) == 1, "the follow-up shown")
+            await relay.cut()
+            await app.shutdown()
+
+
+async def test_a_host_that_cannot_be_reached_at_start_does_not_hold_up_the_other(two_servers, tmp_path):
+    local_sock, _ = two_servers
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with StandIn() as api:
+        api.responder = responder
+        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
+                               sandbox=False)
+        app, _ = grid_app(config, ws, local_sock, tmp_path / "nobody.sock")
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.host_states.get("box") is not None
+                        and app.host_states["box"].state == "unreachable", "box unreachable")
+            await until(pilot, lambda: "box ✗ unreachable" in header(app), "the header says it")
+            app.spawn("question here")
+            await until(pilot, lambda: len(app.views) == 1 and next(iter(app.views.values())).status is S.WAITING,
+                        "the local host works")
+            app.spawn(SpawnSpec("what port does staging run on"), host="box")
+            await until(pilot, lambda: any("host box is unreachable" in n.message for n in app._notifications),
+                        "a spawn on box says why not")
+            await app.shutdown()
+
+
+async def test_cockpit_host_local_host_box_from_the_config(two_servers, tmp_path, monkeypatch):
+    """What `cockpit --host local --host box` builds: [hosts.box] socket = … in config.toml."""
+    import argparse
+
+    from cockpit.grid_cli import grid_app as build
+    from cockpit.runtime.config import config_path
+    from cockpit.server.host_config import grid_hosts
+
+    _, box_sock = two_servers
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    config_path().write_text(f'[grid]\nhosts = ["local", "box"]\n[hosts.box]\nsocket = "{box_sock}"\n')
+    with StandIn() as api:
+        api.responder = responder
+        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
+                               sandbox=False)
+        app, engine = build(argparse.Namespace(notes="notes"), config, ws, grid_hosts(None, config_path()))
+        assert engine is None  # no ./notes here
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: [(h, s.state) for h, s in app.host_states.items()]
+                        == [("local", "connected"), ("box", "connected")], "both hosts connected")
+            app.spawn(SpawnSpec("question there"), host="box")
+            await until(pilot, lambda: [v.status for v in app.views.values()] == [S.WAITING], "answered on box")
+            assert next(iter(app.views)).startswith("box:")
+            await app.shutdown()
