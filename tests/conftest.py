@@ -23,6 +23,26 @@ def _isolated_state(tmp_path_factory, monkeypatch):
     keyguard.forget()  # a key an in-process run took out of the environment is not the next test's
 
 
+@pytest.fixture(autouse=True)
+async def _managers_closed(monkeypatch):
+    """Every ``SessionManager`` a test makes is closed when the test ends, also when an assert
+    failed before the test's own ``aclose()``: its sessions, shells and subscriptions do not
+    leak into the next test (``aclose`` is idempotent)."""
+    from cockpit.runtime.manager import SessionManager
+
+    made: list[SessionManager] = []
+    init = SessionManager.__init__
+
+    def tracked(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(SessionManager, "__init__", tracked)
+    yield
+    for mgr in made:
+        await mgr.aclose()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _onnx_model_cache(request, tmp_path_factory):
     """The MiniLM graph built for ONNX Runtime (memory/onnx_model.py) is kept in pytest's own

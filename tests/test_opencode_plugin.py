@@ -63,6 +63,15 @@ def test_the_user_plugin_lives_in_opencodes_config_folder(tmp_path, monkeypatch)
     assert plugin_path(True, tmp_path) == tmp_path / "cfg" / "opencode" / "plugins" / "cockpit-memory.js"
 
 
+def _plugin_dependency_present(folder: Path) -> None:
+    """OpenCode installs ``@opencode-ai/plugin`` from npm into each of its config folders unless
+    their lock file already lists it, and loads plugins only once that install ended: a test is
+    offline, and Cockpit's plugin imports nothing, so the folder is marked as installed."""
+    (folder / "node_modules").mkdir(parents=True, exist_ok=True)
+    lock = {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}}
+    (folder / "package-lock.json").write_text(json.dumps(lock))
+
+
 def test_real_opencode_gets_the_block_before_its_first_prompt(tmp_path, monkeypatch):
     opencode = shutil.which("opencode")
     if opencode is None:
@@ -72,6 +81,8 @@ def test_real_opencode_gets_the_block_before_its_first_prompt(tmp_path, monkeypa
     _answer(monkeypatch)
     assert main(["memory", "hook", "--install", "--agent", "opencode", "--project", "--notes", str(notes)]) == 0
     home = tempfile.mkdtemp(dir=tmp_path)
+    for folder in (ws / ".opencode", Path(home) / ".config" / "opencode"):
+        _plugin_dependency_present(folder)
     facts = FactResponder()
 
     def no_tools(body):  # OpenCode has not the stand-in's file tool: answer or give up, never loop

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Markdown
-from tui_fakes import FakeEngine, FakeHit, FakeManager, session_script, text_of, until
+from tui_fakes import FakeEngine, FakeHit, FakeManager, session_script, settled, text_of, until
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
@@ -46,8 +46,8 @@ async def test_more_than_nine_sessions_go_on_pages_and_stay_reachable():
         for n in range(12):
             mgr.emit(*session_script(f"s{n:05d}", f"task {n}", S.WAITING, text=f"answer {n}"))
         await until(pilot, lambda: len(app.panes) == 12, "12 panes")
-        await pilot.pause(0.2)
         grid = app.screen.query_one("#grid")
+        await until(pilot, lambda: grid.pages == 2 and "page 1/2" in text_of(app.screen.query_one("#totals")), "pages")
         assert grid.pages == 2
         assert [p.display for p in grid.panes] == [True] * 9 + [False] * 3
         assert "page 1/2" in text_of(app.screen.query_one("#totals"))
@@ -56,8 +56,7 @@ async def test_more_than_nine_sessions_go_on_pages_and_stay_reachable():
         await pilot.press("tab")  # past the ninth pane: the next page
         assert app.screen.selected is grid.panes[9] and grid.page == 1
         assert [p.display for p in grid.panes] == [False] * 9 + [True] * 3
-        await pilot.pause(0.1)
-        assert "page 2/2" in text_of(app.screen.query_one("#totals"))
+        await until(pilot, lambda: "page 2/2" in text_of(app.screen.query_one("#totals")), "page 2/2")
         await pilot.press("3")
         assert app.screen.selected is grid.panes[11]
         await pilot.press("left_square_bracket")
@@ -72,22 +71,21 @@ async def test_empty_grid_says_how_to_start_and_warns_without_a_key():
     mgr = FakeManager()
     app = CockpitApp(mgr, FakeEngine(), api_key_missing=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.1)
         hint = app.screen.query_one("#empty-hint")
-        assert hint.display
+        await until(pilot, lambda: hint.display and "Press n to spawn" in text_of(hint), "the hint")
         assert "Press n to spawn" in text_of(hint) and "ANTHROPIC_API_KEY is not set" in text_of(hint)
         assert "--base-url" in text_of(hint)  # how to try it without a key
         mgr.emit(*session_script("s00001", "task", S.WAITING, text="answer"))
         await until(pilot, lambda: len(app.panes) == 1, "a pane")
-        await pilot.pause(0.1)
-        assert not hint.display
+        await until(pilot, lambda: not hint.display, "the hint hidden")
 
 
 async def test_empty_grid_has_no_key_warning_when_a_key_is_set():
     app = CockpitApp(FakeManager(), FakeEngine())
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.1)
-        assert "ANTHROPIC_API_KEY" not in text_of(app.screen.query_one("#empty-hint"))
+        hint = app.screen.query_one("#empty-hint")
+        await until(pilot, lambda: "Press n to spawn" in text_of(hint), "the hint")
+        assert "ANTHROPIC_API_KEY" not in text_of(hint)
 
 
 async def test_keys_are_remappable_from_the_state_file():
@@ -223,7 +221,8 @@ async def test_scrollback_holds_while_text_streams_in():
         await until(pilot, lambda: body.max_scroll_y > 0 and body.scroll_y == body.max_scroll_y, "pinned at end")
         app.screen.focus_pane(pane)
         await pilot.press("pageup", "pageup")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: body.scroll_y < body.max_scroll_y, "scrolled back")
+        await pilot.wait_for_scheduled_animations()
         held = body.scroll_y
         assert held < body.max_scroll_y
         repaints = []
@@ -231,14 +230,14 @@ async def test_scrollback_holds_while_text_streams_in():
         body.refresh = lambda *a, **k: (repaints.append(a), refresh(*a, **k))[1]
         mgr.emit(*(ev.TextDelta("b00001", f"more {i}\n\n") for i in range(40)))
         await until(pilot, lambda: "more 39" in body.plain_text(), "more text")
-        await pilot.pause(0.2)
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
         assert body.scroll_y == held  # the reader's place is kept
         assert repaints == []  # and what they look at did not change: no repaint
         del body.refresh
         await pilot.press("end")
         mgr.emit(ev.TextDelta("b00001", "tail\n"))
-        await pilot.pause(0.3)
-        assert body.scroll_y == body.max_scroll_y
+        await until(pilot, lambda: "tail" in body.plain_text() and body.scroll_y == body.max_scroll_y, "pinned again")
 
 
 async def test_status_colours_follow_the_theme():
@@ -247,9 +246,9 @@ async def test_status_colours_follow_the_theme():
     async with app.run_test(size=SIZE) as pilot:
         mgr.emit(*session_script("e00001", "t", S.ERROR, text="x"), *session_script("d00001", "u", S.DONE, text="y"))
         await until(pilot, lambda: len(app.panes) == 2, "panes")
-        await pilot.pause(0.2)
         err = app.panes["e00001"].query_one("#pane-status")
         done = app.panes["d00001"].query_one("#pane-status")
+        await until(pilot, lambda: err.has_class("status-error") and done.has_class("status-done"), "final states")
         assert err.has_class("status-error") and done.has_class("status-done")
         assert err.styles.color.hex.lower() == app.get_css_variables()["status-error"].lower()
         assert err.styles.color != done.styles.color
@@ -264,22 +263,23 @@ async def test_selecting_a_pane_repaints_its_title_only_and_follows_the_theme(re
         mgr.emit(*session_script("f00001", "t", S.WAITING, text="first answer"),
                  *session_script("f00002", "u", S.WAITING, text="second answer"))
         await until(pilot, lambda: len(app.panes) == 2, "panes")
-        await pilot.pause(0.3)
         first, second = app.panes["f00001"], app.panes["f00002"]
+        await until(pilot, lambda: all(t in p.query_one("#pane-body").plain_text()
+                                       for p, t in ((first, "first answer"), (second, "second answer"))), "answers")
+        await settled(pilot, app)
         assert app.screen.selected is first
         renders.clear()
         await pilot.press("tab")
-        await pilot.pause(0.1)
-        assert app.screen.selected is second and second.has_class("-selected")
+        await until(pilot, lambda: second.has_class("-selected"), "the second pane selected")
+        assert app.screen.selected is second
         assert not first.has_class("-selected")
         assert renders == []  # a selection change re-renders no answer text
         accent = Color.parse(app.get_css_variables()["accent"])
         assert second.styles.border_title_background == accent
         assert first.styles.border_title_background != accent
         app.theme = "cockpit-light"
-        await pilot.pause(0.3)
         light_accent = Color.parse(app.get_css_variables()["accent"])
-        assert second.styles.border_title_background == light_accent
+        await until(pilot, lambda: second.styles.border_title_background == light_accent, "the light accent")
         assert "second answer" in second.query_one("#pane-body").plain_text()
 
 
@@ -294,7 +294,7 @@ async def test_streaming_repaints_are_spread_over_flush_ticks(monkeypatch):
             mgr.emit(ev.SessionSpawned(f"g{n:05d}", "t", "m", "/ws", "/t", True),
                      ev.StatusChanged(f"g{n:05d}", S.STREAMING))
         await until(pilot, lambda: len(app.panes) == 9, "panes")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: not app.repaint.dirty, "the first paints")
         synced = []
         original = SessionPane.sync
         monkeypatch.setattr(SessionPane, "sync",
@@ -327,7 +327,7 @@ async def test_every_available_theme_applies_including_textual_builtins():
         assert "textual-dark" in names and "cockpit-dark" in names
         for name in names:
             app.theme = name
-            await pilot.pause(0.02)
+            await pilot.pause()
             assert app.is_running, name
             error = app.get_css_variables()["status-error"]
             assert not error.startswith("$"), (name, error)
@@ -424,8 +424,8 @@ async def test_the_palette_lists_each_command_once_and_screenshots_say_where(tmp
         notify = app.notify
         app.notify = lambda message, **kw: (said.append(message), notify(message, **kw))[1]
         next(c for c in commands if c.title == "Screenshot").callback()
-        await pilot.pause(0.1)
         folder = Path(os.environ["COCKPIT_DATA_DIR"]) / "screenshots"
+        await until(pilot, lambda: said and list(folder.glob("*.svg")), "the screenshot")
         saved = list(folder.glob("*.svg"))
         assert len(saved) == 1 and any(str(saved[0]) in m for m in said)
 
@@ -438,10 +438,12 @@ async def test_a_small_terminal_shows_output_pages_fewer_panes_and_zooms():
             mgr.emit(*session_script(f"m{n:05d}", f"task {n}", S.WAITING,
                                      text="\n\n".join(f"line {i} of answer {n}" for i in range(6))))
         await until(pilot, lambda: len(app.panes) == 4, "4 panes")
-        await pilot.pause(0.3)
         grid = app.screen.query_one("#grid")
-        assert grid.page_size == 2 and grid.pages == 2  # two panes a page at 60×20
         pane = app.panes["m00000"]
+        body = pane.query_one("#pane-body")
+        await until(pilot, lambda: grid.pages == 2 and "tok" in text_of(pane.query_one("#pane-status"))
+                    and "line 0 of answer 0" in body.plain_text(), "the first page")
+        assert grid.page_size == 2 and grid.pages == 2  # two panes a page at 60×20
         assert pane.narrow and not pane.query_one("#pane-strip").display  # the answer keeps the width
         assert "tok" in text_of(pane.query_one("#pane-status"))  # tokens and cost on the status line
         body = pane.query_one("#pane-body")
@@ -450,7 +452,7 @@ async def test_a_small_terminal_shows_output_pages_fewer_panes_and_zooms():
         assert app.screen.selected is app.panes["m00001"]
         await pilot.press("z")
         assert app.screen.maximized is app.panes["m00001"]
-        await pilot.pause(0.1)
+        await until(pilot, lambda: app.panes["m00001"].size.height >= 16, "the zoomed pane")
         assert app.panes["m00001"].size.height >= 16  # the whole screen but header and footer
         await pilot.press("tab")  # the zoom follows the selection
         assert app.screen.maximized is app.panes["m00002"] and grid.page == 1
@@ -466,9 +468,8 @@ async def test_pane_numbers_continue_across_pages():
         for n in range(11):
             mgr.emit(*session_script(f"p{n:05d}", f"task {n}", S.WAITING, text="ok"))
         await until(pilot, lambda: len(app.panes) == 11, "11 panes")
-        await pilot.pause(0.2)
         grid = app.screen.query_one("#grid")
-        assert [p.number for p in grid.panes] == list(range(1, 12))
+        await until(pilot, lambda: [p.number for p in grid.panes] == list(range(1, 12)), "numbered panes")
         await pilot.press("right_square_bracket", "2")
         assert app.screen.selected is grid.panes[10]
         assert str(grid.panes[10].border_title).startswith("[b]11 ")
@@ -484,7 +485,7 @@ async def test_pane_borders_are_visible_in_every_cockpit_theme():
         await until(pilot, lambda: len(app.panes) == 2, "panes")
         for theme in ("cockpit-dark", "cockpit-light", "cockpit-amber"):
             app.theme = theme
-            await pilot.pause(0.1)
+            await pilot.pause()
             pane = app.panes["b00002"]  # not selected, not a coloured state
             border = pane.styles.border_top[1]
             background = Color.parse(app.get_css_variables()["background"])
@@ -511,7 +512,7 @@ async def test_negative_scores_are_never_shown():
         notes = (InjectedNote("far-away", -0.12, False), InjectedNote("close", 0.7, False))
         mgr.emit(*session_script("n00001", "t", S.WAITING, text="x", notes=notes))
         await until(pilot, lambda: len(app.panes) == 1, "pane")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "0.70" in text_of(app.panes["n00001"].query_one("#pane-strip")), "the notes strip")
         strip = text_of(app.panes["n00001"].query_one("#pane-strip"))
         assert "-0.12" not in strip and "0.00" in strip and "0.70" in strip
 
@@ -556,7 +557,7 @@ async def test_session_ids_are_never_widget_ids():
         mgr.emit(*session_script(odd, "t", S.WAITING, text="still shown"))
         mgr.emit(*session_script("123", "u", S.WAITING, text="digits first"))
         await until(pilot, lambda: len(app.panes) == 2, "both panes")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "still shown" in app.panes[odd].query_one("#pane-body").plain_text(), "the answer")
         assert app.panes[odd].id is None
         assert "still shown" in app.panes[odd].query_one("#pane-body").plain_text()
 
@@ -609,14 +610,12 @@ async def test_an_approval_answered_elsewhere_closes_its_dialog_and_the_panel():
         mgr.emit(ev.SessionSpawned("q00001", "deploy", "m", "/ws", "/t", True), ev.ToolCall("q00001", "tu_1", "bash",
                  {"command": "make deploy"}), ask, ev.StatusChanged("q00001", S.NEEDS_APPROVAL, "make deploy"))
         await until(pilot, lambda: "q00001" in app.panes and app.views["q00001"].pending is ask, "the ask")
-        await pilot.pause(0.2)
-        assert app.panes["q00001"].query_one("#pane-approval").display
+        await until(pilot, lambda: app.panes["q00001"].query_one("#pane-approval").display, "the ask in the pane")
         await pilot.press("enter")
         assert isinstance(app.screen, ApprovalDialog)
         mgr.emit(ev.ApprovalResolved("q00001", "tu_1", True, "once"))  # another client said yes
         await until(pilot, lambda: not isinstance(app.screen, ApprovalDialog), "the dialog closes")
-        await pilot.pause(0.2)
-        assert not app.panes["q00001"].query_one("#pane-approval").display
+        await until(pilot, lambda: not app.panes["q00001"].query_one("#pane-approval").display, "the ask gone")
         assert mgr.answers == []  # this client answered nothing
 
 
@@ -674,8 +673,7 @@ async def test_the_page_shows_in_the_header_at_80_columns():
             mgr.emit(*session_script(f"p{n:05d}", f"task {n}", S.WAITING, text=f"answer {n}"))
         await until(pilot, lambda: len(app.panes) == 5, "5 panes")
         await until(pilot, lambda: app.screen.query_one("#grid").pages > 1, "more than one page")
-        await pilot.pause(0.2)
-        assert "page 1/" in text_of(app.screen.query_one("#totals"))[:80]
+        await until(pilot, lambda: "page 1/" in text_of(app.screen.query_one("#totals"))[:80], "the page in the header")
 
 
 async def test_review_and_diff_screens_leave_the_text_most_of_80_columns(tmp_path):

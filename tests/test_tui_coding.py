@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import git, make_repo
 from standin import HTTPError, Reply, StandIn, ToolUse
-from tui_fakes import text_of, until
+from tui_fakes import settled, text_of, until
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
@@ -121,8 +121,8 @@ async def test_approvals_in_the_pane_once_for_the_session_and_denied_with_a_reas
         assert denied["is_error"] and "keep the build folder" in denied["content"]
         rm_block = [b for b in view.blocks if b.kind == "tool" and b.name == "bash"][-1]
         assert rm_block.approval == "denied: keep the build folder"
-        await pilot.pause(0.2)
-        assert not pane.query_one("#pane-approval").display
+        await until(pilot, lambda: not pane.query_one("#pane-approval").display
+                    and "✗ denied: keep the build folder" in pane.query_one("#pane-body").plain_text(), "the denial shown")
         body = pane.query_one("#pane-body").plain_text()
         assert "✗ denied: keep the build folder" in body and "$ rm -rf build" in body
         await app.shutdown()
@@ -134,7 +134,8 @@ async def test_y_and_a_are_greyed_out_without_a_pending_approval(api, tmp_path, 
     async with app.run_test(size=SIZE) as pilot:
         app.spawn("say hello")
         await until(pilot, lambda: app.views and only_view(app).status is S.WAITING, "waiting")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: not app.screen.active_bindings["y"].enabled
+                    and app.screen.active_bindings["enter"].binding.action == "follow_up", "the keys of a waiting session")
         keys = app.screen.active_bindings
         assert not keys["y"].enabled and not keys["a"].enabled
         assert keys["enter"].binding.action == "follow_up"  # enter follows up when nothing waits
@@ -157,7 +158,8 @@ async def test_diff_screen_comment_then_merge_into_the_base_branch(api, tmp_path
         await until(pilot, lambda: app.views and only_view(app).status is S.WAITING, "waiting")
         view = only_view(app)
         await until(pilot, lambda: view.changes is not None, "the diff stat")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "1 file +2 -0" in text_of(app.panes[view.session_id].query_one("#pane-strip")),
+                    "the diff stat in the strip")
         assert "1 file +2 -0" in text_of(app.panes[view.session_id].query_one("#pane-strip"))
 
         await pilot.press("d")
@@ -188,7 +190,7 @@ async def test_diff_screen_comment_then_merge_into_the_base_branch(api, tmp_path
         assert (repo / "hello.py").read_text() == "def hello():\n    return 'hi'\n"
         assert not Path(view.worktree.path).exists()
         await until(pilot, lambda: "merged" in text_of(screen.query_one("#diff-status")), "result shown")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: screen.query_one("#diff-files").option_count == 0, "the file list emptied")
         # nothing stale is left: no file list, and the view says what happened (not "already merged…")
         assert screen.query_one("#diff-files").option_count == 0
         assert text_of(screen.query_one("#diff-files-label")) == "Files"
@@ -196,7 +198,7 @@ async def test_diff_screen_comment_then_merge_into_the_base_branch(api, tmp_path
         assert "merged" in shown and "already" not in shown
         await pilot.press("escape")
         assert view.status is S.DONE
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "merged" in text_of(app.panes[view.session_id].query_one("#pane-strip")), "merged")
         assert "merged" in text_of(app.panes[view.session_id].query_one("#pane-strip"))
         await app.shutdown()
 
@@ -218,7 +220,8 @@ async def test_discard_asks_first_then_removes_worktree_and_branch(api, tmp_path
         await pilot.press("x")
         assert isinstance(app.screen, ConfirmDialog)
         await pilot.press("n")  # changed my mind: nothing happens
-        await pilot.pause(0.2)
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmDialog), "the dialog closed")
+        await pilot.pause()
         assert Path(path).exists() and view.reviewed is None
         await pilot.press("x", "y")
         await until(pilot, lambda: view.reviewed is not None, "discarded")
@@ -235,7 +238,8 @@ async def test_a_session_in_place_has_no_diff_and_the_screen_says_why(api, tmp_p
         app.spawn(SpawnSpec("look around", worktree=False))
         await until(pilot, lambda: app.views and only_view(app).status is S.WAITING, "waiting")
         view = only_view(app)
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "in place: --no-worktree" in text_of(app.panes[view.session_id].query_one("#pane-status")),
+                    "in place")
         assert "in place: --no-worktree" in text_of(app.panes[view.session_id].query_one("#pane-status"))
         await pilot.press("d")
         screen = app.screen
@@ -343,7 +347,8 @@ async def test_quit_with_sessions_working_asks_first(api, tmp_path, repo):
         await pilot.press("q")  # a second q does not stack another dialog
         assert app.screen is dialog
         await pilot.press("n")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: app.screen is not dialog, "the dialog closed")
+        await pilot.pause()
         assert app.is_running and view.status is S.STREAMING
         await pilot.press("q", "y")
         await until(pilot, lambda: not app.is_running, "the app exits")
@@ -427,7 +432,8 @@ async def test_live_usage_moves_while_a_response_streams(api, tmp_path, repo):
         await until(pilot, lambda: app.views and only_view(app).status is S.STREAMING, "streaming")
         view = only_view(app)
         await until(pilot, lambda: view.usage.input == 5000, "input tokens while streaming")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "5.0k" in text_of(app.panes[view.session_id].query_one("#pane-strip"))
+                    and "5.0k" in text_of(app.screen.query_one("#totals")), "the live figure shown")
         assert view.requests == 0  # a live figure is not a finished request
         assert "5.0k" in text_of(app.screen.query_one("#totals"))
         assert "5.0k" in text_of(app.panes[view.session_id].query_one("#pane-strip"))
@@ -453,7 +459,8 @@ async def test_context_warning_then_full_then_continue_in_a_fresh_session(api, t
         await until(pilot, lambda: app.views and only_view(app).context_level == "full", "context full")
         old = only_view(app)
         await until(pilot, lambda: old.status is S.WAITING, "waiting")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: any("context full" in t for t in toasts)
+                    and "full: c continues" in text_of(app.panes[old.session_id].query_one("#pane-strip")), "context full")
         assert any("82% full" in t for t in toasts) and any("context full" in t for t in toasts)
         strip = text_of(app.panes[old.session_id].query_one("#pane-strip"))
         assert "full: c continues" in strip
@@ -482,14 +489,14 @@ async def test_closing_a_finished_pane_with_changes_offers_merge_keep_discard(ap
         assert "backspace" not in app.screen.active_bindings  # only finished panes close
         await pilot.press("x", "y")
         await until(pilot, lambda: view.status is S.KILLED, "killed")
-        await pilot.pause(0.1)
+        await settled(pilot, app)
         await pilot.press("backspace")
         assert isinstance(app.screen, ChoiceDialog)
         await pilot.press("k")  # keep the branch
         await until(pilot, lambda: view.session_id not in app.panes, "the pane is closed")
         assert view.worktree.branch in git(repo, "branch", "--list")
         assert not Path(view.worktree.path).exists()
-        assert "no sessions" in text_of(app.screen.query_one("#totals"))
+        await until(pilot, lambda: "no sessions" in text_of(app.screen.query_one("#totals")), "no sessions")
         # a session without changes closes at once
         app.spawn("nothing to change")
         await until(pilot, lambda: len(app.views) == 1 and only_view(app).status is S.WAITING, "second waits")

@@ -246,5 +246,15 @@ async def until(pilot, cond, what: str, timeout: float = 15.0) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def settled(pilot, app) -> None:
+    """Let the app finish what the events so far started: every queued event folded, no pane
+    waiting for a repaint, and the refresh that follows done (no clock: a loaded machine only
+    makes it later)."""
+    await until(pilot, lambda: all(q.empty() for q in getattr(app.manager, "subs", ())) and not app.repaint.dirty,
+                "the app to settle")
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
+
+
 def text_of(widget) -> str:
     return str(widget.render())
