@@ -294,7 +294,7 @@ async def test_streaming_repaints_are_spread_over_flush_ticks(monkeypatch):
             mgr.emit(ev.SessionSpawned(f"g{n:05d}", "t", "m", "/ws", "/t", True),
                      ev.StatusChanged(f"g{n:05d}", S.STREAMING))
         await until(pilot, lambda: len(app.panes) == 9, "panes")
-        await until(pilot, lambda: not app.repaint.dirty, "the first paints")
+        await until(pilot, lambda: not app.main.repaint.dirty, "the first paints")
         synced = []
         original = SessionPane.sync
         monkeypatch.setattr(SessionPane, "sync",

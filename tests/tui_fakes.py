@@ -250,7 +250,7 @@ async def settled(pilot, app) -> None:
     """Let the app finish what the events so far started: every queued event folded, no pane
     waiting for a repaint, and the refresh that follows done (no clock: a loaded machine only
     makes it later)."""
-    await until(pilot, lambda: all(q.empty() for q in getattr(app.manager, "subs", ())) and not app.repaint.dirty,
+    await until(pilot, lambda: all(q.empty() for q in getattr(app.manager, "subs", ())) and not app.main.repaint.dirty,
                 "the app to settle")
     await pilot.wait_for_scheduled_animations()
     await pilot.pause()
