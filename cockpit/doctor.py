@@ -46,13 +46,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from cockpit.host_cli import add_host_argument
 
     add_host_argument(p)
+    # what `doctor --host` runs there: the key and base URL are the client's (each spawn carries them)
+    p.add_argument("--as-host", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "host", None):
+    from cockpit.host_cli import host_name
+
+    if host_name(args):  # (`--host local` is this machine)
         return run_host(args)
-    checks = list(collect(Path(args.notes)))
+    checks = list(collect(Path(args.notes), as_host=getattr(args, "as_host", False)))
     for c in checks:
         print(c.line())
     failed = sum(c.state == FAIL for c in checks)
@@ -93,22 +97,29 @@ def run_host(args: argparse.Namespace) -> int:
                     "install the same version on both").line())
         return 1
     print(Check(OK, "version", f"cockpit {theirs} there, as here").line())
+    # the key and the base URL go from here with each spawn: they are checked here, not there
+    key, url = check_key(), check_base_url()
+    print(key.line())
+    print(url.line())
     notes = ["--notes", host.notes] if host.notes and args.notes == "notes" else (
         ["--notes", args.notes] if args.notes != "notes" else [])
     print(f"\non host {host.name} (cockpit doctor there):")
     try:
-        code, out = capture_remote(host, ["doctor", *notes], cwd=host.workspace)
+        code, out = capture_remote(host, ["doctor", "--as-host", *notes], cwd=host.workspace)
     except HostError as exc:
         print(Check(FAIL, "remote doctor", str(exc)).line())
         return 1
     print("\n".join("  " + line if line else line for line in out.rstrip().splitlines()))
-    return 1 if code else 0
+    return 1 if code or url.state == FAIL else 0
 
 
-def collect(notes: Path) -> Iterator[Check]:
+def collect(notes: Path, as_host: bool = False) -> Iterator[Check]:
+    """Every check; ``as_host``: for ``doctor --host`` on that host, without the API key and the
+    base URL (the client's, sent with each spawn, and checked by the client)."""
     steps: list[Callable[[], Check | list[Check]]] = [
         check_python, check_config, check_folders, check_server, lambda: check_notes(notes), check_model,
-        check_sandbox, check_git, check_key, check_base_url, check_backends, check_acp_agents, check_agents]
+        check_sandbox, check_git, *(() if as_host else (check_key, check_base_url)), check_backends,
+        check_acp_agents, check_agents]
     for step in steps:
         try:
             got = step()

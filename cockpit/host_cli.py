@@ -23,7 +23,8 @@ HOST_HELP = "act on the sessions of another host, through ssh: a [hosts.NAME] of
 
 def add_host_argument(parser: argparse.ArgumentParser, top: bool = False) -> None:
     """``--host NAME`` on ``parser``; on a sub-command it leaves a top-level ``--host`` as given."""
-    parser.add_argument("--host", metavar="NAME", default=None if top else argparse.SUPPRESS, help=HOST_HELP)
+    parser.add_argument("--host", metavar="NAME", action="append", default=None if top else argparse.SUPPRESS,
+                        help=HOST_HELP)
 
 
 def host_name(args: argparse.Namespace) -> str | None:
@@ -33,7 +34,7 @@ def host_name(args: argparse.Namespace) -> str | None:
         if len(value) > 1:
             raise CockpitError(f"this command acts on one host; --host was given {len(value)} times")
         value = value[0] if value else None
-    return value
+    return None if value == "local" else value  # (the grid's name for this machine)
 
 
 def entry(name: str) -> HostEntry:

@@ -63,6 +63,9 @@ def app_argv(args: argparse.Namespace) -> list[str]:
         flag = action.option_strings[-1]
         if isinstance(action, argparse._StoreTrueAction):
             out.append(flag)
+        elif isinstance(value, list):  # a repeatable flag (--host A --host B): once per value
+            for item in value:
+                out += [flag, str(item)]
         else:
             out += [flag, str(value)]
     return out

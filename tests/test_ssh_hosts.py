@@ -171,7 +171,7 @@ def test_spawn_ls_approve_attach_kill_run_on_a_host(box, api, capsys):
     assert report["sessions"][0]["workspace"] == str(box["ws"])
 
 
-def test_worktrees_and_doctor_run_on_the_host(box, api, capfd):
+def test_worktrees_and_doctor_run_on_the_host(box, api, capfd, monkeypatch):
     api.script(Reply("", [ToolUse("bash", {"command": "echo hi > hello.txt"})]), Reply("wrote it"))
     assert main(["run", "write hello", "--host", "box", "--base-url", api.base_url,
                  "--permission-mode", "bypassPermissions", "--json"]) == 0
@@ -184,11 +184,17 @@ def test_worktrees_and_doctor_run_on_the_host(box, api, capfd):
     assert json.loads(capfd.readouterr().out)["worktrees"] == []
     assert main(["worktrees", "diff", row["id"], "--host", "box"]) == 0
     assert "+hi" in capfd.readouterr().out
-    assert main(["doctor", "--host", "box"]) in (0, 1)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+    code = main(["doctor", "--host", "box"])
     out, _ = capfd.readouterr()
     assert "✓ reachable: remote answered through ssh" in out
     assert "✓ version: cockpit 0.1.0 there, as here" in out
-    assert "on host box (cockpit doctor there):" in out and "  ✓ sandbox" in out
+    here, there = out.split("on host box (cockpit doctor there):")
+    assert "✓ sandbox" in there
+    # the key and the base URL go from here with each spawn: checked here, never asked of the host
+    assert "✓ API key: ANTHROPIC_API_KEY is set" in here and "✓ base URL:" in here
+    assert "API key" not in there and "base URL" not in there
+    assert code == (1 if "✗" in there else 0)
 
 
 @pytest.mark.parametrize(("host", "expected"), [

@@ -157,3 +157,16 @@ def test_run_on_a_host_names_its_folders_there_before_any_ssh(capsys, monkeypatc
     assert "must be absolute (or start with ~/): notes" in capsys.readouterr().err
     assert main(["run", "hi", "--host", "box", "--workspace", "~/app", "--top-k", "0"]) == 2
     assert "--top-k must be an integer ≥ 1" in capsys.readouterr().err  # the SpawnSpec's own check
+
+
+def test_host_local_is_this_machine_and_a_command_takes_one_host():
+    from cockpit.cli import build_parser
+    from cockpit.errors import CockpitError
+    from cockpit.host_cli import host_name
+
+    assert host_name(build_parser("ls").parse_args(["ls", "--host", "local"])) is None  # the grid's name for here
+    assert host_name(build_parser("ls").parse_args(["ls", "--host", "box"])) == "box"
+    assert host_name(build_parser("ls").parse_args(["--host", "box", "ls"])) == "box"
+    assert host_name(build_parser("ls").parse_args(["ls"])) is None
+    with pytest.raises(CockpitError, match="acts on one host; --host was given 2 times"):
+        host_name(build_parser("ls").parse_args(["ls", "--host", "a", "--host", "b"]))

@@ -225,5 +225,8 @@ def test_the_app_flags_reach_each_tabs_app_given_before_or_after_web():
     args = build_parser("web").parse_args(["--model", "m1", "web", "--port", "8123"])
     assert app_argv(args) == ["--model", "m1"] and args.port == 8123
     assert app_argv(build_parser("web").parse_args(["web"])) == []
+    # a grid of hosts: each tab's app gets every --host, one flag each (not a list's repr)
+    args = build_parser("web").parse_args(["--host", "local", "--host", "box", "web"])
+    assert app_argv(args) == ["--host", "local", "--host", "box"]
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("box.example")
