@@ -16,7 +16,7 @@ from cockpit.errors import CockpitError
 from cockpit.events import SessionStatus as S
 from cockpit.runtime import RuntimeConfig
 from cockpit.runtime.spawn import SpawnSpec
-from cockpit.server.host_config import GridHost, grid_hosts, hosts_for_app
+from cockpit.server.host_config import GridHost, grid_hosts
 from cockpit.server.hosts import Backoff, Host, HostUnavailable, MultiHostRuntime, qualify_event
 
 
@@ -69,18 +69,6 @@ def test_a_bad_host_configuration_is_one_line(tmp_path, toml, names, message):
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
-def test_an_ssh_host_needs_the_ssh_transport_said_in_one_line():
-    try:
-        import cockpit.server.ssh  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("the SSH transport is in this build")
-    with pytest.raises(CockpitError) as err:
-        hosts_for_app([GridHost("local"), GridHost("gpu", ssh="me@gpu")], RuntimeConfig())
-    assert str(err.value).startswith("SSH hosts need the SSH transport") and "\n" not in str(err.value)
-
-
 def test_the_config_file_accepts_grid_and_hosts_tables(tmp_path, monkeypatch):
     from cockpit.runtime.config import read_config_file
 
@@ -90,6 +78,13 @@ def test_the_config_file_accepts_grid_and_hosts_tables(tmp_path, monkeypatch):
     cfg.write_text('[grid]\nhost = ["local"]\n')
     with pytest.raises(ValueError, match="unknown key 'host' in \\[grid\\]"):
         read_config_file(cfg)
+    # what the app refuses, `cockpit config check` refuses too (one parser for each table)
+    for text, message in (('[grid]\nhosts = "local"\n', "grid.hosts must be a list of host names"),
+                          ('[grid]\nhosts = ["local", 3]\n', "grid.hosts must be a list of host names"),
+                          ('[hosts."a:b"]\nssh = "box"\n', "a host name is a word without ':'")):
+        cfg.write_text(text)
+        with pytest.raises(ValueError, match=message):
+            read_config_file(cfg)
 
 
 def test_host_with_no_server_is_refused_in_one_line(capsys, tmp_path, monkeypatch):

@@ -384,6 +384,8 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
             raise ConfigError(str(exc)) from None
     if "hosts" in data:
         parse_hosts(data["hosts"], str(path))  # checked here: `cockpit config check` names a bad [hosts.NAME]
+    if "grid" in data:
+        parse_grid(data["grid"], str(path))
     perms = data.get("permissions")
     if perms is not None:
         if not isinstance(perms, dict):
@@ -423,6 +425,30 @@ class HostEntry:
 _HOST_KEYS = {"ssh": str, "socket": str, "command": str, "notes": str, "workspace": str, "timeout": float}
 
 
+def check_host_name(name: Any, where: str = "config.toml") -> str:
+    """``name`` when it can name a host (in a grid a session id is ``HOST:ID``), else ConfigError."""
+    if not isinstance(name, str) or not name or ":" in name or any(c.isspace() for c in name):
+        raise ConfigError(f"{where}: a host name is a word without ':' or spaces, got {name!r}")
+    return name
+
+
+def parse_grid(table: Any, where: str = "config.toml") -> list[str]:
+    """``[grid] hosts = ["local", "box"]``: the hosts the app shows without ``--host``. Raises ConfigError."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [grid] must be a table (hosts = [\"local\", \"box\"])")
+    unknown = sorted(set(table) - {"hosts"})
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} in [grid] (known: hosts)")
+    names = table.get("hosts", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{where}: grid.hosts must be a list of host names, e.g. [\"local\", \"box\"]")
+    for name in names:
+        check_host_name(name, where)
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}: grid.hosts names a host twice")
+    return names
+
+
 def parse_hosts(table: Any, where: str = "config.toml") -> dict[str, HostEntry]:
     """The ``[hosts.NAME]`` tables as :class:`HostEntry`\\s by name. Raises ConfigError."""
     import difflib
@@ -431,6 +457,7 @@ def parse_hosts(table: Any, where: str = "config.toml") -> dict[str, HostEntry]:
         raise ConfigError(f"{where}: hosts must be tables ([hosts.NAME] with ssh = \"user@box\")")
     out: dict[str, HostEntry] = {}
     for name, entry in table.items():
+        check_host_name(name, where)
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: [hosts.{name}] must be a table with ssh = \"user@box\"")
         values: dict[str, Any] = {}

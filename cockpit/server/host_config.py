@@ -13,28 +13,15 @@ spawn dialog's default workspace), ``command`` and ``timeout`` (for the SSH tran
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cockpit import hostids
 from cockpit.errors import CockpitError
+from cockpit.runtime.config import ConfigError, HostEntry, parse_grid, parse_hosts
 from cockpit.server.hosts import Connector, Host
 
-_KEYS = {"ssh": str, "socket": str, "command": str, "notes": str, "workspace": str, "timeout": float}
-
-
-@dataclass(frozen=True)
-class GridHost:
-    """One host as configured: ``socket`` set → a Unix socket; else ``ssh`` (a destination)."""
-
-    name: str
-    ssh: str = ""
-    socket: str = ""
-    command: str = "cockpit"
-    notes: str | None = None
-    workspace: str | None = None
-    timeout: float = 20.0
+GridHost = HostEntry  # one host as configured: ``socket`` set → a Unix socket; else ``ssh``
 
 
 def _read(config_file: Path) -> dict[str, Any]:
@@ -46,44 +33,17 @@ def _read(config_file: Path) -> dict[str, Any]:
         raise CockpitError(f"cannot read {config_file}: {exc}") from None
 
 
-def parse_host(name: str, entry: Any, where: str) -> GridHost:
-    """``[hosts.NAME]`` as a :class:`GridHost`. Raises CockpitError (one line)."""
-    if not isinstance(entry, dict):
-        raise CockpitError(f"{where}: [hosts.{name}] must be a table (ssh = \"user@box\" or socket = \"/path\")")
-    values: dict[str, Any] = {}
-    for key, value in entry.items():
-        typ = _KEYS.get(key)
-        if typ is None:
-            raise CockpitError(f"{where}: unknown key {key!r} in [hosts.{name}] (known: {', '.join(_KEYS)})")
-        if typ is float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise CockpitError(f"{where}: hosts.{name}.{key} must be a number of seconds > 0, got {value!r}")
-            value = float(value)
-        elif not isinstance(value, str) or not value.strip():
-            raise CockpitError(f"{where}: hosts.{name}.{key} must be a non-empty string, got {value!r}")
-        values[key] = value.strip() if isinstance(value, str) else value
-    if "socket" in values and "ssh" in values:
-        raise CockpitError(f"{where}: [hosts.{name}] has both ssh and socket: say one")
-    if "socket" not in values:
-        values.setdefault("ssh", name)
-        if values["ssh"].startswith("-"):
-            raise CockpitError(f"{where}: hosts.{name}.ssh must be a destination, not an option: {values['ssh']!r}")
-    return GridHost(name=name, **values)
-
-
 def grid_hosts(names: list[str] | None, config_file: Path) -> list[GridHost]:
     """The hosts of the grid: ``names`` (``--host``, in order), else ``[grid] hosts``; [] when
     neither says any (the app of one local server). Raises CockpitError."""
     data = _read(config_file)
     where = str(config_file)
-    if not names:
-        grid = data.get("grid", {})
-        names = grid.get("hosts", []) if isinstance(grid, dict) else []
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise CockpitError(f"{where}: grid.hosts must be a list of host names, e.g. [\"local\", \"box\"]")
-    table = data.get("hosts", {})
-    if not isinstance(table, dict):
-        raise CockpitError(f"{where}: hosts must be tables ([hosts.NAME] with ssh = \"user@box\")")
+    try:  # [hosts.NAME] and [grid]: read by the config's own parsers, the one definition of each
+        table = parse_hosts(data.get("hosts", {}), where)
+        if not names:
+            names = parse_grid(data.get("grid", {}), where)
+    except ConfigError as exc:
+        raise CockpitError(str(exc)) from None
     out: list[GridHost] = []
     for name in names:
         try:
@@ -95,7 +55,7 @@ def grid_hosts(names: list[str] | None, config_file: Path) -> list[GridHost]:
         if name == hostids.LOCAL:
             out.append(GridHost(name))
         elif name in table:
-            out.append(parse_host(name, table[name], where))
+            out.append(table[name])
         elif name.startswith("-"):
             raise CockpitError(f"--host needs a host name or an ssh destination, got {name!r}")
         else:
@@ -106,14 +66,9 @@ def grid_hosts(names: list[str] | None, config_file: Path) -> list[GridHost]:
 def ssh_connector_for(host: GridHost, config: Any) -> Connector:
     """The SSH transport's connector for ``host`` — the one seam to ``cockpit.server.ssh``
     (``await ssh_connector(NAME, config, notes=…)``: a connected, subscribed ``RemoteRuntime``;
-    NAME is looked up in ``[hosts.NAME]`` there, else taken as the ssh destination). Raises
-    CockpitError when that transport is not in this build."""
-    try:
-        from cockpit.server.ssh import ssh_connector  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        raise CockpitError(f"SSH hosts need the SSH transport (cockpit.server.ssh), which this build lacks: "
-                           f"host {host.name} ({host.ssh}) — give it socket = \"/path/to/server.sock\" "
-                           "in [hosts." + host.name + "], or leave it out") from None
+    NAME is looked up in ``[hosts.NAME]`` there, else taken as the ssh destination)."""
+    from cockpit.server.ssh import ssh_connector
+
     async def over_ssh() -> Any:
         return await ssh_connector(host.name, config, notes=host.notes)
 
