@@ -67,6 +67,8 @@ class TokenServer(Server):
         origin = request.headers.get("Origin")
         if request.path == self.prefix + "ws" and origin and urlsplit(origin).netloc != request.host:
             return web.Response(status=403, text="403: a page of another site may not open this websocket\n")
+        if request.path == self.prefix + "ws" and request.headers.get("Upgrade", "").lower() != "websocket":
+            return web.Response(status=400, text="400: this address is the app's websocket (open the page)\n")
         response = await handler(request)
         response.headers["Referrer-Policy"] = "no-referrer"
         response.headers["Content-Security-Policy"] = CSP

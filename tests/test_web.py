@@ -122,6 +122,9 @@ async def test_without_the_token_nothing_is_served_and_no_app_starts(web: Web):
         with pytest.raises(aiohttp.WSServerHandshakeError) as foreign:
             await http.ws_connect(f"{web.url}ws?width=80&height=24", origin="http://evil.example")
         assert foreign.value.status == 403
+    # the websocket's address fetched as a page (curl, a prefetch): a plain 400, no app, no traceback
+    status, text, _ = await _get(web.url + "ws")
+    assert status == 400 and "websocket" in text
     assert _app_children(web.proc.pid) == []  # no app process was started for any of them
 
     status, page, headers = await _get(web.url)
