@@ -983,3 +983,22 @@ async def test_every_pane_an_attach_mounts_shows_its_session():
         last = app.panes["s00003"]
         assert "task number 3" in str(last.border_title)
         await until(pilot, lambda: "answer 3" in last.query_one("#pane-body").plain_text(), "its answer")
+
+
+async def test_a_pane_says_its_worktree_was_removed_at_the_end():
+    """A session that changed nothing has its worktree dropped at its end: the pane stops naming the
+    branch (which is gone) and says why."""
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    wt = ev.WorktreeRef("/repo/.cockpit/worktrees/r00001", "cockpit/r00001-look", "0" * 40, "main")
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(ev.SessionSpawned("r00001", "look around", "m", "/repo", "/t", True, worktree=wt,
+                                   placement="worktree"), ev.StatusChanged("r00001", S.WAITING))
+        await until(pilot, lambda: "r00001" in app.panes
+                    and "⎇ cockpit/r00001-look" in text_of(app.panes["r00001"].query_one("#pane-status")),
+                    "the branch named")
+        mgr.emit(ev.WorktreeRemoved("r00001", "no changes"), ev.StatusChanged("r00001", S.DONE),
+                 ev.SessionDone("r00001", S.DONE))
+        status = app.panes["r00001"].query_one("#pane-status")
+        await until(pilot, lambda: "worktree removed (no changes)" in text_of(status), "the removal said")
+        assert "⎇" not in text_of(status)

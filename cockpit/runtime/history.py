@@ -59,6 +59,7 @@ class SessionHistory:
     placement: str = ""  # "worktree" or "in place: …"
     cwd: str = ""
     worktree: ev.WorktreeRef | None = None
+    worktree_removed: str = ""  # why its worktree was dropped at the end (e.g. "no changes"); "" while it is there
     resumed_from: str = ""
     continued_from: str = ""
     sandbox: str = ""  # bubblewrap | claude-code | "" (unconfined)
@@ -202,6 +203,8 @@ class SessionHistory:
                                                       "(its conversation summarised in the first message)"))
         elif isinstance(event, ev.WorktreeChanged):
             self.changes = event
+        elif isinstance(event, ev.WorktreeRemoved):
+            self.worktree_removed = event.reason or "removed"
         elif isinstance(event, ev.Reviewed):
             if event.action in ("merge", "keep", "discard"):  # check / send-back / pr leave it open
                 self.reviewed = event

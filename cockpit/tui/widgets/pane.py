@@ -167,7 +167,9 @@ class SessionPane(Vertical):
         facts = [view.model]
         if view.backend and view.backend != "cockpit":
             facts.append(view.backend)
-        facts += [view.permission_mode, fmt.where(view.placement, view.worktree.branch if view.worktree else None)]
+        where = (f"worktree removed ({view.worktree_removed})" if view.worktree_removed
+                 else fmt.where(view.placement, view.worktree.branch if view.worktree else None))
+        facts += [view.permission_mode, where]
         about = "   " + " · ".join(f for f in facts if f)
         usage = ""
         if self.narrow:
