@@ -85,9 +85,10 @@ def test_redaction_keeps_other_text_and_ignores_short_keys():
 def test_redaction_is_fast_on_large_output():
     big = os.urandom(400_000).hex() + base64.b64encode(os.urandom(300_000)).decode() + "x" * 200_000
     redact("warm the cache", KEY)
-    start = time.perf_counter()
+    # no quadratic scan over 2 MB: this thread's CPU time (other processes' load does not count)
+    start = time.thread_time()
     out = redact(big + KEY, KEY)
-    assert time.perf_counter() - start < 2.0 and out.endswith("***")
+    assert time.thread_time() - start < 2.0 and out.endswith("***")
 
 
 def test_a_session_redacts_its_auth_token_too(tmp_path):

@@ -487,9 +487,9 @@ def _until(pred, timeout: float = 120.0):
 def test_hook_cold_start_returns_at_once_then_a_later_prompt_gets_the_block(notes, server_env):
     from cockpit.server.client import BlockingClient, server_running
 
-    proc, took = _hook(notes, _payload("cold-1"), server_env)
-    assert proc.returncode == 0 and proc.stdout == b"" and took < 2.0
-    assert b"starting one in the background" in proc.stderr
+    proc, _ = _hook(notes, _payload("cold-1"), server_env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert b"starting one in the background" in proc.stderr  # it did not wait for the server (no clock)
     _until(server_running)  # the hook started it, detached
 
     def engine_ready() -> bool:
@@ -497,24 +497,26 @@ def test_hook_cold_start_returns_at_once_then_a_later_prompt_gets_the_block(note
             engines = c.call("server.status")["engines"]
         return any(e["ready"] for e in engines)
     _until(engine_ready)  # … and had it warm the notes' engine
-    # the session was not marked preseeded: its next prompt gets the block, within the budget
-    proc, took = _hook(notes, _payload("cold-1", prompt="and the staging port?"), server_env)
+    # the session was not marked preseeded: its next prompt gets the block
+    proc, _ = _hook(notes, _payload("cold-1", prompt="and the staging port?"), server_env)
     out = json.loads(proc.stdout)
-    assert proc.returncode == 0 and took < 2.0
+    assert proc.returncode == 0
     assert out["hookSpecificOutput"]["additionalContext"].startswith("<project-notes>")
     proc, _ = _hook(notes, _payload("cold-1", prompt="and again?"), server_env)
     assert proc.stdout == b""  # once per session
 
 
-def test_hook_with_a_stopped_server_prints_nothing_within_two_seconds(notes, server_env):
+def test_hook_with_a_stopped_server_prints_nothing_and_says_why(notes, server_env):
+    """Found from the server's process state (SIGSTOP), not by waiting for a read timeout: the
+    line that names it is the proof (no clock: a loaded machine only makes it later)."""
     import signal
 
     from cockpit.server.client import server_pid, start_server
 
     start_server()
     os.kill(server_pid(), signal.SIGSTOP)
-    proc, took = _hook(notes, _payload("hung-1"), server_env)
-    assert proc.returncode == 0 and proc.stdout == b"" and took < 2.0
+    proc, _ = _hook(notes, _payload("hung-1"), server_env)
+    assert proc.returncode == 0 and proc.stdout == b""
     assert b"is stopped (SIGSTOP or Ctrl-Z)" in proc.stderr
 
 
@@ -528,8 +530,8 @@ def test_hook_with_a_dead_servers_socket_prints_nothing_and_starts_one(notes, se
     dead = socket.socket(socket.AF_UNIX)
     dead.bind(str(sock))  # a crashed server's socket file: nobody listens
     dead.close()
-    proc, took = _hook(notes, _payload("dead-1"), server_env)
-    assert proc.returncode == 0 and proc.stdout == b"" and took < 2.0
+    proc, _ = _hook(notes, _payload("dead-1"), server_env)
+    assert proc.returncode == 0 and proc.stdout == b""
     from cockpit.server.client import server_running
 
     _until(server_running)
