@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from seed_data import write_seed
 from standin import HTTPError, Reply, StandIn
-from tui_fakes import text_of, until
+from tui_fakes import settled, text_of, until
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
@@ -102,7 +102,7 @@ async def test_spawn_through_dialog_states_notes_and_cost(api, tmp_path, workspa
             await until(pilot, lambda: len(app.views) == 1, "a pane")
             (sid, view), = app.views.items()
             await until(pilot, lambda: view.status is S.WAITING, "waiting for you")
-            await pilot.pause(0.2)  # one flush tick
+            await settled(pilot, app)  # painted
 
             assert is_subsequence([S.STARTING, S.PRESEEDING, S.STREAMING, S.WAITING], seen[sid])
             pane = app.panes[sid]
@@ -146,13 +146,12 @@ async def test_kill_asks_first_and_ends_killed(api, tmp_path, workspace):
         await pilot.press("x")
         assert isinstance(app.screen, ConfirmDialog)
         await pilot.press("n")  # changed my mind
-        await pilot.pause(0.1)
+        await settled(pilot, app)
         assert view.status is S.STREAMING and mgr.get(sid).status is S.STREAMING
         await pilot.press("x")
         await pilot.press("y")
         await until(pilot, lambda: view.status is S.KILLED, "killed")
-        await pilot.pause(0.2)
-        assert "killed" in text_of(app.panes[sid].query_one("#pane-status"))
+        await until(pilot, lambda: "killed" in text_of(app.panes[sid].query_one("#pane-status")), "the pane says so")
         last = read_events(Path(view.transcript_path))[-1]
         assert isinstance(last, ev.SessionDone) and last.status is S.KILLED
         await app.shutdown()
@@ -171,9 +170,9 @@ async def test_an_erroring_session_leaves_the_others_running(api, tmp_path, work
         await until(pilot, lambda: len(app.views) == 2, "second pane")
         second = [v for v in app.views.values() if v is not first][0]
         await until(pilot, lambda: second.status is S.ERROR, "second errors")
-        await pilot.pause(0.2)
         assert "bad request" in second.error
-        assert "error" in text_of(app.panes[second.session_id].query_one("#pane-status"))
+        await until(pilot, lambda: "error" in text_of(app.panes[second.session_id].query_one("#pane-status")),
+                    "the pane says so")
         assert first.status is S.STREAMING  # untouched
         api.release()
         await until(pilot, lambda: first.status is S.WAITING, "first finishes its turn")
@@ -312,8 +311,7 @@ async def test_notes_edits_are_reindexed_while_the_app_runs(api, tmp_path):
             await until(pilot, lambda: "watching notes" in text_of(totals), "the header says so")
             (notes / "two.md").write_text("---\nname: two\ndescription: a second note\n---\nbody two\n")
             await until(pilot, lambda: app.memory.notes == 2, "re-indexed after an edit", 30)
-            await pilot.pause(0.3)
-            assert "2 notes" in text_of(totals) and "+1" in text_of(totals)
+            await until(pilot, lambda: "2 notes" in text_of(totals) and "+1" in text_of(totals), "the header's count")
             await app.shutdown()
     finally:
         engine.close()

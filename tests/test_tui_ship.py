@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from helpers import CALC, fake_gh, git, make_repo, with_remote
 from standin import Reply, StandIn, ToolUse
-from tui_fakes import FakeEngine, FakeManager, text_of, until
+from tui_fakes import FakeEngine, FakeManager, settled, text_of, until
 
 from cockpit.events import SessionStatus as S
 from cockpit.runtime import RuntimeConfig, SessionManager
@@ -136,7 +136,7 @@ async def test_check_runs_then_fails_with_the_tail_and_merge_asks_again_no_merge
             assert "The last check did not pass (failed). Merge anyway?" in app.screen.question
             await pilot.press("n")
             await until(pilot, lambda: app.screen is screen, "back on the diff screen")
-            await pilot.pause(0.2)
+            await settled(pilot, app)
             assert view.reviewed is None and not (repo / "other.py").exists()  # nothing merged
             assert Path(view.worktree.path).is_dir()
 
@@ -184,7 +184,7 @@ async def test_a_note_sourced_check_command_is_confirmed_once(api, tmp_path, rep
         assert "test-command note" in app.screen.question and "python3 test_calc.py" in app.screen.question
         await pilot.press("n")
         await until(pilot, lambda: app.screen is screen, "back on the diff screen")
-        await pilot.pause(0.2)
+        await settled(pilot, app)
         assert screen.check_state == "" and not screen.query_one("#diff-check").display  # nothing ran
 
         await pilot.press("t")  # not confirmed yet: asked again
@@ -277,7 +277,7 @@ async def test_p_drafts_the_pull_request_edits_reach_pull_request_and_escape_can
         assert "Fixed add: it subtracted." in body.text  # the session's final answer
         await pilot.press("escape")  # cancelled: nothing pushed, no gh
         await until(pilot, lambda: app.screen is screen, "back on the diff screen")
-        await pilot.pause(0.2)
+        await settled(pilot, app)
         assert [c for c in calls if not c[3]] == [] and not record.exists()
         assert view.worktree.branch not in git(remote, "branch", "--list")
 
@@ -447,9 +447,8 @@ async def test_the_conflict_radar_warns_in_the_header_both_panes_and_the_diff_sc
         await until(pilot, lambda: second.status is S.WAITING and first.overlap and second.overlap, "the radar")
         assert first.overlap == {"calc.py": [second.session_id]}
         assert second.overlap == {"calc.py": [first.session_id]}
-        await pilot.pause(0.3)
-        header = text_of(app.screen.query_one("#totals"))
-        assert "⚠ calc.py changed by 2 sessions" in header
+        await until(pilot, lambda: "⚠ calc.py changed by 2 sessions" in text_of(app.screen.query_one("#totals")),
+                    "the header's warning")
         for one, other in ((first, second), (second, first)):
             strip = text_of(app.panes[one.session_id].query_one("#pane-strip"))
             assert f"⚠ 1 also in {other.session_id}" in strip
@@ -465,7 +464,6 @@ async def test_the_conflict_radar_warns_in_the_header_both_panes_and_the_diff_sc
         # the other one discarded: the warnings go
         assert (await mgr.review(second.session_id, "discard")).ok
         await until(pilot, lambda: not first.overlap, "the radar cleared")
-        await pilot.pause(0.3)
-        assert "changed by" not in text_of(app.screen.query_one("#totals"))
+        await until(pilot, lambda: "changed by" not in text_of(app.screen.query_one("#totals")), "the header cleared")
         assert "also in" not in text_of(app.panes[first.session_id].query_one("#pane-strip"))
         await app.shutdown()

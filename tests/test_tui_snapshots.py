@@ -11,7 +11,7 @@ import json
 import time
 from pathlib import Path
 
-from tui_fakes import NOTES, FakeEngine, FakeHit, FakeManager, session_script
+from tui_fakes import NOTES, FakeEngine, FakeHit, FakeManager, session_script, settled
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
@@ -44,7 +44,7 @@ async def _settle(pilot, cond) -> None:
         if cond():
             break
         await pilot.pause(0.05)
-    await pilot.pause(0.3)  # two flush ticks
+    await settled(pilot, pilot.app)  # every event folded and painted (no clock)
 
 
 def test_main_screen_with_several_sessions(snap_compare):
@@ -55,7 +55,7 @@ def test_main_screen_with_several_sessions(snap_compare):
         _script(mgr)
         await _settle(pilot, lambda: len(app.panes) == 4 and app.memory.last_sync)
         await pilot.press("1")
-        await pilot.pause(0.2)
+        await settled(pilot, app)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
@@ -166,7 +166,7 @@ def test_a_pane_asking_for_approval(snap_compare):
                                  text="Staging runs on **port 6443**.", notes=NOTES))
         await _settle(pilot, lambda: len(app.panes) == 2 and app.memory.last_sync)
         await pilot.press("1")
-        await pilot.pause(0.2)
+        await settled(pilot, app)
 
     assert snap_compare(app, terminal_size=(140, 36), run_before=run_before)
 
@@ -189,7 +189,7 @@ def test_the_diff_screen(snap_compare):
         screen = app.screen
         await _settle(pilot, lambda: getattr(screen, "diff", None) is not None)
         await pilot.press("shift+down")
-        await pilot.pause(0.2)
+        await settled(pilot, app)
 
     assert snap_compare(app, terminal_size=(140, 30), run_before=run_before)
 
@@ -212,6 +212,6 @@ def test_the_narrow_layout_on_a_phone(snap_compare):
         await pilot.press("1")
         await _settle(pilot, lambda: app.screen.query_one("#bar-allow").display)
         app.clear_notifications()  # the "waiting for you" toast would cover the buttons
-        await pilot.pause(0.2)
+        await settled(pilot, app)
 
     assert snap_compare(app, terminal_size=(44, 40), run_before=run_before)

@@ -250,7 +250,10 @@ async def settled(pilot, app) -> None:
     """Let the app finish what the events so far started: every queued event folded, no pane
     waiting for a repaint, and the refresh that follows done (no clock: a loaded machine only
     makes it later)."""
-    await until(pilot, lambda: all(q.empty() for q in getattr(app.manager, "subs", ())) and not app.main.repaint.dirty,
+    def shown_dirty() -> set[str]:  # panes out of sight stay dirty until shown (by design)
+        return app.main.repaint.dirty & {sid for sid, pane in app.panes.items() if pane.display}
+
+    await until(pilot, lambda: all(q.empty() for q in getattr(app.manager, "subs", ())) and not shown_dirty(),
                 "the app to settle")
     await pilot.wait_for_scheduled_animations()
     await pilot.pause()
