@@ -1002,3 +1002,19 @@ async def test_a_pane_says_its_worktree_was_removed_at_the_end():
         status = app.panes["r00001"].query_one("#pane-status")
         await until(pilot, lambda: "worktree removed (no changes)" in text_of(status), "the removal said")
         assert "⎇" not in text_of(status)
+
+
+async def test_a_pane_being_removed_is_not_drawn():
+    """A pane's first sync runs after a refresh; when the pane is being closed by then (its parts
+    going), the sync draws nothing instead of failing the screen's handler."""
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(*session_script("z00001", "task", S.DONE, text="done"))
+        await until(pilot, lambda: "z00001" in app.panes, "a pane")
+        pane = app.panes["z00001"]
+        await pane.query_one("#pane-status").remove()  # half taken down, as during a removal
+        pane.view.meta_version += 1
+        pane.sync(force=True)  # nothing to draw: no NoMatches
+        mgr.emit(*session_script("z00002", "another", S.WAITING, text="hi"))
+        await until(pilot, lambda: "z00002" in app.panes, "the app goes on")

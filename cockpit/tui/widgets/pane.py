@@ -20,6 +20,7 @@ from textual.app import ComposeResult
 from textual.color import Color
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.geometry import Region
 from textual.widgets import Static
 
@@ -145,11 +146,14 @@ class SessionPane(Vertical):
             return
         if not self.is_mounted or not self.children:
             return  # not composed yet (or being removed): on_mount syncs
+        try:
+            if force or view.meta_version != self._meta_synced:
+                self._sync_meta(view)
+                self._meta_synced = view.meta_version
+            self._body().show(view.blocks, view.epoch)
+        except NoMatches:  # closed meanwhile (a deferred first sync after its removal began): nothing to draw
+            return
         self._synced = view.version
-        if force or view.meta_version != self._meta_synced:
-            self._meta_synced = view.meta_version
-            self._sync_meta(view)
-        self._body().show(view.blocks, view.epoch)
 
     def _sync_meta(self, view: SessionView) -> None:
         """Title, status line and strip (skipped while only answer text changes)."""
