@@ -9,7 +9,6 @@ hosts; every host's sessions get that host's notes.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +17,13 @@ from cockpit.server.host_config import GridHost, hosts_for_app
 
 
 def run_grid(args: argparse.Namespace, config, workspace: Path, grid: list[GridHost]) -> int:
-    app, engine = grid_app(args, config, workspace, grid)
-    try:
-        app.run()
-    finally:
-        if engine is not None:
-            engine.close()
-    live = [v for v in app.views.values() if not v.status.is_final]
-    if live:
-        from cockpit.tui_cli import detached_message
+    from cockpit.tui_cli import detached_message, run_detachable
 
-        waiting = sum(v.status.needs_user for v in live)
-        print(detached_message(len(live), waiting).replace("in the server", "in their servers"), file=sys.stderr)
-    return int(app.return_code or 0)
+    def message(live: int, waiting: int, _host: str | None) -> str:
+        return detached_message(live, waiting).replace("in the server", "in their servers")
+
+    app, engine = grid_app(args, config, workspace, grid)
+    return run_detachable(app, engine, message)
 
 
 def grid_app(args: argparse.Namespace, config, workspace: Path, grid: list[GridHost]) -> tuple[Any, Any]:

@@ -16,6 +16,7 @@ frame); attached to a server, the app uses the server's warm engine.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -235,9 +236,16 @@ def _host_side(args: argparse.Namespace, host: str):
 
 def _run_attached(args: argparse.Namespace, config, workspace: Path | str, host: str | None = None) -> int:
     """The app as a client of the server (started when none runs), or of ``host``'s (through ssh)."""
+    app, engine = attached_app(args, config, workspace, host)
+    return run_detachable(app, engine, detached_message, host)
+
+
+def run_detachable(app: Any, engine: Any, message: Callable[[int, int, str | None], str],
+                   host: str | None = None) -> int:
+    """Run an app attached to a server (or several), close its memory engine after it, and say
+    what goes on there when it detaches: ``message(live, waiting, host)``."""
     import sys
 
-    app, engine = attached_app(args, config, workspace, host)
     try:
         app.run()
     finally:
@@ -245,11 +253,7 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path | str, host:
             engine.close()
     live = [v for v in app.views.values() if not v.status.is_final]
     if live:
-        from cockpit.events import SessionStatus
-
-        waiting = sum(v.status in (SessionStatus.WAITING, SessionStatus.NEEDS_APPROVAL, SessionStatus.BUDGET_REACHED)
-                      for v in live)
-        print(detached_message(len(live), waiting, host), file=sys.stderr)
+        print(message(len(live), sum(v.status.needs_user for v in live), host), file=sys.stderr)
     return int(app.return_code or 0)
 
 
