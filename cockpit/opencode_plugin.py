@@ -49,7 +49,9 @@ export const CockpitMemory = async ({{ directory }}) => ({{
       if (!block) return  // nothing yet (a server starting, no note for this prompt): the next prompt asks again
       seen.add(sid)
       const first = parts.find((p) => p.type === "text") ?? parts[0]
-      parts.unshift({{ ...first, id: first.id ? first.id.replace(/.$/, "0") : undefined, type: "text", text: block,
+      // OpenCode stores parts by id (an upsert) and reads them back in id order: the block's id is
+      // the prompt's without its last character, distinct from it and sorting just before it
+      parts.unshift({{ ...first, id: first.id ? first.id.slice(0, -1) : undefined, type: "text", text: block,
                        synthetic: true }})
     }} catch (err) {{
       // the notes are an aid: never a reason to lose the prompt

@@ -145,17 +145,23 @@ globalThis.Bun = {{ spawn(cmd) {{
 const {{ CockpitMemory }} = await import({json.dumps(str(plugin))})
 const hooks = await CockpitMemory({{ directory: {json.dumps(str(tmp_path))} }})
 const seen = []
+const ids = []
 for (const text of ["first", "second", "third"]) {{
-  const output = {{ parts: [{{ id: "prt_1", type: "text", text }}] }}
+  const output = {{ parts: [{{ id: "prt_23a0cd7700014jCG10Gm7X1HN0", type: "text", text }}] }}
   await hooks["chat.message"]({{ sessionID: "ses_1" }}, output)
   seen.push(output.parts.map((p) => p.text))
+  ids.push(output.parts.map((p) => p.id))
 }}
-console.log(JSON.stringify(seen))
+console.log(JSON.stringify([seen, ids]))
 """)
     out = subprocess.run([node, str(driver)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    first, second, third = json.loads(out.stdout)
+    (first, second, third), ids = json.loads(out.stdout)
     assert first == ["first"]  # the hook had nothing yet (cold start)
     assert second == ["<project-notes>port 6443</project-notes>", "second"]  # asked again: the block
     assert third == ["third"]  # given once: not asked again
     assert calls.read_text().count("x") == 2
+    # OpenCode keeps parts by id and reads them in id order: the block's own id, before the prompt's
+    # (a prompt id ending in "0" once gave the block the prompt's id, and one of the two was lost)
+    block_id, prompt_id = ids[1]
+    assert block_id != prompt_id and sorted(ids[1]) == [block_id, prompt_id]
