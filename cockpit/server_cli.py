@@ -224,6 +224,10 @@ def _force_stop() -> int:
     return 0
 
 
+# what `ls` shows in the branch column once a review action ended the worktree
+REVIEW_ENDS = {"merge": "merged into {base}", "discard": "discarded", "keep": "kept: {branch}"}
+
+
 def _fmt_row(r: dict) -> str:
     from cockpit.tui import format as fmt
 
@@ -232,6 +236,9 @@ def _fmt_row(r: dict) -> str:
     branch = w.get("branch") or r.get("placement") or ""
     if w and w.get("removed"):  # the session changed nothing: its worktree and branch are gone
         branch = "(no changes, worktree removed)"
+    done = r.get("reviewed") or {}
+    if done.get("ok") and done.get("action") in REVIEW_ENDS:  # the branch is gone or kept as a branch only
+        branch = REVIEW_ENDS[done["action"]].format(base=(w or {}).get("base_branch") or "the base", branch=branch)
     from cockpit.textsafe import one_line
 
     task = one_line(r.get("task", ""))

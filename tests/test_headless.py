@@ -306,3 +306,17 @@ def test_ls_rows_name_the_agent_of_each_session():
             "usage": {"total": 1}, "cost_usd": 0.0}
     assert _fmt_row({**base, "backend": "acp:opencode"}).split()[2] == "acp:opencode"
     assert _fmt_row(base).split()[2] == "cockpit"
+
+
+def test_ls_says_how_a_reviewed_worktree_ended_instead_of_its_gone_branch():
+    """After a merge the branch is deleted: `ls` says where it went, not the stale branch name."""
+    from cockpit.server_cli import _fmt_row
+
+    base = {"id": "abc", "status": "done", "model": "m", "task": "t", "placement": "worktree",
+            "worktree": {"branch": "cockpit/abc/t", "base_branch": "main"}, "usage": {"total": 1}, "cost_usd": 0.0}
+    assert "cockpit/abc/t" in _fmt_row(base)
+    merged = _fmt_row({**base, "reviewed": {"action": "merge", "ok": True, "message": "merged"}})
+    assert "merged into main" in merged and "cockpit/abc/t" not in merged
+    assert "discarded" in _fmt_row({**base, "reviewed": {"action": "discard", "ok": True, "message": ""}})
+    failed = _fmt_row({**base, "reviewed": {"action": "merge", "ok": False, "message": "conflict"}})
+    assert "cockpit/abc/t" in failed  # a refused merge left the branch where it was

@@ -194,8 +194,10 @@ async def test_two_sessions_editing_the_same_file_end_on_two_branches(api, repo,
     assert "a - b" in (repo / "calc.py").read_text()
     first = await mgr.review(one.id, "merge")
     assert first.ok
+    assert (await mgr.describe(one.id))["reviewed"] == {"action": "merge", "ok": True, "message": first.message}
     second = await mgr.review(two.id, "merge")  # the same line changed on main: a conflict, never forced
     assert not second.ok and "conflict" in second.message and second.message.count("calc.py") >= 1
+    assert (await mgr.describe(two.id))["reviewed"]["ok"] is False  # (`ls` keeps showing its branch)
     assert "# one" in (repo / "calc.py").read_text() and "<<<<" not in (repo / "calc.py").read_text()
     assert two.worktree.branch in git(repo, "branch", "--list")
     kept = await mgr.review(two.id, "keep")

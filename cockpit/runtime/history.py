@@ -283,6 +283,13 @@ class SessionHistory:
         return ([Block("user", text=self.task)] if self.task else []) + list(self.blocks)
 
 
+def reviewed_dict(event: ev.Reviewed | None) -> dict | None:
+    """The last review action as a session row gives it (``cockpit ls --json``, ``get``)."""
+    if event is None:
+        return None
+    return {"action": event.action, "ok": event.ok, "message": event.message}
+
+
 def fold(events: Iterable[ev.Event], session_id: str = "") -> SessionHistory:
     """A session's events folded (the id is the first event's when not given)."""
     history: SessionHistory | None = None if not session_id else SessionHistory(session_id)

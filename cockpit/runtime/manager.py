@@ -629,6 +629,8 @@ class SessionManager:
     def _reviewed(self, s: SessionBase, action: str, ok: bool, text: str) -> Reviewed:
         """Record a review action in the session's transcript and publish it."""
         event = Reviewed(s.id, action, ok, text)
+        if action in ("merge", "keep", "discard"):  # how its worktree ended (`ls` shows it)
+            s.reviewed = event
         s.rec.emit(event)
         return event
 

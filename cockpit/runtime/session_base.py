@@ -32,6 +32,7 @@ from cockpit.events import (
     InjectedNote,
     MemoryMiss,
     Preseeded,
+    Reviewed,
     SelectorInfo,
     SessionDone,
     SessionErrorEvent,
@@ -46,7 +47,7 @@ from cockpit.events import (
 )
 from cockpit.runtime import worktree as wt
 from cockpit.runtime.budget import Budget, BudgetHit, check
-from cockpit.runtime.history import SessionHistory
+from cockpit.runtime.history import SessionHistory, reviewed_dict
 from cockpit.runtime.model_call import Accounting, SessionFailure, one_line
 from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.protocols import MemoryBackend, SessionHost
@@ -165,6 +166,7 @@ class SessionBase:
         self.continued_in: str | None = None
         self.continued_from: str | None = None
         self.worktree_removed = False
+        self.reviewed: Reviewed | None = None  # the last review action (merge / keep / discard …)
         self.pending: ApprovalRequested | None = None
         self.denied: list[str] = []  # headless: the asks denied for want of anyone to answer them
         self.kill_reason = ""
@@ -655,6 +657,7 @@ class SessionBase:
             "denied": list(self.denied),
             "budget": self.budget.to_dict(),
             "transcript": str(self.transcript_path),
+            "reviewed": reviewed_dict(self.reviewed),
         }
 
 

@@ -53,7 +53,7 @@ from cockpit.events import (
 from cockpit.runtime import RuntimeConfig, SessionManager, keyguard
 from cockpit.runtime.claude_code import looks_like_session_id
 from cockpit.runtime.config import ConfigError, load_config
-from cockpit.runtime.history import SessionHistory, fold
+from cockpit.runtime.history import SessionHistory, fold, reviewed_dict
 from cockpit.runtime.manager import SessionClosed
 from cockpit.runtime.spawn import Count, Dollars, SpawnSpec
 from cockpit.runtime.transcript import append_event, read_events
@@ -121,7 +121,7 @@ class Ghost:
                 "transcript": self.transcript, "usage": {**h.usage.__dict__, "total": h.usage.total},
                 "cost_usd": None if h.cost_usd is None else round(h.cost_usd, 6), "answer": "",
                 "error": None, "injected": [n.__dict__ for n in h.notes],
-                "notes": h.started.notes if h.started else ""}
+                "notes": h.started.notes if h.started else "", "reviewed": reviewed_dict(h.reviewed)}
 
 
 class LiveRegistry:
@@ -545,7 +545,8 @@ class Server:
     @method("get", result="the session: `id`, `task`, `model`, `backend`, `status`, `workspace`, `cwd`, `placement`, "
             "`worktree` {path, branch, base_commit, base_branch}, `diff` {files, added, removed}, `permission_mode`, "
             "`answer`, `error`, `injected`, `preseed_tokens`, `usage`, `cost_usd` (USD), `requests`, `budget` "
-            "{usd, tokens} (its spend cap; null = none), `transcript`")
+            "{usd, tokens} (its spend cap; null = none), `transcript`, `reviewed` {action, ok, message} (how its worktree "
+            "ended: merge / keep / discard; null until then)")
     async def h_get(self, req: Request, id: SessionId) -> dict:
         if id in self.ghosts:
             return self.ghosts[id].to_dict()
