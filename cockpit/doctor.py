@@ -364,8 +364,17 @@ def check_acp_agents() -> list[Check]:
 
 
 def check_backends() -> list[Check]:
+    """The optional claude-code backend: a warning only when the config chooses it and it is missing."""
+    from cockpit.runtime.config import ConfigError, load_config
+
     sdk = importlib.util.find_spec("claude_agent_sdk") is not None
-    return [Check(OK if sdk else WARN, "backend claude-code",
-                  "claude-agent-sdk installed" if sdk else "not installed (the default backend needs nothing)",
+    try:
+        chosen = load_config().backend == "claude-code"
+    except ConfigError:
+        chosen = False  # (the config check says why)
+    detail = ("claude-agent-sdk installed" if sdk else
+              "not installed, and your config chooses it" if chosen else
+              "not installed (optional: the default backend needs nothing)")
+    return [Check(OK if sdk or not chosen else WARN, "backend claude-code", detail,
                   "in a checkout: pip install -e '.[claude-code]'; as a tool: pipx inject cockpit claude-agent-sdk "
                   "(uv: uv tool install --with claude-agent-sdk …)")]

@@ -220,3 +220,21 @@ def test_the_cockpit_command_is_a_script_that_imports_only_the_cli():
     out = subprocess.run([sys.executable, str(script), "--version"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.startswith("cockpit ")
     assert 'script-files = ["scripts/cockpit"]' in (root / "pyproject.toml").read_text()
+
+
+def test_doctor_warns_about_the_optional_claude_code_backend_only_when_it_is_chosen(monkeypatch):
+    """A fresh install without the claude-code extra is healthy: doctor warns only when the config
+    (here the environment) chooses that backend and its package is missing."""
+    import importlib.util
+
+    from cockpit import doctor
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "claude_agent_sdk" else real(name, *a))
+    monkeypatch.delenv("COCKPIT_BACKEND", raising=False)
+    (check,) = doctor.check_backends()
+    assert check.state == doctor.OK and "optional" in check.detail
+    monkeypatch.setenv("COCKPIT_BACKEND", "claude-code")
+    (check,) = doctor.check_backends()
+    assert check.state == doctor.WARN and "chooses it" in check.detail
