@@ -545,8 +545,8 @@ class Server:
     @method("get", result="the session: `id`, `task`, `model`, `backend`, `status`, `workspace`, `cwd`, `placement`, "
             "`worktree` {path, branch, base_commit, base_branch}, `diff` {files, added, removed}, `permission_mode`, "
             "`answer`, `error`, `injected`, `preseed_tokens`, `usage`, `cost_usd` (USD), `requests`, `budget` "
-            "{usd, tokens} (its spend cap; null = none), `transcript`, `reviewed` {action, ok, message} (how its worktree "
-            "ended: merge / keep / discard; null until then)")
+            "{usd, tokens} (its spend cap; null = none), `transcript`, `reviewed` {action, ok, message} (how its "
+            "worktree ended: merge / keep / discard; null until then)")
     async def h_get(self, req: Request, id: SessionId) -> dict:
         if id in self.ghosts:
             return self.ghosts[id].to_dict()
