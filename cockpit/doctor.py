@@ -46,8 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from cockpit.host_cli import add_host_argument
 
     add_host_argument(p)
-    # what `doctor --host` runs there: the key and base URL are the client's (each spawn carries them)
-    p.add_argument("--as-host", action="store_true", help=argparse.SUPPRESS)
+    # what `doctor --host` runs there: the key and base URL are the client's (each spawn carries
+    # them); the base URL it gives is checked from there, where the sessions call it
+    p.add_argument("--as-host", nargs="?", const="", default=None, metavar="BASE_URL", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     if host_name(args):  # (`--host local` is this machine)
         return run_host(args)
-    checks = list(collect(Path(args.notes), as_host=getattr(args, "as_host", False)))
+    checks = list(collect(Path(args.notes), as_host=getattr(args, "as_host", None)))
     for c in checks:
         print(c.line())
     failed = sum(c.state == FAIL for c in checks)
@@ -97,15 +98,17 @@ def run_host(args: argparse.Namespace) -> int:
                     "install the same version on both").line())
         return 1
     print(Check(OK, "version", f"cockpit {theirs} there, as here").line())
-    # the key and the base URL go from here with each spawn: they are checked here, not there
+    # the key and the base URL go from here with each spawn: the key is checked here; the URL here
+    # and there (the sessions call it from there: a loopback proxy here is not one there)
     key, url = check_key(), check_base_url()
     print(key.line())
     print(url.line())
+    there = _base_url()
     notes = ["--notes", host.notes] if host.notes and args.notes == "notes" else (
         ["--notes", args.notes] if args.notes != "notes" else [])
     print(f"\non host {host.name} (cockpit doctor there):")
     try:
-        code, out = capture_remote(host, ["doctor", "--as-host", *notes], cwd=host.workspace)
+        code, out = capture_remote(host, ["doctor", "--as-host", there, *notes], cwd=host.workspace)
     except HostError as exc:
         print(Check(FAIL, "remote doctor", str(exc)).line())
         return 1
@@ -113,12 +116,16 @@ def run_host(args: argparse.Namespace) -> int:
     return 1 if code or url.state == FAIL else 0
 
 
-def collect(notes: Path, as_host: bool = False) -> Iterator[Check]:
-    """Every check; ``as_host``: for ``doctor --host`` on that host, without the API key and the
-    base URL (the client's, sent with each spawn, and checked by the client)."""
+def collect(notes: Path, as_host: str | None = None) -> Iterator[Check]:
+    """Every check; ``as_host``: for ``doctor --host`` on that host, without the API key (the
+    client's, sent with each spawn, and checked by the client), and with the client's base URL
+    (``as_host`` itself) checked from this host."""
+    here: tuple[Callable[[], Check], ...] = (check_key, check_base_url)
+    if as_host is not None:
+        here = (lambda: check_base_url(as_host, "base URL (the client's, from this host)"),) if as_host else ()
     steps: list[Callable[[], Check | list[Check]]] = [
         check_python, check_config, check_folders, check_server, lambda: check_notes(notes), check_model,
-        check_sandbox, check_git, *(() if as_host else (check_key, check_base_url)), check_backends,
+        check_sandbox, check_git, *here, check_backends,
         check_acp_agents, check_agents]
     for step in steps:
         try:
@@ -281,27 +288,32 @@ def check_key() -> Check:
                  "export ANTHROPIC_API_KEY=… (sessions need it; the notes work without)")
 
 
-def check_base_url() -> Check:
+def _base_url() -> str:
+    """The base URL this client's sessions use (config > environment > Anthropic's)."""
     from cockpit.runtime import ConfigError, load_config
 
     try:
-        url = load_config().base_url or DEFAULT_BASE_URL
+        return load_config().base_url or DEFAULT_BASE_URL
     except ConfigError:
-        url = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        return os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+
+
+def check_base_url(url: str | None = None, label: str = "base URL") -> Check:
+    url = url or _base_url()
     parsed = urlparse(url)
     host = parsed.hostname
     if parsed.scheme not in ("http", "https") or not host:
-        return Check(FAIL, "base URL", f"{url!r} is not an http(s) URL",
+        return Check(FAIL, label, f"{url!r} is not an http(s) URL",
                      "set base_url in config.toml or ANTHROPIC_BASE_URL")
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     try:
         with socket.create_connection((host, port), timeout=NET_TIMEOUT_S):
             pass
     except OSError as exc:
-        return Check(FAIL, "base URL", f"{url} is not reachable ({exc.strerror or exc})",
+        return Check(FAIL, label, f"{url} is not reachable ({exc.strerror or exc})",
                      "check the network, or set base_url / ANTHROPIC_BASE_URL")
     hint = " (a /v1 suffix is added by the client: drop it)" if parsed.path.rstrip("/").endswith("/v1") else ""
-    return Check(WARN if hint else OK, "base URL", f"{url} is reachable{hint}")
+    return Check(WARN if hint else OK, label, f"{url} is reachable{hint}")
 
 
 AGENT_CLIS = {"claude": ("claude", "npm install -g @anthropic-ai/claude-code"),

@@ -191,10 +191,16 @@ def test_worktrees_and_doctor_run_on_the_host(box, api, capfd, monkeypatch):
     assert "✓ version: cockpit 0.1.0 there, as here" in out
     here, there = out.split("on host box (cockpit doctor there):")
     assert "✓ sandbox" in there
-    # the key and the base URL go from here with each spawn: checked here, never asked of the host
+    # the key and the base URL go from here with each spawn: the key is checked here, never asked of
+    # the host; the URL here, and there too (the sessions call it from there)
     assert "✓ API key: ANTHROPIC_API_KEY is set" in here and "✓ base URL:" in here
-    assert "API key" not in there and "base URL" not in there
+    assert "API key" not in there
+    assert f"✓ base URL (the client's, from this host): {api.base_url} is reachable" in there
     assert code == (1 if "✗" in there else 0)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # (discard: nothing listens)
+    assert main(["doctor", "--host", "box"]) == 1
+    there = capfd.readouterr().out.split("on host box (cockpit doctor there):")[1]
+    assert "✗ base URL (the client's, from this host): http://127.0.0.1:9 is not reachable" in there
 
 
 @pytest.mark.parametrize(("host", "expected"), [
