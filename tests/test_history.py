@@ -10,13 +10,12 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
-from standin import Reply, StandIn, ToolUse
+from helpers import make_manager
+from standin import Reply, ToolUse
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
-from cockpit.runtime import RuntimeConfig, SessionManager, fold, read_events
-from cockpit.runtime.pricing import ModelPrice, PricingTable
+from cockpit.runtime import fold, read_events
 from cockpit.runtime.recorder import Recorder
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.runtime.transcript import list_transcripts
@@ -24,30 +23,12 @@ from cockpit.tui.model import SessionView
 from cockpit.tui.transcript_view import render_transcript
 
 OLD = Path(__file__).parent / "data" / "old_transcript_v2.jsonl"
-PRICE = ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3, context_window=200000)
-
-
-@pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "README.md").write_text("Staging runs on port 8080.\n")
-    return ws
 
 
 def make_mgr(api, **cfg):
-    base = dict(api_key="test-key-0123456789abcdef", base_url=api.base_url, interactive=True, max_retries=2,
-                timeout=10.0, model="test-model", permission_mode="bypassPermissions", worktrees=False,
-                sandbox=False)
-    base.update(cfg)
-    return SessionManager(None, RuntimeConfig(**base),
-                          pricing=PricingTable({"test-model": PRICE}, source="test", date="2026-01-01"))
+    """Interactive sessions with every tool allowed, in the workspace itself (no worktree, no sandbox)."""
+    return make_manager(api, **{"api_key": "test-key-0123456789abcdef", "interactive": True,
+                                "permission_mode": "bypassPermissions", "worktrees": False, "sandbox": False, **cfg})
 
 
 def old_copy(tmp_path: Path, workspace: Path) -> Path:
