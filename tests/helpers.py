@@ -75,6 +75,16 @@ def make_manager(api, engine=None, **cfg):
     return SessionManager(engine, RuntimeConfig(**base), pricing=pricing)
 
 
+async def next_event(sub, pred, timeout: float = 60):
+    """The first event of subscription ``sub`` that ``pred`` accepts (``timeout`` only bounds a
+    failing test)."""
+    async def first():
+        async for e in sub:
+            if pred(e):
+                return e
+    return await asyncio.wait_for(first(), timeout)
+
+
 async def wait_gone(pid: int, what: str, tries: int = 1200) -> None:
     """Wait until process ``pid`` no longer exists; fail the test naming ``what`` (after ~60 s: a
     bound for a failing test only, never a budget a loaded machine can break)."""

@@ -10,7 +10,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from helpers import make_manager
+from helpers import make_manager, next_event
 from standin import Reply, ToolUse
 
 from cockpit import events as ev
@@ -45,23 +45,15 @@ def shown(view) -> list[tuple]:
             + [("state", view.status, view.usage, view.cost_usd, view.requests, view.task, view.notes)])
 
 
-async def until(sub, pred, timeout=60):
-    async def wait():
-        async for e in sub:
-            if pred(e):
-                return e
-    return await asyncio.wait_for(wait(), timeout)
-
-
 async def a_session_with_a_tool_and_a_follow_up(mgr, api, workspace):
     api.script(Reply("Let me look.", tool_uses=[ToolUse("bash", {"command": "cat README.md"})]),
                Reply("It is 8080."), Reply("Still 8080."))
     sub = mgr.subscribe()
     s = await mgr.spawn(SpawnSpec("which port does staging use?", workspace=workspace))
-    await until(sub, lambda e: isinstance(e, ev.StatusChanged) and e.session_id == s.id and e.status is S.WAITING)
+    await next_event(sub, lambda e: isinstance(e, ev.StatusChanged) and e.session_id == s.id and e.status is S.WAITING)
     await mgr.send(s.id, "sure?")
-    await until(sub, lambda e: isinstance(e, ev.UserMessage) and e.session_id == s.id)
-    await until(sub, lambda e: isinstance(e, ev.StatusChanged) and e.session_id == s.id and e.status is S.WAITING)
+    await next_event(sub, lambda e: isinstance(e, ev.UserMessage) and e.session_id == s.id)
+    await next_event(sub, lambda e: isinstance(e, ev.StatusChanged) and e.session_id == s.id and e.status is S.WAITING)
     return s, sub
 
 
@@ -92,7 +84,7 @@ async def test_attaching_mid_session_is_the_snapshot_then_live_events_without_ga
     api.script(Reply("first part and the second part", stall_after=6), Reply("done"))
     first = mgr.subscribe()
     s = await mgr.spawn(SpawnSpec("go", workspace=workspace))
-    await until(first, lambda e: isinstance(e, ev.TextDelta) and e.session_id == s.id)
+    await next_event(first, lambda e: isinstance(e, ev.TextDelta) and e.session_id == s.id)
     sub = mgr.subscribe()  # an app attaching: subscribe, then take the snapshot at once
     snapshot = [e for e in mgr.snapshot() if e.session_id == s.id]
     assert not any(isinstance(e, ev.SessionDone) for e in snapshot)
