@@ -101,45 +101,41 @@ async def drive(demo: Path, base_url: str) -> None:
             await wait(pilot, lambda: isinstance(app.screen, DiffScreen) and app.screen.diff is not None)
             return app.screen
 
-        async def leave(screen) -> None:
-            await wait(pilot, lambda: not isinstance(app.screen, DiffScreen) or screen.result)
+        async def press(key: str, done) -> None:  # a key, then what it started is done
+            await pilot.press(key)
+            await wait(pilot, done)
+
+        async def merge(screen):  # m: the screen closes on a merge; back to the grid either way
+            await press("m", lambda: not isinstance(app.screen, DiffScreen) or screen.result)
             await pilot.pause(1)
             if isinstance(app.screen, DiffScreen):
                 await pilot.press("escape")
+            return screen.result
 
         # 1. A: check (t), the radar marks calc.py as also changed by B and C; screenshot; merge (m)
         screen = await diff(0)
-        await pilot.press("t")
-        await wait(pilot, lambda: screen.check_state in ("passed", "failed", "error", "conflict"))
+        await press("t", lambda: screen.check_state in ("passed", "failed", "error", "conflict"))
         await pilot.pause(0.5)
         app.clear_notifications()
         await pilot.pause(0.2)
         app.save_screenshot(out.name, path=str(out.parent))
         print("A check:", screen.check_state)
-        await pilot.press("m")
-        await leave(screen)
-        print("A merge:", screen.result)
+        print("A merge:", await merge(screen))
         # 2. B: merge (m) conflicts; send back (b); the session resolves; merge (m) again
         screen = await diff(1)
-        await pilot.press("m")
-        await wait(pilot, lambda: screen.result)
+        await press("m", lambda: screen.result)
         print("B merge 1:", screen.result)
-        await pilot.press("t")
-        await wait(pilot, lambda: screen.check_state not in ("", "running"))
+        await press("t", lambda: screen.check_state not in ("", "running"))
         print("B check:", screen.check_state)
-        await pilot.press("b")  # B has answered when the stand-in has served every scripted turn
-        await wait(pilot, lambda: len(log.read_text().splitlines()) >= TURNS and view(1).status is S.WAITING)
+        # B has answered when the stand-in has served every scripted turn
+        await press("b", lambda: len(log.read_text().splitlines()) >= TURNS and view(1).status is S.WAITING)
         await pilot.pause(1)
         print("B after send back:", view(1).status)
         await pilot.press("escape")
-        screen = await diff(1)
-        await pilot.press("m")
-        await leave(screen)
-        print("B merge 2:", screen.result)
+        print("B merge 2:", await merge(await diff(1)))
         # 3. C: keep the branch (k)
         screen = await diff(2)
-        await pilot.press("k")
-        await wait(pilot, lambda: screen.result)
+        await press("k", lambda: screen.result)
         print("C keep:", screen.result)
         await app.shutdown()
     engine.close()
