@@ -2,7 +2,7 @@
 Cockpit's own loop on one small repository, then the diff screen's check, conflict radar, merge,
 send back and keep — pressed by Textual's pilot on the real app, in this process (no server).
 
-    python bench/ship_demo.py setup DIR          # wipes DIR, then builds the demo in it
+    python bench/ship_demo.py setup DIR          # builds the demo in DIR (an earlier one's files replaced)
     python tests/standin.py --port 18822 --script bench/ship_demo_turns.json --log DIR/standin.log &
     python bench/ship_demo.py app DIR            # the app against the stand-in; prints what each key did
     python bench/ship_demo.py story TRANSCRIPT   # a session's transcript, told short
@@ -32,6 +32,7 @@ TASKS = ["fix add() in calc.py", "make add() take any number of arguments", "add
 TURNS = len(json.loads((ROOT / "bench" / "ship_demo_turns.json").read_text(encoding="utf-8")))
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 TEST_CALC = 'from calc import add, mul\n\nassert add(2, 3) == 5, add(2, 3)\nassert mul(2, 3) == 6\nprint("ok")\n'
+LEFT = ("repo", "origin.git", "data", "bin", "notes", "gh-calls.txt", "standin.log", "ship-diff.svg")
 FAKE_GH = """#!/usr/bin/env python3
 import json, sys
 with open({calls!r}, "a") as fh:
@@ -45,7 +46,9 @@ def git(cwd: Path, *args: str) -> None:
 
 
 def setup(demo: Path) -> None:
-    shutil.rmtree(demo, ignore_errors=True)
+    for name in LEFT:  # what an earlier run left; nothing else in DIR is touched
+        shutil.rmtree(demo / name, ignore_errors=True)
+        (demo / name).unlink(missing_ok=True)
     repo, origin = demo / "repo", demo / "origin.git"
     repo.mkdir(parents=True)
     git(demo, "init", "-q", "--bare", "-b", "main", str(origin))
@@ -166,7 +169,7 @@ def story(path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("setup", help="wipe DIR, then build the demo in it").add_argument("dir", type=Path)
+    sub.add_parser("setup", help="build the demo in DIR (an earlier one's files replaced)").add_argument("dir", type=Path)
     app = sub.add_parser("app", help="the app against the stand-in, driven by the pilot")
     app.add_argument("dir", type=Path)
     app.add_argument("--base-url", default="http://127.0.0.1:18822", help="the stand-in (default: %(default)s)")
@@ -177,13 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "app":
         demo = args.dir.resolve()
         if not (demo / "repo").is_dir():
-            ap.error(f"no demo in {demo}: run `python bench/ship_demo.py setup {args.dir}` first")
+            raise SystemExit(f"ship_demo: no demo in {demo}: run `python bench/ship_demo.py setup {args.dir}` first")
         os.environ["COCKPIT_DATA_DIR"] = str(demo / "data")
         asyncio.run(drive(demo, args.base_url))
     else:
         if not args.transcript.is_file():
-            ap.error(f"no transcript at {args.transcript}")
-        story(args.transcript)
+            raise SystemExit(f"ship_demo: no transcript at {args.transcript}")
+        try:
+            story(args.transcript)
+        except ValueError as exc:  # not a transcript
+            raise SystemExit(f"ship_demo: {exc}") from None
     return 0
 
 
