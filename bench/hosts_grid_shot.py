@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 ANSWERS = {
     "staging": "Staging runs on port **6443** on host `callisto`; deploy with `make ship-v2` from the repo root.",
@@ -51,11 +51,9 @@ def responder(body):
     return Reply("Done.")
 
 
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
 def make_workspace(ws: Path) -> None:
+    from screenshot import git
+
     ws.mkdir(parents=True)
     git(ws, "init", "-q", "-b", "main")
     git(ws, "config", "user.email", "demo@example.com")
@@ -63,25 +61,6 @@ def make_workspace(ws: Path) -> None:
     (ws / "README.md").write_text("# Demo\n")
     git(ws, "add", ".")
     git(ws, "commit", "-q", "-m", "start")
-
-
-async def wait(pilot, cond, timeout: float = 60) -> None:
-    for _ in range(int(timeout / 0.1)):
-        if cond():
-            return
-        await pilot.pause(0.1)
-    raise TimeoutError("the scene did not settle")
-
-
-def save(app, out: Path) -> None:
-    app.save_screenshot(out.name, path=str(out.parent))
-    try:
-        import cairosvg
-
-        cairosvg.svg2png(url=str(out), write_to=str(out.with_suffix(".png")))
-    except ImportError:
-        pass
-    print(f"wrote {out}")
 
 
 def start(data: Path) -> Path:
@@ -103,6 +82,7 @@ def stop(sock: Path) -> None:
 
 
 async def scene(docs: Path, tmp: Path, box_sock: Path) -> None:
+    from screenshot import save, wait
     from socket_relay import Relay
     from standin import StandIn
 

@@ -7,6 +7,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
+from helpers import api, workspace  # noqa: F401 - shared fixtures (tests/helpers.py), offered to every test
+
 
 @pytest.fixture(autouse=True)
 def _isolated_state(tmp_path_factory, monkeypatch):

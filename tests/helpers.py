@@ -1,5 +1,7 @@
 """Small helpers the tests share: a git repository to work in, waiting for a process to be gone,
-and stopping a Cockpit server a test started. (``tests/`` is on ``sys.path`` under pytest.)"""
+stopping a Cockpit server a test started, a session manager against the Messages API stand-in
+(the ``api`` and ``workspace`` fixtures, which conftest.py offers every test, and
+:func:`make_manager`). (``tests/`` is on ``sys.path`` under pytest.)"""
 
 from __future__ import annotations
 
@@ -11,7 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from cockpit.runtime.pricing import ModelPrice
+
 CALC = "def add(a, b):\n    return a - b\n"
+PRICE = ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3, context_window=200000)  # make_manager's
 
 
 def git(cwd: Path | str, *args: str) -> str:
@@ -36,6 +43,48 @@ def make_repo(path: Path, files: dict[str, str] | None = None, untracked: dict[s
     return path
 
 
+@pytest.fixture
+def api():
+    """The Messages API stand-in (tests/standin.py), serving on a loopback port for this test."""
+    from standin import StandIn
+
+    with StandIn() as s:
+        yield s
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A folder for the sessions to work in, with a README that says staging's port."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("Staging runs on port 8080.\n")
+    return ws
+
+
+def make_manager(api, engine=None, **cfg):
+    """A ``SessionManager`` against the stand-in ``api``: model ``test-model`` at
+    :data:`PRICE`, two retries, a 10 s timeout, not interactive; ``cfg`` sets any other
+    ``RuntimeConfig`` field or overrides these. ``engine``: a ``MemoryEngine`` (None: no notes)."""
+    from cockpit.runtime import RuntimeConfig, SessionManager
+    from cockpit.runtime.pricing import PricingTable
+
+    base = dict(api_key="test-key", base_url=api.base_url, interactive=False, max_retries=2, timeout=10.0,
+                model="test-model")
+    base.update(cfg)
+    pricing = PricingTable({"test-model": PRICE}, source="test", date="2026-01-01")
+    return SessionManager(engine, RuntimeConfig(**base), pricing=pricing)
+
+
+async def next_event(sub, pred, timeout: float = 60):
+    """The first event of subscription ``sub`` that ``pred`` accepts (``timeout`` only bounds a
+    failing test)."""
+    async def first():
+        async for e in sub:
+            if pred(e):
+                return e
+    return await asyncio.wait_for(first(), timeout)
+
+
 async def wait_gone(pid: int, what: str, tries: int = 1200) -> None:
     """Wait until process ``pid`` no longer exists; fail the test naming ``what`` (after ~60 s: a
     bound for a failing test only, never a budget a loaded machine can break)."""
@@ -48,13 +97,18 @@ async def wait_gone(pid: int, what: str, tries: int = 1200) -> None:
     raise AssertionError(f"{what} (pid {pid}) is still running")
 
 
-def stop_server() -> None:
-    """Stop the Cockpit server of this test's data folder, if one runs (SIGKILL if it hangs)."""
-    from cockpit.server.client import BlockingClient, server_running, wait_for_stop
+def stop_server(sock: Path | None = None) -> None:
+    """Stop the Cockpit server listening on ``sock`` (default: the one of this test's data
+    folder), if one listens there (SIGKILL if it does not stop)."""
+    from cockpit.server.client import BlockingClient, ServerError, ServerHung, wait_for_stop
 
-    if not server_running():
-        return
-    with BlockingClient() as c:
+    try:
+        client = BlockingClient(sock)
+    except ServerHung:
+        raise  # one is there but does not answer: the test left it stopped
+    except ServerError:
+        return  # none listens
+    with client as c:
         pid = c.call("server.status")["pid"]
         try:
             c.call("server.stop")

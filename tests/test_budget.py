@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+from helpers import make_manager, next_event
 from standin import Reply, StandIn, ToolUse
 
 from cockpit import wire
@@ -15,18 +16,10 @@ from cockpit.events import BackendRecord, BudgetNotice, SessionStatus, StatusCha
 from cockpit.headless import EXIT_BUDGET
 from cockpit.runtime import RuntimeConfig, SessionManager, read_events
 from cockpit.runtime.config import ConfigError, load_config, read_config_file
-from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.runtime.spawn import SpawnSpec
 
 S = SessionStatus
-USAGE = {"input": 1000, "output": 100, "cache_write": 0, "cache_read": 0}  # $0.0045 at the price below
-PRICE = ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3, context_window=200_000)
-
-
-@pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
+USAGE = {"input": 1000, "output": 100, "cache_write": 0, "cache_read": 0}  # $0.0045 at helpers.PRICE
 
 
 @pytest.fixture
@@ -37,18 +30,9 @@ def ws(tmp_path):
 
 
 def make_mgr(api, **cfg):
-    base = dict(api_key="test-key", base_url=api.base_url, interactive=True, max_retries=0, timeout=10.0,
-                model="test-model", worktrees=False, permission_mode="bypassPermissions")
-    base.update(cfg)
-    return SessionManager(None, RuntimeConfig(**base), pricing=PricingTable({"test-model": PRICE}, source="t", date="d"))
-
-
-async def until(sub, pred, timeout=30):
-    async def go():
-        async for ev in sub:
-            if pred(ev):
-                return ev
-    return await asyncio.wait_for(go(), timeout)
+    """Interactive sessions with every tool allowed, in the workspace itself, and no retries."""
+    return make_manager(api, **{"interactive": True, "max_retries": 0, "worktrees": False,
+                                "permission_mode": "bypassPermissions", **cfg})
 
 
 def status_is(sid, status):
@@ -65,15 +49,15 @@ async def test_a_session_pauses_at_its_usd_cap_gives_its_slot_back_and_goes_on_w
     sub = mgr.subscribe()
     s1 = await mgr.spawn(SpawnSpec("say hi", workspace=ws, max_budget_usd=0.004))
     assert s1.to_dict()["budget"] == {"usd": 0.004, "tokens": None}
-    reached = await until(sub, lambda e: isinstance(e, BudgetNotice) and e.level == "reached")
+    reached = await next_event(sub, lambda e: isinstance(e, BudgetNotice) and e.level == "reached")
     assert (reached.session_id, reached.scope, reached.limit_usd) == (s1.id, "session", 0.004)
     assert reached.spent_usd == pytest.approx(0.0045) and reached.spent_tokens == 1100
-    await until(sub, status_is(s1.id, S.BUDGET_REACHED))
+    await next_event(sub, status_is(s1.id, S.BUDGET_REACHED))
     assert "session budget reached: $0.0045 of $0.0040" in s1.detail
     assert S.BUDGET_REACHED.needs_user and s1.is_idle
     # its slot is free: with a concurrency of one, another session runs to its answer meanwhile
     s2 = await mgr.spawn(SpawnSpec("another task", workspace=ws))
-    await until(sub, status_is(s2.id, S.WAITING))
+    await next_event(sub, status_is(s2.id, S.WAITING))
     assert s2.final_text == "the other one"
     # paused: one request only, and the response's tool did not run
     assert s1.status is S.BUDGET_REACHED and s1.requests == 1 and len(api.message_requests) == 2
@@ -83,7 +67,7 @@ async def test_a_session_pauses_at_its_usd_cap_gives_its_slot_back_and_goes_on_w
     assert s1.status is S.BUDGET_REACHED and len(api.message_requests) == 2
     info = await mgr.set_budget(s1.id, usd=1.0)
     assert info["usd"] == 1.0 and not info["reached"]
-    await until(sub, status_is(s1.id, S.WAITING))
+    await next_event(sub, status_is(s1.id, S.WAITING))
     assert s1.final_text == "done" and s1.requests == 2 and len(api.message_requests) == 3
     results = [r for r in api.message_requests[2]["messages"][-1]["content"] if r["type"] == "tool_result"]
     assert "hi" in results[0]["content"]  # the tool ran after the raise
@@ -99,13 +83,13 @@ async def test_the_server_budget_pauses_every_session_at_its_next_request(api, w
     mgr = make_mgr(api, server_budget_tokens=2000)
     sub = mgr.subscribe()
     a = await mgr.spawn(SpawnSpec("first", workspace=ws))
-    await until(sub, status_is(a.id, S.WAITING))
+    await next_event(sub, status_is(a.id, S.WAITING))
     b = await mgr.spawn(SpawnSpec("second", workspace=ws))  # its answer brings the sum to 2,200 tokens
-    await until(sub, status_is(b.id, S.WAITING))
+    await next_event(sub, status_is(b.id, S.WAITING))
     for s in (a, b):
         await mgr.send(s.id, "go on")
     for s in (a, b):
-        await until(sub, status_is(s.id, S.BUDGET_REACHED))
+        await next_event(sub, status_is(s.id, S.BUDGET_REACHED))
         assert "server budget (all sessions) reached: 2,200 of 2,000 tokens" in s.detail
     assert len(api.message_requests) == 2
     info = mgr.budget_info(None)
@@ -127,7 +111,7 @@ async def test_a_token_cap_from_the_config_and_a_fresh_continuation_keeps_the_ra
     mgr = make_mgr(api, max_budget_tokens=500)
     sub = mgr.subscribe()
     s = await mgr.spawn(SpawnSpec("t", workspace=ws))
-    await until(sub, status_is(s.id, S.BUDGET_REACHED))
+    await next_event(sub, status_is(s.id, S.BUDGET_REACHED))
     assert "1,100 of 500 tokens" in s.detail
     await mgr.set_budget(s.id, tokens=600)  # still reached
     fresh = await mgr.continue_fresh(s.id)
@@ -298,13 +282,13 @@ async def test_claude_code_stops_at_the_cap_and_is_resumed_with_the_raised_one(w
         mgr = SessionManager(None, cfg)
         sub = mgr.subscribe()
         s = await mgr.spawn(SpawnSpec("read the readme", workspace=ws))
-        await until(sub, status_is(s.id, S.BUDGET_REACHED), timeout=120)
+        await next_event(sub, status_is(s.id, S.BUDGET_REACHED), timeout=120)
         assert len(api.message_requests) == 1 and s.usage.total > 0  # Claude Code stopped itself at its cap
         await mgr.set_budget(s.id, usd=1.0)
-        await until(sub, status_is(s.id, S.WAITING), timeout=120)  # a new claude process, same conversation
+        await next_event(sub, status_is(s.id, S.WAITING), timeout=120)  # a new claude process, same conversation
         assert "budget was raised" in s.detail
         await mgr.send(s.id, "go on")
-        await until(sub, lambda e: isinstance(e, StatusChanged) and e.session_id == s.id
+        await next_event(sub, lambda e: isinstance(e, StatusChanged) and e.session_id == s.id
                     and e.status is S.WAITING and not e.detail, timeout=120)
         assert s.final_text == "done" and len(api.message_requests) == 3
         await mgr.aclose()

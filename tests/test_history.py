@@ -10,13 +10,12 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
-from standin import Reply, StandIn, ToolUse
+from helpers import make_manager, next_event
+from standin import Reply, ToolUse
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
-from cockpit.runtime import RuntimeConfig, SessionManager, fold, read_events
-from cockpit.runtime.pricing import ModelPrice, PricingTable
+from cockpit.runtime import fold, read_events
 from cockpit.runtime.recorder import Recorder
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.runtime.transcript import list_transcripts
@@ -24,30 +23,12 @@ from cockpit.tui.model import SessionView
 from cockpit.tui.transcript_view import render_transcript
 
 OLD = Path(__file__).parent / "data" / "old_transcript_v2.jsonl"
-PRICE = ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3, context_window=200000)
-
-
-@pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "README.md").write_text("Staging runs on port 8080.\n")
-    return ws
 
 
 def make_mgr(api, **cfg):
-    base = dict(api_key="test-key-0123456789abcdef", base_url=api.base_url, interactive=True, max_retries=2,
-                timeout=10.0, model="test-model", permission_mode="bypassPermissions", worktrees=False,
-                sandbox=False)
-    base.update(cfg)
-    return SessionManager(None, RuntimeConfig(**base),
-                          pricing=PricingTable({"test-model": PRICE}, source="test", date="2026-01-01"))
+    """Interactive sessions with every tool allowed, in the workspace itself (no worktree, no sandbox)."""
+    return make_manager(api, **{"api_key": "test-key-0123456789abcdef", "interactive": True,
+                                "permission_mode": "bypassPermissions", "worktrees": False, "sandbox": False, **cfg})
 
 
 def old_copy(tmp_path: Path, workspace: Path) -> Path:
@@ -64,23 +45,15 @@ def shown(view) -> list[tuple]:
             + [("state", view.status, view.usage, view.cost_usd, view.requests, view.task, view.notes)])
 
 
-async def until(sub, pred, timeout=60):
-    async def wait():
-        async for e in sub:
-            if pred(e):
-                return e
-    return await asyncio.wait_for(wait(), timeout)
-
-
 async def a_session_with_a_tool_and_a_follow_up(mgr, api, workspace):
     api.script(Reply("Let me look.", tool_uses=[ToolUse("bash", {"command": "cat README.md"})]),
                Reply("It is 8080."), Reply("Still 8080."))
     sub = mgr.subscribe()
     s = await mgr.spawn(SpawnSpec("which port does staging use?", workspace=workspace))
-    await until(sub, lambda e: isinstance(e, ev.StatusChanged) and e.session_id == s.id and e.status is S.WAITING)
+    await next_event(sub, lambda e: isinstance(e, ev.StatusChanged) and e.session_id == s.id and e.status is S.WAITING)
     await mgr.send(s.id, "sure?")
-    await until(sub, lambda e: isinstance(e, ev.UserMessage) and e.session_id == s.id)
-    await until(sub, lambda e: isinstance(e, ev.StatusChanged) and e.session_id == s.id and e.status is S.WAITING)
+    await next_event(sub, lambda e: isinstance(e, ev.UserMessage) and e.session_id == s.id)
+    await next_event(sub, lambda e: isinstance(e, ev.StatusChanged) and e.session_id == s.id and e.status is S.WAITING)
     return s, sub
 
 
@@ -111,7 +84,7 @@ async def test_attaching_mid_session_is_the_snapshot_then_live_events_without_ga
     api.script(Reply("first part and the second part", stall_after=6), Reply("done"))
     first = mgr.subscribe()
     s = await mgr.spawn(SpawnSpec("go", workspace=workspace))
-    await until(first, lambda e: isinstance(e, ev.TextDelta) and e.session_id == s.id)
+    await next_event(first, lambda e: isinstance(e, ev.TextDelta) and e.session_id == s.id)
     sub = mgr.subscribe()  # an app attaching: subscribe, then take the snapshot at once
     snapshot = [e for e in mgr.snapshot() if e.session_id == s.id]
     assert not any(isinstance(e, ev.SessionDone) for e in snapshot)

@@ -112,6 +112,19 @@ class Hosts:
 
         return connect
 
+    async def attach(self, **options) -> MultiHostRuntime:
+        """A runtime over these hosts, in their order, each reached through its connector."""
+        return await MultiHostRuntime.attach([Host(n, self.connector(n)) for n in self.next], RuntimeConfig(),
+                                             **options)
+
+
+def local_and_box(box_task: str) -> Hosts:
+    """Two hosts: ``local`` with no session, ``box`` with one (``s1``, its task ``box_task``)."""
+    hosts = Hosts("local", "box")
+    hosts.next["local"].append(FakeManager())
+    hosts.next["box"].append(FakeManager([ev.SessionSpawned("s1", box_task, "m", "/w", "/t", True)]))
+    return hosts
+
 
 async def events_until(sub, cond, limit=200):
     seen = []
@@ -124,11 +137,8 @@ async def events_until(sub, cond, limit=200):
 
 
 async def test_calls_go_to_the_owning_host_with_its_own_ids():
-    hosts = Hosts("local", "box")
-    hosts.next["local"].append(FakeManager())
-    hosts.next["box"].append(FakeManager([ev.SessionSpawned("s1", "old", "m", "/w", "/t", True)]))
-    rt = await MultiHostRuntime.attach([Host(n, hosts.connector(n)) for n in ("local", "box")], RuntimeConfig(),
-                                       backoff=Backoff(0.01, 2, 0.05))
+    hosts = local_and_box("old")
+    rt = await hosts.attach(backoff=Backoff(0.01, 2, 0.05))
     try:
         snap = rt.snapshot()
         assert [(e.host, e.state) for e in snap if isinstance(e, ev.HostStatus)] == [("local", "connected"),
@@ -153,11 +163,8 @@ async def test_calls_go_to_the_owning_host_with_its_own_ids():
 
 
 async def test_a_drop_retries_with_back_off_then_replays_the_host():
-    hosts = Hosts("local", "box")
-    hosts.next["local"].append(FakeManager())
-    hosts.next["box"].append(FakeManager([ev.SessionSpawned("s1", "t", "m", "/w", "/t", True)]))
-    rt = await MultiHostRuntime.attach([Host(n, hosts.connector(n)) for n in ("local", "box")], RuntimeConfig(),
-                                       backoff=Backoff(0.01, 2, 0.04))
+    hosts = local_and_box("t")
+    rt = await hosts.attach(backoff=Backoff(0.01, 2, 0.04))
     sub = rt.subscribe()
     try:
         hosts.current["box"].emit(ev.StatusChanged("s1", S.NEEDS_APPROVAL))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from helpers import CALC, git, make_repo, wait_gone
-from standin import HTTPError, Reply, StandIn, ToolUse
+from standin import HTTPError, Reply, ToolUse
 
 from cockpit.events import (
     ApprovalRequested,
@@ -31,12 +31,6 @@ EDIT = "str_replace_based_edit_tool"
 def repo(tmp_path):
     return make_repo(tmp_path / "repo", {"calc.py": CALC, ".gitignore": ".env\n", ".worktreeinclude": ".env\n"},
                      untracked={".env": "TOKEN=local\n"})
-
-
-@pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
 
 
 def make_mgr(api, tmp_path, **cfg):

@@ -4,6 +4,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from helpers import PRICE, make_manager
 from standin import HTTPError, Reply, StandIn, ToolUse
 
 from cockpit.events import (
@@ -18,34 +19,10 @@ from cockpit.events import (
     UsageUpdate,
 )
 from cockpit.runtime import RuntimeConfig, SessionManager, fold, read_events
-from cockpit.runtime.pricing import ModelPrice, PricingTable
 from cockpit.runtime.spawn import SpawnSpec
 
 S = SessionStatus
 EDIT = "str_replace_based_edit_tool"
-PRICE = ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3, context_window=200000)
-
-
-@pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "README.md").write_text("Staging runs on port 8080.\n")
-    return ws
-
-
-def make_mgr(api, engine=None, **cfg):
-    base = dict(api_key="test-key", base_url=api.base_url, interactive=False, max_retries=2, timeout=10.0,
-                model="test-model")
-    base.update(cfg)
-    pricing = PricingTable({"test-model": PRICE}, source="test", date="2026-01-01")
-    return SessionManager(engine, RuntimeConfig(**base), pricing=pricing)
 
 
 async def run_one(mgr, task="hello?", **kw):
@@ -59,7 +36,7 @@ async def run_one(mgr, task="hello?", **kw):
 
 async def test_tool_loop_and_transcript(api, workspace):
     api.script(Reply("Reading.", [ToolUse(EDIT, {"command": "view", "path": "README.md"})]), Reply("It is 8080."))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, events = await run_one(mgr, workspace=workspace)
     assert s.status == S.DONE and s.final_text == "It is 8080."
     results = [e for e in events if isinstance(e, ToolResult)]
@@ -79,7 +56,7 @@ async def test_tool_loop_and_transcript(api, workspace):
 
 
 async def test_cache_control_on_system_tools_and_last_message(api, workspace):
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     api.script(Reply("ok"))
     await run_one(mgr, workspace=workspace)
     body = api.message_requests[0]
@@ -91,7 +68,7 @@ async def test_cache_control_on_system_tools_and_last_message(api, workspace):
 
 async def test_429_then_success(api, workspace):
     api.script(HTTPError(429), Reply("fine"))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, _ = await run_one(mgr, workspace=workspace)
     assert s.status == S.DONE and s.final_text == "fine"
     assert len(api.message_requests) == 2
@@ -100,7 +77,7 @@ async def test_429_then_success(api, workspace):
 
 async def test_529_until_retries_run_out(api, workspace):
     api.script(*[HTTPError(529)] * 3)
-    mgr = make_mgr(api, max_retries=2)
+    mgr = make_manager(api, max_retries=2)
     s, events = await run_one(mgr, workspace=workspace)
     assert s.status == S.ERROR
     errs = [e for e in events if isinstance(e, SessionErrorEvent)]
@@ -113,7 +90,7 @@ async def test_529_until_retries_run_out(api, workspace):
 
 async def test_stream_cut_is_retried_not_finished(api, workspace):
     api.script(Reply("partial answer here", cut_after=4), Reply("complete"))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, events = await run_one(mgr, workspace=workspace)
     assert s.status == S.DONE and s.final_text == "complete"
     assert any(isinstance(e, StatusChanged) and e.detail.startswith("retry") for e in events)
@@ -122,7 +99,7 @@ async def test_stream_cut_is_retried_not_finished(api, workspace):
 
 async def test_stream_cut_twice_is_an_error(api, workspace):
     api.script(Reply("a b c", cut_after=3), Reply("a b c", cut_after=3))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, events = await run_one(mgr, workspace=workspace)
     assert s.status == S.ERROR and s.error.kind == "interrupted"
     assert s.final_text == ""
@@ -131,7 +108,7 @@ async def test_stream_cut_twice_is_an_error(api, workspace):
 
 async def test_mid_stream_error_event(api, workspace):
     api.script(Reply("x y z", error_after=3, error_type="invalid_request_error"))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, events = await run_one(mgr, workspace=workspace)
     assert s.status == S.ERROR and s.error.kind == "api"
     assert "invalid_request_error" in s.error.message
@@ -140,7 +117,7 @@ async def test_mid_stream_error_event(api, workspace):
 
 async def test_mid_stream_overloaded_is_retried_once(api, workspace):
     api.script(Reply("x y z", error_after=3), Reply("recovered"))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, _ = await run_one(mgr, workspace=workspace)
     assert s.status == S.DONE and s.final_text == "recovered"
     await mgr.aclose()
@@ -148,7 +125,7 @@ async def test_mid_stream_overloaded_is_retried_once(api, workspace):
 
 async def test_kill_during_streaming(api, workspace):
     api.script(Reply("one two three four five", stall_after=4))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     sub = mgr.subscribe()
     s = await mgr.spawn(SpawnSpec("long", workspace=workspace))
     async for ev in sub:  # wait until text is streaming
@@ -164,7 +141,7 @@ async def test_kill_during_streaming(api, workspace):
 
 async def test_model_reading_outside_workspace_gets_tool_error(api, workspace):
     api.script(Reply("", [ToolUse(EDIT, {"command": "view", "path": "../../etc/passwd"})]), Reply("refused, ok"))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, events = await run_one(mgr, workspace=workspace)
     res = [e for e in events if isinstance(e, ToolResult)][0]
     assert res.is_error and "refused" in res.content and "root:" not in res.content
@@ -179,7 +156,7 @@ async def test_bad_tool_input_and_unknown_tool_become_tool_errors(api, workspace
         Reply("", [ToolUse(EDIT, {"command": "view"}), ToolUse("nope", {"a": 1}), ToolUse(EDIT, raw_json="[1, 2, 3]")]),
         Reply("done"),
     )
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, events = await run_one(mgr, workspace=workspace)
     res = [e for e in events if isinstance(e, ToolResult)]
     assert [r.is_error for r in res] == [True, True, True]
@@ -191,7 +168,7 @@ async def test_bad_tool_input_and_unknown_tool_become_tool_errors(api, workspace
 async def test_unparseable_tool_json_is_retried_then_error(api, workspace):
     bad = Reply("", [ToolUse(EDIT, raw_json='{"path": README}')])
     api.script(bad, Reply("", [ToolUse(EDIT, raw_json='{"path": README}')]))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, _ = await run_one(mgr, workspace=workspace)
     assert s.status == S.ERROR and "tool parameter JSON" in s.error.message
     assert len(api.message_requests) == 2
@@ -201,7 +178,7 @@ async def test_unparseable_tool_json_is_retried_then_error(api, workspace):
 async def test_nine_sessions_usage_per_session_and_total(api, workspace):
     u = {"input": 100, "output": 10, "cache_write": 5, "cache_read": 50}
     api.responder = lambda body: Reply("ok", usage=u)
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     sessions = [await mgr.spawn(SpawnSpec(f"task {i}", workspace=workspace)) for i in range(9)]
     assert await mgr.wait_idle(timeout=30)
     for s in sessions:
@@ -217,7 +194,7 @@ async def test_nine_sessions_usage_per_session_and_total(api, workspace):
 
 async def test_concurrency_cap_queues(api, workspace):
     api.script(Reply("a b c d", stall_after=4))
-    mgr = make_mgr(api, concurrency=1)
+    mgr = make_manager(api, concurrency=1)
     sub = mgr.subscribe()
     first = await mgr.spawn(SpawnSpec("first", workspace=workspace))
     async for ev in sub:
@@ -236,7 +213,7 @@ async def test_concurrency_cap_queues(api, workspace):
 
 async def test_unknown_model_cost_is_none(api, workspace):
     api.script(Reply("ok"))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, events = await run_one(mgr, workspace=workspace, model="local-llama")
     assert s.usage.total > 0 and s.cost_usd is None
     upd = [e for e in events if isinstance(e, UsageUpdate)][0]
@@ -246,12 +223,12 @@ async def test_unknown_model_cost_is_none(api, workspace):
 
 async def test_max_tokens_and_turn_cap_are_visible(api, workspace):
     api.script(Reply("cut off", stop_reason="max_tokens"))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, events = await run_one(mgr, workspace=workspace)
     assert s.status == S.DONE and s.stop_reason == "max_tokens"
     assert any(isinstance(e, StatusChanged) and "max_tokens" in e.detail for e in events)
     api.responder = lambda body: Reply("again", [ToolUse(EDIT, {"command": "view", "path": "."})])
-    mgr2 = make_mgr(api, max_turns=2)
+    mgr2 = make_manager(api, max_turns=2)
     s2, _ = await run_one(mgr2, workspace=workspace)
     assert s2.status == S.ERROR and s2.error.kind == "turn_cap"
     await mgr.aclose(), await mgr2.aclose()
@@ -259,7 +236,7 @@ async def test_max_tokens_and_turn_cap_are_visible(api, workspace):
 
 async def test_interactive_waits_then_follow_up(api, workspace):
     api.script(Reply("first answer"), Reply("second answer"))
-    mgr = make_mgr(api, interactive=True)
+    mgr = make_manager(api, interactive=True)
     s = await mgr.spawn(SpawnSpec("q1", workspace=workspace))
     assert await mgr.wait_idle(timeout=30)
     assert s.status == S.WAITING and s.final_text == "first answer"
@@ -276,11 +253,11 @@ async def test_interactive_waits_then_follow_up(api, workspace):
 
 async def test_resume_from_transcript(api, workspace):
     api.script(Reply("remember 42"))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, _ = await run_one(mgr, "what number?", workspace=workspace)
     await mgr.aclose()
     api.script(Reply("it was 42"))
-    mgr2 = make_mgr(api, interactive=True)
+    mgr2 = make_manager(api, interactive=True)
     r = await mgr2.resume(s.transcript_path)
     assert await mgr2.wait_idle(timeout=30)
     assert r.status == S.WAITING and r.final_text == "remember 42"
@@ -296,7 +273,7 @@ async def test_resume_from_transcript(api, workspace):
 
 async def test_401_is_one_clear_auth_error_without_key(workspace):
     with StandIn(require_key="the-right-key") as api:
-        mgr = make_mgr(api, api_key="sk-secret-wrong-key")
+        mgr = make_manager(api, api_key="sk-secret-wrong-key")
         s, events = await run_one(mgr, workspace=workspace)
         assert s.status == S.ERROR and s.error.kind == "auth"
         assert "sk-secret" not in s.error.message and "\n" not in s.error.message
@@ -320,7 +297,7 @@ async def test_error_in_one_session_leaves_others_running(api, workspace):
         return HTTPError(500) if task == "bad" else Reply("good")
 
     api.responder = responder
-    mgr = make_mgr(api, max_retries=1)
+    mgr = make_manager(api, max_retries=1)
     bad = await mgr.spawn(SpawnSpec("bad", workspace=workspace))
     good = await mgr.spawn(SpawnSpec("fine", workspace=workspace))
     assert await mgr.wait_idle(timeout=30)
@@ -337,7 +314,7 @@ async def test_an_unwritable_transcripts_folder_ends_the_session_in_error_at_onc
     blocked = tmp_path / "sessions"
     blocked.write_text("a file where the transcripts folder should be")
     api.script(Reply("never asked"))
-    mgr = make_mgr(api, sessions_dir=str(blocked))
+    mgr = make_manager(api, sessions_dir=str(blocked))
     s, events = await run_one(mgr, workspace=workspace)
     assert s.status == S.ERROR and s.error.kind == "io" and str(blocked) in s.error.message
     assert [e for e in events if isinstance(e, SessionErrorEvent)] and isinstance(events[-1], SessionDone)
@@ -366,7 +343,7 @@ async def test_a_preseed_failure_is_recorded_and_shown_never_no_note_qualified(a
             raise ValueError("no")
 
     api.script(Reply("answered without notes"))
-    mgr = make_mgr(api, engine=BrokenEngine())
+    mgr = make_manager(api, engine=BrokenEngine())
     s, events = await run_one(mgr, workspace=workspace)
     pre = next(e for e in events if isinstance(e, Preseeded))
     assert "IndexModelError" in pre.error and "other-model" in pre.error and pre.notes == ()
@@ -381,7 +358,7 @@ async def test_a_preseed_failure_is_recorded_and_shown_never_no_note_qualified(a
 
 async def test_resume_skips_damaged_transcript_lines_with_a_warning(api, workspace, caplog):
     api.script(Reply("remember 42"))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     s, _ = await run_one(mgr, "what number?", workspace=workspace)
     await mgr.aclose()
     path = Path(s.transcript_path)
@@ -396,7 +373,7 @@ async def test_resume_skips_damaged_transcript_lines_with_a_warning(api, workspa
                         f'{path}: line 5 skipped: an event is {{"type": name, "data": {{…}}}}',
                         f"{path}: line 6 skipped: not a JSON object"]
     api.script(Reply("it was 42"))
-    mgr2 = make_mgr(api, interactive=True)
+    mgr2 = make_manager(api, interactive=True)
     with caplog.at_level("WARNING", logger="cockpit.transcript"):
         r = await mgr2.resume(path)
     assert "line 3 skipped: not UTF-8" in caplog.text
@@ -421,7 +398,7 @@ async def test_forget_drops_a_finished_session_and_refuses_a_running_one(api, wo
     from cockpit.events import SessionForgotten
 
     api.script(Reply("done"), Reply("slow " * 20, stall_after=4))
-    mgr = make_mgr(api)
+    mgr = make_manager(api)
     sub = mgr.subscribe()
     done, _ = await run_one(mgr, workspace=workspace)
     running = await mgr.spawn(SpawnSpec("slow", workspace=workspace))

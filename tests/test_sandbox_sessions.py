@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import CALC, git, make_repo
-from standin import Reply, StandIn, ToolUse
+from standin import Reply, ToolUse
 
 from cockpit.events import ApprovalRequested
 from cockpit.runtime import RuntimeConfig, SessionManager
@@ -30,12 +30,6 @@ TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 
 def repo(tmp_path):
     return make_repo(tmp_path / "repo", {"calc.py": CALC, "test_calc.py": TEST_CALC,
                                          ".githooks/post-merge": "#!/bin/sh\n"})
-
-
-@pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
 
 
 def make_mgr(api, tmp_path, **cfg):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from standin import HTTPError, Reply, StandIn
+from standin import HTTPError, Reply
 from test_memory_support import HashEmbedder, copy_fixture
 
 from cockpit.events import Preseeded, UsageUpdate
@@ -18,12 +18,6 @@ from memory import MemoryEngine
 from memory.selector import SHORTLIST, SelectorCandidate, SelectorResult
 
 TASK = "what port does staging run on and how do we deploy?"
-
-
-@pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
 
 
 @pytest.fixture

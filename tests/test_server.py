@@ -16,7 +16,7 @@ from typing import Any, cast
 import pytest
 from helpers import stop_server
 from seed_data import write_seed
-from standin import Reply, StandIn, ToolUse
+from standin import Reply, ToolUse
 
 from cockpit import events as ev
 from cockpit import wire
@@ -33,12 +33,6 @@ from cockpit.server.client import (
     wait_for_stop,
 )
 from cockpit.server.daemon import Server
-
-
-@pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
 
 
 @pytest.fixture

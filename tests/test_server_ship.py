@@ -24,12 +24,6 @@ TEST_CALC = "from calc import add\nassert add(2, 2) == 4, 'add is wrong'\nprint(
 
 
 @pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
-
-
-@pytest.fixture
 def server_env(monkeypatch, tmp_path):
     """A real server may be started (and is stopped afterwards); a fake ``gh`` first on PATH."""
     monkeypatch.chdir(tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import CALC, fake_gh, git, make_repo, with_remote
-from standin import Reply, StandIn, ToolUse
+from standin import Reply, ToolUse
 
 from cockpit.cli import main
 from cockpit.events import SessionStatus as S
@@ -27,12 +27,6 @@ EDIT = "str_replace_based_edit_tool"
 def repo(tmp_path) -> Path:
     return make_repo(tmp_path / "repo", {"calc.py": CALC, "test_calc.py": "from calc import add\n"
                                          "assert add(2, 2) == 4, 'add is wrong'\nprint('ok')\n"})
-
-
-@pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
 
 
 def make_mgr(api, tmp_path, **cfg) -> SessionManager:

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import sshd
 from helpers import make_repo, stop_server
-from standin import Reply, StandIn, ToolUse
+from standin import Reply, ToolUse
 
 from cockpit.cli import main
 from cockpit.runtime.config import RuntimeConfig
@@ -43,12 +43,6 @@ DOC = ROOT / "docs" / "remote-reconnect.md"
 def ssh_host(tmp_path_factory):
     with sshd.SshHost(tmp_path_factory.mktemp("sshd")) as host:
         yield host
-
-
-@pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
 
 
 def _remote_command(data: Path, cache: str) -> str:

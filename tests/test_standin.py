@@ -7,12 +7,6 @@ import pytest
 from standin import FactResponder, HTTPError, Reply, StandIn, ToolUse
 
 
-@pytest.fixture
-def api():
-    with StandIn() as s:
-        yield s
-
-
 async def test_stream_text_and_tool_use_roundtrip(api):
     api.script(Reply("hello there", [ToolUse("read_file", {"path": "a.txt"}, id="toolu_1")]))
     client = anthropic.AsyncAnthropic(base_url=api.base_url, api_key="k", max_retries=0)

@@ -3,12 +3,11 @@ second reached through a relay the test can cut and restore (what a broken SSH l
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 from pathlib import Path
 
 import pytest
+from helpers import stop_server
 from socket_relay import Relay
 from standin import Reply, StandIn, ToolUse
 from tui_fakes import text_of, until
@@ -18,7 +17,7 @@ from cockpit.events import SessionStatus as S
 from cockpit.runtime import RuntimeConfig
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.server import paths
-from cockpit.server.client import BlockingClient, start_server, wait_for_stop
+from cockpit.server.client import BlockingClient, start_server
 from cockpit.server.host_config import GridHost, hosts_for_app
 from cockpit.server.hosts import Backoff, MultiHostRuntime
 from cockpit.tui.app import CockpitApp
@@ -27,17 +26,6 @@ from cockpit.tui.widgets import TotalsBar
 
 SIZE = (180, 50)
 FAST = Backoff(first=0.05, factor=2.0, cap=0.4)  # the test waits on conditions; retries come quickly
-
-
-def _stop(sock: Path) -> None:
-    try:
-        with BlockingClient(sock) as c:
-            pid = c.call("server.status")["pid"]
-            c.call("server.stop")
-    except Exception:
-        return
-    if not wait_for_stop(pid, 30):
-        os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture
@@ -53,8 +41,8 @@ def two_servers(monkeypatch, tmp_path):
         start_server()
         box = paths.socket_path()
     yield local, box
-    _stop(box)
-    _stop(local)
+    stop_server(box)
+    stop_server(local)
 
 
 class Notifier:

@@ -32,14 +32,6 @@ def api():
         server.release()
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "README.md").write_text("# Demo\nStaging runs on port 8080.\n")
-    return ws
-
-
 def manager(api: StandIn, tmp_path: Path, engine=None) -> SessionManager:
     config = RuntimeConfig(
         api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,

@@ -2,15 +2,15 @@
 
 import json
 import os
-import signal
 
 import pytest
+from helpers import stop_server
 from standin import Reply, StandIn
 
 from cockpit.cli import main
 from cockpit.events import SessionStatus as S
 from cockpit.runtime import RuntimeConfig
-from cockpit.server.client import BlockingClient, server_running, start_server, wait_for_stop
+from cockpit.server.client import BlockingClient, start_server
 from cockpit.server.remote import RemoteRuntime
 from cockpit.tui.app import CockpitApp
 
@@ -23,12 +23,7 @@ def server(monkeypatch, tmp_path):
     monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
     start_server()
     yield
-    if server_running():
-        with BlockingClient() as c:
-            pid = c.call("server.status")["pid"]
-            c.call("server.stop")
-        if not wait_for_stop(pid, 30):
-            os.kill(pid, signal.SIGKILL)
+    stop_server()
 
 
 class Notifier:

@@ -156,14 +156,24 @@ def _coding_session(mgr: FakeManager) -> None:
     )
 
 
-def test_a_pane_asking_for_approval(snap_compare):
+def _quiet_app() -> tuple[FakeManager, CockpitApp]:
+    """An app over a fake runtime, with no OS notifications and no notes watcher."""
     mgr = FakeManager()
-    app = CockpitApp(mgr, FakeEngine(), clock=FIXED_CLOCK, watch_notes=False, notify_os=False)
+    return mgr, CockpitApp(mgr, FakeEngine(), clock=FIXED_CLOCK, watch_notes=False, notify_os=False)
+
+
+def _asking_beside_an_answer(mgr: FakeManager) -> None:
+    """The coding session asking to approve its edit, and a question answered from the notes."""
+    _coding_session(mgr)
+    mgr.emit(*session_script("a1b2c3", "what port does staging run on?", S.WAITING,
+                             text="Staging runs on **port 6443**.", notes=NOTES))
+
+
+def test_a_pane_asking_for_approval(snap_compare):
+    mgr, app = _quiet_app()
 
     async def run_before(pilot):
-        _coding_session(mgr)
-        mgr.emit(*session_script("a1b2c3", "what port does staging run on?", S.WAITING,
-                                 text="Staging runs on **port 6443**.", notes=NOTES))
+        _asking_beside_an_answer(mgr)
         await _settle(pilot, lambda: len(app.panes) == 2 and app.memory.last_sync)
         await pilot.press("1")
         await settled(pilot, app)
@@ -172,7 +182,7 @@ def test_a_pane_asking_for_approval(snap_compare):
 
 
 def test_the_diff_screen(snap_compare):
-    mgr = FakeManager()
+    mgr, app = _quiet_app()
     test_patch = ("diff --git a/test_calc.py b/test_calc.py\nnew file mode 100644\n--- /dev/null\n"
                   "+++ b/test_calc.py\n@@ -0,0 +1,5 @@\n+from calc import add\n+\n+\n+def test_add():\n"
                   "+    assert add(2, 3) == 5\n")
@@ -180,7 +190,6 @@ def test_the_diff_screen(snap_compare):
         FileChange("calc.py", "M", 2, 1, "diff --git a/calc.py b/calc.py\n" + EDIT_DIFF),
         FileChange("test_calc.py", "A", 5, 0, test_patch),
     ))
-    app = CockpitApp(mgr, FakeEngine(), clock=FIXED_CLOCK, watch_notes=False, notify_os=False)
 
     async def run_before(pilot):
         _coding_session(mgr)
@@ -199,13 +208,10 @@ def test_the_narrow_layout_on_a_phone(snap_compare):
     its approve / deny buttons."""
     from cockpit.tui.widgets.narrow import SessionRow
 
-    mgr = FakeManager()
-    app = CockpitApp(mgr, FakeEngine(), clock=FIXED_CLOCK, watch_notes=False, notify_os=False)
+    mgr, app = _quiet_app()
 
     async def run_before(pilot):
-        _coding_session(mgr)
-        mgr.emit(*session_script("a1b2c3", "what port does staging run on?", S.WAITING,
-                                 text="Staging runs on **port 6443**.", notes=NOTES))
+        _asking_beside_an_answer(mgr)
         mgr.emit(*session_script("d4e5f6", "refactor the login flow", S.STREAMING, text="Looking at the session check"))
         await _settle(pilot, lambda: len(app.panes) == 3 and len(app.screen.query(SessionRow)) == 3
                       and app.memory.last_sync)

@@ -20,10 +20,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 from cdp import Browser, chromium
+from helpers import stop_server
 from standin import Reply, StandIn
 
 from cockpit.cli import main
-from cockpit.server.client import BlockingClient, server_running, wait_for_stop
+from cockpit.server.client import BlockingClient, server_running
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_chromium = pytest.mark.skipif(chromium() is None, reason="no chromium on PATH (Debian: apt-get install chromium)")
@@ -67,12 +68,7 @@ def _stop(web: Web) -> None:
     except subprocess.TimeoutExpired:
         web.proc.kill()
         raise
-    if server_running():
-        with BlockingClient() as c:
-            pid = c.call("server.status")["pid"]
-            c.call("server.stop")
-        if not wait_for_stop(pid, 30):
-            os.kill(pid, signal.SIGKILL)
+    stop_server()
 
 
 @pytest.fixture
