@@ -16,6 +16,7 @@ frame); attached to a server, the app uses the server's warm engine.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -240,6 +241,9 @@ def _run_attached(args: argparse.Namespace, config, workspace: Path | str, host:
     return run_detachable(app, engine, detached_message, host)
 
 
+WEB_TAB = "COCKPIT_WEB_TAB"  # set for the apps `cockpit web` runs, one per browser tab
+
+
 def run_detachable(app: Any, engine: Any, message: Callable[[int, int, str | None], str],
                    host: str | None = None) -> int:
     """Run an app attached to a server (or several), close its memory engine after it, and say
@@ -252,7 +256,7 @@ def run_detachable(app: Any, engine: Any, message: Callable[[int, int, str | Non
         if engine is not None:
             engine.close()
     live = [v for v in app.views.values() if not v.status.is_final]
-    if live:
+    if live and not os.environ.get(WEB_TAB):  # a browser tab's app: its closing is no news to `cockpit web`'s terminal
         print(message(len(live), sum(v.status.needs_user for v in live), host), file=sys.stderr)
     return int(app.return_code or 0)
 

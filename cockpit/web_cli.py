@@ -98,8 +98,10 @@ def cmd_web(args: argparse.Namespace) -> int:
         import textual_serve  # noqa: F401
     except ImportError:
         raise CockpitError("cockpit web needs textual-serve: pip install textual-serve") from None
-    from cockpit.server.client import ServerError, ensure_server
+    from cockpit.server.client import ServerError, ensure_server, server_pid
 
+    if server_pid() is None:
+        print("cockpit web: starting the Cockpit server…", flush=True)
     try:
         ensure_server()  # the tabs attach to it: started once here, not by the first tab
     except ServerError as exc:
@@ -127,8 +129,12 @@ def cmd_web(args: argparse.Namespace) -> int:
         print(f"cockpit web: {url(shown, port, token)}", flush=True)
         print("cockpit web: ctrl+c stops serving (the sessions go on in the server)", flush=True)
 
+    os.environ[tui_cli.WEB_TAB] = "1"  # (the tabs' apps inherit it: they detach without a word here)
     try:
         asyncio.run(serve(TokenServer(command, token), host, args.port, ready))
     except OSError as exc:
         raise CockpitError(f"cannot listen on {host}:{args.port}: {exc.strerror or exc}") from None
+    except KeyboardInterrupt:
+        pass
+    print("cockpit web: stopped (the sessions go on in the server: cockpit ls)", flush=True)
     return 0

@@ -61,14 +61,16 @@ def _start(cwd: Path, *flags: str, api: StandIn) -> Web:
     raise AssertionError(f"cockpit web printed no URL: {''.join(out)}")
 
 
-def _stop(web: Web) -> None:
+def _stop(web: Web) -> str:
+    """Stop serving (SIGTERM, as ctrl+c) and the server; what ``cockpit web`` printed after the URL."""
     web.proc.send_signal(signal.SIGTERM)
     try:
-        web.proc.wait(timeout=60)
+        rest, _ = web.proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         web.proc.kill()
         raise
     stop_server()
+    return rest
 
 
 @pytest.fixture
@@ -196,10 +198,12 @@ def test_listening_beyond_loopback_warns_and_names_the_tunnels(tmp_path, monkeyp
         try:
             said = "".join(served.out)
             assert "warning: listening on 0.0.0.0" in said and "ssh -L" in said and "VPN" in said
+            assert "starting the Cockpit server" in said  # (the seconds before the URL are explained)
             status, _, _ = asyncio.run(_get(f"http://127.0.0.1:{served.port}/"))
             assert status == 403  # still the token on every request
         finally:
-            _stop(served)
+            rest = _stop(served)
+        assert "cockpit web: stopped" in rest
 
 
 def test_bad_input_is_one_line_before_anything_starts(tmp_path, monkeypatch, capsys):
@@ -229,3 +233,25 @@ def test_the_app_flags_reach_each_tabs_app_given_before_or_after_web():
     assert app_argv(args) == ["--host", "local", "--host", "box"]
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("box.example")
+
+
+def test_a_browser_tabs_app_detaches_without_a_word_in_the_web_terminal(monkeypatch, capsys):
+    """Each closed tab's app would print "N sessions stay in the server" into `cockpit web`'s own
+    terminal: the apps it runs (COCKPIT_WEB_TAB set) say nothing; the terminal app still does."""
+    from types import SimpleNamespace
+
+    from cockpit import tui_cli
+    from cockpit.events import SessionStatus
+
+    live = SimpleNamespace(status=SessionStatus.WAITING)
+    app = SimpleNamespace(run=lambda: None, views={"a": live}, return_code=0)
+
+    def message(n, waiting, host):
+        return f"{n} session(s) stay in the server"
+
+    monkeypatch.delenv(tui_cli.WEB_TAB, raising=False)
+    assert tui_cli.run_detachable(app, None, message) == 0
+    assert "stay in the server" in capsys.readouterr().err
+    monkeypatch.setenv(tui_cli.WEB_TAB, "1")
+    assert tui_cli.run_detachable(app, None, message) == 0
+    assert capsys.readouterr().err == ""
