@@ -108,7 +108,31 @@ async def _subscribe(client: AsyncClient, sid: str) -> list[ev.Event]:
     return [e for e in events if e.session_id == sid]
 
 
-async def _attach(query: str, tr: Transport) -> int:
+def _only(listed: dict) -> str:
+    """``attach`` without an id: the one session that needs the user, else the only one not
+    ended; several or none is a one-line error naming them."""
+    from cockpit.events import SessionStatus
+    from cockpit.textsafe import one_line
+
+    live = []
+    for row in listed.get("sessions") or []:
+        try:
+            status = SessionStatus(row.get("status"))
+        except ValueError:
+            continue
+        if not status.is_final:
+            live.append((row, status))
+    for group in ([r for r, st in live if st.needs_user], [r for r, _ in live]):
+        if len(group) == 1:
+            return str(group[0]["id"])
+        if group:
+            names = ", ".join(f"{r['id']} ({r.get('status')}: {one_line(str(r.get('task', '')))[:40]})"
+                              for r in group[:6])
+            raise CockpitError(f"{len(group)} sessions could be meant: give an id — {names}")
+    raise CockpitError("no session is running (cockpit ls lists the ended ones: attach ID shows one)")
+
+
+async def _attach(query: str | None, tr: Transport) -> int:
     from cockpit import events as ev
     from cockpit import wire
     from cockpit.server.client import AsyncClient, RemoteError
@@ -117,7 +141,7 @@ async def _attach(query: str, tr: Transport) -> int:
     client = await AsyncClient.over(tr)
     try:
         try:
-            row = await client.call("get", id=query)
+            row = await client.call("get", id=query or _only(await client.call("list")))
         except RemoteError as exc:
             raise CockpitError(exc.message) from None
         sid = row["id"]

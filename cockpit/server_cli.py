@@ -67,7 +67,8 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_kill)
 
     p = sub.add_parser("attach", help="follow a session's output until it waits for you or ends")
-    p.add_argument("id", help=ID_HELP)
+    p.add_argument("id", nargs="?", default=None,
+                   help=ID_HELP + "; omitted: the one session that needs you, else the only one running")
     add_host_argument(p)
     p.set_defaults(func=cmd_attach)
 

@@ -157,8 +157,28 @@ def test_detached_run_ls_attach_then_stop(api, ws, server_proc, capsys):
     assert main(["kill", ids[0]]) == 0  # already done: says so (it printed nothing)
     assert "already ended (done): nothing to kill" in capsys.readouterr().out
     assert main(["attach", "zzzzzz"]) == 2
+    assert main(["attach"]) == 2  # no id and nothing running: says so, names no session
+    assert "no session is running" in capsys.readouterr().err
     assert main(["server", "stop"]) == 0
     assert not server_running()
+
+
+def test_attach_without_an_id_picks_the_session_that_needs_you_or_the_only_one():
+    from cockpit.attach_cli import _only
+    from cockpit.errors import CockpitError
+
+    def rows(*states):
+        return {"sessions": [{"id": f"s{i}", "status": st, "task": f"task {i}"} for i, st in enumerate(states)]}
+
+    assert _only(rows("done", "streaming")) == "s1"  # the only one running
+    assert _only(rows("streaming", "needs approval", "done")) == "s1"  # the one that needs you
+    assert _only(rows("waiting for you", "streaming", "streaming")) == "s0"
+    with pytest.raises(CockpitError, match=r"2 sessions could be meant: give an id — s0 \(streaming: task 0\)"):
+        _only(rows("streaming", "running tool"))
+    with pytest.raises(CockpitError, match="2 sessions could be meant"):
+        _only(rows("needs approval", "waiting for you"))
+    with pytest.raises(CockpitError, match="no session is running"):
+        _only(rows("done", "killed"))
 
 
 def test_attach_says_how_each_ask_was_answered(api, ws, server_proc, capsys):
