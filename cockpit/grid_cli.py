@@ -19,7 +19,11 @@ from cockpit.server.host_config import GridHost, hosts_for_app
 def run_grid(args: argparse.Namespace, config, workspace: Path, grid: list[GridHost]) -> int:
     from cockpit.tui_cli import detached_message, run_detachable
 
-    def message(live: int, waiting: int, _host: str | None) -> str:
+    names = [h.name for h in grid]
+
+    def message(live: int, waiting: int) -> str:
+        if len(names) == 1:  # one host: its commands name it (`cockpit ls --host box`)
+            return detached_message(live, waiting, None if names[0] == hostids.LOCAL else names[0])
         return detached_message(live, waiting).replace("in the server", "in their servers")
 
     app, engine = grid_app(args, config, workspace, grid)
