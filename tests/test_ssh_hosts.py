@@ -394,7 +394,6 @@ async def test_the_app_on_a_host_spawns_approves_and_merges_there(box, api):
                                                   "cockpit --host box to come back)")
 
 
-ODD = "it's a \"dir\" $(touch PWNED); touch PWNED2 `touch PWNED3`"
 
 
 async def test_s_and_r_on_a_remote_pane_open_ssh_in_its_folder_and_that_hosts_transcripts(box, api, tmp_path,
@@ -407,7 +406,8 @@ async def test_s_and_r_on_a_remote_pane_open_ssh_in_its_folder_and_that_hosts_tr
     from cockpit.events import SessionStatus
     from cockpit.tui.screens.review import ReviewScreen
 
-    odd = make_repo(tmp_path / ODD, {"README.md": "odd\n"})
+    tag = f"PWNED-{os.getpid()}-{time.monotonic_ns()}"  # what an injected command would create
+    odd = make_repo(tmp_path / f"it's a \"dir\" $(touch {tag}); touch {tag}-2 `touch {tag}-3`", {"README.md": "odd\n"})
     api.responder = lambda body: Reply("answer to " + body["messages"][0]["content"][-1]["text"])
     config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
                            notify_os=False)
@@ -434,7 +434,7 @@ async def test_s_and_r_on_a_remote_pane_open_ssh_in_its_folder_and_that_hosts_tr
         await pilot.press("s")
         await _until(pilot, lambda: suspended == ["suspend", "resume"], "the shell run and the app back")
         assert out.read_text().strip() == str(odd.resolve())  # it ran there, in the session's folder
-        assert not [p for p in (tmp_path, odd, Path.home()) for n in ("PWNED", "PWNED2", "PWNED3") if (p / n).exists()]
+        assert not [p for d in (tmp_path, odd, Path.home()) for p in d.glob(f"{tag}*")]  # none ran
         monkeypatch.setenv("COCKPIT_SSH_COMMAND", ssh_host.ssh_command)
 
         await pilot.press("r")  # box's transcripts, from box's server

@@ -179,6 +179,7 @@ def test_the_shell_on_a_host_is_the_transports_ssh_with_every_path_quoted(tmp_pa
     backticks and ``;`` are names, never commands."""
     from cockpit.server.ssh import open_shell, shell_argv, ssh_argv
 
+    monkeypatch.chdir(tmp_path)  # where an injected command would run
     fake = tmp_path / "fake-ssh"  # runs its last argument (the remote command) as the remote shell would
     fake.write_text('#!/bin/sh\nfor a; do last=$a; done\nexec sh -c "$last"\n')
     fake.chmod(0o755)

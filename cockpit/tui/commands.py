@@ -313,14 +313,15 @@ class SessionCommands(App):
 
     # -- review of transcripts, resume, memory ---------------------------------------
     def open_review(self, session_id: str | None = None) -> None:
-        """The review of transcripts: this machine's; from a pane of another host in a grid, that
-        host's (read from its server), ``o`` resuming one there."""
+        """The review of transcripts: this machine's; from a pane of another host in a grid (with
+        no pane: the grid's default host), that host's, read from its server, ``o`` resuming one there."""
         from cockpit.runtime.transcript import FileTranscripts
 
-        host = hostids.host_of(session_id) if session_id else hostids.LOCAL
+        grid = self.manager if isinstance(self.manager, GridRuntime) else None
+        host = hostids.host_of(session_id) if session_id else (grid.default_host if grid else hostids.LOCAL)
         source: TranscriptSource = FileTranscripts(self.sessions_dir)
-        if host != hostids.LOCAL and isinstance(self.manager, GridRuntime):
-            source = self.manager.transcripts_of(host)
+        if host != hostids.LOCAL and grid is not None:
+            source = grid.transcripts_of(host)
         live = {hostids.split(sid)[1]: v.status.value for sid, v in self.views.items()
                 if not v.status.is_final and hostids.host_of(sid) == host}
         select = hostids.split(session_id)[1] if session_id else None
