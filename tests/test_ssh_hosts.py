@@ -184,6 +184,8 @@ def test_worktrees_and_doctor_run_on_the_host(box, api, capfd, monkeypatch):
     assert json.loads(capfd.readouterr().out)["worktrees"] == []
     assert main(["worktrees", "diff", row["id"], "--host", "box"]) == 0
     assert "+hi" in capfd.readouterr().out
+    assert main(["shell", row["id"], "--host", "box"]) == 0  # its shell there (stdin at its end here: it exits)
+    assert f"shell in {row['worktree']['path']} (" in capfd.readouterr().err
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     code = main(["doctor", "--host", "box"])
     out, _ = capfd.readouterr()
@@ -347,9 +349,9 @@ async def test_the_app_on_a_host_spawns_approves_and_merges_there(box, api):
     from textual.widgets import Input
 
     from cockpit.events import SessionStatus
+    from cockpit.grid_cli import detached_message
     from cockpit.tui.screens.diff import DiffScreen
     from cockpit.tui.screens.spawn import SpawnDialog
-    from cockpit.tui_cli import detached_message
 
     def responder(body):
         if len(body["messages"]) == 1:
@@ -390,8 +392,8 @@ async def test_the_app_on_a_host_spawns_approves_and_merges_there(box, api):
     with _remote_client(box) as c:
         row = c.call("get", id=sid.split(":", 1)[1])
     assert row["status"] == "done" and row["workspace"] == str(box["ws"])  # merged: it ended there
-    assert detached_message(1, 1, "box").endswith("cockpit ls --host box · cockpit attach --host box ID · "
-                                                  "cockpit --host box to come back)")
+    assert detached_message(["box"], 1, 1).endswith("cockpit ls --host box · cockpit attach --host box ID · "
+                                                    "cockpit --host box to come back)")  # what q says then
 
 
 

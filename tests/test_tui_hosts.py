@@ -274,6 +274,7 @@ async def test_cockpit_host_local_host_box_from_the_config(two_servers, tmp_path
     """What `cockpit --host local --host box` builds: [hosts.box] socket = … in config.toml."""
     import argparse
 
+    from cockpit.grid_cli import detached_message
     from cockpit.grid_cli import grid_app as build
     from cockpit.runtime.config import config_path
     from cockpit.server.host_config import grid_hosts
@@ -295,6 +296,10 @@ async def test_cockpit_host_local_host_box_from_the_config(two_servers, tmp_path
             await until(pilot, lambda: [v.status for v in app.views.values()] == [S.WAITING], "answered on box")
             assert next(iter(app.views)).startswith("box:")
             await app.shutdown()
+    # what the shell shows when q detaches from live sessions
+    assert detached_message(["local", "box"], 2).startswith("cockpit: 2 sessions stay in their servers (2 working; ")
+    assert detached_message(["local"], 1, 1).endswith("(1 waiting for you; cockpit ls · cockpit attach ID · "
+                                                     "cockpit to come back)")
 
 
 async def test_r_on_a_pane_of_another_host_reviews_and_resumes_that_hosts_transcripts(two_servers, tmp_path,
