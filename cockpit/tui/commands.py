@@ -216,7 +216,10 @@ class SessionCommands(App):
         where = view.cwd or (view.worktree.path if view.worktree else "")
         host = hostids.host_of(session_id)
         there = self.manager.shell_opener(host) if isinstance(self.manager, GridRuntime) else None
-        if not where or (there is None and not Path(where).is_dir()):
+        # on another host the folder is not here to look at: the events say when it went
+        gone = there is not None and view.worktree is not None and bool(
+            view.worktree_removed or (view.reviewed is not None and view.reviewed.ok))
+        if not where or gone or (there is None and not Path(where).is_dir()):
             self.notify(f"session {session_id} has no folder to open a shell in (merged, kept or discarded?)",
                         severity="warning")
             return
