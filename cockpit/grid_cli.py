@@ -17,13 +17,22 @@ from cockpit.server.host_config import GridHost, hosts_for_app
 
 
 def run_grid(args: argparse.Namespace, config, workspace: Path, grid: list[GridHost]) -> int:
-    from cockpit.tui_cli import detached_message, run_detachable
+    from functools import partial
 
-    def message(live: int, waiting: int, _host: str | None) -> str:
-        return detached_message(live, waiting).replace("in the server", "in their servers")
+    from cockpit.tui_cli import run_detachable
 
     app, engine = grid_app(args, config, workspace, grid)
-    return run_detachable(app, engine, message)
+    return run_detachable(app, engine, partial(detached_message, [h.name for h in grid]))
+
+
+def detached_message(hosts: list[str], live: int, waiting: int = 0) -> str:
+    """What the shell shows when the grid of ``hosts`` detaches from ``live`` sessions: with one
+    host, its commands name it (``cockpit ls --host box``)."""
+    from cockpit.tui_cli import detached_message as message
+
+    if len(hosts) == 1:
+        return message(live, waiting, None if hosts[0] == hostids.LOCAL else hosts[0])
+    return message(live, waiting).replace("in the server", "in their servers")
 
 
 def grid_app(args: argparse.Namespace, config, workspace: Path, grid: list[GridHost]) -> tuple[Any, Any]:

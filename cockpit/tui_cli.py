@@ -203,51 +203,18 @@ def detached_message(live: int, waiting: int = 0, host: str | None = None) -> st
             f"cockpit ls{flag} · cockpit attach{flag} ID · cockpit{flag} to come back)")
 
 
-def _host_side(args: argparse.Namespace, host: str):
-    """For the app on ``host``: (its transport, the memory engine of its notes or None, its notes
-    folder or None, the workspace of spawns there) — paths as that host names them."""
-    from cockpit.errors import CockpitError
-    from cockpit.host_cli import entry
-    from cockpit.server.client import BlockingClient, ServerError
-    from cockpit.server.remote import RemoteEngine
-    from cockpit.server.transport import transport_for
-
-    site = entry(host)
-    given = args.workspace if args.workspace not in (".", None) else None
-    workspace = given or site.workspace
-    if not workspace:
-        raise CockpitError(f"no workspace on host {site.name}: pass --workspace DIR (a folder there), or set "
-                           f"workspace in [hosts.{site.name}]")
-    transport = transport_for(site)
-    try:
-        client = BlockingClient.over(transport)
-    except ServerError as exc:
-        raise CockpitError(str(exc), code=1) from None
-    home = str((client.connection.hello if client.connection else {}).get("home") or "~")
-
-    def there(path: str | None) -> str | None:
-        return home + path[1:] if path and (path == "~" or path.startswith("~/")) else path
-
-    notes = there(args.notes if args.notes not in ("notes", None) else site.notes)
-    if notes is None:
-        client.close()
-        return transport, None, None, there(workspace)
-    return transport, RemoteEngine(client, notes), notes, there(workspace)
-
-
-def _run_attached(args: argparse.Namespace, config, workspace: Path | str, host: str | None = None) -> int:
-    """The app as a client of the server (started when none runs), or of ``host``'s (through ssh)."""
-    app, engine = attached_app(args, config, workspace, host)
-    return run_detachable(app, engine, detached_message, host)
+def _run_attached(args: argparse.Namespace, config, workspace: Path | str) -> int:
+    """The app as a client of this machine's server (started when none runs)."""
+    app, engine = attached_app(args, config, workspace)
+    return run_detachable(app, engine, detached_message)
 
 
 WEB_TAB = "COCKPIT_WEB_TAB"  # set for the apps `cockpit web` runs, one per browser tab
 
 
-def run_detachable(app: Any, engine: Any, message: Callable[[int, int, str | None], str],
-                   host: str | None = None) -> int:
+def run_detachable(app: Any, engine: Any, message: Callable[[int, int], str]) -> int:
     """Run an app attached to a server (or several), close its memory engine after it, and say
-    what goes on there when it detaches: ``message(live, waiting, host)``."""
+    what goes on there when it detaches: ``message(live, waiting)``."""
     import sys
 
     try:
@@ -257,32 +224,26 @@ def run_detachable(app: Any, engine: Any, message: Callable[[int, int, str | Non
             engine.close()
     live = [v for v in app.views.values() if not v.status.is_final]
     if live and not os.environ.get(WEB_TAB):  # a browser tab's app: its closing is no news to `cockpit web`'s terminal
-        print(message(len(live), sum(v.status.needs_user for v in live), host), file=sys.stderr)
+        print(message(len(live), sum(v.status.needs_user for v in live)), file=sys.stderr)
     return int(app.return_code or 0)
 
 
-def attached_app(args: argparse.Namespace, config, workspace: Path | str, host: str | None = None,
-                 **app_options: Any):
-    """(the app attached to the server — this machine's, or ``host``'s — and its memory engine
-    or None); ``app_options`` go to ``CockpitApp`` (a test's notifier)."""
+def attached_app(args: argparse.Namespace, config, workspace: Path | str, **app_options: Any):
+    """(the app attached to this machine's server, and its memory engine or None); ``app_options``
+    go to ``CockpitApp`` (a test's notifier). Other hosts' servers are the grid's
+    (``cockpit.grid_cli``)."""
     from cockpit.errors import CockpitError
     from cockpit.notes_location import resolve_notes
     from cockpit.server.client import BlockingClient, ServerError, ensure_server
     from cockpit.server.remote import RemoteEngine, RemoteRuntime
 
-    transport = None
-    if host:
-        transport, engine, notes_there, workspace = _host_side(args, host)
-        notes = Path(notes_there) if notes_there else Path("notes")
-        have_notes = notes_there is not None
-    else:
-        notes = resolve_notes(args.notes, Path.cwd())
-        have_notes = notes.is_dir()
-        try:
-            ensure_server()
-            engine = RemoteEngine(BlockingClient(), notes) if have_notes else None
-        except ServerError as exc:
-            raise CockpitError(f"{exc} (or run without it: cockpit --no-server)") from None
+    notes = resolve_notes(args.notes, Path.cwd())
+    have_notes = notes.is_dir()
+    try:
+        ensure_server()
+        engine = RemoteEngine(BlockingClient(), notes) if have_notes else None
+    except ServerError as exc:
+        raise CockpitError(f"{exc} (or run without it: cockpit --no-server)") from None
 
     from textual.binding import Binding
 
@@ -293,8 +254,7 @@ def attached_app(args: argparse.Namespace, config, workspace: Path | str, host: 
 
     async def attach() -> RemoteRuntime:  # inside the app's loop
         try:
-            return await RemoteRuntime.attach(config, notes=str(notes) if have_notes else None, transport=transport,
-                                              workspace=str(workspace) if host else None)
+            return await RemoteRuntime.attach(config, notes=str(notes) if have_notes else None)
         except Exception as exc:
             raise CockpitError(f"cannot attach to the server: {exc}") from None
 

@@ -178,6 +178,8 @@ def test_worktrees_and_doctor_run_on_the_host(box, api, capfd, monkeypatch):
     assert json.loads(capfd.readouterr().out)["worktrees"] == []
     assert main(["worktrees", "diff", row["id"], "--host", "box"]) == 0
     assert "+hi" in capfd.readouterr().out
+    assert main(["shell", row["id"], "--host", "box"]) == 0  # its shell there (stdin at its end here: it exits)
+    assert f"shell in {row['worktree']['path']} (" in capfd.readouterr().err
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     code = main(["doctor", "--host", "box"])
     out, _ = capfd.readouterr()
@@ -318,38 +320,136 @@ $ cockpit attach {sid} --host box
 """)
 
 
-async def test_the_app_on_a_host(box, api):
-    """`cockpit --host box`: the app attached to box's server through ssh; a spawn goes to box's
-    workspace and its pane fills; quitting detaches (the session stays there)."""
+def _grid_on_box(config: RuntimeConfig):
+    """What `cockpit --host box` runs: the grid app over box alone, through ssh."""
     import argparse
 
-    from cockpit.events import SessionStatus
-    from cockpit.tui_cli import attached_app, detached_message
+    from cockpit.grid_cli import grid_app
+    from cockpit.runtime.config import config_path
+    from cockpit.server.host_config import grid_hosts
 
-    api.responder = lambda body: Reply("answer to " + body["messages"][0]["content"][-1]["text"])
-    config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0)
     args = argparse.Namespace(host=["box"], workspace=".", notes="notes")
+    app, engine = grid_app(args, config, Path.cwd(), grid_hosts(args.host, config_path()))
+    assert engine is None  # no local host: no local engine
+    return app
 
-    class Notifier:
-        def send(self, title, message):
-            pass
 
-    app, engine = attached_app(args, config, ".", "box", os_notifier=Notifier())
-    assert engine is None and app.workspace == str(box["ws"])  # box's folder, not this one
+async def _until(pilot, cond, what: str, timeout: float = 120.0) -> None:
+    for _ in range(int(timeout / 0.05)):  # a failure guard only: the app waits on the condition
+        if cond():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_the_app_on_a_host_spawns_approves_and_merges_there(box, api):
+    """`cockpit --host box`: the grid app over box's server through ssh. The spawn dialog offers
+    box and its workspace there; the session asks, `y` allows it there; `d` then `m` merges its
+    worktree into box's repository (the session ends done there); `q` detaches."""
+    from textual.widgets import Input
+
+    from cockpit.events import SessionStatus
+    from cockpit.grid_cli import detached_message
+    from cockpit.tui.screens.diff import DiffScreen
+    from cockpit.tui.screens.spawn import SpawnDialog
+
+    def responder(body):
+        if len(body["messages"]) == 1:
+            return Reply("Writing it.", [ToolUse("bash", {"command": "echo hi > hello.txt"})])
+        return Reply("Wrote hello.txt.")
+
+    api.responder = responder
+    config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
+                           notify_os=False)
+    app = _grid_on_box(config)
     async with app.run_test(size=(160, 48)) as pilot:
-        app.spawn("hello from afar")
-        for _ in range(1800):  # a failure guard: the pane fills within seconds
-            if app.views and all(v.status is SessionStatus.WAITING for v in app.views.values()):
-                break
-            await pilot.pause(0.05)
+        await _until(pilot, lambda: getattr(app.host_states.get("box"), "state", "") == "connected", "box connected")
+        await pilot.press("n")
+        dialog = app.screen
+        assert isinstance(dialog, SpawnDialog)
+        assert dialog.query_one("#spawn-workspace", Input).value == str(box["ws"])  # box's folder, not this one
+        await pilot.press(*"write hello", "enter")
+        await _until(pilot, lambda: [v.status for v in app.views.values()] == [SessionStatus.NEEDS_APPROVAL],
+                     "the session asks")
         (sid, view), = app.views.items()
-        assert "".join(b.text for b in view.blocks if b.kind == "text") == "answer to hello from afar"
+        assert sid.startswith("box:") and view.worktree is not None
+        await pilot.press("y")  # allowed once, there
+        await _until(pilot, lambda: view.status is SessionStatus.WAITING, "the session's answer")
+        assert "".join(b.text for b in view.blocks if b.kind == "text") == "Writing it.Wrote hello.txt."
+        assert (Path(view.worktree.path) / "hello.txt").read_text() == "hi\n"  # box's worktree
+        assert view.worktree.path.startswith(str(box["data"]))
+        await pilot.press("d")
+        screen = app.screen
+        assert isinstance(screen, DiffScreen)
+        await _until(pilot, lambda: screen.diff is not None, "the diff from box")
+        assert [f.path for f in screen.diff.files] == ["hello.txt"]
+        await pilot.press("m")
+        await _until(pilot, lambda: "merge" in str(screen.result), "the merge's result")
+        assert "✓" in str(screen.result), screen.result
+        assert subprocess.run(["git", "show", "main:hello.txt"], cwd=box["ws"], capture_output=True,
+                              text=True).stdout == "hi\n"  # merged into box's repository
+        await pilot.press("escape", "s")  # merged: its worktree is gone there, no shell to open
+        await _until(pilot, lambda: any("has no folder to open a shell in" in n.message for n in app._notifications),
+                     "the shell key says why not")
         await pilot.press("q")  # detach
     with _remote_client(box) as c:
-        row = c.call("get", id=sid)
-    assert row["status"] == "waiting for you" and row["workspace"] == str(box["ws"])
-    assert detached_message(1, 1, "box").endswith("cockpit ls --host box · cockpit attach --host box ID · "
-                                                  "cockpit --host box to come back)")
+        row = c.call("get", id=sid.split(":", 1)[1])
+    assert row["status"] == "done" and row["workspace"] == str(box["ws"])  # merged: it ended there
+    assert detached_message(["box"], 1, 1).endswith("cockpit ls --host box · cockpit attach --host box ID · "
+                                                    "cockpit --host box to come back)")  # what q says then
+
+
+
+
+async def test_s_and_r_on_a_remote_pane_open_ssh_in_its_folder_and_that_hosts_transcripts(box, api, tmp_path,
+                                                                                         ssh_host, monkeypatch):
+    """`s` on box's pane runs the user's ssh (COCKPIT_SSH_COMMAND, the host's `ssh =`) with a login
+    shell in the session's folder there — a folder whose name holds quotes, `$(…)` and backticks,
+    none of them run; `r` lists box's transcripts, read from box's server."""
+    from textual.drivers.headless_driver import HeadlessDriver
+
+    from cockpit.events import SessionStatus
+    from cockpit.tui.screens.review import ReviewScreen
+
+    tag = f"PWNED-{os.getpid()}-{time.monotonic_ns()}"  # what an injected command would create
+    odd = make_repo(tmp_path / f"it's a \"dir\" $(touch {tag}); touch {tag}-2 `touch {tag}-3`", {"README.md": "odd\n"})
+    api.responder = lambda body: Reply("answer to " + body["messages"][0]["content"][-1]["text"])
+    config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
+                           notify_os=False)
+    app = _grid_on_box(config)
+    suspended: list[str] = []
+    monkeypatch.setattr(HeadlessDriver, "can_suspend", property(lambda self: True), raising=False)
+    monkeypatch.setattr(HeadlessDriver, "suspend_application_mode", lambda self: suspended.append("suspend"),
+                        raising=False)
+    monkeypatch.setattr(HeadlessDriver, "resume_application_mode", lambda self: suspended.append("resume"),
+                        raising=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _until(pilot, lambda: getattr(app.host_states.get("box"), "state", "") == "connected", "box connected")
+        app.spawn(SpawnSpec("say hi", workspace=str(odd), worktree=False), host="box")
+        await _until(pilot, lambda: [v.status for v in app.views.values()] == [SessionStatus.WAITING], "the answer")
+        (sid, view), = app.views.items()
+        assert view.cwd == str(odd)
+        # the user types into the remote shell: here a wrapper of the same ssh feeds it one command
+        out = tmp_path / "remote-pwd"
+        feed = tmp_path / "feeding-ssh"
+        feed.write_text(f"#!/bin/sh\nprintf '%s\\n' {shlex.quote(f'pwd -P > {shlex.quote(str(out))}')} | "
+                        f"{ssh_host.ssh_command} \"$@\"\n")
+        feed.chmod(0o755)
+        monkeypatch.setenv("COCKPIT_SSH_COMMAND", str(feed))  # read when `s` runs ssh (the grid is connected)
+        await pilot.press("s")
+        await _until(pilot, lambda: suspended == ["suspend", "resume"], "the shell run and the app back")
+        assert out.read_text().strip() == str(odd.resolve())  # it ran there, in the session's folder
+        assert not [p for d in (tmp_path, odd, Path.home()) for p in d.glob(f"{tag}*")]  # none ran
+        monkeypatch.setenv("COCKPIT_SSH_COMMAND", ssh_host.ssh_command)
+
+        await pilot.press("r")  # box's transcripts, from box's server
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen) and screen.source.host == "box"
+        await _until(pilot, lambda: screen.shown is not None and "answer to say hi" in screen.text, "the transcript")
+        assert [i.session_id for i in screen.all_infos] == [sid.split(":", 1)[1]]
+        assert str(screen.shown.path).startswith(str(box["data"]))  # box's file, read through its server
+        await pilot.press("escape")
+        await app.shutdown()
 
 
 def test_memory_commands_run_on_the_host_with_its_notes(box, capfd):

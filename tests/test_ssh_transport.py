@@ -170,3 +170,40 @@ def test_host_local_is_this_machine_and_a_command_takes_one_host():
     assert host_name(build_parser("ls").parse_args(["ls"])) is None
     with pytest.raises(CockpitError, match="acts on one host; --host was given 2 times"):
         host_name(build_parser("ls").parse_args(["ls", "--host", "a", "--host", "b"]))
+
+
+def test_the_shell_on_a_host_is_the_transports_ssh_with_every_path_quoted(tmp_path, monkeypatch):
+    """``s`` on a remote pane: the transport's own ssh command line (``COCKPIT_SSH_COMMAND``, the
+    host's ``ssh =``), ``-t``, a login shell in the folder there; its editor on a file. A stand-in
+    ssh runs the remote command with sh here: folder and file names with quotes, ``$(…)``,
+    backticks and ``;`` are names, never commands."""
+    from cockpit.server.ssh import open_shell, shell_argv, ssh_argv
+
+    monkeypatch.chdir(tmp_path)  # where an injected command would run
+    fake = tmp_path / "fake-ssh"  # runs its last argument (the remote command) as the remote shell would
+    fake.write_text('#!/bin/sh\nfor a; do last=$a; done\nexec sh -c "$last"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", f"{fake} -F /dev/null")
+    host = HostEntry("box", ssh="me@box.example", timeout=7)
+    odd = tmp_path / "it's a \"dir\" $(touch PWNED); touch PWNED2 `touch PWNED3`"
+    odd.mkdir()
+    argv = shell_argv(host, str(odd))
+    transport = ssh_argv(host, "REMOTE")
+    assert argv[:2] == [str(fake), "-F"] and argv[-2] == "me@box.example"  # the transport's command and target
+    assert argv[:-1] == [*transport[:3], "-t", *transport[4:-1]] and transport[3] == "-T"
+    record = tmp_path / "record"
+    script = tmp_path / "record.sh"  # the remote $SHELL / $EDITOR: records where it ran and on what
+    script.write_text(f'#!/bin/sh\npwd -P > "{record}"\nprintf "%s\\n" "$@" >> "{record}"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("SHELL", str(script))
+    assert open_shell(host, str(odd)) == 0
+    assert record.read_text().splitlines() == [str(odd.resolve()), "-l"]  # a login shell, in the folder
+    monkeypatch.setenv("EDITOR", str(script))
+    monkeypatch.delenv("VISUAL", raising=False)
+    name = "a 'b' $(touch PWNED4).txt"
+    assert open_shell(host, str(odd), edit=name) == 0
+    assert record.read_text().splitlines() == [str(odd.resolve()), name]
+    assert not [p for p in tmp_path.rglob("PWNED*")]
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", "/nonexistent/ssh")
+    with pytest.raises(HostError, match=r"ssh not found \(/nonexistent/ssh\)"):
+        open_shell(host, str(odd))

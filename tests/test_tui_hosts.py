@@ -17,7 +17,7 @@ from cockpit.events import SessionStatus as S
 from cockpit.runtime import RuntimeConfig
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.server import paths
-from cockpit.server.client import BlockingClient, start_server
+from cockpit.server.client import BlockingClient, RemoteError, start_server
 from cockpit.server.host_config import GridHost, hosts_for_app
 from cockpit.server.hosts import Backoff, MultiHostRuntime
 from cockpit.tui.app import CockpitApp
@@ -262,6 +262,7 @@ async def test_cockpit_host_local_host_box_from_the_config(two_servers, tmp_path
     """What `cockpit --host local --host box` builds: [hosts.box] socket = … in config.toml."""
     import argparse
 
+    from cockpit.grid_cli import detached_message
     from cockpit.grid_cli import grid_app as build
     from cockpit.runtime.config import config_path
     from cockpit.server.host_config import grid_hosts
@@ -282,4 +283,66 @@ async def test_cockpit_host_local_host_box_from_the_config(two_servers, tmp_path
             app.spawn(SpawnSpec("question there"), host="box")
             await until(pilot, lambda: [v.status for v in app.views.values()] == [S.WAITING], "answered on box")
             assert next(iter(app.views)).startswith("box:")
+            await app.shutdown()
+    # what the shell shows when q detaches from live sessions
+    assert detached_message(["local", "box"], 2).startswith("cockpit: 2 sessions stay in their servers (2 working; ")
+    assert detached_message(["local"], 1, 1).endswith("(1 waiting for you; cockpit ls · cockpit attach ID · "
+                                                     "cockpit to come back)")
+
+
+async def test_r_on_a_pane_of_another_host_reviews_and_resumes_that_hosts_transcripts(two_servers, tmp_path,
+                                                                                      monkeypatch):
+    """`r` on box's pane lists box's transcripts (read from box's server, not this machine's
+    files); `o` resumes one on box, its earlier output read from box as well."""
+    from cockpit.server.remote import HostTranscripts
+    from cockpit.tui.screens.review import ReviewScreen
+
+    read_there: list[str] = []  # box's transcripts read through its server (box's files are this machine's too)
+    real_read = HostTranscripts.read
+    monkeypatch.setattr(HostTranscripts, "read", lambda self, path, warnings: read_there.append(self.host)
+                        or real_read(self, path, warnings))
+
+    local_sock, box_sock = two_servers
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with StandIn() as api:
+        api.responder = responder
+        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
+                               sandbox=False)
+        app, _ = grid_app(config, ws, local_sock, box_sock)
+        async with app.run_test(size=SIZE) as pilot:
+            app.spawn("question here")
+            app.spawn(SpawnSpec("question there"), host="box")
+            await until(pilot, lambda: len(app.views) == 2 and all(v.status is S.WAITING for v in app.views.values()),
+                        "one answer on each host")
+            here, there = one(app, "local", "question here"), one(app, "box", "question there")
+            await app.manager.kill(there.session_id)
+            await until(pilot, lambda: there.status is S.KILLED, "box's session ended")
+            app.screen.focus_pane(app.panes[there.session_id])
+            await pilot.press("r")
+            screen = app.screen
+            assert isinstance(screen, ReviewScreen) and screen.source.host == "box"
+            await until(pilot, lambda: screen.shown is not None and "answer to question there" in screen.text,
+                        "box's transcript shown")
+            _, box_id = hostids.split(there.session_id)
+            assert [i.session_id for i in screen.all_infos] == [box_id]  # box's only: not the local session
+            assert str(screen.shown.path).startswith(str(tmp_path / "box-data"))
+            await pilot.press("o")  # resumed on box
+            await until(pilot, lambda: len(app.views) == 3, "the resumed session's pane")
+            (new,) = [v for sid, v in app.views.items() if sid not in (here.session_id, there.session_id)]
+            assert new.session_id.startswith("box:")
+            await until(pilot, lambda: "answer to question there" in text(new), "its earlier output, from box")
+            assert read_there == ["box", "box"]  # the review's, then the resumed pane's history
+            with BlockingClient(box_sock) as c:
+                assert len(c.call("list")["sessions"]) == 2  # box runs it
+                for path in ("/etc/passwd", str(screen.shown.path.parent / ".." / "live.json"), "relative.jsonl"):
+                    with pytest.raises(RemoteError, match="path must be a transcript of this server's folder"):
+                        c.call("transcript", path=path)  # a client reads transcripts, no other file
+            app.screen.focus_pane(app.panes[here.session_id])
+            await pilot.press("r")  # a local pane: this machine's transcripts
+            screen = app.screen
+            assert isinstance(screen, ReviewScreen) and screen.source.host == ""
+            await until(pilot, lambda: screen.shown is not None and "answer to question here" in screen.text,
+                        "the local transcript")
+            assert [i.session_id for i in screen.all_infos] == [here.session_id]
             await app.shutdown()

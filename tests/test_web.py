@@ -246,7 +246,7 @@ def test_a_browser_tabs_app_detaches_without_a_word_in_the_web_terminal(monkeypa
     live = SimpleNamespace(status=SessionStatus.WAITING)
     app = SimpleNamespace(run=lambda: None, views={"a": live}, return_code=0)
 
-    def message(n, waiting, host):
+    def message(n, waiting):
         return f"{n} session(s) stay in the server"
 
     monkeypatch.delenv(tui_cli.WEB_TAB, raising=False)

@@ -113,7 +113,7 @@ class FakeManager:
             return self.diffs[session_id]
         raise ValueError(f"session {session_id} runs in place: there is no diff to review")
 
-    async def resume(self, transcript_path, *, interactive=None):
+    async def resume(self, transcript_path, *, interactive=None, host=None):
         raise ValueError("the fake manager cannot resume")
 
     async def continue_fresh(self, session_id):

@@ -389,7 +389,8 @@ class SessionManager:
         return info, "worktree"
 
     async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None,
-                     config: RuntimeConfig | None = None, engine: MemoryBackend | None | object = ...) -> SessionBase:
+                     host: str | None = None, config: RuntimeConfig | None = None,
+                     engine: MemoryBackend | None | object = ...) -> SessionBase:
         """Reopen a past session: a new session (new id and transcript, header ``resumed_from``)
         holding the old conversation, in the old worktree when it still exists (else a new one from
         HEAD when the old session had one; never the user's checkout). It waits for a
@@ -397,9 +398,12 @@ class SessionManager:
         the model right away. A ``claude-code`` session is resumed by its Claude Code session id,
         which may also be given instead of the path (the newest transcript that recorded it is
         used). Raises FileNotFoundError / ValueError for a missing or non-transcript file, and
-        ValueError (``BackendUnavailable``) when the session's backend cannot run here."""
+        ValueError (``BackendUnavailable``) when the session's backend cannot run here. ``host``:
+        ``Runtime.resume``'s (a grid's); this runtime has one host, so only None."""
         from cockpit.runtime import claude_code
 
+        if host is not None:
+            raise ValueError(f"this runtime has one host: cannot resume on host {host!r}")
         path = Path(transcript_path)
         if not path.is_file() and claude_code.looks_like_session_id(str(transcript_path)):
             sessions = (config or self.config).resolved_sessions_dir()

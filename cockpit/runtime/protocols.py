@@ -17,6 +17,8 @@
   :class:`SessionRef` (its id); which host runs it is ``spawn``'s ``host`` keyword, never in the
   spec. ``SessionManager``, ``RemoteRuntime`` and ``MultiHostRuntime`` (a :class:`GridRuntime`)
   are checked against it by mypy (``_as_runtime`` in their modules).
+- :class:`TranscriptSource`: where the review screen reads past sessions (this machine's files,
+  or a host's server).
 - :class:`BatchRuntime`: what ``cockpit run --no-server`` needs besides: wait for every session
   to settle, each one's report row, the totals.
 
@@ -26,7 +28,7 @@ Test fakes implement the same protocols (``tests/tui_fakes.py``), so they cannot
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -237,7 +239,11 @@ class Runtime(Protocol):
         """Push the branch and open a pull request (``title``/``body`` empty: drafted)."""
         ...
 
-    async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None) -> SessionRef: ...
+    async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None,
+                     host: str | None = None) -> SessionRef:
+        """Reopen the past session of ``transcript_path`` (a file of ``host``: a :class:`GridRuntime`'s
+        host, None the runtime's own or default one — as ``spawn``'s ``host``)."""
+        ...
 
     async def continue_fresh(self, session_id: str) -> SessionRef: ...
 
@@ -280,6 +286,36 @@ class GridRuntime(Runtime, Protocol):
 
     def engine_of(self, host: str) -> Any:
         """That host's server's engine for its notes (blocking calls, from threads), or None."""
+        ...
+
+    def shell_opener(self, host: str) -> Callable[[str, str | None], int] | None:
+        """Opens a shell in a folder of ``host`` (or ``$EDITOR`` on a file there), blocking, with
+        this terminal's stdio; None when that host's folders are this machine's."""
+        ...
+
+    def transcripts_of(self, host: str) -> TranscriptSource:
+        """The past sessions of ``host``'s server (call on the app's loop; read from threads)."""
+        ...
+
+
+class TranscriptSource(Protocol):
+    """Where the review screen finds past sessions (blocking calls, from worker threads): this
+    machine's transcript files (``cockpit.runtime.transcript.FileTranscripts``) or a host's
+    server (``cockpit.server.remote.HostTranscripts``). ``host``: "" for this machine."""
+
+    host: str
+
+    def listing(self) -> list[Any]:
+        """``cockpit.runtime.transcript.TranscriptInfo`` of every transcript, newest first."""
+        ...
+
+    def read(self, path: Path, warnings: list[str]) -> list[Event]:
+        """The events of the transcript ``path`` (damaged lines skipped, said in ``warnings``).
+        Raises OSError / ValueError (``ServerError`` for a host) when it cannot be read."""
+        ...
+
+    def stamp(self, path: Path) -> float:
+        """Changes when the transcript grows (a search's cache key). May raise OSError."""
         ...
 
 

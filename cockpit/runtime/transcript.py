@@ -208,3 +208,43 @@ def list_transcripts(sessions_dir: Path) -> list[TranscriptInfo]:
                                   cost_usd=h.cost_usd if h.ended else None,
                                   final_text=h.final_text if h.ended else ""))
     return out
+
+
+def transcript_row(info: TranscriptInfo) -> dict:
+    """``info`` as a row of the server's ``transcripts`` (the file's ``mtime``: when it last grew)."""
+    try:
+        mtime = os.stat(info.path).st_mtime
+    except OSError:
+        mtime = 0.0
+    return {"path": str(info.path), "session_id": info.session_id, "task": info.task, "model": info.model,
+            "started_at": info.started_at, "status": info.status, "cost_usd": info.cost_usd, "mtime": mtime}
+
+
+def transcript_info(row: dict) -> TranscriptInfo:
+    """A row of the server's ``transcripts`` as a :class:`TranscriptInfo` (its path the server's)."""
+    cost = row.get("cost_usd")
+    return TranscriptInfo(path=Path(str(row["path"])), session_id=str(row.get("session_id") or ""),
+                          task=str(row.get("task") or ""), model=str(row.get("model") or ""),
+                          started_at=str(row.get("started_at") or ""),
+                          status=None if row.get("status") is None else str(row["status"]),
+                          cost_usd=float(cost) if isinstance(cost, (int, float)) else None, final_text="")
+
+
+class FileTranscripts:
+    """The past sessions of this machine: the transcript files of ``sessions_dir`` (a
+    :class:`~cockpit.runtime.protocols.TranscriptSource`; blocking, for worker threads)."""
+
+    host = ""
+
+    def __init__(self, sessions_dir: Path):
+        self.sessions_dir = Path(sessions_dir)
+
+    def listing(self) -> list[TranscriptInfo]:
+        return list_transcripts(self.sessions_dir)
+
+    def read(self, path: Path, warnings: list[str]) -> list[Event]:
+        return read_events(path, warnings)
+
+    def stamp(self, path: Path) -> float:
+        """Changes when the transcript grows (a search's cache key); raises OSError when it is gone."""
+        return os.stat(path).st_mtime

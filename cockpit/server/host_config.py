@@ -19,7 +19,7 @@ from typing import Any
 from cockpit import hostids
 from cockpit.errors import CockpitError
 from cockpit.runtime.config import ConfigError, HostEntry, parse_grid, parse_hosts
-from cockpit.server.hosts import Connector, Host
+from cockpit.server.hosts import Connector, Host, ShellOpener
 
 GridHost = HostEntry  # one host as configured: ``socket`` set → a Unix socket; else ``ssh``
 
@@ -75,6 +75,17 @@ def ssh_connector_for(host: GridHost, config: Any) -> Connector:
     return over_ssh
 
 
+def ssh_shell_for(host: GridHost) -> ShellOpener:
+    """How the app opens a shell in a folder of the SSH host ``host``: the user's own ``ssh -t``
+    there, built as the transport builds its own (``cockpit.server.ssh.open_shell``)."""
+    def open_there(folder: str, edit: str | None = None) -> int:
+        from cockpit.server.ssh import open_shell
+
+        return open_shell(host, folder, edit)
+
+    return open_there
+
+
 def connector_for(host: GridHost, config: Any, local_notes: str | None = None) -> Connector:
     """How the grid reaches ``host``: the local server (started when none runs), a Unix socket,
     or SSH (:func:`ssh_connector_for`)."""
@@ -103,6 +114,10 @@ def connector_for(host: GridHost, config: Any, local_notes: str | None = None) -
 def hosts_for_app(hosts: list[GridHost], config: Any, local_notes: str | None = None) -> list[Host]:
     """The :class:`~cockpit.server.hosts.Host`\\s of the grid (every SSH host resolved now: a
     missing transport is said before the app starts)."""
-    return [Host(h.name, connector_for(h, config, local_notes), workspace=h.workspace,
-                 notes=local_notes if h.name == hostids.LOCAL else h.notes,
-                 same_machine=h.name == hostids.LOCAL or bool(h.socket)) for h in hosts]
+    out = []
+    for h in hosts:
+        same_machine = h.name == hostids.LOCAL or bool(h.socket)
+        out.append(Host(h.name, connector_for(h, config, local_notes), workspace=h.workspace,
+                        notes=local_notes if h.name == hostids.LOCAL else h.notes, same_machine=same_machine,
+                        shell=None if same_machine else ssh_shell_for(h)))
+    return out

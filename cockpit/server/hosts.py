@@ -46,6 +46,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("cockpit.hosts")  # each host's connects, drops and replays (the reconnect log)
 Connector = Callable[[], Awaitable[Runtime]]
+ShellOpener = Callable[[str, "str | None"], int]
+"""Runs an interactive shell in a folder of a host (or ``$EDITOR`` on a file there), blocking,
+with this terminal's stdio; its exit code (``cockpit.server.ssh.open_shell``)."""
 FIRST_WAIT_S = 10.0  # at most this long for the first attempts before the app shows the grid
 CONNECT_TIMEOUT_S = 60.0  # a connector that has not connected by then has failed (a hung peer)
 
@@ -69,13 +72,15 @@ class Host:
     dialog's default workspace there, the notes its sessions get; None: the app's own for the
     local host, else the server's defaults). ``same_machine``: its folders are this machine's
     (the local server, or another one reached over a Unix socket), so the app's workspace is a
-    default there too."""
+    default there too. ``shell``: how the app opens a shell in a folder there (an SSH host's
+    ``ssh -t``); None: its folders are this machine's, a local shell opens them."""
 
     name: str
     connect: Connector
     workspace: str | None = None
     notes: str | None = None
     same_machine: bool = False
+    shell: ShellOpener | None = None
 
 
 class HostUnavailable(ServerError):
@@ -215,6 +220,17 @@ class MultiHostRuntime:
             return None
         return RemoteEngine(_LoopCaller(self, host, asyncio.get_running_loop()), notes)
 
+    def shell_opener(self, host: str) -> ShellOpener | None:
+        """How to open a shell in a folder of ``host`` (None: its folders are this machine's)."""
+        return self._link(host).host.shell
+
+    def transcripts_of(self, host: str) -> Any:
+        """The past sessions of ``host``'s server (a :class:`~cockpit.server.remote.HostTranscripts`
+        over the grid's own connection to it: blocking calls, from a worker thread)."""
+        from cockpit.server.remote import HostTranscripts
+
+        return HostTranscripts(_LoopCaller(self, host, asyncio.get_running_loop()), host)
+
     def snapshot(self) -> list[Event]:
         """Each host's state (a ``HostStatus``), then the sessions of the hosts reached at
         attach (their later connections replay through the event stream)."""
@@ -348,10 +364,15 @@ class MultiHostRuntime:
         host, sid, runtime = self._owner(session_id)
         return _qualified_reviewed(host, await runtime.pull_request(sid, title=title, body=body))
 
-    async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None) -> SessionRef:
-        """A transcript is a file of this machine: resumed by the default host."""
-        runtime = self._connected(self.default_host)
-        return _qualified_ref(self.default_host, await runtime.resume(transcript_path, interactive=interactive))
+    async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None,
+                     host: str | None = None) -> SessionRef:
+        """Resume a transcript of ``host`` (a path there, as its ``transcripts`` list names it) on
+        that host; None: the default host (a file of this machine when that is ``local``)."""
+        name = host or self.default_host
+        if name not in self._links:
+            raise ValueError(f"no host {name!r} in this grid (hosts: {', '.join(self._links)})")
+        runtime = self._connected(name)
+        return _qualified_ref(name, await runtime.resume(transcript_path, interactive=interactive))
 
     async def continue_fresh(self, session_id: str) -> SessionRef:
         host, sid, runtime = self._owner(session_id)
@@ -433,4 +454,4 @@ def one_line(exc: object) -> str:
     return text.splitlines()[0][:200] if text else ""
 
 
-__all__ = ["Backoff", "Connector", "Host", "HostUnavailable", "MultiHostRuntime", "qualify_event"]
+__all__ = ["Backoff", "Connector", "ShellOpener", "Host", "HostUnavailable", "MultiHostRuntime", "qualify_event"]

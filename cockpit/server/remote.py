@@ -193,9 +193,17 @@ class RemoteRuntime:
     async def pull_request(self, session_id: str, title: str = "", body: str = "") -> Reviewed:
         return _reviewed(await self.client.call("pr", id=session_id, title=title, body=body))
 
-    async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None) -> SessionInfo:
-        path = Path(transcript_path).expanduser()
-        given = str(path.resolve()) if path.exists() else str(transcript_path)  # else a Claude Code session id
+    async def resume(self, transcript_path: str | Path, *, interactive: bool | None = None,
+                     host: str | None = None) -> SessionInfo:
+        """Resume the transcript ``transcript_path`` (a file of the server's host; or a Claude
+        Code session id). ``host``: as :meth:`spawn`'s, only None."""
+        if host is not None:
+            raise ValueError(f"this runtime has one host: cannot resume on host {host!r}")
+        if self.host is not None:  # another host's file: named as that host does
+            given = self._there(os.fspath(transcript_path)) or ""
+        else:
+            path = Path(transcript_path).expanduser()
+            given = str(path.resolve()) if path.exists() else str(transcript_path)  # else a Claude Code session id
         row = await self.client.call("resume", path=given, notes=self.notes, index=self.index,
                                      interactive=True if interactive is None else interactive,
                                      config=config_payload(self.config))
@@ -381,4 +389,41 @@ class RemoteEngine:
         self.client.close()
 
 
-__all__ = ["RemoteRuntime", "RemoteEngine", "SessionInfo", "config_payload", "CLIENT_CONFIG_KEYS"]
+class HostTranscripts:
+    """The past sessions of another host, read from its server (``transcripts``, ``transcript``):
+    a :class:`~cockpit.runtime.protocols.TranscriptSource` for the review screen, blocking calls
+    from its worker threads. Paths are the host's."""
+
+    def __init__(self, client: Caller, host: str):
+        self.client = client
+        self.host = host
+        self._stamps: dict[Path, float] = {}
+
+    def listing(self) -> list[Any]:
+        from cockpit.runtime.transcript import transcript_info
+
+        rows = self.client.call("transcripts")["transcripts"]
+        self._stamps = {Path(str(r["path"])): float(r.get("mtime") or 0.0) for r in rows}
+        return [transcript_info(r) for r in rows]
+
+    def read(self, path: Path, warnings: list[str]) -> list[Event]:
+        reply = self.client.call("transcript", path=str(path))
+        events = []
+        for row in reply.get("events", []):
+            try:
+                events.append(wire.event_from_json(row))
+            except wire.WireError:  # an event type this client does not know (a newer server)
+                continue
+        warnings.extend(f"host {self.host}: {w}" for w in reply.get("warnings", []))
+        if reply.get("truncated"):
+            warnings.append(f"host {self.host}: its last {reply['truncated']} events are not shown (over one "
+                            f"reply's size); the file there has them: {path}")
+        return events
+
+    def stamp(self, path: Path) -> float:
+        """The transcript's time as the last listing saw it (a search's cache key)."""
+        return self._stamps.get(Path(path), 0.0)
+
+
+__all__ = ["RemoteRuntime", "RemoteEngine", "HostTranscripts", "SessionInfo", "config_payload",
+           "CLIENT_CONFIG_KEYS"]

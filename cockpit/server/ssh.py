@@ -233,6 +233,29 @@ def shell_path(path: str) -> str:
     return shlex.quote(path)
 
 
+def shell_argv(host: HostEntry, folder: str, edit: str | None = None) -> list[str]:
+    """The user's own ``ssh -t`` to ``host`` (the transport's command line: ``$COCKPIT_SSH_COMMAND``,
+    the host's ``ssh =``) opening a login shell there — ``$SHELL`` of that host, else ``sh`` — in
+    ``folder`` (a folder of that host), or ``$VISUAL``/``$EDITOR`` (else ``vi``) on the file
+    ``edit`` there. Every path is quoted for the remote shell: a name with spaces, quotes or
+    ``$(…)`` is a name, never a command."""
+    if edit:
+        inner = f'exec ${{VISUAL:-${{EDITOR:-vi}}}} {shell_path(edit)}'
+    else:
+        inner = 'exec "${SHELL:-sh}" -l'
+    return ssh_argv(host, f"cd {shell_path(folder)} && {inner}", tty=True)
+
+
+def open_shell(host: HostEntry, folder: str, edit: str | None = None) -> int:
+    """Run :func:`shell_argv` with this terminal's stdio (ssh's environment without the API keys)
+    until the user leaves it; its exit code. Raises HostError when ssh cannot run."""
+    argv = shell_argv(host, folder, edit)
+    try:
+        return subprocess.call(argv, env=_ssh_env())
+    except OSError as exc:
+        raise HostError(f"cannot run ssh ({argv[0]}): {exc.strerror or exc}") from None
+
+
 def run_remote(host: HostEntry, argv: list[str], cwd: str | None = None) -> int:
     """Run ``COMMAND ARGV…`` on ``host`` (in ``cwd`` there, when given) with this terminal's
     stdio; its exit code. ssh's own failures and a missing remote cockpit are one HostError line."""
@@ -275,4 +298,4 @@ def capture_remote(host: HostEntry, argv: list[str], cwd: str | None = None) -> 
 
 
 __all__ = ["HostError", "capture_remote", "SshTransport", "ssh_connector", "run_remote", "failure_message",
-           "check_hello"]
+           "check_hello", "shell_argv", "open_shell"]

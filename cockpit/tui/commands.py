@@ -19,8 +19,9 @@ from textual.app import App
 from textual.content import Content
 from textual.worker import Worker, WorkerState
 
+from cockpit import hostids
 from cockpit.events import SessionStatus
-from cockpit.runtime.protocols import Runtime, SessionRef
+from cockpit.runtime.protocols import GridRuntime, Runtime, SessionRef, TranscriptSource
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.tui import format as fmt
 from cockpit.tui.hosts import spawn_hosts
@@ -34,6 +35,7 @@ from cockpit.tui.screens.review import ReviewScreen
 from cockpit.tui.screens.spawn import SpawnChoice, SpawnDialog
 from cockpit.tui.widgets.totals import MemoryState
 
+SSH_FAILED = 255  # ssh's own failure (not the remote shell's)
 S = SessionStatus
 """States of a session still doing (or about to do) its task: quitting stops them, so it asks."""
 
@@ -110,9 +112,10 @@ class SessionCommands(App):
         if isinstance(request, str):
             request = SpawnSpec(request, permission_mode=self.permission_mode, worktree=self.worktree,
                                 backend=self.backend)
-        # the app's workspace is a folder of this machine: the default unless a host is named (a
-        # grid of several hosts: None there = that host's configured workspace)
-        workspace = request.workspace or (self.workspace if host is None else None)
+        # the app's workspace is a folder of this machine: the default on this machine's host only
+        # (a grid's other hosts: None = that host's configured workspace)
+        where = host or (self.manager.default_host if isinstance(self.manager, GridRuntime) else None)
+        workspace = request.workspace or (self.workspace if where in (None, hostids.LOCAL) else None)
         spec = replace(request, workspace=workspace, model=request.model or self.model,
                        preseed=self.preseed if request.preseed is None else request.preseed,
                        top_k=request.top_k or self.top_k)
@@ -203,23 +206,38 @@ class SessionCommands(App):
 
     def open_shell(self, session_id: str, edit: str | None = None) -> None:
         """Suspend the app and run ``$SHELL`` (or ``$EDITOR edit``) in the session's working folder
-        (its worktree, or the workspace for a session in place); back to the app when it exits."""
+        (its worktree, or the workspace for a session in place); back to the app when it exits. On
+        a host reached through ssh, the user's own ``ssh -t`` opens that shell in the folder there."""
         import subprocess
 
         from cockpit.worktrees_cli import shell_argv
 
         view = self.views[session_id]
         where = view.cwd or (view.worktree.path if view.worktree else "")
-        if not where or not Path(where).is_dir():
+        host = hostids.host_of(session_id)
+        there = self.manager.shell_opener(host) if isinstance(self.manager, GridRuntime) else None
+        # on another host the folder is not here to look at: the events say when it went
+        gone = there is not None and view.worktree is not None and bool(
+            view.worktree_removed or (view.reviewed is not None and view.reviewed.ok))
+        if not where or gone or (there is None and not Path(where).is_dir()):
             self.notify(f"session {session_id} has no folder to open a shell in (merged, kept or discarded?)",
                         severity="warning")
             return
+        code = 0
         try:
             with self.suspend():
-                print(f"cockpit: shell in {where} for session {session_id}; exit to come back", flush=True)
-                subprocess.call(shell_argv(edit), cwd=where)
-        except Exception as exc:  # SuspendNotSupported (a web or test driver), a missing shell
+                if there is not None:
+                    print(f"cockpit: shell on host {host} in {where} for session {session_id}; exit to come back",
+                          flush=True)
+                    code = there(where, edit)
+                else:
+                    print(f"cockpit: shell in {where} for session {session_id}; exit to come back", flush=True)
+                    subprocess.call(shell_argv(edit), cwd=where)
+        except Exception as exc:  # SuspendNotSupported (a web or test driver), a missing shell or ssh
             self.notify(f"cannot open a shell here: {exc or type(exc).__name__}", severity="warning")
+            return
+        if there is not None and code == SSH_FAILED:
+            self.notify(f"ssh to host {host} failed (exit {code}): try ssh to it from a terminal", severity="warning")
 
     def confirm_continue(self, session_id: str) -> None:
         view = self.views[session_id]
@@ -298,18 +316,31 @@ class SessionCommands(App):
 
     # -- review of transcripts, resume, memory ---------------------------------------
     def open_review(self, session_id: str | None = None) -> None:
-        live = {sid: v.status.value for sid, v in self.views.items() if not v.status.is_final}
-        self.push_screen(ReviewScreen(self.sessions_dir, live, select=session_id), self._resume_chosen)
+        """The review of transcripts: this machine's; from a pane of another host in a grid (with
+        no pane: the grid's default host), that host's, read from its server, ``o`` resuming one there."""
+        from cockpit.runtime.transcript import FileTranscripts
 
-    def _resume_chosen(self, path: Any) -> None:
-        if path:
-            self.resume(Path(path))
+        grid = self.manager if isinstance(self.manager, GridRuntime) else None
+        host = hostids.host_of(session_id) if session_id else (grid.default_host if grid else hostids.LOCAL)
+        source: TranscriptSource = FileTranscripts(self.sessions_dir)
+        if host != hostids.LOCAL and grid is not None:
+            source = grid.transcripts_of(host)
+        live = {hostids.split(sid)[1]: v.status.value for sid, v in self.views.items()
+                if not v.status.is_final and hostids.host_of(sid) == host}
+        select = hostids.split(session_id)[1] if session_id else None
+
+        def chosen(path: Any) -> None:
+            if path:
+                self.resume(Path(path), host=None if host == hostids.LOCAL else host)
+
+        self.push_screen(ReviewScreen(source, live, select=select), chosen)
 
     @work(group="manager", name="resume", exit_on_error=False)
-    async def resume(self, path: Path) -> None:
-        """Reopen a past session in a new pane; its earlier conversation is read from ``path``
-        when its ``SessionSpawned`` (``resumed_from``) arrives."""
-        session = await self.manager.resume(path)
+    async def resume(self, path: Path, host: str | None = None) -> None:
+        """Reopen a past session in a new pane (on ``host``: a grid's host whose transcript it is);
+        its earlier conversation is read from ``path`` when its ``SessionSpawned``
+        (``resumed_from``) arrives."""
+        session = await self.manager.resume(path, host=host)
         self._focus_when_shown(session)
 
     def open_memory(self, tab: str = "search") -> None:

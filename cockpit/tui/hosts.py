@@ -119,12 +119,12 @@ class HostsView(App):
 
 
 def spawn_hosts(manager: Runtime, workspace: str) -> dict[str, Any]:
-    """The spawn dialog's ``hosts`` and ``host`` for a runtime of several hosts (a
-    ``GridRuntime``, told by a typed ``isinstance``; nothing for any other): each host's state,
-    default workspace (the local host's: the app's ``workspace``), notes and backends."""
+    """The spawn dialog's ``hosts`` and ``host`` for a runtime of several hosts, or of one other
+    host (a ``GridRuntime``, told by a typed ``isinstance``; nothing for any other): each host's
+    state, default workspace (the local host's: the app's ``workspace``), notes and backends."""
     from cockpit.tui.screens.spawn import HostChoice
 
-    if not isinstance(manager, GridRuntime) or len(manager.hosts) < 2:
+    if not isinstance(manager, GridRuntime) or [h.name for h in manager.hosts] == [hostids.LOCAL]:
         return {}
     hosts = manager.hosts
     choices = tuple(

@@ -21,8 +21,10 @@ from textual import work
 from textual.screen import Screen
 
 from cockpit import events as ev
+from cockpit import hostids
 from cockpit.runtime.history import Block, fold
-from cockpit.runtime.transcript import read_events
+from cockpit.runtime.protocols import GridRuntime, TranscriptSource
+from cockpit.runtime.transcript import FileTranscripts
 from cockpit.textsafe import clean_event
 from cockpit.tui.messages import RuntimeEvent, RuntimeSnapshot
 from cockpit.tui.model import SessionView, overlaps
@@ -162,16 +164,25 @@ class SessionPanes(Screen):
                 self.repaint.mark(vid)
                 self.totals_dirty = True
 
-    @work(thread=True, group="history", name="earlier output from a transcript")
     def load_history(self, session_id: str, path: str, note: str = "") -> None:
         """Fold a resumed session's predecessor's transcript and put its output before what
-        events have shown."""
+        events have shown (a file of this machine, or — a session of another host in a grid — read
+        from that host's server)."""
+        host = hostids.host_of(session_id)
+        manager = self.cockpit.manager
+        source: TranscriptSource = FileTranscripts(Path(path).parent)
+        if host != hostids.LOCAL and isinstance(manager, GridRuntime):
+            source = manager.transcripts_of(host)
+        self._load_history(session_id, path, note, source)
+
+    @work(thread=True, group="history", name="earlier output from a transcript")
+    def _load_history(self, session_id: str, path: str, note: str, source: TranscriptSource) -> None:
         try:
             skipped: list[str] = []
-            earlier = fold(clean_event(e) for e in read_events(Path(path), skipped)).earlier_blocks()
+            earlier = fold(clean_event(e) for e in source.read(Path(path), skipped)).earlier_blocks()
             if skipped:
                 note = (note + " " if note else "") + f"({len(skipped)} damaged transcript line(s) skipped)"
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: a host's ServerError / RemoteError
             earlier, note = [], f"(earlier output not shown: {exc})"
         self.cockpit.from_thread(self._history_loaded, session_id, earlier, note)
 

@@ -6,13 +6,14 @@ marked with their state) and cost. Right: the selected transcript rendered by
 transcripts: Enter lists only those that contain the text (with their number of matches) and
 selects the first match; Enter again goes to the next match, then on to the next transcript;
 Esc in the search box shows every transcript again. ``o`` resumes a past session into a pane,
-``f5`` reloads (a live session's file grows), Esc goes back. Files are read in thread workers.
-List items carry no widget ids (a session id is data: two transcripts may share one).
+``f5`` reloads (a live session's file grows), Esc goes back. The transcripts come from a
+``TranscriptSource``: this machine's files, or — for a pane of another host in a grid — that
+host's server; they are read in thread workers. List items carry no widget ids (a session id is
+data: two transcripts may share one).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +28,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, ListItem, ListView, TextArea
 from textual.widgets.text_area import Selection
 
+from cockpit.runtime.protocols import TranscriptSource
 from cockpit.tui import format as fmt
 from cockpit.tui.transcript_view import render_transcript
 
@@ -39,10 +41,11 @@ class ReviewScreen(Screen):
         Binding("f5", "reload", "Reload", id="review.reload"),
     ]
 
-    def __init__(self, sessions_dir: Path, live: dict[str, str], select: str | None = None) -> None:
-        """``live``: session id → state value of sessions running in this app."""
+    def __init__(self, source: TranscriptSource, live: dict[str, str], select: str | None = None) -> None:
+        """``source``: where the transcripts are; ``live``: session id (as the source names it) →
+        state value of sessions running in this app."""
         super().__init__(id="review")
-        self.sessions_dir = Path(sessions_dir)
+        self.source = source
         self.live = live
         self.select = select
         self.all_infos: list[Any] = []  # every transcript, newest first
@@ -57,7 +60,8 @@ class ReviewScreen(Screen):
     def compose(self) -> ComposeResult:
         with Horizontal():
             with Vertical(id="review-left"):
-                yield Label("[b]Sessions[/b] (live and past)")
+                where = " on host $host" if self.source.host else ""
+                yield Label(Content.from_markup(f"[b]Sessions[/b] (live and past){where}", host=self.source.host))
                 yield ListView(id="review-list")
             with Vertical(id="review-right"):
                 yield Input(placeholder="search every transcript (Enter: next match; Esc: show all)",
@@ -72,9 +76,11 @@ class ReviewScreen(Screen):
 
     @work(thread=True, exclusive=True, group="review-list")
     def load_list(self) -> None:
-        from cockpit.runtime.transcript import list_transcripts
-
-        infos = list_transcripts(self.sessions_dir)
+        try:
+            infos = self.source.listing()
+        except Exception as exc:  # a host that went away, or one whose server is older
+            self.app.call_from_thread(self.notify, f"cannot list the transcripts: {exc}", severity="error")
+            infos = []
         self.app.call_from_thread(cast(Any, self._fill), infos)
 
     async def _fill(self, infos: list[Any]) -> None:
@@ -133,15 +139,14 @@ class ReviewScreen(Screen):
 
     @work(thread=True, exclusive=True, group="review-read")
     def _read(self, info: Any) -> None:
-        from cockpit.runtime.transcript import read_events
         from cockpit.textsafe import clean
 
         try:
             skipped: list[str] = []
-            text = clean(render_transcript(read_events(info.path, skipped)))
+            text = clean(render_transcript(self.source.read(info.path, skipped)))
             if skipped:  # damaged lines: say so above what could be read
                 text = "\n".join(f"warning: {w}" for w in skipped) + "\n\n" + text
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: a host's ServerError / RemoteError
             text = f"cannot read {info.path}: {exc}"
         except Exception as exc:  # records of the wrong shape: say so, never end the app
             text = f"cannot show {info.path}: a damaged record ({type(exc).__name__}: {exc})"
@@ -215,17 +220,15 @@ class ReviewScreen(Screen):
 
     def _text_of(self, path: Path) -> str:
         """A transcript rendered as text, cached until the file changes (thread workers only)."""
-        from cockpit.runtime.transcript import read_events
-
         try:
-            mtime = os.stat(path).st_mtime
+            mtime = self.source.stamp(path)
         except OSError:
             return ""
         cached = self._texts.get(path)
         if cached is not None and cached[0] == mtime:
             return cached[1]
         try:
-            text = render_transcript(read_events(path, []))  # warnings show when it is opened
+            text = render_transcript(self.source.read(path, []))  # warnings show when it is opened
         except Exception:  # unreadable or damaged: nothing to search in
             text = ""
         self._texts[path] = (mtime, text)

@@ -9,7 +9,7 @@ from config), permission mode (Claude Code's names; default from config), "own g
 (off = run in the workspace itself), backend (what the runtime offers), budget (the session's
 spend cap in USD, shown with the configured ``max_budget_usd``; empty = the configured cap, or
 none; a value that is not a number of dollars > 0 is said in the dialog, which stays open).
-In a grid of several hosts (``hosts``: :class:`HostChoice`) the dialog first picks the host, then
+In a grid of several hosts, or of one other host (``hosts``: :class:`HostChoice`), the dialog first picks the host, then
 its workspace (the host's default, editable) and says which notes its sessions get; the backends
 offered are that host's, and the preview is of that host's notes (its server's engine).
 Dismisses with a :class:`SpawnChoice`: a :class:`~cockpit.runtime.spawn.SpawnSpec` (the options
@@ -97,7 +97,8 @@ class SpawnDialog(ModalScreen[SpawnChoice | None]):
                  workspace: str | None = None, hosts: tuple[HostChoice, ...] = (),
                  host: str | None = None) -> None:
         super().__init__(id="spawn-dialog")
-        self.hosts = {h.name: h for h in hosts} if len(hosts) > 1 else {}
+        # several hosts, or one other host (`cockpit --host box`): the host row with its workspace there
+        self.hosts = {h.name: h for h in hosts} if len(hosts) > 1 or (hosts and not hosts[0].local) else {}
         self.host = host if host in self.hosts else next(iter(self.hosts), None)
         self.engine = engine
         self.top_k = top_k
