@@ -53,10 +53,11 @@ async def test_a_phone_width_lists_the_sessions_with_their_states_and_shows_one_
         assert app.screen.selected is app.panes["n00003"]
         await until(pilot, lambda: row.has_class("-selected"), "its row marked")
         # the number keys reach every session, though each is on a page of its own
-        await pilot.press("2")
-        assert _shown_panes(app) == ["n00002"] and app.screen.selected is app.panes["n00002"]
+        await pilot.press("2")  # (a page is revealed over frames: wait for it, do not read mid-way)
+        await until(pilot, lambda: _shown_panes(app) == ["n00002"], "the second session's pane")
+        assert app.screen.selected is app.panes["n00002"]
         await pilot.press("tab")
-        assert _shown_panes(app) == ["n00003"]
+        await until(pilot, lambda: _shown_panes(app) == ["n00003"], "the next session's pane")
 
 
 async def test_approve_and_deny_are_buttons_and_keys_on_a_phone():
