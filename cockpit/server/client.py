@@ -254,8 +254,26 @@ def connect_timeout_for(transport: Transport) -> float:
 def _check(msg: dict) -> Any:
     if "error" in msg and msg["error"] is not None:
         err = msg["error"]
-        raise remote_error(int(err.get("code", rpc.INTERNAL_ERROR)), str(err.get("message", "error")))
+        if not isinstance(err, dict):  # not JSON-RPC's {"code", "message"}: a broken peer's
+            raise RemoteError(rpc.INTERNAL_ERROR, str(err))
+        code = err.get("code", rpc.INTERNAL_ERROR)
+        code = code if isinstance(code, int) and not isinstance(code, bool) else rpc.INTERNAL_ERROR
+        raise remote_error(code, str(err.get("message", "error")))
     return msg.get("result")
+
+
+def decode(line: bytes, where: Path | str) -> dict:
+    """One line of the protocol as its JSON object. Anything else — not JSON, not UTF-8, nested
+    past the parser's depth, not an object, longer than :data:`rpc.MAX_LINE` — is a
+    :class:`ServerError` naming ``where`` (a broken or hostile peer, e.g. a host behind ssh)."""
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        msg = None
+    if not isinstance(msg, dict):
+        raise ServerError(f"{where} sent a message that is not the Cockpit protocol "
+                          f"(a line of {len(line)} bytes that is no JSON object): is it a Cockpit server?")
+    return msg
 
 
 def _connect(path: Path, timeout: float) -> socket.socket:
@@ -325,7 +343,11 @@ class BlockingClient:
                     line = self._file.readline(rpc.MAX_LINE + 1)
                     if not line:
                         raise ServerError("the Cockpit server closed the connection")
-                    msg = json.loads(line)
+                    try:
+                        msg = decode(line, self.path)
+                    except ServerError as exc:  # what follows on this stream cannot be trusted either
+                        self._broken = exc
+                        raise
                     if msg.get("id") == msg_id:
                         return _check(msg)
             except TimeoutError:
@@ -449,9 +471,14 @@ class AsyncClient:
                 self._last = loop.time()
                 if not line:
                     break
-                msg = json.loads(line)
-                if "id" in msg and msg["id"] in self._pending:
-                    fut = self._pending.pop(msg["id"])
+                try:
+                    msg = decode(line, self.path)
+                except ServerError as exc:  # a broken peer: the connection ends, saying why
+                    self.error = exc
+                    break
+                msg_id = msg.get("id")
+                if isinstance(msg_id, int) and msg_id in self._pending:
+                    fut = self._pending.pop(msg_id)
                     if not fut.done():
                         fut.set_result(msg)
                 elif msg.get("method") == "event":
