@@ -29,6 +29,7 @@ from collections.abc import Iterator
 
 from cockpit.errors import CockpitError
 from cockpit.host_cli import add_host_argument, host_name
+from cockpit.textsafe import clean_tree, one_line
 
 FINAL_STATES = {"done", "error", "killed", "interrupted"}  # a session in one of these has ended
 
@@ -272,7 +273,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         rows = _call("list", host=host)["sessions"]
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise TypeError("sessions is a list of objects")
-        lines = [_fmt_row(r) for r in rows]
+        lines = [_fmt_row(clean_tree(r)) for r in rows]  # a host's text never drives this terminal
     if args.json:
         print(json.dumps({"sessions": rows}, indent=2, ensure_ascii=False))
         return 0
@@ -295,7 +296,7 @@ def cmd_send(args: argparse.Namespace) -> int:
 def cmd_kill(args: argparse.Namespace) -> int:
     before = _call("get", host=host_name(args), id=args.id)
     with _answer_of("get", host_name(args)):
-        sid, status = str(before["id"]), str(before.get("status"))
+        sid, status = one_line(before["id"]), one_line(before.get("status"))
     if status in FINAL_STATES:
         print(f"{sid} already ended ({status}): nothing to kill")
         return 0
@@ -309,7 +310,7 @@ def _answered(info: dict, query: str) -> tuple[str, str]:
     from cockpit.textsafe import one_line
 
     what = one_line(str(info.get("summary") or "")) or "its pending tool call"
-    return str(info.get("id") or query), what[:200]
+    return one_line(info.get("id") or query), what[:200]
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
@@ -342,7 +343,7 @@ def cmd_budget(args: argparse.Namespace) -> int:
     where = {"server": True} if args.server else {"id": args.id}
     info = _call("budget", host=host_name(args), **where, usd=usd, tokens=tokens, clear=args.clear)
     with _answer_of("budget", host_name(args)):
-        _print_budget(info)
+        _print_budget(clean_tree(info))
     return 0
 
 

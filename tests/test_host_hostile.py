@@ -5,6 +5,7 @@ then plays the peer; tests/test_ssh_hosts.py runs the real thing through sshd.""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -71,3 +72,29 @@ def test_attach_to_a_malformed_host_is_one_line(answer, tmp_path, monkeypatch, c
     assert code != 0
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert err.startswith("cockpit: error: host box"), err
+
+
+ESC = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b]0;owned\x07\x9b31m"  # clipboard write, clear screen, title, C1 CSI
+
+
+def _answer(result: object = None, error: object = None) -> bytes:
+    msg = {"jsonrpc": "2.0", "id": 0, "error": error} if error is not None else {"jsonrpc": "2.0", "id": 0,
+                                                                                  "result": result}
+    return json.dumps(msg).replace('"id": 0', '"id": ID').encode() + b"\n"
+
+
+@pytest.mark.parametrize(("argv", "answer"), [
+    (["ls"], _answer({"sessions": [{"id": "abc" + ESC, "status": "done" + ESC, "model": "m" + ESC, "task": "t",
+                                    "backend": "b" + ESC, "worktree": {"branch": "br" + ESC}}]})),
+    (["kill", "abcd"], _answer({"id": "abc" + ESC, "status": "done"})),
+    (["approve", "abcd"], _answer({"id": "abc" + ESC, "summary": "rm" + ESC})),
+    (["send", "abcd", "hi"], _answer(error={"code": 1, "message": "no" + ESC + "\ncockpit: a second line"})),
+    (["ls"], _answer(error={"code": 2, "message": "no" + ESC + "\ncockpit: a second line"})),
+], ids=["ls", "kill", "approve", "send-error", "ls-error"])
+def test_a_hosts_text_never_drives_the_terminal(argv, answer, tmp_path, monkeypatch, capsys):
+    fake_ssh(tmp_path, monkeypatch, answer)
+    main([*argv, "--host", "box"])
+    out, err = capsys.readouterr()
+    for text in (out, err):
+        assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text, repr(text)
+    assert "a second line" not in err or len(err.strip().splitlines()) == 1, err
