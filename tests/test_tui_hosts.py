@@ -295,3 +295,43 @@ async def test_cockpit_host_local_host_box_from_the_config(two_servers, tmp_path
             await until(pilot, lambda: [v.status for v in app.views.values()] == [S.WAITING], "answered on box")
             assert next(iter(app.views)).startswith("box:")
             await app.shutdown()
+
+
+async def test_the_shell_key_never_opens_this_machines_folder_for_a_session_on_another_host(tmp_path, monkeypatch):
+    """A session on host box names a folder of box; the same path here (the same user and layout on
+    both machines) is another checkout: ``s`` says how to reach box's, and opens no local shell."""
+    import contextlib
+    import subprocess
+
+    from tui_fakes import FakeManager
+
+    from cockpit import events as ev
+    from cockpit.server.hosts import Host
+
+    calls: list = []
+    monkeypatch.setattr(subprocess, "call", lambda *a, **k: calls.append((a, k)) or 0)
+    here = str(tmp_path)  # exists on this machine
+    managers = {"local": FakeManager([ev.SessionSpawned("s1", "t", "m", here, "/t", True, cwd=here)]),
+                "box": FakeManager([ev.SessionSpawned("s2", "t", "m", here, "/t", True, cwd=here)])}
+
+    def connector(name):
+        async def connect():
+            return managers[name]
+        return connect
+
+    hosts = [Host("local", connector("local"), same_machine=True), Host("box", connector("box"))]
+
+    async def attach() -> MultiHostRuntime:
+        return await MultiHostRuntime.attach(hosts, RuntimeConfig(), backoff=FAST)
+
+    app = CockpitApp(attach, None, workspace=tmp_path, sessions_dir=tmp_path / "sessions", api_key_missing=False,
+                     os_notifier=Notifier())
+    notes: list[str] = []
+    monkeypatch.setattr(app, "suspend", contextlib.nullcontext)  # (a terminal's app suspends; the test's cannot)
+    monkeypatch.setattr(app, "notify", lambda message, *a, **k: notes.append(str(message)))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "box:s2" in app.views, "box's session in the grid")
+        app.open_shell("s1")  # the local host's session: its folder is this machine's
+        assert len(calls) == 1 and calls[0][1]["cwd"] == here
+        app.open_shell("box:s2")
+        assert len(calls) == 1 and any("host box" in n and "cockpit shell s2 --host box" in n for n in notes), notes

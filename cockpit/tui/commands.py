@@ -19,8 +19,9 @@ from textual.app import App
 from textual.content import Content
 from textual.worker import Worker, WorkerState
 
+from cockpit import hostids
 from cockpit.events import SessionStatus
-from cockpit.runtime.protocols import Runtime, SessionRef
+from cockpit.runtime.protocols import GridRuntime, Runtime, SessionRef
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.tui import format as fmt
 from cockpit.tui.hosts import spawn_hosts
@@ -201,6 +202,14 @@ class SessionCommands(App):
     def open_diff(self, session_id: str) -> None:
         self.push_screen(DiffScreen(self.manager, self.views[session_id]))
 
+    def _host_elsewhere(self, session_id: str) -> str:
+        """The host of ``session_id`` when its folders are not this machine's ("" when they are)."""
+        if not isinstance(self.manager, GridRuntime):
+            return ""
+        name = hostids.host_of(session_id)
+        site = next((h for h in self.manager.hosts if h.name == name), None)
+        return name if site is not None and not site.same_machine else ""
+
     def open_shell(self, session_id: str, edit: str | None = None) -> None:
         """Suspend the app and run ``$SHELL`` (or ``$EDITOR edit``) in the session's working folder
         (its worktree, or the workspace for a session in place); back to the app when it exits."""
@@ -209,6 +218,12 @@ class SessionCommands(App):
         from cockpit.worktrees_cli import shell_argv
 
         view = self.views[session_id]
+        elsewhere = self._host_elsewhere(session_id)
+        if elsewhere:  # its folder is on that host; the same path here is another checkout, if any
+            local_id = hostids.split(session_id)[1]
+            self.notify(f"session {session_id} works on host {elsewhere}: open its folder there with "
+                        f"cockpit shell {local_id} --host {elsewhere}", severity="warning", timeout=10)
+            return
         where = view.cwd or (view.worktree.path if view.worktree else "")
         if not where or not Path(where).is_dir():
             self.notify(f"session {session_id} has no folder to open a shell in (merged, kept or discarded?)",
