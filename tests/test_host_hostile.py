@@ -98,3 +98,26 @@ def test_a_hosts_text_never_drives_the_terminal(argv, answer, tmp_path, monkeypa
     for text in (out, err):
         assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text, repr(text)
     assert "a second line" not in err or len(err.strip().splitlines()) == 1, err
+
+
+CHATTY = '''\
+import sys
+print("Welcome to box! Last login: today\\x1b]0;owned\\x07")  # a login banner / a chatty .bashrc on stdout
+command = sys.argv[-1]
+if command.endswith("--version"):
+    print("cockpit {version}")
+else:
+    print("\\u2713 server: running\\x1b]52;c;cHduZWQ=\\x07\\x1b[2J")
+'''
+
+
+def test_doctor_on_a_host_with_a_login_banner(tmp_path, monkeypatch, capsys):
+    """A banner before ``cockpit --version`` is no version mismatch (the bridge skips one too), and
+    what the host's doctor prints never drives this terminal."""
+    script = tmp_path / "chatty.py"
+    script.write_text(CHATTY.format(version=__version__))
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", f"{sys.executable} {script}")
+    main(["doctor", "--host", "box"])
+    out = capsys.readouterr().out
+    assert "version mismatch" not in out and f"cockpit {__version__} there, as here" in out, out
+    assert "server: running" in out and "\x1b" not in out and "\x07" not in out, repr(out)
