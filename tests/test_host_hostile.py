@@ -121,3 +121,24 @@ def test_doctor_on_a_host_with_a_login_banner(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "version mismatch" not in out and f"cockpit {__version__} there, as here" in out, out
     assert "server: running" in out and "\x1b" not in out and "\x07" not in out, repr(out)
+
+
+@pytest.mark.parametrize("name", ["box\n-oProxyCommand=x", "box -oProxyCommand=x", "box\t", "b\x1b[2Jox", "box\x00"])
+def test_a_host_with_spaces_or_control_characters_is_refused_in_one_line(name, tmp_path, monkeypatch, capsys):
+    calls = tmp_path / "ssh-ran"
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", f"touch {calls}")
+    assert main(["ls", "--host", name]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "\x1b" not in err and "host" in err, repr(err)
+    assert not calls.exists()  # refused before any ssh
+    assert main(["--host", name, "--host", "local"]) == 2  # the app's grid refuses it too
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "a host name is a word" in err, repr(err)
+
+
+def test_an_ssh_destination_with_spaces_is_refused_in_config_toml(capsys):
+    from cockpit.runtime.config import config_path
+
+    config_path().write_text('[hosts.box]\nssh = "box\\n-oProxyCommand=x"\n')
+    assert main(["config", "check"]) == 2
+    assert "hosts.box.ssh" in capsys.readouterr().err
