@@ -142,3 +142,22 @@ def test_an_ssh_destination_with_spaces_is_refused_in_config_toml(capsys):
     config_path().write_text('[hosts.box]\nssh = "box\\n-oProxyCommand=x"\n')
     assert main(["config", "check"]) == 2
     assert "hosts.box.ssh" in capsys.readouterr().err
+
+
+def test_ssh_carries_no_credential_of_cockpits(tmp_path, monkeypatch, capsys):
+    """ssh's environment (what a SendEnv rule would send to the host) holds none of the key
+    variables of the session shells' list, nor the key under another name."""
+    seen = tmp_path / "env.json"
+    script = tmp_path / "envssh.py"
+    script.write_text(f"import json, os\nopen({str(seen)!r}, 'w').write(json.dumps(dict(os.environ)))\n")
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", f"{sys.executable} {script}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-secret-value-0123456789")
+    monkeypatch.setenv("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat01-oauth-value-0123456789")
+    monkeypatch.setenv("COCKPIT_SERVER_TOKEN", "server-token-0123456789")
+    monkeypatch.setenv("MY_KEY_COPY", "sk-ant-api03-secret-value-0123456789")
+    monkeypatch.setenv("COCKPIT_SERVER_TIMEOUT", "20")
+    main(["ls", "--host", "box"])
+    env = json.loads(seen.read_text())
+    assert env["PATH"] == __import__("os").environ["PATH"]
+    for name in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "COCKPIT_SERVER_TOKEN", "MY_KEY_COPY"):
+        assert name not in env, name

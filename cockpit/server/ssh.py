@@ -59,10 +59,15 @@ def ssh_program() -> list[str]:
 
 
 def _ssh_env() -> dict[str, str]:
-    """ssh's environment without the API keys (a SendEnv rule must not carry them to the host)."""
-    from cockpit.runtime.keyguard import KEY_VARS
+    """ssh's environment without the API keys, the other credentials a session's shell never gets
+    (Claude Code's OAuth token, the server's TCP token) or a variable holding one of their values
+    under another name: a SendEnv rule must not carry them to the host."""
+    from cockpit.runtime.bash import SECRET_ENV
+    from cockpit.runtime.keyguard import KEY_VARS, taken
 
-    return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
+    names = {*KEY_VARS, *SECRET_ENV}
+    secrets = [v for k, v in {**taken(), **os.environ}.items() if k in names and len(v) >= 8]
+    return {k: v for k, v in os.environ.items() if k not in names and not any(s in v for s in secrets)}
 
 
 def ssh_argv(host: HostEntry, remote: str, tty: bool = False) -> list[str]:
