@@ -233,3 +233,32 @@ def test_the_app_flags_reach_each_tabs_app_given_before_or_after_web():
     assert app_argv(args) == ["--host", "local", "--host", "box"]
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("box.example")
+
+
+@pytest.mark.parametrize("request_line", ["GET {token}/ HTTP/1.1", "OPTIONS * junk HTTP/1.1", "GET /{token}/\x01 HTTP/1.1"])
+async def test_a_malformed_request_is_one_line_that_does_not_repeat_it(request_line, caplog):
+    """Whoever reaches the port, token or not, cannot fill the terminal (or a log of it) with
+    aiohttp's tracebacks, and a malformed request that carries the token does not put it there."""
+    import logging
+
+    from cockpit.webserve import TokenServer, new_token, serve
+
+    token = new_token()
+    stop, ports = asyncio.Event(), []
+    task = asyncio.create_task(serve(TokenServer("true", token), "127.0.0.1", 0, ports.append, stop))
+    try:
+        while not ports:
+            await asyncio.sleep(0.01)
+        reader, writer = await asyncio.open_connection("127.0.0.1", ports[0])
+        writer.write((request_line.format(token=token) + "\r\nHost: x\r\n\r\n").encode())
+        await writer.drain()
+        answer = await reader.read()
+        writer.close()
+    finally:
+        stop.set()
+        await task
+    assert answer.split(b"\r\n")[0].endswith(b" 400 Bad Request")
+    records = [r for r in caplog.records if r.name.startswith("aiohttp") and r.levelno >= logging.WARNING]
+    assert all(r.exc_info is None for r in records), [r.getMessage() for r in records]
+    assert all(len(r.getMessage().splitlines()) == 1 for r in records), [r.getMessage() for r in records]
+    assert token not in caplog.text and "Traceback" not in caplog.text
