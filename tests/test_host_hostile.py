@@ -161,3 +161,13 @@ def test_ssh_carries_no_credential_of_cockpits(tmp_path, monkeypatch, capsys):
     assert env["PATH"] == __import__("os").environ["PATH"]
     for name in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "COCKPIT_SERVER_TOKEN", "MY_KEY_COPY"):
         assert name not in env, name
+
+
+def test_a_hosts_table_named_local_is_refused(capsys):
+    """``local`` is this machine in a grid and on every --host: a [hosts.local] table would be
+    ignored without a word (its ssh never used), so config check names it."""
+    from cockpit.runtime.config import config_path
+
+    config_path().write_text('[hosts.local]\nssh = "me@box"\n')
+    assert main(["config", "check"]) == 2
+    assert "[hosts.local]" in capsys.readouterr().err

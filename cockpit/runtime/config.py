@@ -458,6 +458,9 @@ def parse_hosts(table: Any, where: str = "config.toml") -> dict[str, HostEntry]:
     out: dict[str, HostEntry] = {}
     for name, entry in table.items():
         check_host_name(name, where)
+        if name == "local":  # (cockpit.hostids.LOCAL)
+            raise ConfigError(f"{where}: [hosts.local] cannot be configured: 'local' is always this machine's "
+                              "server (in a grid and for --host); give that host another name")
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: [hosts.{name}] must be a table with ssh = \"user@box\"")
         values: dict[str, Any] = {}
