@@ -269,8 +269,9 @@ def _fmt_row(r: dict) -> str:
 
 def cmd_ls(args: argparse.Namespace) -> int:
     host = host_name(args)
+    answer = _call("list", host=host)
     with _answer_of("list", host):
-        rows = _call("list", host=host)["sessions"]
+        rows = answer["sessions"]
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise TypeError("sessions is a list of objects")
         lines = [_fmt_row(clean_tree(r)) for r in rows]  # a host's text never drives this terminal

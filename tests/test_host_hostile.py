@@ -171,3 +171,11 @@ def test_a_hosts_table_named_local_is_refused(capsys):
     config_path().write_text('[hosts.local]\nssh = "me@box"\n')
     assert main(["config", "check"]) == 2
     assert "[hosts.local]" in capsys.readouterr().err
+
+
+def test_an_unreadable_ssh_command_is_one_line_that_says_so(monkeypatch, capsys):
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", "ssh -o 'ProxyJump=unclosed")
+    for argv in (["ls"], ["kill", "abcd"], ["attach", "abcd"]):
+        assert main([*argv, "--host", "box"]) != 0
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "COCKPIT_SSH_COMMAND" in err and "malformed" not in err, err

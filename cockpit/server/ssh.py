@@ -51,7 +51,10 @@ class HostError(ServerError):
 def ssh_program() -> list[str]:
     """``ssh`` (or ``$COCKPIT_SSH_COMMAND``, split as a shell would) as an argv. Raises HostError
     when it is not installed."""
-    words = shlex.split(os.environ.get("COCKPIT_SSH_COMMAND") or "ssh")
+    try:
+        words = shlex.split(os.environ.get("COCKPIT_SSH_COMMAND") or "ssh")
+    except ValueError as exc:  # an unclosed quote
+        raise HostError(f"COCKPIT_SSH_COMMAND cannot be read as a command line: {exc}") from None
     if not words or shutil.which(words[0]) is None:
         raise HostError(f"ssh not found ({words[0] if words else 'COCKPIT_SSH_COMMAND is empty'}): install "
                         "OpenSSH's client (e.g. apt install openssh-client), or set COCKPIT_SSH_COMMAND")
