@@ -179,3 +179,23 @@ def test_an_unreadable_ssh_command_is_one_line_that_says_so(monkeypatch, capsys)
         assert main([*argv, "--host", "box"]) != 0
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "COCKPIT_SSH_COMMAND" in err and "malformed" not in err, err
+
+
+KEEPALIVES = '''\
+import json, sys, time
+hello = {{"cockpit_bridge": 1, "version": {version!r}, "protocol": 1}}
+sys.stdout.write(json.dumps(hello) + "\\n"); sys.stdout.flush()
+while True:  # "still working", never an answer
+    sys.stdout.write('{{"jsonrpc":"2.0","method":"keepalive","params":{{}}}}\\n'); sys.stdout.flush()
+    time.sleep(0.2)
+'''
+
+
+def test_a_host_that_only_sends_keepalives_does_not_hold_a_command(tmp_path, monkeypatch, capsys):
+    script = tmp_path / "keepalives.py"
+    script.write_text(KEEPALIVES.format(version=__version__))
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", f"{sys.executable} {script}")
+    monkeypatch.setenv("COCKPIT_SERVER_TIMEOUT", "1")
+    assert main(["ls", "--host", "box"]) != 0
+    err = capsys.readouterr().err
+    assert err.startswith("cockpit: error: host box did not answer in time") and len(err.strip().splitlines()) == 1, err

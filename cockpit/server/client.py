@@ -356,7 +356,8 @@ class BlockingClient:
                         return _check(msg)
             except TimeoutError:
                 late = self.deadline is not None and time.monotonic() >= self.deadline
-                late_text = f"the Cockpit server at {self.path} did not answer in time (busy, stopped or hung?)"
+                who = self.path if str(self.path).startswith("host ") else f"the Cockpit server at {self.path}"
+                late_text = f"{who} did not answer in time (busy, stopped or hung?)"
                 self._broken = ServerHung(late_text if late else hung_message(self.path))
                 raise self._broken from None
             except OSError as exc:
