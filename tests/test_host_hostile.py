@@ -199,3 +199,13 @@ def test_a_host_that_only_sends_keepalives_does_not_hold_a_command(tmp_path, mon
     assert main(["ls", "--host", "box"]) != 0
     err = capsys.readouterr().err
     assert err.startswith("cockpit: error: host box did not answer in time") and len(err.strip().splitlines()) == 1, err
+
+
+def test_attach_to_a_host_that_only_sends_keepalives_gives_up(tmp_path, monkeypatch, capsys):
+    script = tmp_path / "keepalives.py"
+    script.write_text(KEEPALIVES.format(version=__version__))
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", f"{sys.executable} {script}")
+    monkeypatch.setenv("COCKPIT_SERVER_TIMEOUT", "1")
+    assert main(["attach", "--host", "box", "abcd"]) != 0
+    err = capsys.readouterr().err
+    assert err.startswith("cockpit: error: host box did not answer in time") and len(err.splitlines()) == 1, err
