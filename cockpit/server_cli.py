@@ -120,9 +120,6 @@ def _client(timeout: float | None = None, host: str | None = None):
 
 
 _OBJECT_RESULTS = {"server.status", "list", "get", "budget"}  # the methods whose answer is an object
-# calls a server answers at once: keepalives alone (a handler stuck, a hostile host) do not hold
-# the command past twice the read timeout
-_QUICK = {"server.status", "list", "get", "send", "kill", "answer", "budget"}
 _ANSWER_OBJECT_OR_NONE = {"answer"}
 
 
@@ -131,12 +128,6 @@ def _call(method: str, timeout: float | None = None, host: str | None = None, **
     from cockpit.server.rpc import NOT_FOUND
 
     client = _client(timeout, host)
-    if method in _QUICK:
-        import time
-
-        from cockpit.server.client import read_timeout
-
-        client.deadline = time.monotonic() + 2 * (timeout or read_timeout())
     try:
         result = client.call(method, **params)
         if (method in _OBJECT_RESULTS and not isinstance(result, dict)) or (

@@ -209,3 +209,15 @@ def test_attach_to_a_host_that_only_sends_keepalives_gives_up(tmp_path, monkeypa
     assert main(["attach", "--host", "box", "abcd"]) != 0
     err = capsys.readouterr().err
     assert err.startswith("cockpit: error: host box did not answer in time") and len(err.splitlines()) == 1, err
+
+
+def test_run_on_a_host_that_only_sends_keepalives_gives_up(tmp_path, monkeypatch, capsys):
+    script = tmp_path / "keepalives.py"
+    script.write_text(KEEPALIVES.format(version=__version__))
+    monkeypatch.setenv("COCKPIT_SSH_COMMAND", f"{sys.executable} {script}")
+    monkeypatch.setenv("COCKPIT_SERVER_TIMEOUT", "1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    assert main(["run", "--host", "box", "--workspace", str(tmp_path), "a task"]) != 0
+    err = capsys.readouterr().err
+    assert "host box did not answer in time" in err and "Traceback" not in err, err

@@ -110,6 +110,11 @@ def stopped_pid(path: Path | str | None = None) -> int | None:
     return pid if state and state[0] in ("T", "t") else None
 
 
+def _late_message(path: Path | str) -> str:
+    who = path if str(path).startswith("host ") else f"the Cockpit server at {path}"
+    return f"{who} did not answer in time (busy, stopped or hung?)"
+
+
 def stopped_message(pid: int) -> str:
     return (f"the Cockpit server (pid {pid}) is stopped (SIGSTOP or Ctrl-Z) — `kill -CONT {pid}` lets it go on; "
             "`cockpit server stop --force` ends it (its sessions end as after a crash: `interrupted`)")
@@ -339,11 +344,15 @@ class BlockingClient:
             if self._broken is not None:
                 raise self._broken
             msg_id = next(self._ids)
+            deadline = self.deadline
+            if method in rpc.QUICK_METHODS:
+                quick = time.monotonic() + 2 * self.timeout
+                deadline = quick if deadline is None else min(deadline, quick)
             try:
-                self._sock.settimeout(self._wait())
+                self._sock.settimeout(self._wait(deadline))
                 self._sock.sendall(rpc.request(msg_id, method, params))
                 while True:
-                    self._sock.settimeout(self._wait())
+                    self._sock.settimeout(self._wait(deadline))
                     line = self._file.readline(rpc.MAX_LINE + 1)
                     if not line:
                         raise ServerError("the Cockpit server closed the connection")
@@ -355,10 +364,8 @@ class BlockingClient:
                     if msg.get("id") == msg_id:
                         return _check(msg)
             except TimeoutError:
-                late = self.deadline is not None and time.monotonic() >= self.deadline
-                who = self.path if str(self.path).startswith("host ") else f"the Cockpit server at {self.path}"
-                late_text = f"{who} did not answer in time (busy, stopped or hung?)"
-                self._broken = ServerHung(late_text if late else hung_message(self.path))
+                late = deadline is not None and time.monotonic() >= deadline
+                self._broken = ServerHung(_late_message(self.path) if late else hung_message(self.path))
                 raise self._broken from None
             except OSError as exc:
                 raise ServerError(f"lost the Cockpit server: {exc}") from None
@@ -370,11 +377,11 @@ class BlockingClient:
         return cls(timeout=timeout, connection=transport.connect(
             connect_timeout if connect_timeout is not None else connect_timeout_for(transport)))
 
-    def _wait(self) -> float:
-        """The socket timeout for the next read: the read timeout, cut to what the deadline leaves."""
-        if self.deadline is None:
+    def _wait(self, deadline: float | None) -> float:
+        """The socket timeout for the next read: the read timeout, cut to what ``deadline`` leaves."""
+        if deadline is None:
             return self.timeout
-        left = self.deadline - time.monotonic()
+        left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError
         return min(self.timeout, left)
@@ -514,7 +521,15 @@ class AsyncClient:
         except TimeoutError:
             self._pending.pop(msg_id, None)
             raise ServerHung(hung_message(self.path)) from None
-        result = _check(await fut)
+        if method in rpc.QUICK_METHODS:
+            try:
+                msg = await asyncio.wait_for(fut, 2 * self.timeout)
+            except TimeoutError:
+                self._pending.pop(msg_id, None)
+                raise ServerHung(_late_message(self.path)) from None
+        else:
+            msg = await fut
+        result = _check(msg)
         if method == "subscribe":
             self.subscribed = True
         return result
