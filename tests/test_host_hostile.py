@@ -221,3 +221,30 @@ def test_run_on_a_host_that_only_sends_keepalives_gives_up(tmp_path, monkeypatch
     assert main(["run", "--host", "box", "--workspace", str(tmp_path), "a task"]) != 0
     err = capsys.readouterr().err
     assert "host box did not answer in time" in err and "Traceback" not in err, err
+
+
+async def test_a_server_socket_another_user_serves_is_refused(tmp_path, monkeypatch, capsys):
+    """``[hosts.two] socket = …`` in a shared folder (/tmp) may be taken first by another user,
+    who would get the API key with each spawn: the clients check who serves it, as the server
+    checks its clients."""
+    import os
+    import socket
+
+    from cockpit.runtime.config import config_path
+    from cockpit.server.client import AsyncClient, ServerError
+
+    path = tmp_path / "server.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen()
+    config_path().write_text(f'[hosts.two]\nsocket = "{path}"\n')
+    try:
+        me = os.getuid()
+        monkeypatch.setattr(os, "getuid", lambda: me + 1)  # this process is someone else than the listener
+        assert main(["ls", "--host", "two"]) != 0
+        err = capsys.readouterr().err
+        assert "served by another user" in err and len(err.strip().splitlines()) == 1, err
+        with pytest.raises(ServerError, match="served by another user"):
+            await AsyncClient.connect(path)  # the grid's way to a socket host
+    finally:
+        listener.close()

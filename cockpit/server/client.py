@@ -310,11 +310,36 @@ def _connect(path: Path, timeout: float) -> socket.socket:
             sock.close()
             raise ServerError(f"cannot connect to the Cockpit server at {path}: {exc}") from None
         try:
+            _refuse_other_user(sock, path)
             _refuse_stopped(path)
-        except ServerHung:
+        except ServerError:
             sock.close()
             raise
         return sock
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket (None where the platform does
+    not say: no ``SO_PEERCRED``)."""
+    import struct
+
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+    except OSError:
+        return None
+    return struct.unpack("3i", creds)[1]
+
+
+def _refuse_other_user(sock: socket.socket, path: Path | str) -> None:
+    """A server socket another user serves (a ``[hosts.NAME] socket`` in a shared folder such as
+    /tmp, taken first) is refused: each spawn sends the API key to the server."""
+    uid = peer_uid(sock)
+    if uid is not None and uid != os.getuid():
+        raise ServerError(f"{path} is served by another user (uid {uid}), not by you: refusing it "
+                          "(each spawn sends your API key to the server)")
 
 
 class BlockingClient:
@@ -437,6 +462,11 @@ class AsyncClient:
                 reader, writer = await asyncio.wait_for(
                     asyncio.open_unix_connection(str(where), limit=rpc.MAX_LINE),
                     max(0.05, end - time.monotonic()))
+                try:
+                    _refuse_other_user(writer.get_extra_info("socket"), where)
+                except ServerError:
+                    writer.close()
+                    raise
                 if stopped_pid(where) is not None:
                     writer.close()
                     _refuse_stopped(where)
