@@ -335,3 +335,36 @@ async def test_the_shell_key_never_opens_this_machines_folder_for_a_session_on_a
         assert len(calls) == 1 and calls[0][1]["cwd"] == here
         app.open_shell("box:s2")
         assert len(calls) == 1 and any("host box" in n and "cockpit shell s2 --host box" in n for n in notes), notes
+
+
+async def test_a_hosts_error_text_is_shown_as_text_not_markup(tmp_path):
+    """What a host says (its bridge's error, an error reply, an event's message) reaches the
+    notifications literally: an unbalanced ``[/]`` does not stop the app, and an ``@click`` action
+    in it is no link that runs an action of the app."""
+    from textual.widgets._toast import Toast
+    from tui_fakes import FakeManager
+
+    from cockpit.server.client import ServerError
+    from cockpit.server.hosts import Host
+
+    said = "host box: [/] closed; [@click=app.quit]click here[/]"
+
+    async def local():
+        return FakeManager()
+
+    async def box():
+        raise ServerError(said)
+
+    async def attach() -> MultiHostRuntime:
+        return await MultiHostRuntime.attach([Host("local", local, same_machine=True), Host("box", box)],
+                                             RuntimeConfig(), backoff=Backoff(first=30, factor=2, cap=30))
+
+    app = CockpitApp(attach, None, workspace=tmp_path, sessions_dir=tmp_path / "sessions", api_key_missing=False,
+                     os_notifier=Notifier())
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await until(pilot, lambda: any("click here" in str(t.render()) for t in app.screen.query(Toast)),
+                    "the host's notification")
+        toast = next(t for t in app.screen.query(Toast) if "click here" in str(t.render()))
+        shown = toast.render()
+        assert "[/] closed; [@click=app.quit]click here[/]" in str(shown)
+        assert not any("@click" in str(span.style) for span in getattr(shown, "spans", ()))
