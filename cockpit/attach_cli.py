@@ -103,8 +103,16 @@ class _Shower:
 async def _subscribe(client: AsyncClient, sid: str) -> list[ev.Event]:
     from cockpit import wire
 
-    reply = await client.call("subscribe")
-    events = [wire.event_from_json(p) for p in reply.get("events", [])]
+    reply = await client.call("subscribe")  # (a quick method: given up on in time, keepalives or not)
+    payloads = reply.get("events") if isinstance(reply, dict) else None
+    if not isinstance(payloads, list):
+        raise CockpitError(f"{client.path} sent a malformed answer to 'subscribe' (is it the same Cockpit version?)")
+    events = []
+    for payload in payloads:
+        try:
+            events.append(wire.event_from_json(payload))
+        except wire.WireError:
+            continue  # an event this client does not know (as in the stream): skipped
     return [e for e in events if e.session_id == sid]
 
 
@@ -144,7 +152,9 @@ async def _attach(query: str | None, tr: Transport) -> int:
             row = await client.call("get", id=query or _only(await client.call("list")))
         except RemoteError as exc:
             raise CockpitError(exc.message) from None
-        sid = row["id"]
+        sid = row.get("id") if isinstance(row, dict) else None
+        if not isinstance(sid, str) or not sid:
+            raise CockpitError(f"{client.path} sent a malformed answer to 'get' (is it the same Cockpit version?)")
         shower = _Shower(sid, sys.stdout)
         seen: list[ev.Event] = []  # this session's events shown so far, folded as the server logs them
         last: ev.Event | None = None

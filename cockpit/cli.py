@@ -123,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         # same as COCKPIT_NO_SERVER=1, which every sub-command (and the hook, the MCP server) reads
         os.environ["COCKPIT_NO_SERVER"] = "1"
     from cockpit.server.client import RemoteError, RemoteRefused, ServerError
+    from cockpit.textsafe import clean, one_line
 
     try:
         if getattr(args, "host", None) and getattr(args, "command", None) in REMOTE_WHOLE:  # that host's files
@@ -130,11 +131,11 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_there(args, argv)
         return int(args.func(args) or 0)
-    except CockpitError as exc:
-        print(f"cockpit: error: {exc}", file=sys.stderr)
+    except CockpitError as exc:  # (text from a server or a host in it never drives the terminal)
+        print(f"cockpit: error: {clean(exc)}", file=sys.stderr)
         return exc.code
     except (RemoteError, ServerError) as exc:  # the server refused, or cannot be reached: one line
-        print(f"cockpit: error: {getattr(exc, 'message', None) or exc}", file=sys.stderr)
+        print(f"cockpit: error: {one_line(getattr(exc, 'message', None) or exc)}", file=sys.stderr)
         return 2 if isinstance(exc, RemoteRefused) else 1
     except KeyboardInterrupt:
         print("cockpit: interrupted", file=sys.stderr)

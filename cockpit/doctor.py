@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from cockpit.textsafe import clean, one_line
+
 OK, WARN, FAIL = "ok", "warn", "fail"
 MARKS = {OK: "✓", WARN: "!", FAIL: "✗"}
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -88,7 +90,7 @@ def run_host(args: argparse.Namespace) -> int:
     except HostError as exc:
         print(Check(FAIL, "remote cockpit", str(exc)).line())
         return 1
-    theirs = out.strip().removeprefix("cockpit ").strip()
+    theirs = _remote_version(out)
     if code != 0 or not theirs:
         print(Check(FAIL, "remote cockpit", f"`{host.command} --version` exited {code}").line())
         return 1
@@ -112,8 +114,16 @@ def run_host(args: argparse.Namespace) -> int:
     except HostError as exc:
         print(Check(FAIL, "remote doctor", str(exc)).line())
         return 1
+    out = clean(out)  # what the host prints never drives this terminal
     print("\n".join("  " + line if line else line for line in out.rstrip().splitlines()))
     return 1 if code or url.state == FAIL else 0
+
+
+def _remote_version(out: str) -> str:
+    """The version in ``cockpit --version``'s output there: its last line (a login banner or a
+    chatty shell startup file may print lines before it), one line, cleaned."""
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    return one_line(lines[-1].removeprefix("cockpit ").strip())[:80] if lines else ""
 
 
 def collect(notes: Path, as_host: str | None = None) -> Iterator[Check]:

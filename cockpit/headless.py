@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cockpit.errors import CockpitError
-from cockpit.textsafe import clean, one_line
+from cockpit.textsafe import clean, clean_tree, one_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from cockpit.runtime.spawn import SpawnSpec
@@ -281,11 +281,11 @@ def _print_report(args: argparse.Namespace, report: dict) -> int:
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     elif args.detach:
-        for s in report["sessions"]:
+        for s in clean_tree(report["sessions"]):  # what a server (a host's too) says never drives the terminal
             print(f"{s['id']}  {s['status']}  {one_line(s['task'])[:80]}")
         print("running in the server: cockpit ls · cockpit attach ID · cockpit kill ID")
     else:
-        print(format_report(report))
+        print(format_report(clean_tree(report)))
     if args.detach:
         return 0
     errors = [s for s in report["sessions"] if s["status"] != "done"]

@@ -14,7 +14,7 @@ SEP = ":"
 
 def check_name(name: str) -> str:
     """``name`` when it can name a host in a grid, else ValueError (one line)."""
-    if not name or SEP in name or name != name.strip() or any(c.isspace() for c in name):
+    if not name or SEP in name or not name.isprintable() or any(c.isspace() for c in name):
         raise ValueError(f"a host name is a word without ':' or spaces, got {name!r}")
     return name
 

@@ -22,11 +22,14 @@ the session ended in error (attach), 2 for usage errors (unknown id, no server).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 
 from cockpit.errors import CockpitError
 from cockpit.host_cli import add_host_argument, host_name
+from cockpit.textsafe import clean_tree, one_line
 
 FINAL_STATES = {"done", "error", "killed", "interrupted"}  # a session in one of these has ended
 
@@ -117,19 +120,42 @@ def _client(timeout: float | None = None, host: str | None = None):
         raise CockpitError(str(exc), code=1 if host else 2) from None
 
 
+_OBJECT_RESULTS = {"server.status", "list", "get", "budget"}  # the methods whose answer is an object
+_ANSWER_OBJECT_OR_NONE = {"answer"}
+
+
 def _call(method: str, timeout: float | None = None, host: str | None = None, **params):
     from cockpit.server.client import RemoteError, ServerError
     from cockpit.server.rpc import NOT_FOUND
 
     client = _client(timeout, host)
     try:
-        return client.call(method, **params)
+        result = client.call(method, **params)
+        if (method in _OBJECT_RESULTS and not isinstance(result, dict)) or (
+                method in _ANSWER_OBJECT_OR_NONE and not isinstance(result, (dict, type(None)))):
+            raise CockpitError(_malformed_text(method, host))
+        return result
     except RemoteError as exc:
         raise CockpitError(exc.message, code=2 if exc.code in (NOT_FOUND,) or exc.code < 0 else 1) from None
     except ServerError as exc:
         raise CockpitError(str(exc)) from None
     finally:
         client.close()
+
+
+def _malformed_text(method: str, host: str | None) -> str:
+    return (f"{'host ' + host if host else 'the Cockpit server'} sent a malformed answer to {method!r} "
+            "(is it the same Cockpit version?)")
+
+
+@contextlib.contextmanager
+def _answer_of(method: str, host: str | None) -> Iterator[None]:
+    """Reading a server's answer: one that lacks a field or holds the wrong type (a broken or
+    hostile peer, e.g. a host behind ssh) is one line, not a traceback."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        raise CockpitError(_malformed_text(method, host)) from None
 
 
 def cmd_server(args: argparse.Namespace) -> int:
@@ -250,7 +276,13 @@ def _fmt_row(r: dict) -> str:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    rows = _call("list", host=host_name(args))["sessions"]
+    host = host_name(args)
+    answer = _call("list", host=host)
+    with _answer_of("list", host):
+        rows = answer["sessions"]
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise TypeError("sessions is a list of objects")
+        lines = [_fmt_row(clean_tree(r)) for r in rows]  # a host's text never drives this terminal
     if args.json:
         print(json.dumps({"sessions": rows}, indent=2, ensure_ascii=False))
         return 0
@@ -258,8 +290,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
         print("no sessions")
         return 0
     print(f"{'ID':<13}{'STATE':<16}{'AGENT':<14}{'MODEL':<23}{'BRANCH':<35}{'TOKENS':>7} {'COST':>9}  TASK")
-    for r in rows:
-        print(_fmt_row(r))
+    for line in lines:
+        print(line)
     return 0
 
 
@@ -272,11 +304,13 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 def cmd_kill(args: argparse.Namespace) -> int:
     before = _call("get", host=host_name(args), id=args.id)
-    if before.get("status") in FINAL_STATES:
-        print(f"{before['id']} already ended ({before['status']}): nothing to kill")
+    with _answer_of("get", host_name(args)):
+        sid, status = one_line(before["id"]), one_line(before.get("status"))
+    if status in FINAL_STATES:
+        print(f"{sid} already ended ({status}): nothing to kill")
         return 0
     _call("kill", host=host_name(args), id=args.id)
-    print(f"{before['id']} killed")
+    print(f"{sid} killed")
     return 0
 
 
@@ -285,7 +319,7 @@ def _answered(info: dict, query: str) -> tuple[str, str]:
     from cockpit.textsafe import one_line
 
     what = one_line(str(info.get("summary") or "")) or "its pending tool call"
-    return str(info.get("id") or query), what[:200]
+    return one_line(info.get("id") or query), what[:200]
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
@@ -307,7 +341,6 @@ def cmd_deny(args: argparse.Namespace) -> int:
 
 def cmd_budget(args: argparse.Namespace) -> int:
     from cockpit.runtime.budget import BudgetError, parse_tokens, parse_usd
-    from cockpit.tui import format as fmt
 
     if args.server == (args.id is not None):
         raise CockpitError("give a session ID or --server (the cap of all sessions together)")
@@ -318,6 +351,14 @@ def cmd_budget(args: argparse.Namespace) -> int:
         raise CockpitError(str(exc)) from None
     where = {"server": True} if args.server else {"id": args.id}
     info = _call("budget", host=host_name(args), **where, usd=usd, tokens=tokens, clear=args.clear)
+    with _answer_of("budget", host_name(args)):
+        _print_budget(clean_tree(info))
+    return 0
+
+
+def _print_budget(info: dict) -> None:
+    from cockpit.tui import format as fmt
+
     caps = [f"{fmt.usd(info['usd'])}" if info["usd"] is not None else "",
             f"{info['tokens']:,} tokens" if info["tokens"] is not None else ""]
     cap = " or ".join(c for c in caps if c) or "none"
@@ -326,7 +367,6 @@ def cmd_budget(args: argparse.Namespace) -> int:
     print(f"{who}: cap {cap} · spent {spent}{' · reached' if info['reached'] else ''}")
     if info["paused"]:
         print(f"paused in 'budget reached': {', '.join(info['paused'])}")
-    return 0
 
 
 def cmd_attach(args: argparse.Namespace) -> int:

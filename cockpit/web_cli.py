@@ -80,6 +80,23 @@ def is_loopback(addr: str) -> bool:
         return False
 
 
+def tunnel(host: str, port: int, this_host: str) -> str:
+    """The ``ssh -L`` that reaches a port bound to the loopback address ``host`` from another
+    machine (``localhost`` binds 127.0.0.1 too; an IPv6 address goes in brackets)."""
+    target = LOOPBACK if host == "localhost" else (f"[{host}]" if ":" in host else host)
+    return f"ssh -L {port}:{target}:{port} {this_host}"
+
+
+def _check_listen(addr: str) -> None:
+    """``--listen`` is an address; ``ADDR:PORT`` (an IPv4 address or a name, then a port) is one
+    line naming ``--port``, before any warning about where it would listen."""
+    head, sep, tail = addr.rpartition(":")
+    if sep and tail.isdigit() and head and ":" not in head.strip("[]"):
+        raise CockpitError(f"--listen {addr}: an address without a port (give the port with --port {tail})")
+    if not addr.isprintable() or any(c.isspace() for c in addr):
+        raise CockpitError(f"--listen {addr!r}: an address has no spaces or control characters")
+
+
 def url(host: str, port: int, token: str) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}/{token}/"
@@ -93,6 +110,8 @@ def cmd_web(args: argparse.Namespace) -> int:
                            "(COCKPIT_NO_SERVER)")
     if not 0 <= args.port <= 65535:
         raise CockpitError(f"--port {args.port}: a port is 0 (a free one) to 65535")
+    if args.listen:
+        _check_listen(args.listen)
     tui_cli.prepare(args)  # a bad flag or config: one line now
     try:
         import textual_serve  # noqa: F401
@@ -124,7 +143,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     def ready(port: int) -> None:
         shown = socket.gethostname() if host in ("0.0.0.0", "::") else host
         if is_loopback(host):
-            print(f"cockpit web: from another machine: ssh -L {port}:127.0.0.1:{port} {socket.gethostname()}, "
+            print(f"cockpit web: from another machine: {tunnel(host, port, socket.gethostname())}, "
                   "then open the same URL there", flush=True)
         print(f"cockpit web: {url(shown, port, token)}", flush=True)
         print("cockpit web: ctrl+c stops serving (the sessions go on in the server)", flush=True)

@@ -92,11 +92,30 @@ class TokenServer(Server):
         return web.Response(text=page, content_type="text/html")
 
 
+class _BadRequestsInOneLine(logging.Filter):
+    """aiohttp logs a request it cannot parse with a traceback that repeats the request line (the
+    token, when it carried one): whoever reaches the port could fill the terminal or a log of it.
+    Such a record becomes one line without the request; the client got its 400 already."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.msg, record.args = f"refused a malformed request ({exc.code}: {type(exc).__name__})", ()
+            record.exc_info = record.exc_text = None
+        return True
+
+
+BAD_REQUESTS = _BadRequestsInOneLine()
+
+
 async def serve(server: TokenServer, host: str, port: int, ready: Callable[[int], None],
                 stop: asyncio.Event | None = None) -> None:
     """Serve until SIGINT / SIGTERM (or ``stop`` is set); ``ready(port)`` once listening (the port
     bound: ``port`` 0 takes a free one). Open browser tabs' apps are told to quit on the way out."""
     logging.basicConfig(level=logging.WARNING, format="cockpit web: %(message)s")
+    logging.getLogger("aiohttp.server").addFilter(BAD_REQUESTS)  # (added once: the same filter object)
     app = await server._make_app()
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
     await runner.setup()

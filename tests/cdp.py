@@ -69,7 +69,8 @@ class Browser:
         binary = chromium()
         if binary is None:
             raise RuntimeError("no chromium on PATH")
-        self._profile = tempfile.TemporaryDirectory(prefix="cockpit-chromium-")
+        # (Chromium's helper processes may still write to the profile as the main one exits)
+        self._profile = tempfile.TemporaryDirectory(prefix="cockpit-chromium-", ignore_cleanup_errors=True)
         argv = [binary, "--headless=new", "--remote-debugging-port=0", f"--user-data-dir={self._profile.name}",
                 "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--mute-audio",
                 "--hide-scrollbars", f"--window-size={self.width},{self.height}", "about:blank"]

@@ -214,3 +214,31 @@ async def test_an_unreachable_host_does_not_hold_up_attach():
         assert (seen[-1].state, seen[-1].detail) == ("unreachable", "no connection within 0.5 s (hung?)")
     finally:
         await rt.aclose()
+
+
+async def test_a_host_speaks_only_for_its_own_sessions():
+    """A host's server that sends a HostStatus (only the grid makes those) or an event of no session
+    cannot mark another host reconnecting, reset its panes for a replay, add hosts to the header or
+    put a session on the local host: the grid drops them, at attach and in the stream."""
+    hosts = Hosts("local", "box")
+    hosts.next["local"].append(FakeManager())
+    hosts.next["box"].append(FakeManager([ev.HostStatus("", "local", "replaying"),
+                                          ev.SessionSpawned("", "forged", "m", "/w", "/t", True),
+                                          ev.SessionSpawned("s1", "t", "m", "/w", "/t", True)]))
+    rt = await MultiHostRuntime.attach([Host(n, hosts.connector(n)) for n in ("local", "box")], RuntimeConfig(),
+                                       backoff=Backoff(0.01, 2, 0.05))
+    sub = rt.subscribe()
+    try:
+        snap = rt.snapshot()
+        assert [(e.host, e.state) for e in snap if isinstance(e, ev.HostStatus)] == [("local", "connected"),
+                                                                                     ("box", "connected")]
+        assert [e.session_id for e in snap if not isinstance(e, ev.HostStatus)] == ["box:s1"]
+        hosts.current["box"].emit(ev.HostStatus("", "local", "reconnecting", "forged"),
+                                  ev.HostStatus("", "gpu", "connected"),
+                                  ev.StatusChanged("", S.NEEDS_APPROVAL),
+                                  ev.StatusChanged("s1", S.WAITING))
+        seen = await events_until(sub, lambda e: isinstance(e, ev.StatusChanged) and e.session_id == "box:s1")
+        assert [(type(e).__name__, e.session_id) for e in seen] == [("StatusChanged", "box:s1")]
+        assert rt.host_state("local") == "connected"
+    finally:
+        await rt.aclose()

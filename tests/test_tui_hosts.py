@@ -346,3 +346,76 @@ async def test_r_on_a_pane_of_another_host_reviews_and_resumes_that_hosts_transc
                         "the local transcript")
             assert [i.session_id for i in screen.all_infos] == [here.session_id]
             await app.shutdown()
+
+
+async def test_the_shell_key_never_opens_this_machines_folder_for_a_session_on_another_host(tmp_path, monkeypatch):
+    """A session on host box names a folder of box; the same path here (the same user and layout on
+    both machines) is another checkout: ``s`` says how to reach box's, and opens no local shell."""
+    import contextlib
+    import subprocess
+
+    from tui_fakes import FakeManager
+
+    from cockpit import events as ev
+    from cockpit.server.hosts import Host
+
+    calls: list = []
+    monkeypatch.setattr(subprocess, "call", lambda *a, **k: calls.append((a, k)) or 0)
+    here = str(tmp_path)  # exists on this machine
+    managers = {"local": FakeManager([ev.SessionSpawned("s1", "t", "m", here, "/t", True, cwd=here)]),
+                "box": FakeManager([ev.SessionSpawned("s2", "t", "m", here, "/t", True, cwd=here)])}
+
+    def connector(name):
+        async def connect():
+            return managers[name]
+        return connect
+
+    hosts = [Host("local", connector("local"), same_machine=True), Host("box", connector("box"))]
+
+    async def attach() -> MultiHostRuntime:
+        return await MultiHostRuntime.attach(hosts, RuntimeConfig(), backoff=FAST)
+
+    app = CockpitApp(attach, None, workspace=tmp_path, sessions_dir=tmp_path / "sessions", api_key_missing=False,
+                     os_notifier=Notifier())
+    notes: list[str] = []
+    monkeypatch.setattr(app, "suspend", contextlib.nullcontext)  # (a terminal's app suspends; the test's cannot)
+    monkeypatch.setattr(app, "notify", lambda message, *a, **k: notes.append(str(message)))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "box:s2" in app.views, "box's session in the grid")
+        app.open_shell("s1")  # the local host's session: its folder is this machine's
+        assert len(calls) == 1 and calls[0][1]["cwd"] == here
+        app.open_shell("box:s2")
+        assert len(calls) == 1 and any("host box" in n and "cockpit shell s2 --host box" in n for n in notes), notes
+
+
+async def test_a_hosts_error_text_is_shown_as_text_not_markup(tmp_path):
+    """What a host says (its bridge's error, an error reply, an event's message) reaches the
+    notifications literally: an unbalanced ``[/]`` does not stop the app, and an ``@click`` action
+    in it is no link that runs an action of the app."""
+    from textual.widgets._toast import Toast
+    from tui_fakes import FakeManager
+
+    from cockpit.server.client import ServerError
+    from cockpit.server.hosts import Host
+
+    said = "host box: [/] closed; [@click=app.quit]click here[/]"
+
+    async def local():
+        return FakeManager()
+
+    async def box():
+        raise ServerError(said)
+
+    async def attach() -> MultiHostRuntime:
+        return await MultiHostRuntime.attach([Host("local", local, same_machine=True), Host("box", box)],
+                                             RuntimeConfig(), backoff=Backoff(first=30, factor=2, cap=30))
+
+    app = CockpitApp(attach, None, workspace=tmp_path, sessions_dir=tmp_path / "sessions", api_key_missing=False,
+                     os_notifier=Notifier())
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await until(pilot, lambda: any("click here" in str(t.render()) for t in app.screen.query(Toast)),
+                    "the host's notification")
+        toast = next(t for t in app.screen.query(Toast) if "click here" in str(t.render()))
+        shown = toast.render()
+        assert "[/] closed; [@click=app.quit]click here[/]" in str(shown)
+        assert not any("@click" in str(span.style) for span in getattr(shown, "spans", ()))

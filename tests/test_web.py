@@ -216,12 +216,17 @@ def test_bad_input_is_one_line_before_anything_starts(tmp_path, monkeypatch, cap
     assert err.count("\n") == 1 and "workspace is not a folder" in err
     assert main(["web", "--port", "70000"]) != 0
     assert "--port 70000" in capsys.readouterr().err
+    assert main(["web", "--listen", "127.0.0.1:8080"]) == 2  # ADDR:PORT: no warning, no server, one line
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--port 8080" in err and "warning" not in err
+    assert main(["web", "--listen", "0.0.0.0\n--port"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
     assert not server_running()  # none was started for a refused command
 
 
 def test_the_app_flags_reach_each_tabs_app_given_before_or_after_web():
     from cockpit.cli import build_parser
-    from cockpit.web_cli import app_argv, is_loopback
+    from cockpit.web_cli import app_argv, is_loopback, tunnel
 
     args = build_parser("web").parse_args(["web", "--notes", "auto", "--no-worktree", "--permission-mode", "plan"])
     assert app_argv(args) == ["--notes", "auto", "--permission-mode", "plan", "--no-worktree"]
@@ -231,6 +236,10 @@ def test_the_app_flags_reach_each_tabs_app_given_before_or_after_web():
     # a grid of hosts: each tab's app gets every --host, one flag each (not a list's repr)
     args = build_parser("web").parse_args(["--host", "local", "--host", "box", "web"])
     assert app_argv(args) == ["--host", "local", "--host", "box"]
+    assert tunnel("127.0.0.1", 8123, "me-box") == "ssh -L 8123:127.0.0.1:8123 me-box"
+    assert tunnel("::1", 8123, "me-box") == "ssh -L 8123:[::1]:8123 me-box"  # the address bound, not 127.0.0.1
+    assert tunnel("127.0.0.2", 8123, "me-box") == "ssh -L 8123:127.0.0.2:8123 me-box"
+    assert tunnel("localhost", 8123, "me-box") == "ssh -L 8123:127.0.0.1:8123 me-box"
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("box.example")
 
@@ -255,3 +264,32 @@ def test_a_browser_tabs_app_detaches_without_a_word_in_the_web_terminal(monkeypa
     monkeypatch.setenv(tui_cli.WEB_TAB, "1")
     assert tui_cli.run_detachable(app, None, message) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("request_line", ["GET {token}/ HTTP/1.1", "OPTIONS * junk HTTP/1.1", "GET /{token}/\x01 HTTP/1.1"])
+async def test_a_malformed_request_is_one_line_that_does_not_repeat_it(request_line, caplog):
+    """Whoever reaches the port, token or not, cannot fill the terminal (or a log of it) with
+    aiohttp's tracebacks, and a malformed request that carries the token does not put it there."""
+    import logging
+
+    from cockpit.webserve import TokenServer, new_token, serve
+
+    token = new_token()
+    stop, ports = asyncio.Event(), []
+    task = asyncio.create_task(serve(TokenServer("true", token), "127.0.0.1", 0, ports.append, stop))
+    try:
+        while not ports:
+            await asyncio.sleep(0.01)
+        reader, writer = await asyncio.open_connection("127.0.0.1", ports[0])
+        writer.write((request_line.format(token=token) + "\r\nHost: x\r\n\r\n").encode())
+        await writer.drain()
+        answer = await reader.read()
+        writer.close()
+    finally:
+        stop.set()
+        await task
+    assert answer.split(b"\r\n")[0].endswith(b" 400 Bad Request")
+    records = [r for r in caplog.records if r.name.startswith("aiohttp") and r.levelno >= logging.WARNING]
+    assert all(r.exc_info is None for r in records), [r.getMessage() for r in records]
+    assert all(len(r.getMessage().splitlines()) == 1 for r in records), [r.getMessage() for r in records]
+    assert token not in caplog.text and "Traceback" not in caplog.text

@@ -427,7 +427,7 @@ _HOST_KEYS = {"ssh": str, "socket": str, "command": str, "notes": str, "workspac
 
 def check_host_name(name: Any, where: str = "config.toml") -> str:
     """``name`` when it can name a host (in a grid a session id is ``HOST:ID``), else ConfigError."""
-    if not isinstance(name, str) or not name or ":" in name or any(c.isspace() for c in name):
+    if not isinstance(name, str) or not name or ":" in name or not _destination_chars(name):
         raise ConfigError(f"{where}: a host name is a word without ':' or spaces, got {name!r}")
     return name
 
@@ -458,6 +458,9 @@ def parse_hosts(table: Any, where: str = "config.toml") -> dict[str, HostEntry]:
     out: dict[str, HostEntry] = {}
     for name, entry in table.items():
         check_host_name(name, where)
+        if name == "local":  # (cockpit.hostids.LOCAL)
+            raise ConfigError(f"{where}: [hosts.local] cannot be configured: 'local' is always this machine's "
+                              "server (in a grid and for --host); give that host another name")
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: [hosts.{name}] must be a table with ssh = \"user@box\"")
         values: dict[str, Any] = {}
@@ -483,15 +486,25 @@ def parse_hosts(table: Any, where: str = "config.toml") -> dict[str, HostEntry]:
             values["ssh"] = name  # the NAME itself (a Host alias of ~/.ssh/config)
         if values["ssh"].startswith("-"):
             raise ConfigError(f"{where}: hosts.{name}.ssh must be a destination, not an option: {values['ssh']!r}")
+        if not _destination_chars(values["ssh"]):
+            raise ConfigError(f"{where}: hosts.{name}.ssh must be a destination without spaces or control "
+                              f"characters, got {values['ssh']!r}")
         out[name] = HostEntry(name=name, **values)
     return out
+
+
+def _destination_chars(text: str) -> bool:
+    """Whether ``text`` can be an ssh destination: printable, no whitespace (ssh would refuse it
+    anyway, in a message that repeats it — newlines and escape sequences included)."""
+    return text.isprintable() and not any(c.isspace() for c in text)
 
 
 def host_entry(name: str, config_file: Path | None = None) -> HostEntry:
     """The host ``name`` of ``[hosts.NAME]``, or — not in the config — ``name`` itself as the ssh
     destination (``cockpit ls --host user@box``). Raises ConfigError."""
-    if not name or name.startswith("-"):
-        raise ConfigError(f"--host needs a host name or an ssh destination, got {name!r}")
+    if not name or name.startswith("-") or not _destination_chars(name):
+        raise ConfigError(f"--host needs a host name or an ssh destination (no spaces or control characters), "
+                          f"got {name!r}")
     path = config_file or config_path()
     hosts: dict[str, HostEntry] = {}
     if path.is_file():

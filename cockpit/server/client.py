@@ -110,6 +110,11 @@ def stopped_pid(path: Path | str | None = None) -> int | None:
     return pid if state and state[0] in ("T", "t") else None
 
 
+def _late_message(path: Path | str) -> str:
+    who = path if str(path).startswith("host ") else f"the Cockpit server at {path}"
+    return f"{who} did not answer in time (busy, stopped or hung?)"
+
+
 def stopped_message(pid: int) -> str:
     return (f"the Cockpit server (pid {pid}) is stopped (SIGSTOP or Ctrl-Z) — `kill -CONT {pid}` lets it go on; "
             "`cockpit server stop --force` ends it (its sessions end as after a crash: `interrupted`)")
@@ -252,10 +257,32 @@ def connect_timeout_for(transport: Transport) -> float:
 
 
 def _check(msg: dict) -> Any:
+    """The result of a reply, or its error raised (its message one line: no escape sequences
+    or control characters from a peer reach a terminal or a label)."""
     if "error" in msg and msg["error"] is not None:
+        from cockpit.textsafe import one_line
+
         err = msg["error"]
-        raise remote_error(int(err.get("code", rpc.INTERNAL_ERROR)), str(err.get("message", "error")))
+        if not isinstance(err, dict):  # not JSON-RPC's {"code", "message"}: a broken peer's
+            raise RemoteError(rpc.INTERNAL_ERROR, one_line(err))
+        code = err.get("code", rpc.INTERNAL_ERROR)
+        code = code if isinstance(code, int) and not isinstance(code, bool) else rpc.INTERNAL_ERROR
+        raise remote_error(code, one_line(err.get("message", "error")))
     return msg.get("result")
+
+
+def decode(line: bytes, where: Path | str) -> dict:
+    """One line of the protocol as its JSON object. Anything else — not JSON, not UTF-8, nested
+    past the parser's depth, not an object, longer than :data:`rpc.MAX_LINE` — is a
+    :class:`ServerError` naming ``where`` (a broken or hostile peer, e.g. a host behind ssh)."""
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        msg = None
+    if not isinstance(msg, dict):
+        raise ServerError(f"{where} sent a message that is not the Cockpit protocol "
+                          f"(a line of {len(line)} bytes that is no JSON object): is it a Cockpit server?")
+    return msg
 
 
 def _connect(path: Path, timeout: float) -> socket.socket:
@@ -283,11 +310,36 @@ def _connect(path: Path, timeout: float) -> socket.socket:
             sock.close()
             raise ServerError(f"cannot connect to the Cockpit server at {path}: {exc}") from None
         try:
+            _refuse_other_user(sock, path)
             _refuse_stopped(path)
-        except ServerHung:
+        except ServerError:
             sock.close()
             raise
         return sock
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket (None where the platform does
+    not say: no ``SO_PEERCRED``)."""
+    import struct
+
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+    except OSError:
+        return None
+    return struct.unpack("3i", creds)[1]
+
+
+def _refuse_other_user(sock: socket.socket, path: Path | str) -> None:
+    """A server socket another user serves (a ``[hosts.NAME] socket`` in a shared folder such as
+    /tmp, taken first) is refused: each spawn sends the API key to the server."""
+    uid = peer_uid(sock)
+    if uid is not None and uid != os.getuid():
+        raise ServerError(f"{path} is served by another user (uid {uid}), not by you: refusing it "
+                          "(each spawn sends your API key to the server)")
 
 
 class BlockingClient:
@@ -317,21 +369,28 @@ class BlockingClient:
             if self._broken is not None:
                 raise self._broken
             msg_id = next(self._ids)
+            deadline = self.deadline
+            if method in rpc.QUICK_METHODS:
+                quick = time.monotonic() + 2 * self.timeout
+                deadline = quick if deadline is None else min(deadline, quick)
             try:
-                self._sock.settimeout(self._wait())
+                self._sock.settimeout(self._wait(deadline))
                 self._sock.sendall(rpc.request(msg_id, method, params))
                 while True:
-                    self._sock.settimeout(self._wait())
+                    self._sock.settimeout(self._wait(deadline))
                     line = self._file.readline(rpc.MAX_LINE + 1)
                     if not line:
                         raise ServerError("the Cockpit server closed the connection")
-                    msg = json.loads(line)
+                    try:
+                        msg = decode(line, self.path)
+                    except ServerError as exc:  # what follows on this stream cannot be trusted either
+                        self._broken = exc
+                        raise
                     if msg.get("id") == msg_id:
                         return _check(msg)
             except TimeoutError:
-                late = self.deadline is not None and time.monotonic() >= self.deadline
-                late_text = f"the Cockpit server at {self.path} did not answer in time (busy, stopped or hung?)"
-                self._broken = ServerHung(late_text if late else hung_message(self.path))
+                late = deadline is not None and time.monotonic() >= deadline
+                self._broken = ServerHung(_late_message(self.path) if late else hung_message(self.path))
                 raise self._broken from None
             except OSError as exc:
                 raise ServerError(f"lost the Cockpit server: {exc}") from None
@@ -343,11 +402,11 @@ class BlockingClient:
         return cls(timeout=timeout, connection=transport.connect(
             connect_timeout if connect_timeout is not None else connect_timeout_for(transport)))
 
-    def _wait(self) -> float:
-        """The socket timeout for the next read: the read timeout, cut to what the deadline leaves."""
-        if self.deadline is None:
+    def _wait(self, deadline: float | None) -> float:
+        """The socket timeout for the next read: the read timeout, cut to what ``deadline`` leaves."""
+        if deadline is None:
             return self.timeout
-        left = self.deadline - time.monotonic()
+        left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError
         return min(self.timeout, left)
@@ -403,6 +462,11 @@ class AsyncClient:
                 reader, writer = await asyncio.wait_for(
                     asyncio.open_unix_connection(str(where), limit=rpc.MAX_LINE),
                     max(0.05, end - time.monotonic()))
+                try:
+                    _refuse_other_user(writer.get_extra_info("socket"), where)
+                except ServerError:
+                    writer.close()
+                    raise
                 if stopped_pid(where) is not None:
                     writer.close()
                     _refuse_stopped(where)
@@ -449,9 +513,14 @@ class AsyncClient:
                 self._last = loop.time()
                 if not line:
                     break
-                msg = json.loads(line)
-                if "id" in msg and msg["id"] in self._pending:
-                    fut = self._pending.pop(msg["id"])
+                try:
+                    msg = decode(line, self.path)
+                except ServerError as exc:  # a broken peer: the connection ends, saying why
+                    self.error = exc
+                    break
+                msg_id = msg.get("id")
+                if isinstance(msg_id, int) and msg_id in self._pending:
+                    fut = self._pending.pop(msg_id)
                     if not fut.done():
                         fut.set_result(msg)
                 elif msg.get("method") == "event":
@@ -482,7 +551,15 @@ class AsyncClient:
         except TimeoutError:
             self._pending.pop(msg_id, None)
             raise ServerHung(hung_message(self.path)) from None
-        result = _check(await fut)
+        if method in rpc.QUICK_METHODS:
+            try:
+                msg = await asyncio.wait_for(fut, 2 * self.timeout)
+            except TimeoutError:
+                self._pending.pop(msg_id, None)
+                raise ServerHung(_late_message(self.path)) from None
+        else:
+            msg = await fut
+        result = _check(msg)
         if method == "subscribe":
             self.subscribed = True
         return result

@@ -98,6 +98,13 @@ class _Link:
     first_try: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
 
+def its_own(event: Event) -> bool:
+    """Whether a host's server may send ``event``: one of its sessions' (a ``HostStatus`` is the
+    grid's alone, and an event of no session would land on the local host). A host that sends
+    anything else — broken or hostile — is not listened to about other hosts."""
+    return bool(event.session_id) and not isinstance(event, HostStatus)
+
+
 def qualify_event(host: str, event: Event) -> Event:
     """``event`` with its session ids qualified by ``host`` (the local host's stay as they are)."""
     if host == hostids.LOCAL:
@@ -254,7 +261,7 @@ class MultiHostRuntime:
         for link in self._links.values():
             out.append(self._status(link))
             if link.runtime is not None:
-                out.extend(qualify_event(link.host.name, e) for e in link.runtime.snapshot())
+                out.extend(qualify_event(link.host.name, e) for e in link.runtime.snapshot() if its_own(e))
         self._snapshot = out  # from now on a connection's snapshot goes through the stream
 
     async def _run(self, link: _Link) -> None:
@@ -286,7 +293,7 @@ class MultiHostRuntime:
             if replay:
                 link.state = "replaying"
                 self._queue.put_nowait(self._status(link))
-                replayed = runtime.snapshot()
+                replayed = [e for e in runtime.snapshot() if its_own(e)]
                 for event in replayed:
                     self._queue.put_nowait(qualify_event(name, event))
                 link.state = "connected"
@@ -297,7 +304,8 @@ class MultiHostRuntime:
             link.first_try.set()
             try:
                 async for event in subscription:
-                    self._queue.put_nowait(qualify_event(name, event))
+                    if its_own(event):
+                        self._queue.put_nowait(qualify_event(name, event))
             finally:
                 link.runtime = None
                 with contextlib.suppress(Exception):

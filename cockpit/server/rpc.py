@@ -70,6 +70,11 @@ def notification(method: str, params: Any) -> bytes:
     return encode({"jsonrpc": "2.0", "method": method, "params": params})
 
 
+# methods a server answers at once (no model call, no waiting on a session): a client gives up on
+# one after twice its read timeout even while keepalives come — a handler stuck, or a hostile host
+# that says "still working" forever, holds no command
+QUICK_METHODS = frozenset({"hello", "subscribe", "server.status", "list", "get", "send", "kill", "answer", "budget"})
+
 # sent by the server every KEEPALIVE_S on a connection with a request in flight or a
 # subscription: a client's read that sees nothing for a few of these knows the server is hung
 KEEPALIVE_S = 1.0

@@ -51,7 +51,10 @@ class HostError(ServerError):
 def ssh_program() -> list[str]:
     """``ssh`` (or ``$COCKPIT_SSH_COMMAND``, split as a shell would) as an argv. Raises HostError
     when it is not installed."""
-    words = shlex.split(os.environ.get("COCKPIT_SSH_COMMAND") or "ssh")
+    try:
+        words = shlex.split(os.environ.get("COCKPIT_SSH_COMMAND") or "ssh")
+    except ValueError as exc:  # an unclosed quote
+        raise HostError(f"COCKPIT_SSH_COMMAND cannot be read as a command line: {exc}") from None
     if not words or shutil.which(words[0]) is None:
         raise HostError(f"ssh not found ({words[0] if words else 'COCKPIT_SSH_COMMAND is empty'}): install "
                         "OpenSSH's client (e.g. apt install openssh-client), or set COCKPIT_SSH_COMMAND")
@@ -59,10 +62,15 @@ def ssh_program() -> list[str]:
 
 
 def _ssh_env() -> dict[str, str]:
-    """ssh's environment without the API keys (a SendEnv rule must not carry them to the host)."""
-    from cockpit.runtime.keyguard import KEY_VARS
+    """ssh's environment without the API keys, the other credentials a session's shell never gets
+    (Claude Code's OAuth token, the server's TCP token) or a variable holding one of their values
+    under another name: a SendEnv rule must not carry them to the host."""
+    from cockpit.runtime.bash import SECRET_ENV
+    from cockpit.runtime.keyguard import KEY_VARS, taken
 
-    return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
+    names = {*KEY_VARS, *SECRET_ENV}
+    secrets = [v for k, v in {**taken(), **os.environ}.items() if k in names and len(v) >= 8]
+    return {k: v for k, v in os.environ.items() if k not in names and not any(s in v for s in secrets)}
 
 
 def ssh_argv(host: HostEntry, remote: str, tty: bool = False) -> list[str]:

@@ -31,6 +31,7 @@ from typing import Any
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from cockpit import events as ev
@@ -147,6 +148,13 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
                 variables[name] = variables.get(value[1:], "ansi_default")
         self.theme_variables = variables
         return variables
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """A notification shown as the text it is, never as markup (whatever a caller or a screen
+        passes): it often holds what a server or a host said — an error, a session's message — where
+        an unbalanced ``[/]`` would stop the app and an ``[@click=…]`` would be a link to an action."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def get_default_screen(self) -> Screen:
         return self._main

@@ -204,6 +204,14 @@ class SessionCommands(App):
     def open_diff(self, session_id: str) -> None:
         self.push_screen(DiffScreen(self.manager, self.views[session_id]))
 
+    def _host_elsewhere(self, session_id: str) -> str:
+        """The host of ``session_id`` when its folders are not this machine's ("" when they are)."""
+        if not isinstance(self.manager, GridRuntime):
+            return ""
+        name = hostids.host_of(session_id)
+        site = next((h for h in self.manager.hosts if h.name == name), None)
+        return name if site is not None and not site.same_machine else ""
+
     def open_shell(self, session_id: str, edit: str | None = None) -> None:
         """Suspend the app and run ``$SHELL`` (or ``$EDITOR edit``) in the session's working folder
         (its worktree, or the workspace for a session in place); back to the app when it exits. On
@@ -216,6 +224,12 @@ class SessionCommands(App):
         where = view.cwd or (view.worktree.path if view.worktree else "")
         host = hostids.host_of(session_id)
         there = self.manager.shell_opener(host) if isinstance(self.manager, GridRuntime) else None
+        elsewhere = self._host_elsewhere(session_id)
+        if elsewhere and there is None:  # its folder is on that host; the same path here is another checkout
+            local_id = hostids.split(session_id)[1]
+            self.notify(f"session {session_id} works on host {elsewhere}: open its folder there with "
+                        f"cockpit shell {local_id} --host {elsewhere}", severity="warning", timeout=10)
+            return
         # on another host the folder is not here to look at: the events say when it went
         gone = there is not None and view.worktree is not None and bool(
             view.worktree_removed or (view.reviewed is not None and view.reviewed.ok))
