@@ -10,6 +10,8 @@ Nothing of that reaches the terminal from Cockpit's TUI labels or CLI output:
   and the Unicode bidirectional overrides (text that reads differently from what it is);
 - :func:`one_line` also folds every run of whitespace (newlines included) into one space, for
   labels that must stay one line;
+- :func:`flat` folds only line breaks (a peer's error message: its spaces are kept, they may
+  be what the message is about);
 - :func:`clean_tree` / :func:`clean_event` apply :func:`clean` to every string inside a JSON-like
   value or an event.
 
@@ -30,6 +32,7 @@ _ESCAPES = re.compile(
 )
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _SPACE = re.compile(r"[\s\u2028\u2029]+")
+_BREAKS = re.compile(r"\s*[\n\r\v\f\u2028\u2029]\s*")
 
 T = TypeVar("T")
 
@@ -46,6 +49,12 @@ def clean(text: Any) -> str:
 def one_line(text: Any) -> str:
     """:func:`clean` text on one line: every run of whitespace is one space, ends trimmed."""
     return _SPACE.sub(" ", clean(text)).strip()
+
+
+def flat(text: Any) -> str:
+    """:func:`clean` text on one line: each line break, with the blanks around it, is one space;
+    other spaces are kept; ends trimmed."""
+    return _BREAKS.sub(" ", clean(text)).strip()
 
 
 def clean_tree(value: T) -> T:

@@ -260,14 +260,14 @@ def _check(msg: dict) -> Any:
     """The result of a reply, or its error raised (its message one line: no escape sequences
     or control characters from a peer reach a terminal or a label)."""
     if "error" in msg and msg["error"] is not None:
-        from cockpit.textsafe import one_line
+        from cockpit.textsafe import flat
 
         err = msg["error"]
         if not isinstance(err, dict):  # not JSON-RPC's {"code", "message"}: a broken peer's
-            raise RemoteError(rpc.INTERNAL_ERROR, one_line(err))
+            raise RemoteError(rpc.INTERNAL_ERROR, flat(err))
         code = err.get("code", rpc.INTERNAL_ERROR)
         code = code if isinstance(code, int) and not isinstance(code, bool) else rpc.INTERNAL_ERROR
-        raise remote_error(code, one_line(err.get("message", "error")))
+        raise remote_error(code, flat(err.get("message", "error")))
     return msg.get("result")
 
 
