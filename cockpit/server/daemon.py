@@ -111,16 +111,12 @@ class Ghost:
         return list(self.history)
 
     def to_dict(self) -> dict:
+        """Its row as a live session's (:func:`cockpit.runtime.report.session_row` of its folded
+        events), ``interrupted``, with no answer, and ``notes``: the folder its notes came from."""
+        from cockpit.runtime.report import session_row
+
         h = self.state
-        w = h.worktree
-        return {"id": self.id, "task": h.task, "model": h.model, "status": "interrupted",
-                "workspace": h.workspace, "cwd": h.cwd,
-                "worktree": None if w is None else {"path": w.path, "branch": w.branch,
-                                                    "base_commit": w.base_commit, "base_branch": w.base_branch},
-                "placement": h.placement, "permission_mode": h.permission_mode or "default",
-                "transcript": self.transcript, "usage": {**h.usage.__dict__, "total": h.usage.total},
-                "cost_usd": None if h.cost_usd is None else round(h.cost_usd, 6), "answer": "",
-                "error": None, "injected": [n.__dict__ for n in h.notes],
+        return {**session_row(h), "status": "interrupted", "answer": "", "error": None, "transcript": self.transcript,
                 "notes": h.started.notes if h.started else ""}
 
 
