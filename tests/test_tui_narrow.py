@@ -48,6 +48,7 @@ async def test_a_phone_width_lists_the_sessions_with_their_states_and_shows_one_
         assert _shown_panes(app) == ["n00001"]  # the first one selected, alone
         # a tap on a row shows that session's pane, and only it
         row = [r for r in app.screen.query(SessionRow) if "deploy staging" in text_of(r)][0]
+        await settled(pilot, app)  # laid out and painted: the tap lands where the row is now
         await pilot.click(row)
         await until(pilot, lambda: _shown_panes(app) == ["n00003"], "the tapped session's pane")
         assert app.screen.selected is app.panes["n00003"]
