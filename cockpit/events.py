@@ -138,6 +138,7 @@ class SessionSpawned(Event):
     continued_from: str = ""
     sandbox: str = ""  # bubblewrap | claude-code | "" (unconfined: commands run as the user)
     sandbox_note: str = ""  # what the sandbox allows, or why there is none
+    budget: dict = field(default_factory=dict)  # its spend cap as spawned, ``Budget.to_dict()`` ({} = not said)
 
 
 @dataclass(frozen=True)

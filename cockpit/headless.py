@@ -7,7 +7,8 @@ or allow rules for unattended coding), then prints one report: per session the i
 (name, ★, score), the final answer, status, tokens, cost (USD or "n/a"), the worktree (path,
 branch, base commit) and its diff stat, transcript path; then totals. A session that changed
 files keeps its worktree and branch for review (``cockpit worktrees``); one that changed nothing
-leaves none. ``--json`` prints the same as one JSON object::
+leaves none. Each session's row is its events folded (:func:`cockpit.runtime.report.session_row`):
+its transcript, folded, gives the same report. ``--json`` prints the same as one JSON object::
 
     {"sessions": [{"id", "task", "model", "backend", "workspace", "cwd", "placement",
                    "worktree": {"path", "branch", "base_commit", "base_branch"} | null,
@@ -15,8 +16,10 @@ leaves none. ``--json`` prints the same as one JSON object::
                    "stop_reason", "answer", "error": {"kind", "message"} | null, "preseed",
                    "preseed_error", "injected": [{"name", "priority", "score"}], "preseed_tokens",
                    "usage": {"input", "output", "cache_write", "cache_read", "total"}, "cost_usd",
-                   "cost_source": "pricing" | "claude-code", "requests", "budget": {"usd", "tokens"},
-                   "transcript", "claude_session_id" (claude-code sessions only)}],
+                   "cost_source": "pricing" | "claude-code", "requests", "denied": [ask summary],
+                   "budget": {"usd", "tokens"}, "sandbox", "sandbox_note",
+                   "transcript", "reviewed": {"action", "ok", "message"} | null,
+                   "claude_session_id" (claude-code sessions only)}],
      "totals": {"usage": {…}, "cost_usd"}, "pricing": {"source", "date"}}
 
 Tasks come from the arguments, from ``--task-file FILE`` (one task per file; ``-`` reads stdin)
@@ -316,16 +319,12 @@ async def _run(specs: list[SpawnSpec], cfg, pricing, engine) -> dict:
         except (ValueError, wt.WorktreeError) as exc:
             raise CockpitError(str(exc)) from None
         await mgr.wait_idle()
-        rows = [await mgr.describe(s.id) for s in sessions]
+        rows = [await mgr.describe(s.id) for s in sessions]  # each its folded events' row
     finally:
         await mgr.aclose()
-    usage, cost = mgr.totals()
-    return {
-        "sessions": rows,
-        "totals": {"usage": {**usage.__dict__, "total": usage.total},
-                   "cost_usd": None if cost is None else round(cost, 6)},
-        "pricing": {"source": pricing.source, "date": pricing.date, "override": pricing.overridden_by},
-    }
+    from cockpit.runtime.report import build_report
+
+    return build_report(rows, pricing)
 
 
 SPEC_FLAGS = {"top_k": "--top-k", "max_budget_usd": "--max-budget-usd", "max_budget_tokens": "--max-budget-tokens",
@@ -418,7 +417,6 @@ def _run_in_server(transport, specs: list[SpawnSpec], cfg, pricing, notes: str |
 
 async def _remote(transport, specs: list[SpawnSpec], cfg, pricing, notes, index, workspace, detach,
                   where: str = "") -> dict:
-    from cockpit.events import Usage
     from cockpit.server.client import AsyncClient, RemoteError, ServerError
     from cockpit.server.remote import RemoteRuntime
 
@@ -444,19 +442,9 @@ async def _remote(transport, specs: list[SpawnSpec], cfg, pricing, notes, index,
             rows = (await rt.client.call("wait", ids=[r["id"] for r in rows], until="final"))["sessions"]
     finally:
         await rt.aclose()
-    usage, cost, priced = Usage(), 0.0, False
-    for r in rows:
-        u = r.get("usage") or {}
-        usage = usage + Usage(u.get("input", 0), u.get("output", 0), u.get("cache_write", 0), u.get("cache_read", 0))
-        if r.get("cost_usd") is not None:
-            cost += r["cost_usd"]
-            priced = True
-    return {
-        "sessions": rows,
-        "totals": {"usage": {**usage.__dict__, "total": usage.total},
-                   "cost_usd": round(cost, 6) if priced else None},
-        "pricing": {"source": pricing.source, "date": pricing.date, "override": pricing.overridden_by},
-    }
+    from cockpit.runtime.report import build_report
+
+    return build_report(rows, pricing)
 
 
 def _n(count: int, word: str) -> str:

@@ -267,6 +267,24 @@ async def test_review_opens_the_focused_session_searches_and_resumes(api, tmp_pa
         await app.shutdown()
 
 
+def _palette_offers(app, name: str) -> bool:
+    """The command palette searched for ``name`` (its search worker done) and highlights it."""
+    from textual.command import CommandList, CommandPalette
+    from textual.widgets import Input
+
+    palette = app.screen
+    if not isinstance(palette, CommandPalette) or palette.query_one(Input).value != name:
+        return False
+    if any(w.node is palette and w.group == palette._GATHER_COMMANDS_GROUP and not w.is_finished
+           for w in app.workers):
+        return False
+    found = palette.query_one(CommandList)
+    if found.highlighted is None:
+        return False
+    prompt = found.get_option_at_index(found.highlighted).prompt
+    return getattr(prompt, "plain", str(prompt)) == name
+
+
 async def test_theme_switch_persists(api, tmp_path, workspace):
     from cockpit.tui.state import load_state
 
@@ -276,7 +294,7 @@ async def test_theme_switch_persists(api, tmp_path, workspace):
         before = app.get_css_variables()["status-streaming"]
         await pilot.press("ctrl+t")
         await pilot.press(*"cockpit-light")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: _palette_offers(app, "cockpit-light"), "the theme found and highlighted")
         await pilot.press("enter")
         await until(pilot, lambda: app.theme == "cockpit-light", "theme applied")
         assert app.get_css_variables()["status-streaming"] != before

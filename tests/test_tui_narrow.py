@@ -4,7 +4,7 @@ button; back to the grid when the terminal widens. Pilot tests over the fake man
 
 from __future__ import annotations
 
-from tui_fakes import FakeManager, session_script, text_of, until
+from tui_fakes import FakeManager, session_script, settled, text_of, until
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
@@ -48,6 +48,7 @@ async def test_a_phone_width_lists_the_sessions_with_their_states_and_shows_one_
         assert _shown_panes(app) == ["n00001"]  # the first one selected, alone
         # a tap on a row shows that session's pane, and only it
         row = [r for r in app.screen.query(SessionRow) if "deploy staging" in text_of(r)][0]
+        await settled(pilot, app)  # laid out and painted: the tap lands where the row is now
         await pilot.click(row)
         await until(pilot, lambda: _shown_panes(app) == ["n00003"], "the tapped session's pane")
         assert app.screen.selected is app.panes["n00003"]
@@ -116,8 +117,8 @@ async def test_the_layout_follows_the_width_back_and_forth():
     app = CockpitApp(mgr, notify_os=False)
     async with app.run_test(size=(160, 40)) as pilot:
         _three(mgr)
-        await until(pilot, lambda: len(app.panes) == 3, "three panes")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: len(_shown_panes(app)) == 3, "three panes shown")
+        await settled(pilot, app)  # the spawns' events folded and painted: the layout they left is the one to check
         screen = app.screen
         assert not screen.has_class("-narrow") and not screen.query_one("#session-list").display
         assert not screen.query_one("#narrow-actions").display and len(_shown_panes(app)) == 3

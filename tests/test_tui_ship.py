@@ -402,8 +402,9 @@ async def test_spawn_dialog_in_a_repository_shows_no_line_and_keeps_the_toggle(t
     app = CockpitApp(FakeManager(), FakeEngine(), workspace=repo)
     async with app.run_test(size=SIZE) as pilot:
         dialog = await open_spawn(pilot, app)
-        await pilot.pause(0.3)  # the placement is read in a thread; nothing is to show
         where = dialog.query_one("#spawn-where")
+        # the placement is read in a thread: once its line is set, the dialog knows — and shows nothing
+        await until(pilot, lambda: "own git worktree on a new branch" in text_of(where), "the placement read")
         assert not where.display and not dialog.query_one("#spawn-worktree").disabled
         await pilot.click("#spawn-worktree")  # own worktree off: now it says so
         await until(pilot, lambda: where.display, "the where line")

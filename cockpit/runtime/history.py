@@ -18,21 +18,46 @@ from cockpit import events as ev
 from cockpit.events import InjectedNote, SessionStatus, Usage
 
 
-@dataclass
 class Block:
     """One item of a pane's body, in order: ``text`` (assistant Markdown), ``tool`` (a call and,
     once known, its result and the user's answer when it asked), ``user`` (a follow-up),
-    ``error`` or ``note`` (what the app says: a review's result, "continued in …")."""
+    ``error`` or ``note`` (what the app says: a review's result, "continued in …").
 
-    kind: str
-    text: str = ""
-    name: str = ""
-    tool_use_id: str = ""
-    input: Any = None
-    result: str | None = None
-    is_error: bool = False
-    approval: str = ""  # "allowed once" | "allowed for this session" | "denied: <reason>" | …
-    version: int = 0  # bumped on every change, so the widget knows what to redraw
+    Streamed text is kept as its pieces and joined when ``text`` is read (:meth:`add_text`), so
+    folding a long answer delta by delta costs its length, not its length squared."""
+
+    __slots__ = ("kind", "_text", "_more", "name", "tool_use_id", "input", "result", "is_error", "approval",
+                 "version")
+
+    def __init__(self, kind: str, text: str = "", name: str = "", tool_use_id: str = "", input: Any = None,
+                 result: str | None = None, is_error: bool = False, approval: str = "", version: int = 0):
+        self.kind = kind
+        self._text = text
+        self._more: list[str] = []
+        self.name = name
+        self.tool_use_id = tool_use_id
+        self.input = input
+        self.result = result
+        self.is_error = is_error
+        self.approval = approval  # "allowed once" | "allowed for this session" | "denied: <reason>" | …
+        self.version = version  # bumped on every change, so the widget knows what to redraw
+
+    @property
+    def text(self) -> str:
+        if self._more:
+            self._text = self._text + "".join(self._more)
+            self._more.clear()
+        return self._text
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text, self._more = value, []
+
+    def add_text(self, more: str) -> None:
+        self._more.append(more)
+
+    def __repr__(self) -> str:
+        return f"Block({self.kind!r}, text={self.text!r}, name={self.name!r}, version={self.version})"
 
 
 def approval_text(allowed: bool, scope: str, reason: str) -> str:
@@ -88,6 +113,8 @@ class SessionHistory:
     budget_tokens: int | None = None
     requests: int = 0  # finished model responses (live partial figures are not requests)
     error: str = ""
+    error_kind: str = ""  # the last SessionErrorEvent's kind ("auth", "budget", …)
+    denied: list[str] = field(default_factory=list)  # asks denied for want of anyone to answer (scope "auto")
     pending: ev.ApprovalRequested | None = None  # the ask waiting for the user
     changes: ev.WorktreeChanged | None = None  # the last diff stat of its worktree
     reviewed: ev.Reviewed | None = None  # the last review action (merge / keep / discard)
@@ -105,7 +132,9 @@ class SessionHistory:
     ended: ev.SessionDone | None = None
     miss_events: list[ev.MemoryMiss] = field(default_factory=list)
     backend_records: dict[str, dict] = field(default_factory=dict)  # the last BackendRecord of each kind
+    agent_session_ids: list[str] = field(default_factory=list)  # the agent's own session ids its records named
     agent_total_usd: float | None = None  # the backend's own running total (Claude Code's)
+    asked: dict[str, str] = field(default_factory=dict, repr=False)  # request id → the ask's summary
 
     # -- folding events in -------------------------------------------------------------
     def apply(self, event: ev.Event) -> None:
@@ -118,7 +147,7 @@ class SessionHistory:
             if last is None or last.kind != "text" or len(self.blocks) <= self.turn_start:
                 last = Block("text")
                 self.blocks.append(last)
-            last.text += event.text
+            last.add_text(event.text)
             last.version += 1
         elif isinstance(event, ev.UsageUpdate):
             if event.agent_total_usd is not None:
@@ -162,7 +191,10 @@ class SessionHistory:
                 block.version += 1
         elif isinstance(event, ev.ApprovalRequested):
             self.pending = event
+            self.asked[event.request_id] = event.summary
         elif isinstance(event, ev.ApprovalResolved):
+            if not event.allowed and event.scope == "auto":
+                self.denied.append(self.asked.get(event.request_id, ""))
             if self.pending is not None and self.pending.request_id == event.request_id:
                 self.pending = None
             self._set_approval(event.request_id, approval_text(event.allowed, event.scope, event.reason))
@@ -198,6 +230,7 @@ class SessionHistory:
             self.worktree = event.worktree
             self.resumed_from = event.resumed_from
             self.continued_from = event.continued_from
+            self._set_budget(event.budget)
             if event.continued_from:
                 self.blocks.append(Block("note", text=f"continues session {event.continued_from} "
                                                       "(its conversation summarised in the first message)"))
@@ -224,10 +257,14 @@ class SessionHistory:
                     self.final_text = said
         elif isinstance(event, ev.SessionStarted):
             self.started = event
+            self._set_budget(event.budget)
         elif isinstance(event, ev.BackendRecord):
             self.backend_records[event.kind] = event.data
+            named = event.data.get("session_id")
+            if isinstance(named, str) and named and named not in self.agent_session_ids:
+                self.agent_session_ids.append(named)
         elif isinstance(event, ev.SessionErrorEvent):
-            self.error = event.message
+            self.error, self.error_kind = event.message, event.kind
             self.blocks.append(Block("error", text=f"{event.kind}: {event.message}"))
         elif isinstance(event, ev.SessionDone):
             self.status = event.status
@@ -238,8 +275,18 @@ class SessionHistory:
                 self.final_text = event.final_text
             if event.usage is not None:
                 self.usage, self.cost_usd = event.usage, event.cost_usd
+            requests = event.extra.get("requests")
+            if isinstance(requests, int) and not isinstance(requests, bool):
+                self.requests = requests  # the session's own count (failed requests too)
             if event.status is SessionStatus.DONE:
                 self.detail = self.detail if self.detail.startswith("continued") else (event.stop_reason or "")
+
+    def _set_budget(self, budget: dict) -> None:
+        """The session's cap as its spawn or start said (``Budget.to_dict()``; {}: not said)."""
+        if budget:
+            usd, tokens = budget.get("usd"), budget.get("tokens")
+            self.budget_usd = float(usd) if isinstance(usd, (int, float)) and not isinstance(usd, bool) else None
+            self.budget_tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
 
     def _tool_block(self, tool_use_id: str) -> Block | None:
         for block in reversed(self.blocks):
@@ -263,6 +310,11 @@ class SessionHistory:
 
 
     # -- what a resume and a report read --------------------------------------------------
+    @property
+    def answer(self) -> str:
+        """The session's answer: what its end recorded (once ended), else its last assistant text."""
+        return self.ended.final_text if self.ended is not None else self.final_text
+
     @property
     def started_at(self) -> str:
         return self.started.started_at if self.started is not None else ""

@@ -495,7 +495,8 @@ class SessionManager:
         return SessionSpawned(s.id, s.task, s.spec.model, str(s.workspace), str(s.transcript_path),
                               s.preseed_enabled, s.spec.backend, s.spec.permission_mode.value, str(s.cwd), ref,
                               s.spec.placement, s.spec.tools_style, s.resumed_from or "",
-                              s.continued_from or "", sandbox=s.spec.sandbox, sandbox_note=s.spec.sandbox_note)
+                              s.continued_from or "", sandbox=s.spec.sandbox, sandbox_note=s.spec.sandbox_note,
+                              budget=s.budget.to_dict())
 
     def _start(self, s: SessionBase) -> SessionBase:
         self._sessions[s.id] = s
@@ -633,9 +634,7 @@ class SessionManager:
     def _reviewed(self, s: SessionBase, action: str, ok: bool, text: str) -> Reviewed:
         """Record a review action in the session's transcript and publish it."""
         event = Reviewed(s.id, action, ok, text)
-        if action in ("merge", "keep", "discard"):  # how its worktree ended (`ls` shows it)
-            s.reviewed = event
-        s.rec.emit(event)
+        s.rec.emit(event)  # folded into its history: a merge / keep / discard is its row's `reviewed`
         return event
 
     async def draft_pull_request(self, session_id: str) -> ship.PullRequestDraft:
@@ -683,22 +682,10 @@ class SessionManager:
             await self.kill(session_id, reason)
 
     async def describe(self, session_id: str) -> dict:
-        """``Session.to_dict()`` plus ``diff``: ``{files, added, removed}`` of its worktree against
-        the base commit (None when it runs in place or the worktree is gone; zeros when it was
-        removed for having no changes)."""
-        s = self.get(session_id)
-        row = s.to_dict()
-        row["diff"] = None
-        if s.worktree is not None and s.worktree_removed:
-            row["diff"] = {"files": 0, "added": 0, "removed": 0}
-            row["worktree"]["removed"] = "no changes"
-        elif s.worktree is not None and Path(s.worktree.path).is_dir():
-            try:
-                stat = await asyncio.to_thread(wt.diff_stat, s.worktree)
-                row["diff"] = {"files": stat.files, "added": stat.added, "removed": stat.removed}
-            except wt.WorktreeError:
-                pass
-        return row
+        """``Session.to_dict()``: its folded events' row, with ``diff``: ``{files, added, removed}``
+        of its worktree against the base commit as last reported (None when it runs in place;
+        zeros when it was removed for having no changes)."""
+        return self.get(session_id).to_dict()
 
     async def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until every session is final or ``waiting for you`` with no queued follow-up.

@@ -29,10 +29,10 @@ from cockpit.events import (
     BackendRecord,
     BudgetNotice,
     ConversationMessage,
+    Event,
     InjectedNote,
     MemoryMiss,
     Preseeded,
-    Reviewed,
     SelectorInfo,
     SessionDone,
     SessionErrorEvent,
@@ -47,7 +47,7 @@ from cockpit.events import (
 )
 from cockpit.runtime import worktree as wt
 from cockpit.runtime.budget import Budget, BudgetHit, check
-from cockpit.runtime.history import SessionHistory, reviewed_dict
+from cockpit.runtime.history import SessionHistory
 from cockpit.runtime.model_call import Accounting, SessionFailure, one_line
 from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.protocols import MemoryBackend, SessionHost
@@ -166,7 +166,6 @@ class SessionBase:
         self.continued_in: str | None = None
         self.continued_from: str | None = None
         self.worktree_removed = False
-        self.reviewed: Reviewed | None = None  # the last review action (merge / keep / discard …)
         self.pending: ApprovalRequested | None = None
         self.denied: list[str] = []  # headless: the asks denied for want of anyone to answer them
         self.kill_reason = ""
@@ -178,7 +177,8 @@ class SessionBase:
         self.engine: MemoryBackend | None = host.engine if engine is HOST_ENGINE else engine  # type: ignore[assignment]
         self._inbox: asyncio.Queue[str | None] = asyncio.Queue()
         self._answers: dict[str, asyncio.Future] = {}
-        self.rec = Recorder(self.transcript_path, host.publish, self._redact)
+        self.history = SessionHistory(session_id)  # its events folded as they are emitted (its row)
+        self.rec = Recorder(self.transcript_path, self._publish, self._redact)
         self._slot = False
         self._task: asyncio.Task | None = None
         self.budget = Budget(self._cfg.max_budget_usd, self._cfg.max_budget_tokens)
@@ -233,6 +233,11 @@ class SessionBase:
             return
         self.status, self.detail = status, detail
         self.rec.emit(StatusChanged(self.id, status, detail))
+
+    def _publish(self, event: Event) -> None:
+        """The recorder's door out: fold the event into :attr:`history`, then the manager's bus."""
+        self.history.apply(event)
+        self._host.publish(event)
 
     def _note(self, record_kind: str, /, **data: Any) -> None:
         """A backend's own fact for the transcript (a :class:`BackendRecord` clients may ignore)."""
@@ -376,6 +381,11 @@ class SessionBase:
         if removed:
             self.worktree_removed = True
             self.rec.emit(WorktreeRemoved(self.id, "no changes"))
+        else:  # its diff stat as it ends: the last one a report (folded events) reads
+            try:
+                await asyncio.shield(self._report_changes())
+            except asyncio.CancelledError:
+                return
 
     def _open_transcript(self) -> None:
         """Create the transcript (what was emitted so far, then :class:`SessionStarted`): once
@@ -623,42 +633,11 @@ class SessionBase:
                 or (self.status == S.WAITING and self._inbox.empty()))
 
     def to_dict(self) -> dict:
-        """JSON-ready summary (the headless report; ``cockpit ls --json``)."""
-        w = self.spec.worktree
-        return {
-            "id": self.id,
-            "task": self.task,
-            "model": self.spec.model,
-            "backend": self.spec.backend,
-            "workspace": str(self.workspace),
-            "cwd": str(self.cwd),
-            "placement": self.spec.placement,
-            "worktree": None if w is None else {
-                "path": w.path, "branch": w.branch, "base_commit": w.base_commit, "base_branch": w.base_branch,
-            },
-            "permission_mode": self.spec.permission_mode.value,
-            "sandbox": self.spec.sandbox or None,
-            "sandbox_note": self.spec.sandbox_note,
-            "status": self.status.value,
-            "stop_reason": self.stop_reason,
-            "answer": self.final_text,
-            "error": {"kind": self.error.kind, "message": self.error.message} if self.error else None,
-            "preseed": self.preseed_enabled,
-            "preseed_error": self.preseed_error or None,
-            "injected": [
-                {"name": n.name, "priority": n.priority, "score": round(n.score, 4), "kind": n.kind}
-                for n in self.injected
-            ],
-            "preseed_tokens": self.preseed_tokens,
-            "usage": {**self.usage.__dict__, "total": self.usage.total},
-            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
-            "cost_source": self.cost_source,
-            "requests": self.requests,
-            "denied": list(self.denied),
-            "budget": self.budget.to_dict(),
-            "transcript": str(self.transcript_path),
-            "reviewed": reviewed_dict(self.reviewed),
-        }
+        """JSON-ready summary (the headless report; ``cockpit ls --json``): its folded events'
+        row (:func:`cockpit.runtime.report.session_row`), as a transcript of it folded gives."""
+        from cockpit.runtime.report import session_row
+
+        return session_row(self.history)
 
 
 __all__ = ["SessionBase", "SessionSpec", "SessionFailure", "headless_denial", "denial_message", "HOST_ENGINE"]

@@ -147,9 +147,6 @@ class AcpSession(SessionBase):
         return {"cost_source": self.cost_source, "acp_session_id": self.acp_session_id,
                 "agent_total_cost_usd": self._agent_cost}
 
-    def to_dict(self) -> dict:
-        return {**super().to_dict(), "agent": self.agent.name, "acp_session_id": self.acp_session_id}
-
     # -- the loop ---------------------------------------------------------------------------
     async def _main(self) -> None:
         if self.resumed_from is not None:
@@ -221,6 +218,7 @@ class AcpSession(SessionBase):
                            "protocol_version": init.protocol_version, "memory_mcp": bool(servers)}
         new = await self._handshake("session/new", self._conn.new_session(cwd=str(self.spec.cwd), mcp_servers=servers))
         self.acp_session_id = new.session_id
+        self._note("acp_session", session_id=new.session_id)  # the row's acp_session_id while it runs
         modes = [m.id for m in (new.modes.available_modes if new.modes else [])]
         mode = self.spec.permission_mode.value
         if mode in modes and mode != "auto":  # (the agent's "auto" is a classifier: not ours)

@@ -40,7 +40,6 @@ How a Cockpit session maps onto Claude Code (details in :mod:`.session`, :mod:`.
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,21 +100,20 @@ def looks_like_session_id(text: str) -> bool:
 
 
 def find_transcript(sessions_dir: Path, session_id: str) -> Path | None:
-    """The newest transcript in ``sessions_dir`` that recorded Claude Code session ``session_id``."""
+    """The newest transcript in ``sessions_dir`` that recorded Claude Code session ``session_id``
+    (one its folded events name: :attr:`SessionHistory.agent_session_ids`)."""
+    from cockpit.runtime.history import fold
+    from cockpit.runtime.transcript import read_events
+
     if not sessions_dir.is_dir():
         return None
-    needle = f'"session_id": "{session_id}"'
     for path in sorted(sessions_dir.glob("*.jsonl"), reverse=True):
         try:
-            with open(path, encoding="utf-8") as fh:
-                for line in fh:
-                    if '"claude_code"' in line and needle in line:
-                        rec = json.loads(line)
-                        data = rec.get("data") if rec.get("type") == "BackendRecord" else None
-                        if isinstance(data, dict) and data.get("kind") == "claude_code":
-                            rec = {"type": "claude_code", **(data.get("data") or {})}
-                        if rec.get("type") == "claude_code" and rec.get("session_id") == session_id:
-                            return path
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                if not any(session_id in line for line in fh):  # most transcripts: not read further
+                    continue
+            if session_id in fold(read_events(path, [])).agent_session_ids:
+                return path
         except (OSError, ValueError):
             continue
     return None

@@ -150,9 +150,6 @@ class ClaudeCodeSession(SessionBase):
         return {"cost_source": COST_SOURCE, "claude_session_id": self.claude_session_id,
                 "claude_total_cost_usd": self._cc_cost_seen}
 
-    def to_dict(self) -> dict:
-        return {**super().to_dict(), "claude_session_id": self.claude_session_id}
-
     # -- the loop ---------------------------------------------------------------------------
     async def _main(self) -> None:
         content: list[dict] | None
