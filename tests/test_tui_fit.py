@@ -34,3 +34,34 @@ async def test_the_approval_dialog_shows_all_three_answers_and_the_rule_at_80_co
         for button in app.screen.query(Button):
             assert button.region.right <= SMALL[0] and button.region.bottom <= SMALL[1], button.id
         assert rule in shown  # the rule "allow for session" adds is still named
+
+
+async def test_a_command_run_again_outside_the_sandbox_shows_the_outcome_that_counts():
+    import io
+
+    from cockpit.attach_cli import _Shower
+    from cockpit.runtime.history import RAN_OUTSIDE
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr, notify_os=False)
+    failed = "touch: cannot touch '/tmp/x': Read-only file system"
+    content = f"{failed}\n[the sandbox blocked a write outside the working tree]\n{RAN_OUTSIDE}\nok"
+    events = [ev.SessionSpawned("f00002", "touch a file", "m", "/ws", "/t", True),
+              ev.ToolCall("f00002", "tu_1", "bash", {"command": "touch /tmp/x && echo ok"}),
+              ev.ApprovalRequested("f00002", "tu_1", "bash", "bash", "outside the sandbox: touch /tmp/x",
+                                   "touch /tmp/x && echo ok", ""),
+              ev.ApprovalResolved("f00002", "tu_1", True, "once"),
+              ev.ToolResult("f00002", "tu_1", "bash", content, False)]
+    async with app.run_test(size=SMALL) as pilot:
+        mgr.emit(*events)
+        await until(pilot, lambda: "f00002" in app.panes and any(b.result for b in app.views["f00002"].blocks),
+                    "the result")
+        await settled(pilot, app)
+        body = " ".join(app.panes["f00002"].query_one("#pane-body").plain_text().split())  # unwrapped
+        assert "[✓ allowed once · ran outside the sandbox] → ok" in body
+        assert "Read-only" not in body
+        assert app.views["f00002"].blocks[-1].result == content  # the sandboxed failure stays in the full result
+    out = io.StringIO()
+    for e in events:
+        _Shower("f00002", out).show(e)
+    assert "→ ran outside the sandbox: ok" in out.getvalue() and "Read-only" not in out.getvalue()

@@ -35,6 +35,18 @@ class Block:
     version: int = 0  # bumped on every change, so the widget knows what to redraw
 
 
+# the line between a sandboxed command's failed run and its re-run outside, which the user allowed
+# (``Session._blocked``): the re-run's output is the outcome that counts
+RAN_OUTSIDE = "[run again outside the sandbox, allowed by the user:]"
+
+
+def outcome_part(content: str) -> tuple[str, bool]:
+    """(the part of a tool result that counts, whether it is a re-run outside the sandbox): the
+    re-run's output when there was one (the failed sandboxed run stays in the full result)."""
+    head, mark, tail = content.rpartition("\n" + RAN_OUTSIDE + "\n")
+    return (tail, True) if mark else (content, False)
+
+
 def approval_text(allowed: bool, scope: str, reason: str) -> str:
     """One line for an answered ask: ``allowed once`` / ``allowed for this session`` /
     ``allowed by a rule`` / ``denied: <reason>``."""
