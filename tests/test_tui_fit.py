@@ -65,3 +65,18 @@ async def test_a_command_run_again_outside_the_sandbox_shows_the_outcome_that_co
     for e in events:
         _Shower("f00002", out).show(e)
     assert "→ ran outside the sandbox: ok" in out.getvalue() and "Read-only" not in out.getvalue()
+
+
+async def test_a_confirmed_check_command_is_no_error_and_a_failed_check_has_one_glyph():
+    mgr = FakeManager()
+    app = CockpitApp(mgr, notify_os=False)
+    async with app.run_test(size=SMALL) as pilot:
+        mgr.emit(ev.SessionSpawned("f00003", "fix add", "m", "/ws", "/t", True),
+                 ev.Reviewed("f00003", "check-confirm", False, "pytest -q"),  # asked: run this command?
+                 ev.Reviewed("f00003", "check", False, "check failed: pytest -q exited 1"))
+        await until(pilot, lambda: "f00003" in app.panes and len(app.views["f00003"].blocks) == 2, "both results")
+        await settled(pilot, app)
+        body = app.panes["f00003"].query_one("#pane-body").plain_text()
+        assert "✗ ✗" not in body and "✗ check-confirm" not in body
+        assert "✗ check: check failed: pytest -q exited 1" in body
+        assert [b.kind for b in app.views["f00003"].blocks] == ["note", "error"]

@@ -220,8 +220,12 @@ class SessionHistory:
         elif isinstance(event, ev.Reviewed):
             if event.action in ("merge", "keep", "discard"):  # check / send-back / pr leave it open
                 self.reviewed = event
-            mark = "✓" if event.ok else "✗"
-            self.blocks.append(Block("note" if event.ok else "error", text=f"{mark} {event.action}: {event.message}"))
+            if event.action == "check-confirm":  # a question to the user (run this command?), not a failure
+                self.blocks.append(Block("note", text=f"check: the command to confirm is {event.message}"))
+            elif event.ok:
+                self.blocks.append(Block("note", text=f"✓ {event.action}: {event.message}"))
+            else:  # an error block: its reader marks it ✗
+                self.blocks.append(Block("error", text=f"{event.action}: {event.message}"))
         elif isinstance(event, ev.ContextNotice):
             self.context_level = event.level
             self.context_message = event.message
