@@ -4,7 +4,7 @@ no label cut mid-word. Pilot tests over the fake manager, read as the composed f
 from __future__ import annotations
 
 from textual.widgets import Button
-from tui_fakes import FakeManager, screen_lines, settled, until
+from tui_fakes import FakeManager, screen_lines, session_script, settled, until
 
 from cockpit import events as ev
 from cockpit.events import SessionStatus as S
@@ -80,3 +80,66 @@ async def test_a_confirmed_check_command_is_no_error_and_a_failed_check_has_one_
         assert "✗ ✗" not in body and "✗ check-confirm" not in body
         assert "✗ check: check failed: pytest -q exited 1" in body
         assert [b.kind for b in app.views["f00003"].blocks] == ["note", "error"]
+
+
+def _waiting_and_asking(mgr: FakeManager, wt: ev.WorktreeRef | None = None) -> None:
+    mgr.emit(*session_script("f00004", "fix the login redirect so it keeps the query string and the fragment",
+                             S.WAITING, text="Done."))
+    if wt is not None:  # (a second spawn event: the worktree, as the runtime reports it)
+        mgr.emit(ev.SessionSpawned("f00004", "fix the login redirect so it keeps the query string and the fragment",
+                                   "m", "/ws", "/t", True, worktree=wt))
+    ask = ev.ApprovalRequested("f00005", "tu_1", "bash", "bash", "make deploy", "make deploy", "Bash(make *)")
+    mgr.emit(ev.SessionSpawned("f00005", "deploy", "m", "/ws", "/t", True),
+             ev.ToolCall("f00005", "tu_1", "bash", {"command": "make deploy"}), ask,
+             ev.StatusChanged("f00005", S.NEEDS_APPROVAL, "make deploy"))
+
+
+async def test_at_80_columns_the_footer_keeps_detach_and_the_palette_and_the_header_the_missing_notes():
+    from textual.widgets._footer import FooterKey
+
+    mgr = FakeManager()
+    mgr.outlives_app = True  # attached to a server: q detaches
+    app = CockpitApp(mgr, notify_os=False, notes_missing="/home/someone/projects/webshop/notes")
+    async with app.run_test(size=SMALL) as pilot:
+        _waiting_and_asking(mgr)
+        await until(pilot, lambda: app.views.get("f00005") is not None and app.views["f00005"].pending, "the ask")
+        await pilot.press("2")  # the pane that asks: the widest set of keys
+        await settled(pilot, app)
+        lines = screen_lines(app)
+        assert "q Detach" in lines[-1] and "^p palette" in lines[-1], lines[-1]
+        assert "n Spawn" in lines[-1] and "y " in lines[-1] and "a " in lines[-1]  # the answers stay
+        for key in app.screen.query(FooterKey):
+            assert key.region.right <= SMALL[0], key.description
+        assert "no notes folder" in lines[0], lines[0]
+
+
+async def test_at_80_columns_the_spawn_dialog_shows_the_whole_model_id_and_wraps_the_notes_line():
+    from cockpit.tui.screens.spawn import SpawnDialog
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr, notify_os=False, model="claude-sonnet-4-5-20250929",
+                     notes_missing="/home/someone/projects/webshop/notes")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, SpawnDialog), "the spawn dialog")
+        await settled(pilot, app)
+        shown = "\n".join(screen_lines(app))
+        assert "claude-sonnet-4-5-20250929" in shown
+        words = " ".join(line.strip("█ ") for line in shown.splitlines())
+        assert "the session starts without project notes." in " ".join(words.split())
+
+
+async def test_at_80_columns_the_diff_title_names_the_branch():
+    from cockpit.runtime.worktree import Diff, FileChange
+
+    mgr = FakeManager()
+    mgr.diffs["f00004"] = Diff((FileChange("calc.py", "M", 1, 1, "diff --git a/calc.py b/calc.py\n@@ -1 +1 @@\n-a\n+b\n"),))
+    branch = "cockpit/f00004-fix-the-login-redirect"
+    app = CockpitApp(mgr, notify_os=False)
+    async with app.run_test(size=SMALL) as pilot:
+        _waiting_and_asking(mgr, ev.WorktreeRef("/wt/f00004", branch, "0123456789abcdef", "main"))
+        await until(pilot, lambda: "f00004" in app.panes and app.views["f00004"].worktree, "the session")
+        await pilot.press("1", "d")
+        await until(pilot, lambda: getattr(app.screen, "diff", None) is not None, "the diff screen")
+        await settled(pilot, app)
+        assert f"⎇ {branch}" in screen_lines(app)[0], screen_lines(app)[0]
