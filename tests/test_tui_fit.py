@@ -143,3 +143,32 @@ async def test_at_80_columns_the_diff_title_names_the_branch():
         await until(pilot, lambda: getattr(app.screen, "diff", None) is not None, "the diff screen")
         await settled(pilot, app)
         assert f"⎇ {branch}" in screen_lines(app)[0], screen_lines(app)[0]
+
+
+async def test_the_memory_screen_down_goes_to_the_results_and_enter_opens_a_note(tmp_path):
+    from textual.widgets import Input, ListView
+    from tui_fakes import FakeEngine, FakeHit
+
+    from cockpit.tui.screens.memory import MemoryScreen
+
+    notes = {name: tmp_path / f"{name}.md" for name in ("deploy-cmd", "deploy-staging", "ports")}
+    for name, path in notes.items():
+        path.write_text(f"---\nname: {name}\n---\nbody of {name}\n")
+    engine = FakeEngine(hits=[FakeHit(name, f"about {name}", "", False, 0.5, path) for name, path in notes.items()])
+    app = CockpitApp(FakeManager(), engine, notify_os=False)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, MemoryScreen), "the memory screen")
+        screen = app.screen
+        assert "⏎ Open note" in screen_lines(app)[-1]  # the footer names the key
+        await pilot.press(*"deploy")
+        await until(pilot, lambda: len(screen.hits) == 2, "two results")
+        await pilot.press("down")  # from the search box into the results
+        assert isinstance(screen.focused, ListView)
+        await pilot.press("down", "enter")  # the second result
+        await until(pilot, lambda: getattr(screen, "opened", None) == notes["deploy-staging"], "the highlighted note")
+        box = screen.query_one("#memory-query", Input)
+        box.focus()
+        box.value = ""
+        await pilot.press(*"ports", "enter")  # Enter before the search answered: the first result, once it does
+        await until(pilot, lambda: getattr(screen, "opened", None) == notes["ports"], "the first result opened")
