@@ -172,3 +172,36 @@ async def test_the_memory_screen_down_goes_to_the_results_and_enter_opens_a_note
         box.value = ""
         await pilot.press(*"ports", "enter")  # Enter before the search answered: the first result, once it does
         await until(pilot, lambda: getattr(screen, "opened", None) == notes["ports"], "the first result opened")
+
+
+async def test_the_keys_panel_footer_and_palette_agree_on_what_q_does():
+    for attached, label, other in ((True, "Detach", "Quit"), (False, "Quit", "Detach")):
+        mgr = FakeManager()
+        mgr.outlives_app = attached
+        app = CockpitApp(mgr, notify_os=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.action_show_help_panel()
+            await settled(pilot, app)
+            bindings = app.screen.active_bindings
+            assert bindings["q"].binding.description == bindings["ctrl+q"].binding.description == label
+            panel = "\n".join(screen_lines(app))
+            assert f"^q q {label}" in panel and f" {other} " not in panel, panel
+            titles = [c.title for c in app.get_system_commands(app.screen)]
+            assert titles.count(label) == 1 and other not in titles, titles
+            await pilot.press("ctrl+c")  # Textual's "how do I quit" hint names the key and what it does
+            await until(pilot, lambda app=app: any("ctrl+q" in str(n.message) for n in app._notifications), "the hint")
+
+
+async def test_c_on_a_session_with_little_context_used_says_why_it_does_not_continue():
+    mgr = FakeManager()
+    app = CockpitApp(mgr, notify_os=False)
+    async with app.run_test(size=SMALL) as pilot:
+        mgr.emit(*session_script("f00006", "fix add", S.WAITING, text="Done."))
+        await until(pilot, lambda: "f00006" in app.panes, "the pane")
+        await pilot.press("1")
+        await settled(pilot, app)
+        assert "Continue fresh" not in screen_lines(app)[-1]  # not offered in the footer below 80 %
+        await pilot.press("c")
+        await until(pilot, lambda: app._notifications, "a message")
+        message = str(list(app._notifications)[-1].message)
+        assert "f00006 has used 1% of its context" in message and "80 %" in message, message
