@@ -70,7 +70,8 @@ class _Shower:
         elif isinstance(e, ev.ToolCall):
             out.write(f"\n⚙ {e.name}({fmt.tool_args(e.input, 100)})\n")
         elif isinstance(e, ev.ToolResult):
-            out.write(f"  → {fmt.tool_result(e.content, e.is_error, 100)}\n")
+            outside = "ran outside the sandbox: " if fmt.ran_outside(e.content) else ""
+            out.write(f"  → {outside}{fmt.tool_result(e.content, e.is_error, 100)}\n")
         elif isinstance(e, ev.ApprovalRequested):
             out.write(f"\n! needs approval: {e.summary}\n{e.detail}\n"
                       f"  cockpit approve {sid} [--session]  ·  cockpit deny {sid} --reason '…'\n")

@@ -122,9 +122,9 @@ async def test_every_key_is_in_the_command_palette():
             if binding.id in NOT_IN_PALETTE:
                 continue
             shown = binding.key_display or app.get_key_display(binding)
-            if binding.id == "quit":
-                ok = "Quit" in titles  # Textual's own Quit command (q)
-            elif binding.id == "detach":
+            if binding.id in ("quit", "quit.ctrl"):
+                ok = "Quit" in titles  # in-process: the Quit command (q, ctrl+q)
+            elif binding.id in ("detach", "detach.ctrl"):
                 ok = True  # only when attached: test_q_is_detach_when_attached_and_quit_in_process
             elif binding.id == "pane.1":
                 ok = True  # "1-9": jump keys, listed as the keys they are in the footer

@@ -261,3 +261,8 @@ async def settled(pilot, app) -> None:
 
 def text_of(widget) -> str:
     return str(widget.render())
+
+
+def screen_lines(app) -> list[str]:
+    """The screen as the user sees it: one string per row (the composed frame, text only)."""
+    return ["".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips()]

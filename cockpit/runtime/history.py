@@ -60,6 +60,18 @@ class Block:
         return f"Block({self.kind!r}, text={self.text!r}, name={self.name!r}, version={self.version})"
 
 
+# the line between a sandboxed command's failed run and its re-run outside, which the user allowed
+# (``Session._blocked``): the re-run's output is the outcome that counts
+RAN_OUTSIDE = "[run again outside the sandbox, allowed by the user:]"
+
+
+def outcome_part(content: str) -> tuple[str, bool]:
+    """(the part of a tool result that counts, whether it is a re-run outside the sandbox): the
+    re-run's output when there was one (the failed sandboxed run stays in the full result)."""
+    head, mark, tail = content.rpartition("\n" + RAN_OUTSIDE + "\n")
+    return (tail, True) if mark else (content, False)
+
+
 def approval_text(allowed: bool, scope: str, reason: str) -> str:
     """One line for an answered ask: ``allowed once`` / ``allowed for this session`` /
     ``allowed by a rule`` / ``denied: <reason>``."""
@@ -241,8 +253,12 @@ class SessionHistory:
         elif isinstance(event, ev.Reviewed):
             if event.action in ("merge", "keep", "discard"):  # check / send-back / pr leave it open
                 self.reviewed = event
-            mark = "✓" if event.ok else "✗"
-            self.blocks.append(Block("note" if event.ok else "error", text=f"{mark} {event.action}: {event.message}"))
+            if event.action == "check-confirm":  # a question to the user (run this command?), not a failure
+                self.blocks.append(Block("note", text=f"check: the command to confirm is {event.message}"))
+            elif event.ok:
+                self.blocks.append(Block("note", text=f"✓ {event.action}: {event.message}"))
+            else:  # an error block: its reader marks it ✗
+                self.blocks.append(Block("error", text=f"{event.action}: {event.message}"))
         elif isinstance(event, ev.ContextNotice):
             self.context_level = event.level
             self.context_message = event.message

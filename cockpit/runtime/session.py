@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.events import ApprovalRequested, ContextNotice, InstructionsLoaded, RuleApplied, ToolCall, ToolResult
 from cockpit.runtime import prompts
 from cockpit.runtime.bash import session_env
+from cockpit.runtime.history import RAN_OUTSIDE
 from cockpit.runtime.model_call import ContextFull, ModelCaller, SessionFailure, block_to_param, one_line
 from cockpit.runtime.permissions import Decision, PermissionPolicy, rules_text, session_rules_for
 from cockpit.runtime.query import preseed_query
@@ -555,8 +556,8 @@ class Session(SessionBase):
                                exit_code=out.exit_code)
         self._set(S.RUNNING_TOOL, call.name)
         again = await self.tools.run_unconfined(call.data["command"])
-        return ToolOutcome(f"{out.content}{note}\n[run again outside the sandbox, allowed by the user:]\n"
-                           f"{again.content}", again.is_error, exit_code=again.exit_code)
+        return ToolOutcome(f"{out.content}{note}\n{RAN_OUTSIDE}\n{again.content}", again.is_error,
+                           exit_code=again.exit_code)
 
 
 

@@ -52,6 +52,10 @@ from cockpit.tui.widgets.totals import MemoryState
 ENGINE_POLL_S = 1.0
 
 
+DETACH_TIP = "the app quits; the sessions go on in the server"
+QUIT_TIP = "sessions still working are stopped (asks first)"
+
+
 class CockpitApp(SessionCommands, Attention, HostsView, App):
     """Sessions side by side. Units on screen: tokens and USD (see the widgets' docstrings).
 
@@ -66,9 +70,12 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
     CSS_PATH = str(Path(__file__).with_name("cockpit.tcss"))
     TITLE = "cockpit"
     BINDINGS = [
-        # attached to a server, q is "Detach" (first binding of the key wins while enabled)
-        Binding("q", "detach", "Detach", id="detach"),
-        Binding("q", "quit", "Quit", id="quit"),
+        # attached to a server, q is "Detach" (first binding of the key wins while enabled); ctrl+q
+        # (Textual's quit) says the same, so the Keys panel and the footer agree
+        Binding("ctrl+q", "detach", "Detach", tooltip=DETACH_TIP, show=False, priority=True, id="detach.ctrl"),
+        Binding("ctrl+q", "quit", "Quit", tooltip=QUIT_TIP, show=False, priority=True, id="quit.ctrl"),
+        Binding("q", "detach", "Detach", tooltip=DETACH_TIP, id="detach"),
+        Binding("q", "quit", "Quit", tooltip=QUIT_TIP, id="quit"),
         Binding("Q", "stop_and_quit", "Stop working & quit", show=False, id="quit.stop"),
         Binding("ctrl+t", "pick_theme", "Theme", id="theme"),
     ]
@@ -390,7 +397,7 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
             return
         self.notify(f"screenshot saved: {path}", timeout=10)
 
-    _TEXTUAL_COMMANDS_REPLACED = {"Theme", "Screenshot", "Maximize", "Minimize"}
+    _TEXTUAL_COMMANDS_REPLACED = {"Theme", "Screenshot", "Maximize", "Minimize", "Quit"}
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every key's action is also a command in the palette (ctrl+p). Textual's own Theme,
@@ -430,8 +437,10 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
             yield SystemCommand("Next page", "The next page of panes (])", lambda: main.action_page(1))
             yield SystemCommand("Previous page", "Back a page of panes ([)", lambda: main.action_page(-1))
         yield SystemCommand("Pick theme", "Choose a theme; the choice persists (ctrl+t)", self.action_pick_theme)
-        if self.manager.outlives_app:
+        if self.manager.outlives_app:  # one command for q: Textual's generic "Quit" is left out
             yield SystemCommand("Detach", "Quit the app; the sessions go on in the server (q)", self.action_quit)
+        else:
+            yield SystemCommand("Quit", "Quit; sessions still working are stopped, asking first (q)", self.action_quit)
         yield SystemCommand("Stop sessions and quit", "Stop every session still working (asks first), then quit (Q)",
                             self.action_stop_and_quit)
         yield SystemCommand("Screenshot", "Save an SVG of the screen (Downloads, else the data folder)",

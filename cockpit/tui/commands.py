@@ -371,6 +371,11 @@ class SessionCommands(App):
             return self.manager.outlives_app
         return True
 
+    def action_help_quit(self) -> None:
+        """ctrl+c (copy in a text box): say which key quits — or detaches, attached to a server."""
+        what = "detach (the sessions go on in the server)" if self.manager.outlives_app else "quit"
+        self.notify(f"Press [b]q[/b] or [b]ctrl+q[/b] to {what}", title="Do you want to quit?")
+
     async def action_detach(self) -> None:
         """Quit the app; the sessions go on in the server (same as ``quit`` when attached)."""
         await self.action_quit()

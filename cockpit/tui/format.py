@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from cockpit.events import SessionStatus
+from cockpit.runtime.history import outcome_part
 from cockpit.textsafe import one_line
 
 STATUS_GLYPH: dict[SessionStatus, str] = {
@@ -118,8 +119,16 @@ def tool_label(name: str, value: Any, limit: int = 60) -> tuple[str, str]:
     return f"⚙ {name}", f"({tool_args(value, limit)})"
 
 
+def ran_outside(content: str) -> bool:
+    """Whether a tool result is a command the user allowed to run again outside the sandbox."""
+    return outcome_part(content)[1]
+
+
 def tool_result(content: str, is_error: bool, limit: int = 60) -> str:
-    """A tool result as one compact line: its first non-blank line and how many more lines."""
+    """A tool result as one compact line: its first non-blank line and how many more lines. A
+    command re-run outside the sandbox shows the re-run's output (the failed sandboxed run stays
+    in the full result); :func:`ran_outside` tells the caller to say so."""
+    content = outcome_part(content)[0]
     lines = content.splitlines() or [""]
     first = next((i for i, line in enumerate(lines) if line.strip()), 0)
     head = short(lines[first], limit)

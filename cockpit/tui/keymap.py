@@ -46,10 +46,13 @@ def check_keymap(keymap: dict[str, str]) -> None:
             raise ValueError(f"[keymap] {bid} = {keys!r} gives no key (it would leave the action without one)")
     for where, bindings in groups.items():
         default: dict[str, set[str]] = {}
+        action = {b.id: b.action for b in bindings if b.id}
         for b in bindings:
             if b.id:
                 default.setdefault(b.key, set()).add(b.id)
         shared = {frozenset(ids) for ids in default.values() if len(ids) > 1}
+        # keys that answer the same actions as a designed pair (q and ctrl+q: detach / quit) may merge
+        shared_actions = {frozenset(action[i] for i in ids) for ids in shared}
         owner: dict[str, set[str]] = {}
         for b in bindings:
             if not b.id:
@@ -57,7 +60,8 @@ def check_keymap(keymap: dict[str, str]) -> None:
             for key in _keys(keymap[b.id]) if b.id in keymap else [b.key]:
                 owner.setdefault(key, set()).add(b.id)
         for key, ids in owner.items():
-            if len(ids) > 1 and frozenset(ids) not in shared and ids & set(keymap):
+            if len(ids) > 1 and frozenset(ids) not in shared and ids & set(keymap) \
+                    and frozenset(action[i] for i in ids) not in shared_actions:
                 raise ValueError(f"[keymap] gives {key!r} to {' and '.join(sorted(ids))} on {where}; "
                                  "choose another key")
 

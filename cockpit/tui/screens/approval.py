@@ -1,5 +1,6 @@
 """The approval dialog: one pending ask in full (the command, or the edit's whole diff, scrollable)
-and the three answers: allow once, allow for this session (the rule it adds is named), deny —
+and the three answers: allow once, allow for this session (the rule it adds is named on its own
+line above the buttons, so the three fit 80 columns), deny —
 with a reason that goes back to the model as the tool result.
 
 Keys while the detail has the focus: ``y`` allow once, ``a`` allow for the session, ``d`` puts
@@ -62,10 +63,12 @@ class ApprovalDialog(ModalScreen[Answer | None]):
             yield Label(Content.from_markup("[dim]Reason for a denial — press d, then type (the model reads it); "
                                             "y and a answer at once:[/]"), id="approval-reason-label")
             yield Input(placeholder="e.g. run the tests first; Enter denies with this reason", id="approval-reason")
+            if ask.suggestion:  # on its own line, wrapped: inside a button it pushed Deny off a narrow screen
+                yield Label(Content.from_markup("[dim]Allow for session adds the rule:[/] $rule", rule=ask.suggestion),
+                            id="approval-rule")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Allow once (y)", variant="success", id="once")
-                rule = f" · {ask.suggestion}" if ask.suggestion else ""
-                yield Button(f"Allow for session (a){rule}", variant="primary", id="session")
+                yield Button("Allow for session (a)", variant="primary", id="session")
                 yield Button("Deny (d)", variant="error", id="deny")
 
     def on_mount(self) -> None:

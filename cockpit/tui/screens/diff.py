@@ -150,15 +150,24 @@ class DiffScreen(Screen):
         yield Static("", id="diff-status")
         yield Footer()
 
-    def _title(self) -> Content:
+    def _title(self, width: int = 0) -> Content:
+        """The title line, fitted to ``width`` columns (0: unlimited): the task is shortened
+        first, then "from <base> @ <commit>" goes; the branch (⎇) is always named."""
         v = self.view
         w = v.worktree
-        base = ""
+        head, branch, base = f"Diff · {v.session_id} · ", "", ""
         if w is not None:
-            onto = w.base_branch or "detached HEAD"
-            base = f" · ⎇ {w.branch} from {onto} @ {w.base_commit[:10]}"
-        return Content.from_markup("[b]Diff[/b] · $sid · $task$base", sid=v.session_id,
-                                   task=fmt.short(v.task, 60), base=base)
+            branch = f" · ⎇ {w.branch}"
+            base = f" from {w.base_branch or 'detached HEAD'} @ {w.base_commit[:10]}"
+        room = width - 2 - len(head) - len(branch)  # (the title's padding)
+        if width and room - len(base) < 20:
+            base = ""
+        task = fmt.short(v.task, min(60, max(room - len(base), 12)) if width else 60)
+        return Content.from_markup("[b]Diff[/b] · $sid · $task$branch$base", sid=v.session_id,
+                                   task=task, branch=branch, base=base)
+
+    def on_resize(self) -> None:
+        self.query_one("#diff-title", Label).update(self._title(self.size.width))
 
     def on_mount(self) -> None:
         self.load()

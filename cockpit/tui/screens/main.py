@@ -31,6 +31,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 
+from cockpit.tui import format as fmt
 from cockpit.tui.screens.panes import SessionPanes
 from cockpit.tui.widgets import PaneGrid, SessionPane, TotalsBar
 from cockpit.tui.widgets.footer import KeyFooter
@@ -63,6 +64,8 @@ class MainScreen(SessionPanes):
         Binding("d", "diff", "Diff", id="diff"),
         Binding("s", "shell", "Shell", id="shell"),
         Binding("c", "continue_fresh", "Continue fresh", id="continue"),
+        # the same key (and id: a [keymap] moves both) below the 80 % mark: says why not yet
+        Binding("c", "continue_early", "Continue fresh", show=False, id="continue"),
         Binding("backspace", "close", "Close", id="close"),
         Binding("z", "zoom", "Zoom", id="zoom"),
         Binding("dollar_sign", "budget", "Budget", key_display="$", show=False, id="budget"),
@@ -143,6 +146,8 @@ class MainScreen(SessionPanes):
             return None if pane is None or pane.final else True
         if action == "continue_fresh":
             return view is not None and not view.status.is_final and view.context_high
+        if action == "continue_early":
+            return None if view is None or view.status.is_final or view.context_high else True
         if action == "close":
             return pane is not None and pane.final
         if action == "page":
@@ -268,6 +273,15 @@ class MainScreen(SessionPanes):
         pane = self.focused_pane()
         if pane is not None:
             self.cockpit.confirm_continue(pane.view.session_id)
+
+    def action_continue_early(self) -> None:
+        pane = self.focused_pane()
+        if pane is not None:
+            view = pane.view
+            used = (f"has used {fmt.percent(view.context_tokens, view.context_window)} of its context"
+                    if view.context_window else "has no context figure yet")
+            self.notify(f"Session {view.session_id} {used}: continuing in a fresh session is offered "
+                        "from 80 % (the palette, ctrl+p, does it now)", timeout=8)
 
     def action_close(self) -> None:
         pane = self.focused_pane()

@@ -1,9 +1,10 @@
 """Memory screen: search the notes interactively, open a note, see lint and sync warnings.
 
 Search runs ``engine.search(query, top_k)`` in a thread worker 0.25 s after the last keystroke;
-results show ★ (priority), name, score (cosine, 0–1) and description; Enter on a result opens
-the note's file (read in a thread) below. The Warnings tab lists ``engine.lint()`` advice and the
-engine's sync/parse warnings. Esc goes back.
+results show ★ (priority), name, score (cosine, 0–1) and description; Down moves from the search
+box into the results, Enter opens the highlighted result (from the search box: the first one of
+that query, searching first when needed) — the note's file, read in a thread, below. The
+Warnings tab lists ``engine.lint()`` advice and the engine's sync/parse warnings. Esc goes back.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ DEBOUNCE_S = 0.25
 class MemoryScreen(Screen):
     BINDINGS = [
         Binding("escape", "back", "Back", id="memory.back"),
+        # priority: Enter in the search box opens a note too (the box would only submit)
+        Binding("enter", "open", "Open note", priority=True, id="memory.open"),
+        Binding("down", "results", "Results", show=False, id="memory.results"),
         Binding("ctrl+w", "show_tab('warnings')", "Warnings", id="memory.warnings"),
         Binding("ctrl+s", "show_tab('search')", "Search", id="memory.search"),
     ]
@@ -50,6 +54,8 @@ class MemoryScreen(Screen):
         self.hits: list[Any] = []
         self.lint_issues: list[Any] | None = None
         self._debounce: Timer | None = None
+        self._shown = ""  # the query whose results the list shows
+        self._open_first = False  # open the first result when the pending search answers
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial=self.initial_tab):
@@ -84,13 +90,36 @@ class MemoryScreen(Screen):
         if query:
             self._debounce = self.set_timer(DEBOUNCE_S, lambda: self.search(query))
 
-    @on(Input.Submitted, "#memory-query")
-    def _submitted(self, event: Input.Submitted) -> None:
-        if self._debounce is not None:
-            self._debounce.stop()
-        if event.value.strip():
-            self.search(event.value.strip())
-        self.query_one("#memory-hits", ListView).focus()
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("open", "results"):  # only on the Search tab (Enter keeps its use elsewhere)
+            return self.query_one(TabbedContent).active == "search"
+        return True
+
+    @on(TabbedContent.TabActivated)
+    def _tab(self) -> None:
+        self.refresh_bindings()
+
+    def action_results(self) -> None:
+        """Down where nothing else takes it (the search box): into the results."""
+        if self.hits:
+            self.query_one("#memory-hits", ListView).focus()
+
+    def action_open(self) -> None:
+        box = self.query_one("#memory-query", Input)
+        view = self.query_one("#memory-hits", ListView)
+        if self.focused is box:
+            if self._debounce is not None:
+                self._debounce.stop()
+            query = box.value.strip()
+            if query and query != self._shown:  # the list shows another query's results: search first
+                self._open_first = True
+                self.search(query)
+                view.focus()
+                return
+            view.focus()
+        index = view.index if view.index is not None else 0
+        if index < len(self.hits):
+            self.open_note(Path(self.hits[index].path))
 
     @work(thread=True, exclusive=True, group="memory-search")
     def search(self, query: str) -> None:
@@ -104,7 +133,7 @@ class MemoryScreen(Screen):
     async def _show_hits(self, query: str, hits: list[Any], error: str) -> None:
         if self.query_one("#memory-query", Input).value.strip() != query:
             return  # stale
-        self.hits = hits
+        self.hits, self._shown = hits, query
         view = self.query_one("#memory-hits", ListView)
         await view.clear()
         if error:
@@ -124,6 +153,9 @@ class MemoryScreen(Screen):
         await view.extend(items)
         if hits:
             view.index = 0
+        if self._open_first and hits:
+            self.open_note(Path(hits[0].path))
+        self._open_first = False
 
     @on(ListView.Selected, "#memory-hits")
     def _open(self, event: ListView.Selected) -> None:

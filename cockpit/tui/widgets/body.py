@@ -144,9 +144,11 @@ class PaneBody(ScrollView, can_focus=False):
             label, args = fmt.tool_label(block.name, block.input)
             text = Text.assemble((label, self._colour("accent")), (" " if args[:1] != "(" else "", ""),
                                  (args, "dim" if args[:1] == "(" else ""))
-            if block.approval:
-                allowed = block.approval.startswith("allowed")
-                text.append(f" [{'✓' if allowed else '✗'} {block.approval}]",
+            outside = block.result is not None and fmt.ran_outside(block.result)
+            if block.approval or outside:
+                approval = " · ".join(filter(None, (block.approval, "ran outside the sandbox" if outside else "")))
+                allowed = approval.startswith(("allowed", "ran outside"))
+                text.append(f" [{'✓' if allowed else '✗'} {approval}]",
                             self._colour("success") if allowed else self._colour("error"))
             if block.result is None:
                 text.append(" …", "dim")

@@ -35,10 +35,12 @@ class MemoryState:
     notes_missing: str = ""  # the notes folder's path when it does not exist, else ""
 
 
-def memory_markup(m: MemoryState) -> str:
+def memory_markup(m: MemoryState, brief: bool = False) -> str:
+    """The memory part; ``brief``: without the explanation of a missing notes folder."""
     missing = ""
     if m.notes_missing:
-        missing = f"[b $warning]no notes folder at {escape(m.notes_missing)}[/] [dim](sessions start without notes)[/]"
+        missing = f"[b $warning]no notes folder at {escape(m.notes_missing)}[/]"
+        missing += "" if brief else " [dim](sessions start without notes)[/]"
     if m.model_state == "off":
         return f"[dim]memory off[/] · {missing}" if missing else "[dim]memory off[/]"
     if m.model_state == "warming":
@@ -63,11 +65,23 @@ def memory_markup(m: MemoryState) -> str:
     return " · ".join(parts)
 
 
+def memory_short(m: MemoryState) -> str:
+    """The memory part for a narrow bar: the missing notes folder, the engine's state, warnings."""
+    if m.notes_missing:
+        return "[b $warning]⚠ no notes folder[/]"
+    state = {"off": "[dim]memory off[/]", "warming": "[$warning]warming…[/]", "error": "[$error]model error[/]"}.get(
+        m.model_state, f"{m.notes} note{'' if m.notes == 1 else 's'}")
+    warned = f" [$warning]⚠ {m.warnings}[/] [dim](w)[/]" if m.warnings else ""
+    return state + warned
+
+
 def totals_markup(views: list[SessionView], memory: MemoryState, page: int, pages: int,
-                  closed: Sequence[SessionView] = (), hosts: Sequence[tuple[str, str]] = ()) -> str:
+                  closed: Sequence[SessionView] = (), hosts: Sequence[tuple[str, str]] = (), width: int = 0) -> str:
     """``views``: the sessions with a pane (counted by state); ``closed``: sessions whose pane
     was closed (their tokens and USD stay in the totals); ``hosts``: ``(name, state)`` of each
-    host of a grid of several (``cockpit.tui.hosts``)."""
+    host of a grid of several (``cockpit.tui.hosts``). ``width``: the bar's columns (0: any);
+    when the whole line does not fit, the memory part is said short, right after the name (a
+    narrow terminal cuts the end: a missing notes folder must stay in sight)."""
     counts = count_by_status(views)
     if counts:
         states = "  ".join(
@@ -84,8 +98,11 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
         money = fmt.usd(0.0)
     spend = f"{fmt.tokens(usage.total)} tok  {money}"
     page_part = f" │ page {page + 1}/{pages}" if pages > 1 else ""  # early: a narrow terminal cuts the end
-    return (f"[b]cockpit[/b]{page_part}{hosts_markup(hosts)} │ {states}{sandbox_markup(views)}"
-            f"{radar_markup(views)} │ {spend} │ {memory_markup(memory)}")
+    rest = f"{hosts_markup(hosts)} │ {states}{sandbox_markup(views)}{radar_markup(views)} │ {spend}"
+    lines = [f"[b]cockpit[/b]{page_part}{rest} │ {memory_markup(memory)}",
+             f"[b]cockpit[/b]{page_part}{rest} │ {memory_markup(memory, brief=True)}",
+             f"[b]cockpit[/b]{page_part} │ {memory_short(memory)}{rest}"]
+    return next((line for line in lines if not width or Content.from_markup(line).cell_length <= width), lines[-1])
 
 
 HOST_GLYPH = {"connected": "●", "replaying": "◐", "connecting": "○", "reconnecting": "⟳", "unreachable": "✗"}
@@ -127,8 +144,17 @@ def sandbox_markup(views: Sequence[SessionView]) -> str:
 
 
 class TotalsBar(Static):
-    """One line; the app calls ``show`` on its flush tick when something changed."""
+    """One line; the app calls ``show`` on its flush tick when something changed (and a resize
+    redraws the last one, fitted to the new width)."""
+
+    _last: tuple | None = None
 
     def show(self, views: list[SessionView], memory: MemoryState, page: int, pages: int,
              closed: Sequence[SessionView] = (), hosts: Sequence[tuple[str, str]] = ()) -> None:
-        self.update(Content.from_markup(totals_markup(views, memory, page, pages, closed, hosts)), layout=False)
+        self._last = (views, memory, page, pages, closed, hosts)
+        width = self.content_region.width or self.app.size.width - 2
+        self.update(Content.from_markup(totals_markup(views, memory, page, pages, closed, hosts, width)), layout=False)
+
+    def on_resize(self) -> None:
+        if self._last is not None:
+            self.show(*self._last)
