@@ -243,7 +243,10 @@ def run(args: argparse.Namespace) -> int:
     from cockpit.runtime import backends
 
     backend = specs[0].backend or cfg.backend
-    spec = backends.resolve(backend, cfg)
+    try:
+        spec = backends.resolve(backend, cfg)
+    except ValueError as exc:  # an unknown backend or ACP agent: one line, as the app's --backend says
+        raise CockpitError(str(exc)) from None
     why = None if host else spec.unavailable(cfg)  # (that host's server says what it cannot run)
     if why:
         raise CockpitError(why)
