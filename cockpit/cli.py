@@ -118,6 +118,16 @@ def main(argv: list[str] | None = None) -> int:
 
         autocomplete(parser)
     args = parser.parse_args(argv)
+    from cockpit.app_flags import moved
+
+    try:  # the app's flags before a sub-command apply to it (or are refused): never silently dropped
+        again = moved(parser, args, argv)
+    except CockpitError as exc:
+        print(f"cockpit: error: {exc}", file=sys.stderr)
+        return exc.code
+    if again is not None:
+        argv = again
+        args = parser.parse_args(argv)
     if getattr(args, "no_server", False):
         # `cockpit --no-server memory search …` and `cockpit memory search … --no-server` mean the
         # same as COCKPIT_NO_SERVER=1, which every sub-command (and the hook, the MCP server) reads
