@@ -128,6 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     if again is not None:
         argv = again
         args = parser.parse_args(argv)
+    from cockpit.host_cli import qualified_ids
+
+    try:  # a session id as the grid shows it, box:ID, means --host box ID
+        argv = qualified_ids(args, argv)
+    except CockpitError as exc:
+        print(f"cockpit: error: {exc}", file=sys.stderr)
+        return exc.code
     if getattr(args, "no_server", False):
         # `cockpit --no-server memory search …` and `cockpit memory search … --no-server` mean the
         # same as COCKPIT_NO_SERVER=1, which every sub-command (and the hook, the MCP server) reads

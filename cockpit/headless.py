@@ -286,9 +286,17 @@ def _print_report(args: argparse.Namespace, report: dict) -> int:
     elif args.detach:
         for s in report["sessions"]:
             print(f"{s['id']}  {s['status']}  {one_line(s['task'])[:80]}")
-        print("running in the server: cockpit ls · cockpit attach ID · cockpit kill ID")
+        from cockpit.host_cli import hint, host_name
+
+        host = host_name(args)
+        on = hint(host)
+        there = f"host {host}'s server" if host else "the server"
+        print(f"running in {there}: cockpit ls{on} · "
+              f"cockpit attach{on} ID · cockpit kill{on} ID")
     else:
-        print(format_report(report))
+        from cockpit.host_cli import host_name
+
+        print(format_report(report, host_name(args)))
     if args.detach:
         return 0
     errors = [s for s in report["sessions"] if s["status"] != "done"]
@@ -475,7 +483,11 @@ def _source(s: dict) -> str:
     return " (Claude Code's own figure)" if s.get("cost_source") == "claude-code" else ""
 
 
-def format_report(report: dict) -> str:
+def format_report(report: dict, host: str | None = None) -> str:
+    """The report as text; ``host``: the sessions ran on that host (its hints name it)."""
+    from cockpit.host_cli import hint
+
+    on = hint(host)
     out = []
     for s in report["sessions"]:
         u = s["usage"]
@@ -510,7 +522,7 @@ def format_report(report: dict) -> str:
         else:
             out.append("preseed: off")
         if _budget_reached(s):
-            how = ("cockpit budget --server --usd N raises it" if s["error"]["message"].startswith("server")
+            how = (f"cockpit budget{on} --server --usd N raises it" if s["error"]["message"].startswith("server")
                    else "rerun with a higher --max-budget-usd / --max-budget-tokens")
             out.append(f"{s['error']['message']} — {how}")
         elif s["error"]:

@@ -37,6 +37,54 @@ def host_name(args: argparse.Namespace) -> str | None:
     return None if value == "local" else value  # (the grid's name for this machine)
 
 
+def hint(host: str | None) -> str:
+    """`` --host NAME`` for a command the CLI suggests about a session of ``host`` ('' for this
+    machine's), so the suggestion works as copied. A command run whole on a host by
+    :func:`run_there` learns the name from ``$COCKPIT_HINT_HOST``."""
+    import os
+    import shlex
+
+    host = host or os.environ.get(HINT_ENV) or None
+    return f" --host {shlex.quote(host)}" if host and host != "local" else ""
+
+
+HINT_ENV = "COCKPIT_HINT_HOST"
+
+
+SESSION_COMMANDS = ("send", "approve", "deny", "kill", "attach", "budget", "worktrees", "shell")
+
+
+def qualified_ids(args: argparse.Namespace, argv: list[str]) -> list[str]:
+    """A session id as the grid shows it, ``HOST:ID`` (:mod:`cockpit.hostids`), is ``ID`` with
+    ``--host HOST``: ``args`` say so, and the returned ``argv`` too (what :func:`run_there`
+    runs). A ``--host`` that names another host is refused (one line)."""
+    from cockpit import hostids
+
+    if getattr(args, "command", None) not in SESSION_COMMANDS:
+        return argv
+    for dest in ("id", "session"):
+        value = getattr(args, dest, None)
+        if not isinstance(value, str) or hostids.SEP not in value:
+            continue
+        host, local = hostids.split(value)
+        try:
+            hostids.check_name(host)
+        except ValueError:
+            raise CockpitError(f"{value!r} is not HOST:ID (a host name, ':', a session id)") from None
+        if not local:
+            raise CockpitError(f"{value!r} names host {host} but no session: HOST:ID")
+        given = list(getattr(args, "host", None) or [])
+        if any(h != host for h in given):
+            raise CockpitError(f"--host {given[0]} and {value} name two hosts: give {value} alone, "
+                               f"or --host {given[0]} with a plain id")
+        setattr(args, dest, local)
+        argv = [local if a == value else a for a in argv]
+        if host != hostids.LOCAL and not given:
+            args.host = [host]
+            argv = [*argv, "--host", host]
+    return argv
+
+
 def entry(name: str) -> HostEntry:
     from cockpit.runtime.config import ConfigError, host_entry
 
@@ -85,9 +133,10 @@ def run_there(args: argparse.Namespace, argv: list[str]) -> int:
     if words[:1] == ["memory"] and host.notes and not any(w == "--notes" or w.startswith("--notes=") for w in words):
         words += ["--notes", host.notes]
     try:
-        return run_remote(host, words, cwd=host.workspace)
+        return run_remote(host, words, cwd=host.workspace, env={HINT_ENV: host.name})
     except HostError as exc:
         raise CockpitError(str(exc), code=1) from None
 
 
-__all__ = ["add_host_argument", "host_name", "transport", "transport_named", "run_there", "without_host", "entry"]
+__all__ = ["add_host_argument", "hint", "qualified_ids", "host_name", "transport", "transport_named", "run_there",
+           "without_host", "entry"]

@@ -369,8 +369,11 @@ def run(args: argparse.Namespace) -> int:
             res = wt.merge(info, message, ship.merge_message(info, _notes_dir(args, info)))
             print(res.message)
             if res.conflicts:
-                print(f"    send it back: cockpit send {info.session_id} \"merge {info.base_branch} into your "
-                      f"branch\" (or in the app: d, then b); resolve by hand: cockpit shell {info.session_id}; "
+                from cockpit.host_cli import hint
+
+                on = hint(None)  # (run whole on a host: $COCKPIT_HINT_HOST names it)
+                print(f"    send it back: cockpit send{on} {info.session_id} \"merge {info.base_branch} into your "
+                      f"branch\" (or in the app: d, then b); resolve by hand: cockpit shell{on} {info.session_id}; "
                       "or leave it: nothing was merged")
             return 0 if res.ok else 1
         if args.action == "keep":

@@ -150,11 +150,12 @@ def test_spawn_ls_approve_attach_kill_run_on_a_host(box, api, capsys):
     rows = json.loads(capsys.readouterr().out)["sessions"]
     assert [r["id"] for r in rows] == [sid] and rows[0]["workspace"] == str(box["ws"])
     _wait(lambda: _status(box, sid) == "needs approval", "the approval")
-    assert main(["approve", sid, "--host", "box"]) == 0
+    assert main(["approve", f"box:{sid}"]) == 0  # the id as the grid shows it: that host's session
     assert capsys.readouterr().out.strip() == f"{sid}: approved echo hi (once)"
     assert main(["attach", sid[-5:], "--host", "box"]) == 0  # until it waits for a follow-up
     out = capsys.readouterr().out
     assert "⚙ bash(" in out and "[allowed]" in out and "all done" in out and f"[{sid} is waiting for you" in out
+    assert f"cockpit approve --host box {sid}" in out and f"cockpit send --host box {sid} '…'" in out  # as copied
     assert main(["ls", "--host", "box"]) == 0
     assert "say hi" in capsys.readouterr().out
     assert main(["kill", sid, "--host", "box"]) == 0
