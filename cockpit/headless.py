@@ -85,7 +85,8 @@ def add_parser(sub) -> None:
     p.add_argument("--task-file", action="append", default=[], metavar="FILE",
                    help="read one task from FILE (- = stdin); may repeat")
     p.add_argument("--notes", type=Path, default=None,
-                   help="notes folder, or 'auto' (Claude Code's memory folder for this project); default ./notes")
+                   help="notes folder, or 'auto' (Claude Code's memory folder for this project); default ./notes, "
+                        "else notes/ at the root of the git work tree")
     p.add_argument("--index", type=Path, default=None, help="memory index file (default per-user cache)")
     p.add_argument("--workspace", type=Path, default=None,
                    help="project folder (default .); in a git repository each session gets its own worktree")
@@ -364,20 +365,16 @@ def spawn_specs(args: argparse.Namespace, tasks: list[str]) -> list[SpawnSpec]:
 
 
 def _notes_folder(args) -> Path | None:
-    notes = args.notes
-    if notes is not None and str(notes) == "auto":
-        from cockpit.notes_location import resolve_notes
+    from cockpit.notes_location import resolve_notes
 
-        notes = resolve_notes("auto", Path.cwd())
-    if notes is not None and not notes.is_dir():
+    notes = resolve_notes(args.notes, Path.cwd())  # (none: ./notes, else the git root's notes/)
+    if args.notes is not None and not notes.is_dir():
         raise CockpitError(f"notes folder not found: {notes}")
-    if notes is None:
-        notes = Path("notes")
-        if not notes.is_dir():
-            print("cockpit: warning: no ./notes folder (use --notes DIR): sessions start without "
-                  "project notes and memory tools", file=sys.stderr)
-            return None
-    return notes.resolve()
+    if not notes.is_dir():
+        print(f"cockpit: warning: no notes folder at {notes} (use --notes DIR): sessions start without "
+              "project notes and memory tools", file=sys.stderr)
+        return None
+    return notes
 
 
 def _run_remote(args, specs: list[SpawnSpec], cfg, pricing) -> dict:

@@ -24,7 +24,8 @@ from typing import Any
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("the app (bare `cockpit`)")
     g.add_argument("--notes", metavar="DIR", default="notes",
-                   help="notes folder, or 'auto' (Claude Code's memory folder for this project); default ./notes")
+                   help="notes folder, or 'auto' (Claude Code's memory folder for this project); default ./notes, "
+                        "else notes/ at the root of the git work tree")
     g.add_argument("--workspace", metavar="DIR", default=".", help="sessions' workspace folder (default .)")
     g.add_argument("--model", metavar="ID", default=None, help="model id (free text; default from config)")
     g.add_argument("--base-url", metavar="URL", default=None, help="Messages API base URL (e.g. a local server)")

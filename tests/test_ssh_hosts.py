@@ -294,7 +294,7 @@ def test_cut_the_connection_mid_stream_and_reattach_with_every_event_since(box, 
     assert " ".join(words) in streamed and all(len(re.findall(rf"\b{w}\b", text)) == 1 for w in words)
     assert "[connection to host box lost" in text and f"{sid} goes on there — reconnecting]" in text
     assert re.search(r"\[reconnected to host box: \d+ events? since the drop\]", text)
-    assert text.rstrip().endswith(f"[{sid} is waiting for you: cockpit send {sid} '…']")
+    assert text.rstrip().endswith(f"[{sid} is waiting for you: cockpit send --host box {sid} '…']")
     assert text.index("[reconnected") < text.index("w40")  # the rest came after the reconnect
     if os.environ.get("COCKPIT_WRITE_DOCS"):
         _write_doc(text, sid)
@@ -365,4 +365,4 @@ def test_memory_commands_run_on_the_host_with_its_notes(box, capfd):
     found = hits["hits"] if isinstance(hits, dict) else hits
     assert [h["name"] for h in found][:1] == ["staging-port"]
     assert main(["memory", "search", "which port", "--json"]) == 2  # not here: this folder has no notes
-    assert "notes folder notes does not exist" in capfd.readouterr().err
+    assert f"notes folder {Path.cwd().resolve() / 'notes'} does not exist" in capfd.readouterr().err
