@@ -1,4 +1,4 @@
-"""``cockpit memory index|search|preseed|lint|save|eval`` — the memory engine from the shell.
+"""``cockpit memory index|search|preseed|lint|save|eval|misses|calibrate|mcp|hook`` — the memory engine from the shell.
 
 Every sub-command takes ``--notes DIR`` (default ``./notes``) and ``--index PATH`` (default:
 per-user cache, see docs/ARCHITECTURE.md). search, preseed, lint and eval sync the index first
@@ -25,7 +25,7 @@ PROGRESS_MIN_TEXTS = 200
 def add_parser(sub) -> None:
     p = sub.add_parser("memory", help="index, search, preseed, lint, save, eval the project notes",
                        description="The memory engine: project notes → index → preseed block.")
-    msub = p.add_subparsers(dest="memory_command", metavar="{index,search,preseed,lint,save,eval,mcp,hook}")
+    msub = p.add_subparsers(dest="memory_command")
     p.set_defaults(func=lambda args: _usage(p))
     from cockpit.host_cli import add_host_argument
 
@@ -104,6 +104,7 @@ def add_parser(sub) -> None:
     _selector_arg(sp)
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_eval)
+    msub.metavar = "{" + ",".join(msub.choices) + "}"  # every sub-command, as added (misses, calibrate too)
 
 
 def _selector_arg(sp) -> None:

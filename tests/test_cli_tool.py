@@ -220,3 +220,17 @@ def test_the_cockpit_command_is_a_script_that_imports_only_the_cli():
     out = subprocess.run([sys.executable, str(script), "--version"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.startswith("cockpit ")
     assert 'script-files = ["scripts/cockpit"]' in (root / "pyproject.toml").read_text()
+
+
+def test_every_usage_line_lists_every_sub_command():
+    """A hand-written metavar (``{index,search,…}``) went stale once: `misses` and `calibrate`
+    were missing from ``cockpit memory --help``. Every parser's list names all its sub-commands."""
+    def walk(p: argparse.ArgumentParser, prog: str):
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                listed = set((action.metavar or "").strip("{}").split(","))
+                assert listed == set(action.choices), f"{prog}: {sorted(set(action.choices) - listed)} not in usage"
+                for name, child in action.choices.items():
+                    walk(child, f"{prog} {name}")
+
+    walk(build_parser(epilogs=False), "cockpit")
