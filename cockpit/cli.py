@@ -42,8 +42,9 @@ COMMAND_MODULES = {  # (in the order of the full parser's --help)
 }
 
 
-# with --host these run whole on that host (they work on its notes and repository), not through the bridge
-REMOTE_WHOLE = ("memory", "worktrees", "shell")
+# with --host these run whole on that host (they work on its notes and repository, or its server's
+# process: `server status|start|stop`), not through the bridge
+REMOTE_WHOLE = ("memory", "worktrees", "shell", "server")
 
 
 def build_parser(command: str | None = None, epilogs: bool = True) -> argparse.ArgumentParser:
@@ -142,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     from cockpit.server.client import RemoteError, RemoteRefused, ServerError
 
     try:
-        if getattr(args, "host", None) and getattr(args, "command", None) in REMOTE_WHOLE:  # that host's files
+        from cockpit.host_cli import host_name
+
+        if getattr(args, "command", None) in REMOTE_WHOLE and host_name(args):  # that host's files
             from cockpit.host_cli import run_there
 
             return run_there(args, argv)

@@ -125,6 +125,9 @@ def run_there(args: argparse.Namespace, argv: list[str]) -> int:
     ``workspace``; with its ``notes`` when the command names none (memory commands)."""
     from cockpit.server.ssh import HostError, run_remote
 
+    if getattr(args, "command", None) == "server" and args.action in ("run", "bridge"):
+        raise CockpitError(f"`cockpit server {args.action}` runs in this terminal: --host takes status, start or "
+                           f"stop (ssh to the host to run `cockpit server {args.action}` there)")
     host = entry(host_name(args) or "")
     if host.socket:
         raise CockpitError(f"host {host.name} is a server socket of this machine: run the command with that "

@@ -1,9 +1,10 @@
 """The server and its session clients from the shell.
 
-``cockpit server [run|start|status|stop] [--listen HOST:PORT]``
+``cockpit server [run|start|status|stop] [--listen HOST:PORT] [--host NAME]``
     ``run`` serves in the foreground; ``start`` starts it in the background (clients do this
     themselves when none runs); ``status`` says whether one runs and what it holds; ``stop`` ends
-    its sessions cleanly and stops it.
+    its sessions cleanly and stops it. With ``--host`` status, start and stop run on that host
+    (the whole command, through ssh, as ``memory`` and ``worktrees`` do).
 ``cockpit ls [--json]``                      sessions: id, state, model, branch, tokens, USD, task
 ``cockpit send ID TEXT``                     a follow-up to a session
 ``cockpit kill ID``                          kill a session
@@ -46,6 +47,7 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="status as JSON")
     p.add_argument("--force", action="store_true",
                    help="stop: kill a server that does not answer (SIGKILL; its sessions end interrupted)")
+    add_host_argument(p)  # status, start, stop of that host's server: the command runs there, through ssh
     p.set_defaults(func=cmd_server)
 
     p = sub.add_parser("ls", help="list the server's sessions",

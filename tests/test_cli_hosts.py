@@ -102,3 +102,21 @@ def test_a_clash_or_a_bad_grid_id_is_one_line(seen, capsys, argv, line):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and line in err and "args" not in seen
+
+
+@pytest.mark.parametrize("argv", [["server", "status", "--host", "box"], ["server", "stop", "--host", "box"],
+                                  ["--host", "box", "server", "start"], ["server", "--host", "box"]])
+def test_server_management_with_host_runs_there(monkeypatch, argv):
+    from cockpit import host_cli
+
+    ran: dict = {}
+    monkeypatch.setattr(host_cli, "run_there", lambda args, words: ran.setdefault("words", words) and 0)
+    assert main(argv) == 0
+    assert [w for w in ran["words"] if w not in ("--host", "box")] == [w for w in argv if w not in ("--host", "box")]
+
+
+@pytest.mark.parametrize("action", ["run", "bridge"])
+def test_a_foreground_server_on_a_host_is_refused_in_one_line(capsys, action):
+    assert main(["server", action, "--host", "box"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"cockpit: error: `cockpit server {action}` runs in this terminal")

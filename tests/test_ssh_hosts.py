@@ -185,6 +185,12 @@ def test_worktrees_and_doctor_run_on_the_host(box, api, capfd, monkeypatch):
     assert json.loads(capfd.readouterr().out)["worktrees"] == []
     assert main(["worktrees", "diff", row["id"], "--host", "box"]) == 0
     assert "+hi" in capfd.readouterr().out
+    assert main(["server", "status", "--host", "box", "--json"]) == 0  # the host's server, not this machine's
+    assert json.loads(capfd.readouterr().out)["running"] is True
+    assert main(["server", "stop", "--host", "box"]) == 0
+    assert "Cockpit server stopped" in capfd.readouterr().out
+    assert main(["server", "status", "--host", "box"]) == 0
+    assert capfd.readouterr().out.strip() == "no Cockpit server is running"
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     code = main(["doctor", "--host", "box"])
     out, _ = capfd.readouterr()
