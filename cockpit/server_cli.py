@@ -6,7 +6,7 @@
     its sessions cleanly and stops it. With ``--host`` status, start and stop run on that host
     (the whole command, through ssh, as ``memory`` and ``worktrees`` do).
 ``cockpit ls [--json]``                      sessions: id, state, model, branch, tokens, USD, task
-``cockpit send ID TEXT``                     a follow-up to a session
+``cockpit send ID TEXT``                     a follow-up to a session (says: sent, queued, or held by its cap)
 ``cockpit kill ID``                          kill a session
 ``cockpit attach ID``                        follow one session's output until it waits or ends
 ``cockpit approve ID [--session]``           allow its pending tool call (once, or for the session)
@@ -258,9 +258,23 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
+    """Send, then one line: sent (it was waiting), queued (it is working), or queued behind its
+    spend cap (``budget reached``: the message waits until the cap is raised)."""
     from cockpit.headless import _clean  # undecodable argument bytes: U+FFFD, with a warning
+    from cockpit.host_cli import hint
 
-    _call("send", host=host_name(args), id=args.id, text=_clean(args.text, "the follow-up"))
+    text = _clean(args.text, "the follow-up")
+    host = host_name(args)
+    row = _call("get", host=host, id=args.id)
+    sid, status = row["id"], row.get("status", "")
+    _call("send", host=host, id=sid, text=text)
+    if status == "budget reached":
+        print(f"{sid}: message queued; the session is paused at its spend cap (budget reached), so it waits "
+              f"until the cap is raised: cockpit budget{hint(host)} {sid} --usd …")
+    elif status == "waiting for you":
+        print(f"{sid}: sent")
+    else:
+        print(f"{sid}: queued ({status}): it takes the message when it next waits for you")
     return 0
 
 

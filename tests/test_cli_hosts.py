@@ -120,3 +120,23 @@ def test_a_foreground_server_on_a_host_is_refused_in_one_line(capsys, action):
     assert main(["server", action, "--host", "box"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"cockpit: error: `cockpit server {action}` runs in this terminal")
+
+
+@pytest.mark.parametrize(("status", "host", "line"), [
+    ("waiting for you", None, "1nh1abcdefgh: sent"),
+    ("working", None, "1nh1abcdefgh: queued (working): it takes the message when it next waits for you"),
+    ("budget reached", "box", "1nh1abcdefgh: message queued; the session is paused at its spend cap (budget "
+                              "reached), so it waits until the cap is raised: cockpit budget --host box 1nh1abcdefgh "
+                              "--usd …"),
+])
+def test_send_says_what_became_of_the_message(monkeypatch, capsys, status, host, line):
+    calls: list = []
+
+    def call(method, timeout=None, host=None, **params):
+        calls.append((method, host, params))
+        return {"id": "1nh1abcdefgh", "status": status} if method == "get" else {}
+
+    monkeypatch.setattr(server_cli, "_call", call)
+    assert main(["send", f"{host}:1nh1" if host else "1nh1", "go on"]) == 0
+    assert capsys.readouterr().out == line + "\n"
+    assert calls[-1] == ("send", host, {"id": "1nh1abcdefgh", "text": "go on"})
