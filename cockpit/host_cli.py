@@ -4,7 +4,10 @@
 --host NAME`` act on the server of that host (``[hosts.NAME]`` in config.toml, or an ssh
 destination). The session commands, ``run`` and the app speak the protocol through
 ``cockpit server bridge`` there; ``memory`` and ``worktrees`` work on that host's notes and
-repository, so the whole command runs there (in the host's ``workspace``).
+repository, and ``server status|start|stop`` on its server's process, so the whole command runs
+there (in the host's ``workspace``). A session id as the grid shows it, ``box:ID``, is ``ID`` with
+``--host box`` (:func:`qualified_ids`), and every hint printed about a session there names the
+host (:func:`hint`).
 """
 
 from __future__ import annotations
