@@ -140,3 +140,19 @@ def test_send_says_what_became_of_the_message(monkeypatch, capsys, status, host,
     assert main(["send", f"{host}:1nh1" if host else "1nh1", "go on"]) == 0
     assert capsys.readouterr().out == line + "\n"
     assert calls[-1] == ("send", host, {"id": "1nh1abcdefgh", "text": "go on"})
+
+
+def test_worktrees_run_whole_on_a_host_name_it_in_their_hints(monkeypatch, capsys):
+    monkeypatch.setenv("COCKPIT_HINT_HOST", "box")  # what run_there sets there
+    assert main(["worktrees", "diff", "zzzz"]) == 2
+    assert "(see `cockpit worktrees --host box`)" in capsys.readouterr().err
+
+
+def test_run_there_tells_the_host_its_name(monkeypatch):
+    from cockpit.server import ssh
+
+    ran: dict = {}
+    monkeypatch.setattr(ssh, "run_remote", lambda host, words, cwd=None, env=None: ran.update(words=words, env=env)
+                        or 0)
+    assert main(["worktrees", "merge", "box:abcd1234"]) == 0
+    assert ran == {"words": ["worktrees", "merge", "abcd1234"], "env": {"COCKPIT_HINT_HOST": "box"}}
