@@ -94,6 +94,8 @@ def _after(rest: list[str], words: list[str]) -> int:
     positional that takes several values, ``run``'s tasks, is then still whole)."""
     at = 0
     for word in words:
+        if word not in rest[at:]:  # (not spelled out: the options go last)
+            return _end(rest)
         at = rest.index(word, at) + 1
     return at
 

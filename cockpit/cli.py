@@ -63,7 +63,7 @@ def build_parser(command: str | None = None, epilogs: bool = True) -> argparse.A
         epilog=config_cli.epilog(None) if epilogs else None, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"cockpit {__version__}")
-    tui_cli.add_arguments(parser)
+    tui_cli.add_arguments(parser, root=True)
     sub = parser.add_subparsers(
         dest="command",
         metavar="{memory,run,ls,send,kill,attach,approve,deny,budget,worktrees,shell,server,agents,doctor,config,"
