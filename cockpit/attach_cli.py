@@ -35,7 +35,7 @@ def reconnect_window() -> float:
 
 
 def attach(args: argparse.Namespace) -> int:
-    from cockpit.host_cli import transport
+    from cockpit.host_cli import host_name, transport
 
     tr = transport(args)
     if not tr.remote:
@@ -45,23 +45,26 @@ def attach(args: argparse.Namespace) -> int:
             raise CockpitError("no Cockpit server is running")
     import asyncio
 
-    return asyncio.run(_attach(args.id, tr))
+    return asyncio.run(_attach(args.id, tr, host_name(args)))
 
 
 class _Shower:
     """Writes one session's events to a terminal; :meth:`show` returns an exit code once the
     session waits for the user or ends, else None."""
 
-    def __init__(self, sid: str, out: TextIO):
+    def __init__(self, sid: str, out: TextIO, host: str | None = None):
+        from cockpit.host_cli import hint
+
         self.sid = sid
         self.out = out
+        self.on = hint(host)  # the hints name the host of a remote session: they work as copied
 
     def show(self, e: ev.Event) -> int | None:
         from cockpit import events as ev
         from cockpit.textsafe import clean_event
         from cockpit.tui import format as fmt
 
-        out, sid = self.out, self.sid
+        out, sid, on = self.out, self.sid, self.on
         if e.session_id != sid:
             return None
         e = clean_event(e)  # model and tool text never reach the terminal raw
@@ -74,7 +77,7 @@ class _Shower:
             out.write(f"  → {outside}{fmt.tool_result(e.content, e.is_error, 100)}\n")
         elif isinstance(e, ev.ApprovalRequested):
             out.write(f"\n! needs approval: {e.summary}\n{e.detail}\n"
-                      f"  cockpit approve {sid} [--session]  ·  cockpit deny {sid} --reason '…'\n")
+                      f"  cockpit approve{on} {sid} [--session]  ·  cockpit deny{on} {sid} --reason '…'\n")
         elif isinstance(e, ev.ApprovalResolved):  # how the ask was answered (and by what)
             how = ("allowed" + (" for the session" if e.scope == "session" else "")) if e.allowed else "denied"
             out.write(f"  [{how}{': ' + e.reason if e.reason else ''}]\n")
@@ -84,13 +87,13 @@ class _Shower:
             out.write(f"\n✗ {e.kind}: {e.message}\n")
         elif isinstance(e, ev.StatusChanged):
             if e.status is ev.SessionStatus.WAITING:
-                out.write(f"\n[{sid} is waiting for you: cockpit send {sid} '…']\n")
+                out.write(f"\n[{sid} is waiting for you: cockpit send{on} {sid} '…']\n")
                 out.flush()
                 return 0
             if e.status is ev.SessionStatus.BUDGET_REACHED:
                 server = e.detail.startswith("server")
                 out.write(f"\n[{sid}: {e.detail.split(' — ')[0]} — raise it: "
-                          f"cockpit budget {'--server' if server else sid} --usd …]\n")
+                          f"cockpit budget{on} {'--server' if server else sid} --usd …]\n")
                 out.flush()
                 return 0
             if e.status.is_final:
@@ -141,7 +144,7 @@ def _only(listed: dict) -> str:
     raise CockpitError("no session is running (cockpit ls lists the ended ones: attach ID shows one)")
 
 
-async def _attach(query: str | None, tr: Transport) -> int:
+async def _attach(query: str | None, tr: Transport, host: str | None = None) -> int:
     from cockpit import events as ev
     from cockpit import wire
     from cockpit.server.client import AsyncClient, RemoteError
@@ -156,7 +159,7 @@ async def _attach(query: str | None, tr: Transport) -> int:
         sid = row.get("id") if isinstance(row, dict) else None
         if not isinstance(sid, str) or not sid:
             raise CockpitError(f"{client.path} sent a malformed answer to 'get' (is it the same Cockpit version?)")
-        shower = _Shower(sid, sys.stdout)
+        shower = _Shower(sid, sys.stdout, host)
         seen: list[ev.Event] = []  # this session's events shown so far, folded as the server logs them
         last: ev.Event | None = None
         for e in await _subscribe(client, sid):  # the output so far, then where it stands now

@@ -42,8 +42,9 @@ COMMAND_MODULES = {  # (in the order of the full parser's --help)
 }
 
 
-# with --host these run whole on that host (they work on its notes and repository), not through the bridge
-REMOTE_WHOLE = ("memory", "worktrees", "shell")
+# with --host these run whole on that host (they work on its notes and repository, or its server's
+# process: `server status|start|stop`), not through the bridge
+REMOTE_WHOLE = ("memory", "worktrees", "shell", "server")
 
 
 def build_parser(command: str | None = None, epilogs: bool = True) -> argparse.ArgumentParser:
@@ -62,7 +63,7 @@ def build_parser(command: str | None = None, epilogs: bool = True) -> argparse.A
         epilog=config_cli.epilog(None) if epilogs else None, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"cockpit {__version__}")
-    tui_cli.add_arguments(parser)
+    tui_cli.add_arguments(parser, root=True)
     sub = parser.add_subparsers(
         dest="command",
         metavar="{memory,run,ls,send,kill,attach,approve,deny,budget,worktrees,shell,server,agents,doctor,config,"
@@ -118,6 +119,23 @@ def main(argv: list[str] | None = None) -> int:
 
         autocomplete(parser)
     args = parser.parse_args(argv)
+    from cockpit.app_flags import moved
+
+    try:  # the app's flags before a sub-command apply to it (or are refused): never silently dropped
+        again = moved(parser, args, argv)
+    except CockpitError as exc:
+        print(f"cockpit: error: {exc}", file=sys.stderr)
+        return exc.code
+    if again is not None:
+        argv = again
+        args = parser.parse_args(argv)
+    from cockpit.host_cli import qualified_ids
+
+    try:  # a session id as the grid shows it, box:ID, means --host box ID
+        argv = qualified_ids(args, argv)
+    except CockpitError as exc:
+        print(f"cockpit: error: {exc}", file=sys.stderr)
+        return exc.code
     if getattr(args, "no_server", False):
         # `cockpit --no-server memory search …` and `cockpit memory search … --no-server` mean the
         # same as COCKPIT_NO_SERVER=1, which every sub-command (and the hook, the MCP server) reads
@@ -126,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     from cockpit.textsafe import clean, one_line
 
     try:
-        if getattr(args, "host", None) and getattr(args, "command", None) in REMOTE_WHOLE:  # that host's files
+        from cockpit.host_cli import host_name
+
+        if getattr(args, "command", None) in REMOTE_WHOLE and host_name(args):  # that host's files
             from cockpit.host_cli import run_there
 
             return run_there(args, argv)

@@ -44,7 +44,8 @@ class Check:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check this machine: Python, config, folders, server, notes, sandbox, key",
                        description="One line a check, ✓ / ! / ✗, with the fix for each problem. Reads only.")
-    p.add_argument("--notes", metavar="DIR", default="notes", help="notes folder to check (default ./notes)")
+    p.add_argument("--notes", metavar="DIR", default="notes", help=
+                   "notes folder to check (default ./notes, else the git root's notes/)")
     from cockpit.host_cli import add_host_argument
 
     add_host_argument(p)
@@ -59,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
 
     if host_name(args):  # (`--host local` is this machine)
         return run_host(args)
-    checks = list(collect(Path(args.notes), as_host=getattr(args, "as_host", None)))
+    from cockpit.notes_location import resolve_notes
+
+    checks = list(collect(resolve_notes(args.notes, Path.cwd()), as_host=getattr(args, "as_host", None)))
     for c in checks:
         print(c.line())
     failed = sum(c.state == FAIL for c in checks)

@@ -88,7 +88,8 @@ def add_parser(sub) -> None:
     p.add_argument("--task-file", action="append", default=[], metavar="FILE",
                    help="read one task from FILE (- = stdin); may repeat")
     p.add_argument("--notes", type=Path, default=None,
-                   help="notes folder, or 'auto' (Claude Code's memory folder for this project); default ./notes")
+                   help="notes folder, or 'auto' (Claude Code's memory folder for this project); default ./notes, "
+                        "else notes/ at the root of the git work tree")
     p.add_argument("--index", type=Path, default=None, help="memory index file (default per-user cache)")
     p.add_argument("--workspace", type=Path, default=None,
                    help="project folder (default .); in a git repository each session gets its own worktree")
@@ -246,7 +247,10 @@ def run(args: argparse.Namespace) -> int:
     from cockpit.runtime import backends
 
     backend = specs[0].backend or cfg.backend
-    spec = backends.resolve(backend, cfg)
+    try:
+        spec = backends.resolve(backend, cfg)
+    except ValueError as exc:  # an unknown backend or ACP agent: one line, as the app's --backend says
+        raise CockpitError(str(exc)) from None
     why = None if host else spec.unavailable(cfg)  # (that host's server says what it cannot run)
     if why:
         raise CockpitError(why)
@@ -286,9 +290,17 @@ def _print_report(args: argparse.Namespace, report: dict) -> int:
     elif args.detach:
         for s in clean_tree(report["sessions"]):  # what a server (a host's too) says never drives the terminal
             print(f"{s['id']}  {s['status']}  {one_line(s['task'])[:80]}")
-        print("running in the server: cockpit ls · cockpit attach ID · cockpit kill ID")
+        from cockpit.host_cli import hint, host_name
+
+        host = host_name(args)
+        on = hint(host)
+        there = f"host {host}'s server" if host else "the server"
+        print(f"running in {there}: cockpit ls{on} · "
+              f"cockpit attach{on} ID · cockpit kill{on} ID")
     else:
-        print(format_report(clean_tree(report)))
+        from cockpit.host_cli import host_name
+
+        print(format_report(clean_tree(report), host_name(args)))
     if args.detach:
         return 0
     errors = [s for s in report["sessions"] if s["status"] != "done"]
@@ -352,20 +364,16 @@ def spawn_specs(args: argparse.Namespace, tasks: list[str]) -> list[SpawnSpec]:
 
 
 def _notes_folder(args) -> Path | None:
-    notes = args.notes
-    if notes is not None and str(notes) == "auto":
-        from cockpit.notes_location import resolve_notes
+    from cockpit.notes_location import resolve_notes
 
-        notes = resolve_notes("auto", Path.cwd())
-    if notes is not None and not notes.is_dir():
+    notes = resolve_notes(args.notes, Path.cwd())  # (none: ./notes, else the git root's notes/)
+    if args.notes is not None and not notes.is_dir():
         raise CockpitError(f"notes folder not found: {notes}")
-    if notes is None:
-        notes = Path("notes")
-        if not notes.is_dir():
-            print("cockpit: warning: no ./notes folder (use --notes DIR): sessions start without "
-                  "project notes and memory tools", file=sys.stderr)
-            return None
-    return notes.resolve()
+    if not notes.is_dir():
+        print(f"cockpit: warning: no notes folder at {notes} (use --notes DIR): sessions start without "
+              "project notes and memory tools", file=sys.stderr)
+        return None
+    return notes
 
 
 def _run_remote(args, specs: list[SpawnSpec], cfg, pricing) -> dict:
@@ -460,7 +468,11 @@ def _source(s: dict) -> str:
     return " (Claude Code's own figure)" if s.get("cost_source") == "claude-code" else ""
 
 
-def format_report(report: dict) -> str:
+def format_report(report: dict, host: str | None = None) -> str:
+    """The report as text; ``host``: the sessions ran on that host (its hints name it)."""
+    from cockpit.host_cli import hint
+
+    on = hint(host)
     out = []
     for s in report["sessions"]:
         u = s["usage"]
@@ -495,7 +507,7 @@ def format_report(report: dict) -> str:
         else:
             out.append("preseed: off")
         if _budget_reached(s):
-            how = ("cockpit budget --server --usd N raises it" if s["error"]["message"].startswith("server")
+            how = (f"cockpit budget{on} --server --usd N raises it" if s["error"]["message"].startswith("server")
                    else "rerun with a higher --max-budget-usd / --max-budget-tokens")
             out.append(f"{s['error']['message']} — {how}")
         elif s["error"]:

@@ -158,11 +158,33 @@ def remember_given(session: str, text: str, prompt: str, notes: str) -> None:
                         "notes": os.path.realpath(notes)}))
 
 
+DEFAULT_NOTES = "notes"  # every command's --notes default
+
+
+def default_notes(cwd: str) -> str:
+    """The notes folder when none is named: ``<cwd>/notes``, else, in a subfolder of a git work
+    tree, the ``notes`` folder at its root (the nearest ``.git`` above: no git to run); when
+    neither exists, ``<cwd>/notes`` (absolute: what an error names)."""
+    here = os.path.realpath(os.path.join(cwd, DEFAULT_NOTES))
+    if os.path.isdir(here):
+        return here
+    folder = os.path.realpath(cwd)
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):  # (a file in a linked worktree)
+            top = os.path.join(folder, DEFAULT_NOTES)
+            return top if os.path.isdir(top) else here
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return here
+        folder = parent
+
+
 def notes_folder(value: str | None, cwd: str) -> str | None:
-    """The notes folder for a ``--notes`` value (none: ``<cwd>/notes``); None for ``auto``
-    (``cockpit.notes_location`` finds Claude Code's folder: it runs git)."""
-    if value is None or value == "":
-        return os.path.realpath(os.path.join(cwd, "notes"))
+    """The notes folder for a ``--notes`` value (none, or the default ``notes``:
+    :func:`default_notes`); None for ``auto`` (``cockpit.notes_location`` finds Claude Code's
+    folder: it runs git)."""
+    if value is None or value in ("", DEFAULT_NOTES):
+        return default_notes(cwd)
     if value == "auto":
         return None
     return os.path.realpath(os.path.join(cwd, os.path.expanduser(value)))

@@ -4,7 +4,10 @@
 --host NAME`` act on the server of that host (``[hosts.NAME]`` in config.toml, or an ssh
 destination). The session commands, ``run`` and the app speak the protocol through
 ``cockpit server bridge`` there; ``memory`` and ``worktrees`` work on that host's notes and
-repository, so the whole command runs there (in the host's ``workspace``).
+repository, and ``server status|start|stop`` on its server's process, so the whole command runs
+there (in the host's ``workspace``). A session id as the grid shows it, ``box:ID``, is ``ID`` with
+``--host box`` (:func:`qualified_ids`), and every hint printed about a session there names the
+host (:func:`hint`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,54 @@ def host_name(args: argparse.Namespace) -> str | None:
             raise CockpitError(f"this command acts on one host; --host was given {len(value)} times")
         value = value[0] if value else None
     return None if value == "local" else value  # (the grid's name for this machine)
+
+
+def hint(host: str | None) -> str:
+    """`` --host NAME`` for a command the CLI suggests about a session of ``host`` ('' for this
+    machine's), so the suggestion works as copied. A command run whole on a host by
+    :func:`run_there` learns the name from ``$COCKPIT_HINT_HOST``."""
+    import os
+    import shlex
+
+    host = host or os.environ.get(HINT_ENV) or None
+    return f" --host {shlex.quote(host)}" if host and host != "local" else ""
+
+
+HINT_ENV = "COCKPIT_HINT_HOST"
+
+
+SESSION_COMMANDS = ("send", "approve", "deny", "kill", "attach", "budget", "worktrees", "shell")
+
+
+def qualified_ids(args: argparse.Namespace, argv: list[str]) -> list[str]:
+    """A session id as the grid shows it, ``HOST:ID`` (:mod:`cockpit.hostids`), is ``ID`` with
+    ``--host HOST``: ``args`` say so, and the returned ``argv`` too (what :func:`run_there`
+    runs). A ``--host`` that names another host is refused (one line)."""
+    from cockpit import hostids
+
+    if getattr(args, "command", None) not in SESSION_COMMANDS:
+        return argv
+    for dest in ("id", "session"):
+        value = getattr(args, dest, None)
+        if not isinstance(value, str) or hostids.SEP not in value:
+            continue
+        host, local = hostids.split(value)
+        try:
+            hostids.check_name(host)
+        except ValueError:
+            raise CockpitError(f"{value!r} is not HOST:ID (a host name, ':', a session id)") from None
+        if not local:
+            raise CockpitError(f"{value!r} names host {host} but no session: HOST:ID")
+        given = list(getattr(args, "host", None) or [])
+        if any(h != host for h in given):
+            raise CockpitError(f"--host {given[0]} and {value} name two hosts: give {value} alone, "
+                               f"or --host {given[0]} with a plain id")
+        setattr(args, dest, local)
+        argv = [local if a == value else a for a in argv]
+        if host != hostids.LOCAL and not given:
+            args.host = [host]
+            argv = [*argv, "--host", host]
+    return argv
 
 
 def entry(name: str) -> HostEntry:
@@ -77,6 +128,9 @@ def run_there(args: argparse.Namespace, argv: list[str]) -> int:
     ``workspace``; with its ``notes`` when the command names none (memory commands)."""
     from cockpit.server.ssh import HostError, run_remote
 
+    if getattr(args, "command", None) == "server" and args.action in ("run", "bridge"):
+        raise CockpitError(f"`cockpit server {args.action}` runs in this terminal: --host takes status, start or "
+                           f"stop (ssh to the host to run `cockpit server {args.action}` there)")
     host = entry(host_name(args) or "")
     if host.socket:
         raise CockpitError(f"host {host.name} is a server socket of this machine: run the command with that "
@@ -85,9 +139,10 @@ def run_there(args: argparse.Namespace, argv: list[str]) -> int:
     if words[:1] == ["memory"] and host.notes and not any(w == "--notes" or w.startswith("--notes=") for w in words):
         words += ["--notes", host.notes]
     try:
-        return run_remote(host, words, cwd=host.workspace)
+        return run_remote(host, words, cwd=host.workspace, env={HINT_ENV: host.name})
     except HostError as exc:
         raise CockpitError(str(exc), code=1) from None
 
 
-__all__ = ["add_host_argument", "host_name", "transport", "transport_named", "run_there", "without_host", "entry"]
+__all__ = ["add_host_argument", "hint", "qualified_ids", "host_name", "transport", "transport_named", "run_there",
+           "without_host", "entry"]

@@ -1,4 +1,4 @@
-"""``cockpit memory index|search|preseed|lint|save|eval`` — the memory engine from the shell.
+"""``cockpit memory index|search|preseed|lint|save|eval|misses|calibrate|mcp|hook`` — the memory engine from the shell.
 
 Every sub-command takes ``--notes DIR`` (default ``./notes``) and ``--index PATH`` (default:
 per-user cache, see docs/ARCHITECTURE.md). search, preseed, lint and eval sync the index first
@@ -25,7 +25,7 @@ PROGRESS_MIN_TEXTS = 200
 def add_parser(sub) -> None:
     p = sub.add_parser("memory", help="index, search, preseed, lint, save, eval the project notes",
                        description="The memory engine: project notes → index → preseed block.")
-    msub = p.add_subparsers(dest="memory_command", metavar="{index,search,preseed,lint,save,eval,mcp,hook}")
+    msub = p.add_subparsers(dest="memory_command")
     p.set_defaults(func=lambda args: _usage(p))
     from cockpit.host_cli import add_host_argument
 
@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
 
     def common(sp):
         sp.add_argument("--notes", default="notes", metavar="DIR",
-                        help="notes folder (default: ./notes)")
+                        help="notes folder (default: ./notes, else notes/ at the root of the git work tree)")
         sp.add_argument("--index", default=None, metavar="PATH",
                         help="index file (default: $COCKPIT_INDEX or the per-user cache)")
         no_server_arg(sp)
@@ -104,6 +104,7 @@ def add_parser(sub) -> None:
     _selector_arg(sp)
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_eval)
+    msub.metavar = "{" + ",".join(msub.choices) + "}"  # every sub-command, as added (misses, calibrate too)
 
 
 def _selector_arg(sp) -> None:
@@ -131,7 +132,7 @@ def _engine(args, must_exist: bool = True, warm: bool = True, remote: bool = Fal
     load here, no folder walk: the server's watcher keeps the index in step), else in-process."""
     from cockpit.notes_location import resolve_notes
 
-    notes = resolve_notes(args.notes, Path.cwd()) if args.notes == "auto" else Path(args.notes).expanduser()
+    notes = resolve_notes(args.notes, Path.cwd())  # (the default: ./notes, else the git root's notes/)
     if must_exist and not notes.is_dir():
         what = "is not a folder" if notes.exists() else "does not exist"
         raise CockpitError(f"notes folder {notes} {what} (use --notes DIR)")
@@ -368,7 +369,9 @@ def cmd_save(args) -> int:
     from memory import NoteExistsError
 
     body = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    engine = _engine(args, must_exist=False, remote=Path(args.notes).expanduser().is_dir())
+    from cockpit.notes_location import resolve_notes
+
+    engine = _engine(args, must_exist=False, remote=resolve_notes(args.notes, Path.cwd()).is_dir())
     try:
         path = engine.save(args.name, args.description, body, priority=args.priority)
     except (NoteExistsError, ValueError) as exc:

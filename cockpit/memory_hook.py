@@ -59,7 +59,8 @@ def _data_root() -> Path:
 def add_arguments(sp: Any) -> None:
     """The hook's flags (shared by ``cockpit memory hook`` and the fast path in ``cockpit.cli``)."""
     sp.add_argument("--notes", default=None, metavar="DIR",
-                    help="notes folder, or 'auto' (Claude Code's memory folder); default: ./notes of the session's cwd")
+                    help="notes folder, or 'auto' (Claude Code's memory folder); default: ./notes of the "
+                         "session's cwd, else notes/ at the root of its git work tree")
     sp.add_argument("--index", default=None, metavar="PATH")
     sp.add_argument("--top-k", type=int, default=None, metavar="N",
                     help="at most N notes (default: what the token budget holds, as for a Cockpit session)")

@@ -1,11 +1,12 @@
 """The server and its session clients from the shell.
 
-``cockpit server [run|start|status|stop] [--listen HOST:PORT]``
+``cockpit server [run|start|status|stop] [--listen HOST:PORT] [--host NAME]``
     ``run`` serves in the foreground; ``start`` starts it in the background (clients do this
     themselves when none runs); ``status`` says whether one runs and what it holds; ``stop`` ends
-    its sessions cleanly and stops it.
+    its sessions cleanly and stops it. With ``--host`` status, start and stop run on that host
+    (the whole command, through ssh, as ``memory`` and ``worktrees`` do).
 ``cockpit ls [--json]``                      sessions: id, state, model, branch, tokens, USD, task
-``cockpit send ID TEXT``                     a follow-up to a session
+``cockpit send ID TEXT``                     a follow-up to a session (says: sent, queued, or held by its cap)
 ``cockpit kill ID``                          kill a session
 ``cockpit attach ID``                        follow one session's output until it waits or ends
 ``cockpit approve ID [--session]``           allow its pending tool call (once, or for the session)
@@ -49,6 +50,7 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="status as JSON")
     p.add_argument("--force", action="store_true",
                    help="stop: kill a server that does not answer (SIGKILL; its sessions end interrupted)")
+    add_host_argument(p)  # status, start, stop of that host's server: the command runs there, through ssh
     p.set_defaults(func=cmd_server)
 
     p = sub.add_parser("ls", help="list the server's sessions",
@@ -296,9 +298,23 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
+    """Send, then one line: sent (it was waiting), queued (it is working), or queued behind its
+    spend cap (``budget reached``: the message waits until the cap is raised)."""
     from cockpit.headless import _clean  # undecodable argument bytes: U+FFFD, with a warning
+    from cockpit.host_cli import hint
 
-    _call("send", host=host_name(args), id=args.id, text=_clean(args.text, "the follow-up"))
+    text = _clean(args.text, "the follow-up")
+    host = host_name(args)
+    row = _call("get", host=host, id=args.id)
+    sid, status = row["id"], row.get("status", "")
+    _call("send", host=host, id=sid, text=text)
+    if status == "budget reached":
+        print(f"{sid}: message queued; the session is paused at its spend cap (budget reached), so it waits "
+              f"until the cap is raised: cockpit budget{hint(host)} {sid} --usd …")
+    elif status == "waiting for you":
+        print(f"{sid}: sent")
+    else:
+        print(f"{sid}: queued ({status}): it takes the message when it next waits for you")
     return 0
 
 

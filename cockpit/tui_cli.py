@@ -22,10 +22,16 @@ from pathlib import Path
 from typing import Any
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("the app (bare `cockpit`)")
+def add_arguments(parser: argparse.ArgumentParser, root: bool = False) -> None:
+    """The app's flags on ``parser`` (``root``: the ``cockpit`` parser itself, whose help says
+    what they do before a sub-command: :mod:`cockpit.app_flags`)."""
+    g = parser.add_argument_group("the app (bare `cockpit`)",
+                                  "Before a sub-command that has the same option they apply to it (cockpit --model M\n"
+                                  "run …); before one that has not, they are refused."
+                                  if root else None)
     g.add_argument("--notes", metavar="DIR", default="notes",
-                   help="notes folder, or 'auto' (Claude Code's memory folder for this project); default ./notes")
+                   help="notes folder, or 'auto' (Claude Code's memory folder for this project); default ./notes, "
+                        "else notes/ at the root of the git work tree")
     g.add_argument("--workspace", metavar="DIR", default=".", help="sessions' workspace folder (default .)")
     g.add_argument("--model", metavar="ID", default=None, help="model id (free text; default from config)")
     g.add_argument("--base-url", metavar="URL", default=None, help="Messages API base URL (e.g. a local server)")

@@ -68,6 +68,13 @@ def add_parser(sub) -> None:
     sh.set_defaults(func=run_shell)
 
 
+def _on() -> str:
+    """`` --host NAME`` when this runs whole on a host (its hints then name it), else ''."""
+    from cockpit.host_cli import hint
+
+    return hint(None)
+
+
 def shell_argv(edit: str | None = None) -> list[str]:
     """``$SHELL`` (``/bin/sh`` when unset), or ``$EDITOR FILE`` (``vi`` when unset)."""
     import os
@@ -85,7 +92,7 @@ def run_shell(args: argparse.Namespace) -> int:
 
     info = wt.find(_root(), args.session)
     if info is None:
-        raise CockpitError(f"no single session worktree matches {args.session!r} (see `cockpit worktrees`)")
+        raise CockpitError(f"no single session worktree matches {args.session!r} (see `cockpit worktrees{_on()}`)")
     if not Path(info.cwd).is_dir():
         raise CockpitError(f"{info.branch} has no worktree (kept branch): nothing to open a shell in")
     print(f"shell in {info.cwd} ({info.branch}); exit to come back", file=sys.stderr)
@@ -320,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
         raise CockpitError(f"worktrees {args.action} needs a session id")
     found = wt.find(root, args.session)
     if found is None:
-        raise CockpitError(f"no single session worktree matches {args.session!r} (see `cockpit worktrees`)")
+        raise CockpitError(f"no single session worktree matches {args.session!r} (see `cockpit worktrees{_on()}`)")
     info = found
     if args.action == "discard" and not args.yes:
         if not sys.stdin.isatty():
@@ -369,8 +376,9 @@ def run(args: argparse.Namespace) -> int:
             res = wt.merge(info, message, ship.merge_message(info, _notes_dir(args, info)))
             print(res.message)
             if res.conflicts:
-                print(f"    send it back: cockpit send {info.session_id} \"merge {info.base_branch} into your "
-                      f"branch\" (or in the app: d, then b); resolve by hand: cockpit shell {info.session_id}; "
+                on = _on()  # (run whole on a host: $COCKPIT_HINT_HOST names it)
+                print(f"    send it back: cockpit send{on} {info.session_id} \"merge {info.base_branch} into your "
+                      f"branch\" (or in the app: d, then b); resolve by hand: cockpit shell{on} {info.session_id}; "
                       "or leave it: nothing was merged")
             return 0 if res.ok else 1
         if args.action == "keep":

@@ -74,3 +74,13 @@ def test_config_backend_and_claude_setting_sources(tmp_path):
 def test_bad_setting_sources_flag_is_a_usage_error(capsys, tmp_path):
     code = main(["run", "t", "--claude-setting-sources", "everything", "--workspace", str(tmp_path)])
     assert code == 2 and "setting source 'everything'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [[], ["--no-server"], ["--host", "box"]])
+@pytest.mark.parametrize("backend, line", [("nope", "unknown session backend 'nope'"),
+                                           ("acp:nope", "unknown ACP agent 'nope'")])
+def test_an_unknown_run_backend_is_one_line_exit_2(extra, backend, line, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    code = main(["run", "hi", "--backend", backend, "--workspace", str(tmp_path), *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"cockpit: error: {line}")

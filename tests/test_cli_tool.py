@@ -238,3 +238,17 @@ def test_doctor_warns_about_the_optional_claude_code_backend_only_when_it_is_cho
     monkeypatch.setenv("COCKPIT_BACKEND", "claude-code")
     (check,) = doctor.check_backends()
     assert check.state == doctor.WARN and "chooses it" in check.detail
+
+
+def test_every_usage_line_lists_every_sub_command():
+    """A hand-written metavar (``{index,search,…}``) went stale once: `misses` and `calibrate`
+    were missing from ``cockpit memory --help``. Every parser's list names all its sub-commands."""
+    def walk(p: argparse.ArgumentParser, prog: str):
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                listed = set((action.metavar or "").strip("{}").split(","))
+                assert listed == set(action.choices), f"{prog}: {sorted(set(action.choices) - listed)} not in usage"
+                for name, child in action.choices.items():
+                    walk(child, f"{prog} {name}")
+
+    walk(build_parser(epilogs=False), "cockpit")

@@ -61,7 +61,7 @@ def test_bad_key_is_one_line_without_the_key(tmp_path, ws, monkeypatch, capsys):
     cap = capsys.readouterr()
     assert code == 1
     warning, error = cap.err.splitlines()  # no ./notes here: a warning says so, then one error line
-    assert warning.startswith("cockpit: warning: no ./notes folder")
+    assert warning.startswith(f"cockpit: warning: no notes folder at {(tmp_path / 'notes').resolve()} ")
     assert error.startswith("cockpit: error: authentication failed")
     assert "sk-wrong-secret" not in cap.err + cap.out
 

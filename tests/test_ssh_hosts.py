@@ -144,11 +144,12 @@ def test_spawn_ls_approve_attach_kill_run_on_a_host(box, api, capsys):
     rows = json.loads(capsys.readouterr().out)["sessions"]
     assert [r["id"] for r in rows] == [sid] and rows[0]["workspace"] == str(box["ws"])
     _wait(lambda: _status(box, sid) == "needs approval", "the approval")
-    assert main(["approve", sid, "--host", "box"]) == 0
+    assert main(["approve", f"box:{sid}"]) == 0  # the id as the grid shows it: that host's session
     assert capsys.readouterr().out.strip() == f"{sid}: approved echo hi (once)"
     assert main(["attach", sid[-5:], "--host", "box"]) == 0  # until it waits for a follow-up
     out = capsys.readouterr().out
     assert "⚙ bash(" in out and "[allowed]" in out and "all done" in out and f"[{sid} is waiting for you" in out
+    assert f"cockpit approve --host box {sid}" in out and f"cockpit send --host box {sid} '…'" in out  # as copied
     assert main(["ls", "--host", "box"]) == 0
     assert "say hi" in capsys.readouterr().out
     assert main(["kill", sid, "--host", "box"]) == 0
@@ -180,6 +181,12 @@ def test_worktrees_and_doctor_run_on_the_host(box, api, capfd, monkeypatch):
     assert "+hi" in capfd.readouterr().out
     assert main(["shell", row["id"], "--host", "box"]) == 0  # its shell there (stdin at its end here: it exits)
     assert f"shell in {row['worktree']['path']} (" in capfd.readouterr().err
+    assert main(["server", "status", "--host", "box", "--json"]) == 0  # the host's server, not this machine's
+    assert json.loads(capfd.readouterr().out)["running"] is True
+    assert main(["server", "stop", "--host", "box"]) == 0
+    assert "Cockpit server stopped" in capfd.readouterr().out
+    assert main(["server", "status", "--host", "box"]) == 0
+    assert capfd.readouterr().out.strip() == "no Cockpit server is running"
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     code = main(["doctor", "--host", "box"])
     out, _ = capfd.readouterr()
@@ -295,7 +302,7 @@ def test_cut_the_connection_mid_stream_and_reattach_with_every_event_since(box, 
     assert " ".join(words) in streamed and all(len(re.findall(rf"\b{w}\b", text)) == 1 for w in words)
     assert "[connection to host box lost" in text and f"{sid} goes on there — reconnecting]" in text
     assert re.search(r"\[reconnected to host box: \d+ events? since the drop\]", text)
-    assert text.rstrip().endswith(f"[{sid} is waiting for you: cockpit send {sid} '…']")
+    assert text.rstrip().endswith(f"[{sid} is waiting for you: cockpit send --host box {sid} '…']")
     assert text.index("[reconnected") < text.index("w40")  # the rest came after the reconnect
     if os.environ.get("COCKPIT_WRITE_DOCS"):
         _write_doc(text, sid)
@@ -464,4 +471,4 @@ def test_memory_commands_run_on_the_host_with_its_notes(box, capfd):
     found = hits["hits"] if isinstance(hits, dict) else hits
     assert [h["name"] for h in found][:1] == ["staging-port"]
     assert main(["memory", "search", "which port", "--json"]) == 2  # not here: this folder has no notes
-    assert "notes folder notes does not exist" in capfd.readouterr().err
+    assert f"notes folder {Path.cwd().resolve() / 'notes'} does not exist" in capfd.readouterr().err

@@ -27,9 +27,28 @@ def new_session_id(now: float | None = None) -> str:
     return _b32(seconds, 7) + _b32(secrets.randbits(25), 5)
 
 
+MIN_QUERY = 4  # a prefix or suffix shorter than this matches nothing (only a full id does)
+
+
 def matches(query: str, session_id: str) -> bool:
-    """A user-typed id matches the full id or a prefix/suffix of at least 4 characters."""
+    """A user-typed id matches the full id or a prefix/suffix of at least :data:`MIN_QUERY` characters."""
     q = query.strip().lower()
     if q == session_id:
         return True
-    return len(q) >= 4 and (session_id.startswith(q) or session_id.endswith(q))
+    return len(q) >= MIN_QUERY and (session_id.startswith(q) or session_id.endswith(q))
+
+
+def not_one(query: str, found: list[tuple[str, str]]) -> str:
+    """Why ``query`` names no single session, ``found`` the (id, task) of those it matches: one
+    line that lists the matches (their tasks short), or says a prefix needs :data:`MIN_QUERY`
+    characters."""
+    from cockpit.textsafe import one_line
+
+    q = query.strip()
+    if not found:
+        if q and len(q) < MIN_QUERY:
+            return f"no session {query!r}: a prefix or suffix needs at least {MIN_QUERY} characters (see cockpit ls)"
+        return f"no session {query!r}"
+    shown = ", ".join(f"{sid} ({one_line(task)[:30]})" for sid, task in found[:5])
+    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    return f"session id {query!r} is ambiguous: it matches {shown}{more}; give more characters"

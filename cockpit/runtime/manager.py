@@ -244,7 +244,7 @@ class SessionManager:
             return self._sessions[session_id]
         found = [s for sid, s in self._sessions.items() if ids.matches(session_id, sid)]
         if len(found) != 1:
-            raise KeyError(f"no session {session_id!r}" if not found else f"session id {session_id!r} is ambiguous")
+            raise KeyError(ids.not_one(session_id, [(s.id, s.task) for s in found]))
         return found[0]
 
     def subscribe(self) -> Subscription:

@@ -56,7 +56,7 @@ from cockpit.runtime.config import ConfigError, load_config
 from cockpit.runtime.history import SessionHistory, fold
 from cockpit.runtime.manager import SessionClosed
 from cockpit.runtime.spawn import Count, Dollars, SpawnSpec
-from cockpit.runtime.transcript import append_event, read_events
+from cockpit.runtime.transcript import append_event, list_transcripts, read_events, transcript_row
 from cockpit.runtime.worktree import WorktreeError
 from cockpit.server import paths, rpc
 from cockpit.server.engines import EngineRegistry
@@ -541,7 +541,8 @@ class Server:
     @method("get", result="the session: `id`, `task`, `model`, `backend`, `status`, `workspace`, `cwd`, `placement`, "
             "`worktree` {path, branch, base_commit, base_branch}, `diff` {files, added, removed}, `permission_mode`, "
             "`answer`, `error`, `injected`, `preseed_tokens`, `usage`, `cost_usd` (USD), `requests`, `budget` "
-            "{usd, tokens} (its spend cap; null = none), `transcript`")
+            "{usd, tokens} (its spend cap; null = none), `transcript`, `reviewed` {action, ok, message} (how its "
+            "worktree ended: merge / keep / discard; null until then)")
     async def h_get(self, req: Request, id: SessionId) -> dict:
         if id in self.ghosts:
             return self.ghosts[id].to_dict()
@@ -655,6 +656,34 @@ class Server:
             self.ghosts.pop(ghost.id, None)
             self.registry.drop_interrupted(ghost.id)
         return s.to_dict()
+
+    @method("transcripts", result="`transcripts`: every transcript in this server's transcript folder (live and "
+            "past sessions), newest first: `path`, `session_id`, `task`, `model`, `started_at`, `status` (null: no "
+            "end recorded), `cost_usd`, `mtime`")
+    async def h_transcripts(self, req: Request) -> dict:
+        infos = await asyncio.to_thread(list_transcripts, self.config.resolved_sessions_dir())
+        return {"transcripts": [transcript_row(i) for i in infos]}
+
+    @method("transcript", doc="`path`: one of `transcripts` (a file of this server's transcript folder)",
+            result="`events`: the transcript's events (long tool output, input and approval details cut as in "
+                   "`subscribe`'s snapshot; when they would not fit one line, the first ones and `truncated`: how "
+                   "many were left out), `warnings`: damaged lines skipped")
+    async def h_transcript(self, req: Request, path: NonEmpty) -> dict:
+        folder = self.config.resolved_sessions_dir().resolve()
+        file = Path(path)
+        if not file.is_absolute() or file.suffix != ".jsonl" or file.resolve().parent != folder:
+            raise wire.ParamError(f"path must be a transcript of this server's folder {folder} (see transcripts), "
+                                  f"got {path!r}")
+        warnings: list[str] = []
+        events = await asyncio.to_thread(read_events, file, warnings)
+        rows, size, budget = [], 0, rpc.MAX_LINE * 3 // 4
+        for event in events:
+            row = wire.event_to_json(_cut(event))
+            size += len(json.dumps(row, ensure_ascii=False, default=str).encode())
+            if size > budget:
+                break
+            rows.append(row)
+        return {"events": rows, "warnings": warnings[:100], "truncated": len(events) - len(rows)}
 
     @method("continue", result="the new session (context full → a fresh session with a summary)")
     async def h_continue(self, req: Request, id: SessionId) -> dict:

@@ -264,11 +264,14 @@ def open_shell(host: HostEntry, folder: str, edit: str | None = None) -> int:
         raise HostError(f"cannot run ssh ({argv[0]}): {exc.strerror or exc}") from None
 
 
-def run_remote(host: HostEntry, argv: list[str], cwd: str | None = None) -> int:
-    """Run ``COMMAND ARGV…`` on ``host`` (in ``cwd`` there, when given) with this terminal's
-    stdio; its exit code. ssh's own failures and a missing remote cockpit are one HostError line."""
+def run_remote(host: HostEntry, argv: list[str], cwd: str | None = None, env: dict[str, str] | None = None) -> int:
+    """Run ``COMMAND ARGV…`` on ``host`` (in ``cwd`` there, when given; with ``env`` added to
+    its environment) with this terminal's stdio; its exit code. ssh's own failures and a missing
+    remote cockpit are one HostError line."""
     words = " ".join(shlex.quote(a) for a in argv)
     remote = f"{host.command} {words}"
+    if env:
+        remote = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " " + remote
     if cwd:
         remote = f"cd {shell_path(cwd)} && {remote}"
     tty = sys.stdin.isatty() and sys.stdout.isatty()

@@ -1,0 +1,158 @@
+"""The CLI about a session of another host: every hint it prints names ``--host NAME`` (so it
+works as copied), and a session id as the grid shows it, ``box:ID``, means ``--host box ID``."""
+
+import argparse
+import io
+
+import pytest
+
+from cockpit import events as ev
+from cockpit import server_cli
+from cockpit.attach_cli import _Shower
+from cockpit.cli import main
+from cockpit.headless import _print_report, format_report
+from cockpit.host_cli import hint
+
+
+def _shown(host, *events) -> str:
+    out = io.StringIO()
+    shower = _Shower("s1", out, host)
+    for e in events:
+        shower.show(e)
+    return out.getvalue()
+
+
+def test_attach_hints_name_the_host():
+    ask = ev.ApprovalRequested("s1", "r1", "bash", "bash", "echo hi", "echo hi")
+    out = _shown("box", ask, ev.StatusChanged("s1", ev.SessionStatus.WAITING))
+    assert "cockpit approve --host box s1 [--session]" in out and "cockpit deny --host box s1 --reason" in out
+    assert "cockpit send --host box s1 '…'" in out
+    out = _shown("box", ev.StatusChanged("s1", ev.SessionStatus.BUDGET_REACHED, "session cap $1 — reached"))
+    assert "cockpit budget --host box s1 --usd" in out
+    assert "--host" not in _shown(None, ask, ev.StatusChanged("s1", ev.SessionStatus.WAITING))
+
+
+def _report(message: str = "server budget $1 reached") -> dict:
+    usage = {"input": 1, "output": 1, "cache_write": 0, "cache_read": 0, "total": 2}
+    s = {"id": "s1", "task": "t", "status": "error", "model": "m", "permission_mode": "default", "cwd": "/w",
+         "placement": "in place", "preseed": False, "error": {"kind": "budget", "message": message},
+         "answer": "", "usage": usage, "cost_usd": None, "requests": 1, "transcript": "/t"}
+    return {"sessions": [s], "totals": {"usage": usage, "cost_usd": None}, "pricing": {"date": "d"}}
+
+
+def test_run_hints_name_the_host(capsys):
+    assert "cockpit budget --host box --server --usd N" in format_report(_report(), "box")
+    assert "cockpit budget --server --usd N" in format_report(_report())
+    args = argparse.Namespace(json=False, detach=True, host=["box"])
+    _print_report(args, _report())
+    out = capsys.readouterr().out
+    assert "running in host box's server: cockpit ls --host box · cockpit attach --host box ID" in out
+
+
+def test_a_command_run_whole_on_a_host_learns_its_name(monkeypatch):
+    monkeypatch.setenv("COCKPIT_HINT_HOST", "box")
+    assert hint(None) == " --host box"
+    monkeypatch.delenv("COCKPIT_HINT_HOST")
+    assert hint(None) == "" and hint("local") == ""
+
+
+@pytest.fixture
+def seen(monkeypatch):
+    got: dict = {}
+
+    def fake(args):
+        got["args"] = args
+        return 0
+
+    for name in ("cmd_send", "cmd_approve", "cmd_deny", "cmd_kill", "cmd_attach", "cmd_budget"):
+        monkeypatch.setattr(server_cli, name, fake)
+    return got
+
+
+@pytest.mark.parametrize("argv", [["send", "box:abcd1234", "hi"], ["approve", "box:abcd1234"],
+                                  ["deny", "box:abcd1234"], ["kill", "box:abcd1234"], ["attach", "box:abcd1234"],
+                                  ["budget", "box:abcd1234"],
+                                  ["approve", "box:abcd1234", "--host", "box"]])
+def test_a_grid_id_means_that_host(seen, argv):
+    assert main(argv) == 0
+    assert seen["args"].host == ["box"] and seen["args"].id == "abcd1234"
+
+
+@pytest.mark.parametrize("argv", [["shell", "box:abcd1234"], ["worktrees", "diff", "box:abcd1234"]])
+def test_a_grid_id_runs_a_whole_command_on_that_host(monkeypatch, argv):
+    from cockpit import host_cli
+
+    ran: dict = {}
+    monkeypatch.setattr(host_cli, "run_there", lambda args, words: ran.setdefault("words", words) and 0)
+    assert main(argv) == 0
+    assert ran["words"] == [*argv[:-1], "abcd1234", "--host", "box"]
+
+
+def test_a_grid_id_of_the_local_host_is_plain(seen):
+    assert main(["kill", "local:abcd1234"]) == 0
+    assert seen["args"].id == "abcd1234" and not getattr(seen["args"], "host", None)
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["approve", "box:abcd1234", "--host", "other"], "--host other and box:abcd1234 name two hosts"),
+    (["kill", "box:"], "'box:' names host box but no session"),
+    (["kill", " b:x"], "is not HOST:ID"),
+])
+def test_a_clash_or_a_bad_grid_id_is_one_line(seen, capsys, argv, line):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and line in err and "args" not in seen
+
+
+@pytest.mark.parametrize("argv", [["server", "status", "--host", "box"], ["server", "stop", "--host", "box"],
+                                  ["--host", "box", "server", "start"], ["server", "--host", "box"]])
+def test_server_management_with_host_runs_there(monkeypatch, argv):
+    from cockpit import host_cli
+
+    ran: dict = {}
+    monkeypatch.setattr(host_cli, "run_there", lambda args, words: ran.setdefault("words", words) and 0)
+    assert main(argv) == 0
+    assert [w for w in ran["words"] if w not in ("--host", "box")] == [w for w in argv if w not in ("--host", "box")]
+
+
+@pytest.mark.parametrize("action", ["run", "bridge"])
+def test_a_foreground_server_on_a_host_is_refused_in_one_line(capsys, action):
+    assert main(["server", action, "--host", "box"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"cockpit: error: `cockpit server {action}` runs in this terminal")
+
+
+@pytest.mark.parametrize(("status", "host", "line"), [
+    ("waiting for you", None, "1nh1abcdefgh: sent"),
+    ("working", None, "1nh1abcdefgh: queued (working): it takes the message when it next waits for you"),
+    ("budget reached", "box", "1nh1abcdefgh: message queued; the session is paused at its spend cap (budget "
+                              "reached), so it waits until the cap is raised: cockpit budget --host box 1nh1abcdefgh "
+                              "--usd …"),
+])
+def test_send_says_what_became_of_the_message(monkeypatch, capsys, status, host, line):
+    calls: list = []
+
+    def call(method, timeout=None, host=None, **params):
+        calls.append((method, host, params))
+        return {"id": "1nh1abcdefgh", "status": status} if method == "get" else {}
+
+    monkeypatch.setattr(server_cli, "_call", call)
+    assert main(["send", f"{host}:1nh1" if host else "1nh1", "go on"]) == 0
+    assert capsys.readouterr().out == line + "\n"
+    assert calls[-1] == ("send", host, {"id": "1nh1abcdefgh", "text": "go on"})
+
+
+def test_worktrees_run_whole_on_a_host_name_it_in_their_hints(monkeypatch, capsys):
+    monkeypatch.setenv("COCKPIT_HINT_HOST", "box")  # what run_there sets there
+    assert main(["worktrees", "diff", "zzzz"]) == 2
+    assert "(see `cockpit worktrees --host box`)" in capsys.readouterr().err
+
+
+def test_run_there_tells_the_host_its_name(monkeypatch):
+    from cockpit.server import ssh
+
+    ran: dict = {}
+    monkeypatch.setattr(ssh, "run_remote", lambda host, words, cwd=None, env=None: ran.update(words=words, env=env)
+                        or 0)
+    assert main(["worktrees", "merge", "box:abcd1234"]) == 0
+    assert ran == {"words": ["worktrees", "merge", "abcd1234"], "env": {"COCKPIT_HINT_HOST": "box"}}
