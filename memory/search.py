@@ -385,20 +385,26 @@ class VectorMirror:
             if not ids:
                 return got
             arr = np.asarray(ids, np.int64)
-            inside = (arr >= 0) & (arr < len(count))
-            per = np.zeros(len(arr), np.int64)
-            per[inside] = count[arr[inside]]
-            have = per > 0
-            if have.any():
-                c = per[have]
+            if arr.min() >= 0 and arr.max() < len(count):  # the usual case: no mask needed
+                per = count[arr]
+            else:
+                inside = (arr >= 0) & (arr < len(count))
+                per = np.zeros(len(arr), np.int64)
+                per[inside] = count[arr[inside]]
+            if per.all():  # every note has vectors (the usual case)
+                c, with_rows = per, arr
+            else:
+                have = per > 0
+                c, with_rows = per[have], arr[have]
+            if len(c):
                 ends = np.cumsum(c)
                 begins = ends - c
                 # each note's rows, one after the other: rows[start + 0 … count − 1]
-                pos = np.repeat(start[arr[have]] - begins, c) + np.arange(int(ends[-1]))
+                pos = np.repeat(start[with_rows] - begins, c) + np.arange(int(ends[-1]))
                 with self.lock, one_blas_thread():
                     flat_scores = score_rows(note_rows[pos])
                 best = np.maximum.reduceat(flat_scores, begins)
-                got.update(zip(arr[have].tolist(), best.tolist(), strict=True))
+                got.update(zip(with_rows.tolist(), best.tolist(), strict=True))
             return got
 
         if first_stage:  # a note's cosine is the max over all its rows, shortlisted or not
@@ -407,25 +413,38 @@ class VectorMirror:
         return out, cos_of
 
 
+IDENT_CACHE_SIZE = 4096      # identifier phrases whose notes are kept per index generation
 COMMON_MIN_NOTES = 100       # a term in more than max(this, COMMON_FRACTION × notes) notes …
 COMMON_FRACTION = 0.05       # … is dropped from the BM25 query (low IDF, high cost)
 
 
 class KeywordStats:
-    """Per-term document counts from the FTS5 index, cached until the index generation moves.
-    Used to drop very common terms from the BM25 query: their IDF is low (they barely change
-    the ranking) while scoring every row they match costs milliseconds at 10k notes."""
+    """Per-term document counts from the FTS5 index, and the notes holding each identifier
+    phrase, cached until the index generation moves. The counts are used to drop very common
+    terms from the BM25 query: their IDF is low (they barely change the ranking) while scoring
+    every row they match costs milliseconds at 10k notes."""
 
     def __init__(self) -> None:
         self.generation = -1
         self.total = 0
         self.df: dict[str, int] = {}
+        self.idents: dict[str, list[int]] = {}  # identifier phrase → the notes holding it
 
     def refresh(self, store, generation: int) -> None:
         if generation != self.generation:
             self.generation = generation
             self.total = store.note_count()
             self.df = {}
+            self.idents = {}
+
+    def ident_ids(self, store, phrase: str) -> list[int]:
+        """Notes containing the identifier ``phrase`` (at most ``IDENT_MAX_NOTES`` + 1)."""
+        ids = self.idents.get(phrase)
+        if ids is None:
+            if len(self.idents) >= IDENT_CACHE_SIZE:
+                self.idents.clear()
+            ids = self.idents[phrase] = store.fts_ids(quote(phrase), IDENT_MAX_NOTES + 1)
+        return ids
 
     def count(self, store, phrase: str, cap: int) -> int:
         """Notes containing ``phrase`` (counting stops at ``cap`` + 1)."""
@@ -458,7 +477,8 @@ def bm25_notes(store, query: str, limit: int = CANDIDATES,
         ranked = store.fts_bm25(" OR ".join(quote(t) for t in items), limit)
     ident_ids: set[int] = set()
     for phrase in idents:
-        found = store.fts_ids(quote(phrase), IDENT_MAX_NOTES + 1)
+        found = (stats.ident_ids(store, phrase) if stats is not None
+                 else store.fts_ids(quote(phrase), IDENT_MAX_NOTES + 1))
         if 0 < len(found) <= IDENT_MAX_NOTES:
             ident_ids.update(found)
     return ranked, ident_ids

@@ -13,9 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_memory_support import HashEmbedder  # noqa: E402
+from test_memory_support import HashEmbedder
 
 GOLDEN = Path(__file__).parent / "data" / "memory" / "preseed_golden.json"
 WORDS = ("deploy cache queue worker billing invoice retry timeout schema migration token session "
