@@ -17,7 +17,10 @@ Method
   both lanes, fusion, the judge and the rendered block — and (b) ``embed_query(text)``, the bare
   forward pass, one right after the other, the order alternating from pair to pair. Then the
   same for (c) ``search(text, 5, query_vector=v)`` and (d) a numpy scan of the same matrix
-  (``mat @ v``, top 5: the floor of an exact vector lane).
+  (``mat @ v``, top 5: the floor of an exact vector lane) on one BLAS thread, as the engine runs
+  its mat-vecs. The scan on numpy's default BLAS threads (as ``bench/peers_bench.py`` times it)
+  is timed after all rounds, paired with the same searches: a threaded mat-vec leaves BLAS
+  workers spinning, which would bill CPU to the next call timed.
 * **Figures**: per round the median of the per-pair ratios a/b and c/d; the run's figure is the
   median over all pairs, with the spread of the round medians beside it. Wall time
   (``perf_counter``) and CPU time (``process_time``: every thread of the process, the preseed's
@@ -75,14 +78,31 @@ def _timed(fn):
 
 
 def measure(eng, texts: list[str], rounds: int) -> dict:
+    """The pairs, in two passes: every round's preseed/forward and search/one-thread-scan pairs
+    first, then the scans on numpy's default BLAS threads — a threaded mat-vec leaves BLAS
+    workers spinning for a while, which would bill their CPU to whatever is timed next."""
     import numpy as np
 
+    from memory.search import one_blas_thread
+
     run = secrets.token_hex(3)
-    pairs: dict[str, list[list[float]]] = {k: [] for k in ("pre_w", "pre_c", "enc_w", "enc_c", "srch_w",
-                                                              "srch_c", "scan_w", "scan_c")}
+    keys = ("pre_w", "pre_c", "enc_w", "enc_c", "srch_w", "srch_c", "scan1_w", "scan1_c", "scan_w", "scan_c")
+    pairs: dict[str, list[list[float]]] = {k: [] for k in keys}
     hits_before = eng.query_cache_hits
+    m = eng.mirror
+    mat = m._mat[: m._n]
+    vectors: list[list] = []
+
+    def scan(v):
+        return np.argpartition(mat @ v, len(mat) - 5)[-5:]
+
+    def scan1(v):
+        with one_blas_thread():
+            return scan(v)
+
     for r in range(rounds):
-        per: dict[str, list[float]] = {k: [] for k in pairs}
+        per: dict[str, list[float]] = {k: [] for k in keys}
+        vectors.append([])
         for i, q in enumerate(texts):
             text = f"{q} (#{run}-{r})"  # never seen: no cache keyed by the text has it
 
@@ -94,35 +114,38 @@ def measure(eng, texts: list[str], rounds: int) -> dict:
                 eng._qcache.clear()
                 return eng.embed_query(text)
 
-            first_pre = (i + r) % 2 == 0
-            if first_pre:
+            first = (i + r) % 2 == 0  # the order alternates from pair to pair
+            if first:
                 _, pw, pc = _timed(pre)
                 v, ew, ec = _timed(enc)
             else:
                 v, ew, ec = _timed(enc)
                 _, pw, pc = _timed(pre)
-            m = eng.mirror
-            mat = m._mat[: m._n]
+            vectors[r].append(v)
 
             def srch(text=text, v=v):
                 return eng.search(text, 5, query_vector=v)
 
-            def scan(v=v, mat=mat):
-                return np.argpartition(mat @ v, len(mat) - 5)[-5:]
-
-            if first_pre:
+            if first:
                 _, sw, sc = _timed(srch)
-                _, nw, nc = _timed(scan)
+                _, nw, nc = _timed(lambda v=v: scan1(v))
             else:
-                _, nw, nc = _timed(scan)
+                _, nw, nc = _timed(lambda v=v: scan1(v))
                 _, sw, sc = _timed(srch)
-            for k, x in zip(per, (pw, pc, ew, ec, sw, sc, nw, nc), strict=True):
+            for k, x in zip(keys, (pw, pc, ew, ec, sw, sc, nw, nc), strict=False):
                 per[k].append(x)
-        for k in pairs:
+        for k in keys[:8]:
             pairs[k].append(per[k])
         print(f"round {r + 1}/{rounds}: preseed/forward {_ratio(per, 'pre_w', 'enc_w'):.3f} wall, "
-              f"{_ratio(per, 'pre_c', 'enc_c'):.3f} CPU; search/scan {_ratio(per, 'srch_w', 'scan_w'):.3f} wall "
-              f"(load {os.getloadavg()[0]:.1f})", file=sys.stderr)
+              f"{_ratio(per, 'pre_c', 'enc_c'):.3f} CPU; search/scan(1 thread) {_ratio(per, 'srch_w', 'scan1_w'):.3f} "
+              f"wall (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
+    for r in range(rounds):  # the scans on numpy's default threads, paired with the same searches
+        pairs["scan_w"].append([])
+        pairs["scan_c"].append([])
+        for v in vectors[r]:
+            _, nw, nc = _timed(lambda v=v: scan(v))
+            pairs["scan_w"][r].append(nw)
+            pairs["scan_c"][r].append(nc)
     if eng.query_cache_hits != hits_before:
         raise SystemExit("a query-cache hit: the figures would not be of new texts")
     return pairs
@@ -136,7 +159,8 @@ def report(pairs: dict[str, list[list[float]]]) -> dict:
     rounds = len(pairs["pre_w"])
     flat = {k: [x for rr in v for x in rr] for k, v in pairs.items()}
     out: dict = {"rounds": rounds, "pairs": len(flat["pre_w"]), "loadavg": os.getloadavg()[0]}
-    for name, a, b in (("preseed_over_forward", "pre", "enc"), ("search_over_scan", "srch", "scan")):
+    for name, a, b in (("preseed_over_forward", "pre", "enc"), ("search_over_scan", "srch", "scan"),
+                       ("search_over_scan_one_blas_thread", "srch", "scan1")):
         for clock in ("w", "c"):
             by_round = [_ratio({k: pairs[k][r] for k in pairs}, f"{a}_{clock}", f"{b}_{clock}")
                         for r in range(rounds)]

@@ -7,6 +7,7 @@ may be shared by many threads (SQLite calls serialise on a lock; embedding on th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import re
@@ -39,13 +40,22 @@ PARALLEL_LANES_ROWS = 50_000  # from this many vectors on, search runs its two l
 QUERY_CACHE_SIZE = 64  # query vectors kept by embed_query (exact text → vector)
 PATH_CACHE_SIZE = 20_000  # note paths kept as Path objects for hits
 ROW_CACHE_SIZE = 4096  # note rows kept for searches (per index generation; see _note_rows)
+
 def _p(p: float | None, threshold: float) -> str:
-    """A probability with the decimals that keep it apart from ``threshold`` (0.3995, not 0.40)."""
+    """A probability with the decimals that keep it apart from ``threshold`` (0.3995, not 0.40).
+    (Two non-negative numbers rounded to the same decimals are printed alike exactly when
+    ``round`` makes them equal: both round the exact binary value correctly.)"""
     p = p or 0.0
-    for digits in (2, 3, 4):
-        if round(p, digits) != round(threshold, digits):
-            return f"{p:.{digits}f}"
+    for digits, apart in zip((2, 3, 4), _rounded(threshold), strict=True):
+        out = f"{p:.{digits}f}"
+        if out != apart:
+            return out
     return f"{p:.4f}"
+
+
+@functools.lru_cache(maxsize=64)
+def _rounded(threshold: float) -> tuple[str, str, str]:
+    return f"{threshold:.2f}", f"{threshold:.3f}", f"{threshold:.4f}"
 
 
 PRIORITY_PRICED = 30  # priority notes priced for their budget per preseed (a handful fit; the rest are cut)
@@ -81,6 +91,7 @@ class MemoryEngine:
         self._prio: tuple[int, set[int]] = (-1, set())
         self._succ: tuple[int, dict[int, str]] = (-1, {})
         self._prio_hits: tuple[int, list[Hit]] = (-1, [])
+        self._prio_pos: tuple[int, dict[str, list[int]]] = (-1, {})  # name → its places in _prio_hits
         self._count: tuple[int, int] = (-1, 0)
         self._rows_cache: tuple[int, dict] = (-1, {})
         self._row_cache: tuple[int, dict[int, tuple]] = (-1, {})  # see _note_rows
@@ -632,7 +643,15 @@ class MemoryEngine:
         ranked = {h.name: h for h in considered if h.priority}
         if not ranked:
             return base
-        front = sorted((dataclasses.replace(ranked[h.name], priority=True) for h in base if h.name in ranked),
+        if self._prio_pos[0] != gen:
+            pos: dict[str, list[int]] = {}
+            for i, h in enumerate(base):
+                pos.setdefault(h.name, []).append(i)
+            self._prio_pos = (gen, pos)
+        pos = self._prio_pos[1]
+        # the ranked ones in the order of base (a name twice in base comes twice), most likely first
+        at = sorted((i, name) for name in ranked for i in pos.get(name, ()))
+        front = sorted((dataclasses.replace(ranked[name], priority=True) for _, name in at),
                        key=lambda h: -(h.probability or 0.0))
         return front + [h for h in base if h.name not in ranked]
 

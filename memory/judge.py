@@ -54,6 +54,11 @@ def name_words(name: str) -> tuple[str, ...]:
     return tuple(w for w in content_terms(name.replace("-", " ").replace("_", " ").replace(".", " ")) if len(w) > 1)
 
 
+@functools.lru_cache(maxsize=16384)
+def _word_count(body: str) -> int:
+    return len(body.split())
+
+
 def features(cands: list[Any], rows: dict[int, tuple], terms: frozenset[str], task_words: set[str]) -> np.ndarray:
     """The feature matrix ``(len(cands), len(FEATURES))`` of ``cands`` (candidates in ranking
     order, :class:`memory.search.Candidate`), with ``rows`` (``note_rows``: id, name,
@@ -72,7 +77,7 @@ def features(cands: list[Any], rows: dict[int, tuple], terms: frozenset[str], ta
     for i, c in enumerate(cands):
         row = got[i]
         words = name_words(row[1]) if row else ()
-        body_words = len(row[3].split()) if row else 0
+        body_words = _word_count(row[3]) if row else 0
         cov = covs[i]
         out.append((c.cosine, c.cosine - best_cos, cov, cov - best_cov,
                     sum(w in task_words for w in words) / len(words) if words else 0.0,

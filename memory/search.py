@@ -375,9 +375,14 @@ class VectorMirror:
             start, count, note_rows = self._note_index()  # as of this search: every row < n
         want = limit * 2 if first_stage else limit  # first stage: re-rank on every row below
         # each live note at its best row (its first in score order), best first
-        ids, first = np.unique(cand_notes, return_index=True)
-        first = np.sort(first[ids >= 0])[:want]
-        out = list(zip(cand_notes[first].tolist(), top_scores[first].tolist(), strict=False))
+        out: list[tuple[int, float]] = []
+        seen: set[int] = set()
+        for nid, score in zip(cand_notes.tolist(), top_scores.tolist(), strict=True):
+            if nid >= 0 and nid not in seen:  # (a dead row's note id is −1)
+                seen.add(nid)
+                out.append((nid, score))
+                if len(out) == want:
+                    break
 
         def cos_of(ids):
             ids = list(ids)
