@@ -87,11 +87,14 @@ class _BlasOneThread:
                 return
             libs = self._libs if self._libs is not None else self._find()
             before = []
-            for lib in libs:
-                n = lib.get_num_threads()
-                if n != 1:
-                    lib.set_num_threads(1)
-                    before.append((lib, n))
+            try:
+                for lib in libs:
+                    n = lib.get_num_threads()
+                    if n != 1:
+                        lib.set_num_threads(1)
+                        before.append((lib, n))
+            except Exception:  # optional speed-up only: leave the library as it is
+                pass
             self._before = before
 
     def __exit__(self, *exc) -> None:
