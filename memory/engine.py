@@ -7,6 +7,7 @@ may be shared by many threads (SQLite calls serialise on a lock; embedding on th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import re
@@ -26,7 +27,7 @@ from .embedder import Embedder, get_embedder
 from .judge import features, load_judge
 from .notes import INDEX_FILE_NAMES, MAX_FRONTMATTER_CHARS, MAX_NOTE_BYTES, scan_paths, walk
 from .paths import default_index_path
-from .search import CANDIDATES, KeywordStats, VectorMirror, bm25_notes, fuse
+from .search import CANDIDATES, KeywordStats, VectorMirror, bm25_notes, fuse, one_blas_thread
 from .selector import SHORTLIST, Selector, SelectorCandidate, SelectorResult
 from .store import Store
 from .sync import Applied, SyncWrite, plan_sync
@@ -38,13 +39,23 @@ Progress = Callable[[int, int], None]
 PARALLEL_LANES_ROWS = 50_000  # from this many vectors on, search runs its two lanes side by side
 QUERY_CACHE_SIZE = 64  # query vectors kept by embed_query (exact text → vector)
 PATH_CACHE_SIZE = 20_000  # note paths kept as Path objects for hits
+ROW_CACHE_SIZE = 4096  # note rows kept for searches (per index generation; see _note_rows)
+
 def _p(p: float | None, threshold: float) -> str:
-    """A probability with the decimals that keep it apart from ``threshold`` (0.3995, not 0.40)."""
+    """A probability with the decimals that keep it apart from ``threshold`` (0.3995, not 0.40).
+    (Two non-negative numbers rounded to the same decimals are printed alike exactly when
+    ``round`` makes them equal: both round the exact binary value correctly.)"""
     p = p or 0.0
-    for digits in (2, 3, 4):
-        if round(p, digits) != round(threshold, digits):
-            return f"{p:.{digits}f}"
+    for digits, apart in zip((2, 3, 4), _rounded(threshold), strict=True):
+        out = f"{p:.{digits}f}"
+        if out != apart:
+            return out
     return f"{p:.4f}"
+
+
+@functools.lru_cache(maxsize=64)
+def _rounded(threshold: float) -> tuple[str, str, str]:
+    return f"{threshold:.2f}", f"{threshold:.3f}", f"{threshold:.4f}"
 
 
 PRIORITY_PRICED = 30  # priority notes priced for their budget per preseed (a handful fit; the rest are cut)
@@ -80,8 +91,10 @@ class MemoryEngine:
         self._prio: tuple[int, set[int]] = (-1, set())
         self._succ: tuple[int, dict[int, str]] = (-1, {})
         self._prio_hits: tuple[int, list[Hit]] = (-1, [])
+        self._prio_pos: tuple[int, dict[str, list[int]]] = (-1, {})  # name → its places in _prio_hits
         self._count: tuple[int, int] = (-1, 0)
         self._rows_cache: tuple[int, dict] = (-1, {})
+        self._row_cache: tuple[int, dict[int, tuple]] = (-1, {})  # see _note_rows
         self._sync_lock = threading.Lock()
         self._last_sync: float | None = None
         self._last_report: SyncReport | None = None
@@ -354,11 +367,12 @@ class MemoryEngine:
             self._side = ThreadPoolExecutor(1, thread_name_prefix="cockpit-query-side")
         lane = None
         if query_vector is None:
-            # the model's forward pass (one core, the GIL released) and the keyword lane (SQLite,
-            # the GIL released too) side by side: the lane costs the preseed nothing on two cores
-            pending = self._side.submit(self.embed_query, query)
-            bm25, ident = keyword_lane()
-            qvec = pending.result()
+            # the keyword lane (SQLite, the GIL released) on the side thread while this thread
+            # runs the model's forward pass (one core, the GIL released) and then the vector
+            # lane: the lane costs the preseed nothing on two cores, and the forward pass, the
+            # longest step, starts at once instead of waiting for a thread to wake
+            lane = self._side.submit(keyword_lane)
+            qvec = self.embed_query(query)
         else:
             qvec = np.asarray(query_vector, np.float32)
             if len(self.mirror) >= PARALLEL_LANES_ROWS:  # the keyword lane beside the vector lane
@@ -370,15 +384,42 @@ class MemoryEngine:
                 lane.result()
             raise IndexModelError(self.index_path, f"{self.store.index_model()[0]} (dim {self.mirror.dim})",
                                   f"a query vector of shape {qvec.shape}")
-        vec, cos_of = self.mirror.top_notes(qvec, CANDIDATES)
-        if lane is not None:
-            bm25, ident = lane.result()
-        cands = fuse(vec, bm25, ident, self._priority_ids(), cos_of)
+        with one_blas_thread():  # one scope for every mat-vec of the vector lane and the fusion
+            vec, cos_of = self.mirror.top_notes(qvec, CANDIDATES)
+            if lane is not None:
+                bm25, ident = lane.result()
+            cands = fuse(vec, bm25, ident, self._priority_ids(), cos_of)
 
         def fetch(some):
-            return self.store.note_rows([c.note_id for c in some])
+            return self._note_rows([c.note_id for c in some], gen)
 
         return cands, fetch
+
+    def _note_rows(self, ids: list[int], gen: int) -> dict[int, tuple]:
+        """``Store.note_rows`` of ``ids`` through a cache of rows kept for index generation ``gen``
+        (a write moves the generation and empties it): the same notes come up task after task,
+        and a row read again costs a query and new strings, whose hashes the text caches
+        (:func:`memory.text.coverage`, snippets, :func:`memory.preseed.neutralise`) then
+        compute again."""
+        cache_gen, cache = self._row_cache
+        if cache_gen != gen:
+            cache = {}
+            self._row_cache = (gen, cache)
+        out: dict[int, tuple] = {}
+        missing = []
+        for i in ids:
+            row = cache.get(i)
+            if row is None:
+                missing.append(i)
+            else:
+                out[i] = row
+        if missing:
+            got = self.store.note_rows(missing)
+            if len(cache) + len(got) > ROW_CACHE_SIZE:
+                cache.clear()
+            cache.update(got)
+            out.update(got)
+        return out
 
     def _hit(self, c, row, query: str, with_snippet: bool = True, probability: float | None = None,
              superseded_by: str = "") -> Hit:
@@ -440,8 +481,7 @@ class MemoryEngine:
         max_lines = top_k or _preseed.MAX_LINES
         judge = load_judge()
         line_at = judge.line if line_threshold is None else line_threshold
-        cands, fetch = self._rank(query, query_vector)
-        cands = sorted(cands, key=lambda c: (-c.rrf, -c.cosine, c.note_id))
+        cands, fetch = self._rank(query, query_vector)  # by lane agreement (rrf), best first
         want = max(judge.pool, SHORTLIST if selector is not None else 0)
         n = want + 4
         rows = fetch(cands[:n])
@@ -603,7 +643,15 @@ class MemoryEngine:
         ranked = {h.name: h for h in considered if h.priority}
         if not ranked:
             return base
-        front = sorted((dataclasses.replace(ranked[h.name], priority=True) for h in base if h.name in ranked),
+        if self._prio_pos[0] != gen:
+            pos: dict[str, list[int]] = {}
+            for i, h in enumerate(base):
+                pos.setdefault(h.name, []).append(i)
+            self._prio_pos = (gen, pos)
+        pos = self._prio_pos[1]
+        # the ranked ones in the order of base (a name twice in base comes twice), most likely first
+        at = sorted((i, name) for name in ranked for i in pos.get(name, ()))
+        front = sorted((dataclasses.replace(ranked[name], priority=True) for _, name in at),
                        key=lambda h: -(h.probability or 0.0))
         return front + [h for h in base if h.name not in ranked]
 

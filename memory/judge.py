@@ -54,29 +54,37 @@ def name_words(name: str) -> tuple[str, ...]:
     return tuple(w for w in content_terms(name.replace("-", " ").replace("_", " ").replace(".", " ")) if len(w) > 1)
 
 
+@functools.lru_cache(maxsize=16384)
+def _word_count(body: str) -> int:
+    return len(body.split())
+
+
 def features(cands: list[Any], rows: dict[int, tuple], terms: frozenset[str], task_words: set[str]) -> np.ndarray:
     """The feature matrix ``(len(cands), len(FEATURES))`` of ``cands`` (candidates in ranking
     order, :class:`memory.search.Candidate`), with ``rows`` (``note_rows``: id, name,
     description, body, …), ``terms`` (:func:`memory.text.query_terms` of the task) and
     ``task_words`` (its content words, for ``name_hit``)."""
     n = len(cands)
-    x = np.zeros((n, len(FEATURES)), np.float64)
     if not n:
-        return x
-    covs = [coverage(terms, *rows[c.note_id][1:4]) if c.note_id in rows else 0.0 for c in cands]
+        return np.zeros((0, len(FEATURES)), np.float64)
+    got = [rows.get(c.note_id) for c in cands]
+    covs = [coverage(terms, row[1], row[2], row[3]) if row is not None else 0.0 for row in got]
     best_cos = max(c.cosine for c in cands)
     best_cov = max(covs)
     best_rrf = max(c.rrf for c in cands) or 1.0
+    log1p = math.log1p
+    out = []
     for i, c in enumerate(cands):
-        row = rows.get(c.note_id)
-        words = name_words(row[1]) if row else []
-        body_words = len(row[3].split()) if row else 0
-        x[i] = (c.cosine, c.cosine - best_cos, covs[i], covs[i] - best_cov,
-                sum(w in task_words for w in words) / len(words) if words else 0.0,
-                c.rrf, c.rrf / best_rrf, float(c.ident), math.log1p(i),
-                math.log1p(c.vec_rank or ABSENT_RANK), math.log1p(c.bm25_rank or ABSENT_RANK),
-                best_cos, best_cov, math.log1p(body_words))
-    return x
+        row = got[i]
+        words = name_words(row[1]) if row else ()
+        body_words = _word_count(row[3]) if row else 0
+        cov = covs[i]
+        out.append((c.cosine, c.cosine - best_cos, cov, cov - best_cov,
+                    sum(w in task_words for w in words) / len(words) if words else 0.0,
+                    c.rrf, c.rrf / best_rrf, float(c.ident), log1p(i),
+                    log1p(c.vec_rank or ABSENT_RANK), log1p(c.bm25_rank or ABSENT_RANK),
+                    best_cos, best_cov, log1p(body_words)))
+    return np.array(out, np.float64)
 
 
 @dataclass(frozen=True)
@@ -93,10 +101,16 @@ class Judge:
     model: str
     fitted_on: tuple[str, ...] = ()
 
+    @functools.cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``mean``, ``scale`` and ``weights`` as arrays, made once (not at every preseed)."""
+        return np.asarray(self.mean), np.asarray(self.scale), np.asarray(self.weights)
+
     def probabilities(self, x: np.ndarray) -> np.ndarray:
         if not len(x):
             return np.zeros(0)
-        z = ((x - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.weights) + self.bias
+        mean, scale, weights = self._arrays
+        z = ((x - mean) / scale) @ weights + self.bias
         return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
 
 

@@ -205,6 +205,13 @@ def _line(hit: Hit, with_snippet: bool) -> str:
     return neutralise(line)  # a tag cut in two between the name and the description
 
 
+@lru_cache(maxsize=1024)  # the same priority notes (the same Hit objects) come first in every block
+def _priority_line(hit: Hit) -> tuple[str, int]:
+    """A priority note's line (no snippet) and its estimated tokens."""
+    line = _line(hit, with_snippet=False)
+    return line, estimate_tokens(line + "\n")
+
+
 def _entry(hit: Hit) -> str:
     return neutralise(f"- [{neutralise(hit.name)}] {_short(hit.description, INDEX_DESCRIPTION_CHARS)}".rstrip()
                       + _marker(hit))
@@ -252,8 +259,7 @@ def render_block(priority: list[Hit], lines: list[Hit], index: list[Hit],
         if spent_all:  # the budget is spent: the rest are cut without pricing each (a folder of 300 ★ notes)
             cut.append(h)
             continue
-        line = _line(h, with_snippet=False)
-        cost = estimate_tokens(line + "\n")
+        line, cost = _priority_line(h)
         if prio_used + cost > PRIORITY_BUDGET_TOKENS or used + cost > budget_tokens:
             cut.append(h)
             spent_all = True  # in order until the budget is full: the rest are cut, unpriced

@@ -16,7 +16,6 @@ Ranking, in order:
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import threading
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ IDENT_MAX_NOTES = 5          # an identifier phrase in more notes is not distinc
 CANDIDATES = 50              # per lane
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     """One note of the fused ranking. ``cosine``: its best cosine with the query; ``vec_rank`` /
     ``bm25_rank``: its rank in each lane (None: not in the lane's first ``CANDIDATES``);
@@ -52,15 +51,20 @@ class Candidate:
 
 
 class _BlasOneThread:
-    """Limit numpy's own BLAS to one thread around the mat-vec, then restore: a threaded
+    """Limit numpy's own BLAS to one thread around the mat-vecs, then restore: a threaded
     sgemv waits for a second core that a busy machine (nine sessions, a UI) does not give it —
-    measured p90 1.5 ms vs 8-80 ms at 20k×384. The library controllers are looked up once
-    (threadpoolctl, numpy's BLAS only — torch's OpenMP pool is not touched); each search then
-    costs two C calls instead of a threadpoolctl ``limit`` context. Scoped, so the host process
-    keeps its settings. A no-op without threadpoolctl."""
+    measured p90 1.5 ms vs 8-80 ms at 20k×384 — and its worker then spins on the CPU. The
+    library controllers are looked up once (threadpoolctl, numpy's BLAS only — torch's OpenMP
+    pool is not touched). Scoped, so the host process keeps its settings; nested and
+    overlapping scopes (a search inside a search, two threads searching) set the thread count
+    once, at the first, and restore it at the last, so a search's several mat-vecs cost two C
+    calls, not two each. A no-op without threadpoolctl."""
 
     def __init__(self) -> None:
         self._libs: list | None = None
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._before: list = []
 
     def _find(self):
         try:
@@ -73,23 +77,37 @@ class _BlasOneThread:
             self._libs = []
         return self._libs
 
-    @contextlib.contextmanager
-    def __call__(self):
-        libs = self._libs if self._libs is not None else self._find()
-        before = []
-        for lib in libs:
-            n = lib.get_num_threads()
-            if n != 1:
-                lib.set_num_threads(1)
-                before.append((lib, n))
-        try:
-            yield
-        finally:
-            for lib, n in before:
+    def __call__(self) -> _BlasOneThread:
+        return self
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self._depth += 1
+            if self._depth > 1:
+                return
+            libs = self._libs if self._libs is not None else self._find()
+            before = []
+            try:
+                for lib in libs:
+                    n = lib.get_num_threads()
+                    if n != 1:
+                        lib.set_num_threads(1)
+                        before.append((lib, n))
+            except Exception:  # optional speed-up only: leave the library as it is
+                pass
+            self._before = before
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth:
+                return
+            for lib, n in self._before:
                 lib.set_num_threads(n)
+            self._before = []
 
 
-_one_blas_thread = _BlasOneThread()
+one_blas_thread = _BlasOneThread()
 
 
 def top_order(scores: np.ndarray, k: int) -> np.ndarray:
@@ -338,7 +356,7 @@ class VectorMirror:
             if first_stage:  # compact first stage, exact re-score (class docstring)
                 assert self._center is not None and self._proj is not None
                 short = min(n, max(FIRST_STAGE_MIN_SHORTLIST, n // FIRST_STAGE_SHARE, take))
-                with _one_blas_thread():
+                with one_blas_thread():
                     approx = self._low[:n] @ ((q - self._center) @ self._proj)
                     rows = _best_rows(approx, short)  # in memory order: the gather below reads faster
                     exact = mat[rows] @ q
@@ -349,7 +367,7 @@ class VectorMirror:
                     return mat[r] @ q
             else:
                 scores = np.empty(n, np.float32)
-                with _one_blas_thread():
+                with one_blas_thread():
                     np.dot(mat[:n], q, out=scores)
                 idx = top_order(scores, take)
                 top_scores = scores[idx]
@@ -360,9 +378,14 @@ class VectorMirror:
             start, count, note_rows = self._note_index()  # as of this search: every row < n
         want = limit * 2 if first_stage else limit  # first stage: re-rank on every row below
         # each live note at its best row (its first in score order), best first
-        ids, first = np.unique(cand_notes, return_index=True)
-        first = np.sort(first[ids >= 0])[:want]
-        out = list(zip(cand_notes[first].tolist(), top_scores[first].tolist(), strict=False))
+        out: list[tuple[int, float]] = []
+        seen: set[int] = set()
+        for nid, score in zip(cand_notes.tolist(), top_scores.tolist(), strict=True):
+            if nid >= 0 and nid not in seen:  # (a dead row's note id is −1)
+                seen.add(nid)
+                out.append((nid, score))
+                if len(out) == want:
+                    break
 
         def cos_of(ids):
             ids = list(ids)
@@ -370,20 +393,26 @@ class VectorMirror:
             if not ids:
                 return got
             arr = np.asarray(ids, np.int64)
-            inside = (arr >= 0) & (arr < len(count))
-            per = np.zeros(len(arr), np.int64)
-            per[inside] = count[arr[inside]]
-            have = per > 0
-            if have.any():
-                c = per[have]
+            if arr.min() >= 0 and arr.max() < len(count):  # the usual case: no mask needed
+                per = count[arr]
+            else:
+                inside = (arr >= 0) & (arr < len(count))
+                per = np.zeros(len(arr), np.int64)
+                per[inside] = count[arr[inside]]
+            if per.all():  # every note has vectors (the usual case)
+                c, with_rows = per, arr
+            else:
+                have = per > 0
+                c, with_rows = per[have], arr[have]
+            if len(c):
                 ends = np.cumsum(c)
                 begins = ends - c
                 # each note's rows, one after the other: rows[start + 0 … count − 1]
-                pos = np.repeat(start[arr[have]] - begins, c) + np.arange(int(ends[-1]))
-                with self.lock:
+                pos = np.repeat(start[with_rows] - begins, c) + np.arange(int(ends[-1]))
+                with self.lock, one_blas_thread():
                     flat_scores = score_rows(note_rows[pos])
                 best = np.maximum.reduceat(flat_scores, begins)
-                got.update(zip(arr[have].tolist(), best.tolist(), strict=True))
+                got.update(zip(with_rows.tolist(), best.tolist(), strict=True))
             return got
 
         if first_stage:  # a note's cosine is the max over all its rows, shortlisted or not
@@ -392,25 +421,38 @@ class VectorMirror:
         return out, cos_of
 
 
+IDENT_CACHE_SIZE = 4096      # identifier phrases whose notes are kept per index generation
 COMMON_MIN_NOTES = 100       # a term in more than max(this, COMMON_FRACTION × notes) notes …
 COMMON_FRACTION = 0.05       # … is dropped from the BM25 query (low IDF, high cost)
 
 
 class KeywordStats:
-    """Per-term document counts from the FTS5 index, cached until the index generation moves.
-    Used to drop very common terms from the BM25 query: their IDF is low (they barely change
-    the ranking) while scoring every row they match costs milliseconds at 10k notes."""
+    """Per-term document counts from the FTS5 index, and the notes holding each identifier
+    phrase, cached until the index generation moves. The counts are used to drop very common
+    terms from the BM25 query: their IDF is low (they barely change the ranking) while scoring
+    every row they match costs milliseconds at 10k notes."""
 
     def __init__(self) -> None:
         self.generation = -1
         self.total = 0
         self.df: dict[str, int] = {}
+        self.idents: dict[str, list[int]] = {}  # identifier phrase → the notes holding it
 
     def refresh(self, store, generation: int) -> None:
         if generation != self.generation:
             self.generation = generation
             self.total = store.note_count()
             self.df = {}
+            self.idents = {}
+
+    def ident_ids(self, store, phrase: str) -> list[int]:
+        """Notes containing the identifier ``phrase`` (at most ``IDENT_MAX_NOTES`` + 1)."""
+        ids = self.idents.get(phrase)
+        if ids is None:
+            if len(self.idents) >= IDENT_CACHE_SIZE:
+                self.idents.clear()
+            ids = self.idents[phrase] = store.fts_ids(quote(phrase), IDENT_MAX_NOTES + 1)
+        return ids
 
     def count(self, store, phrase: str, cap: int) -> int:
         """Notes containing ``phrase`` (counting stops at ``cap`` + 1)."""
@@ -443,7 +485,8 @@ def bm25_notes(store, query: str, limit: int = CANDIDATES,
         ranked = store.fts_bm25(" OR ".join(quote(t) for t in items), limit)
     ident_ids: set[int] = set()
     for phrase in idents:
-        found = store.fts_ids(quote(phrase), IDENT_MAX_NOTES + 1)
+        found = (stats.ident_ids(store, phrase) if stats is not None
+                 else store.fts_ids(quote(phrase), IDENT_MAX_NOTES + 1))
         if 0 < len(found) <= IDENT_MAX_NOTES:
             ident_ids.update(found)
     return ranked, ident_ids
@@ -451,29 +494,39 @@ def bm25_notes(store, query: str, limit: int = CANDIDATES,
 
 def fuse(vec: list[tuple[int, float]], bm25: list[int], ident: set[int],
          priority_ids: set[int], cos_of) -> list[Candidate]:
-    """Reciprocal-rank fusion (see module docstring). ``cos_of(note_id)`` supplies the cosine of
-    notes the vector lane did not return. Returns candidates by fused score, best first."""
+    """Reciprocal-rank fusion (see module docstring). ``cos_of(note_ids)`` supplies the cosine of
+    notes the vector lane did not return. Returns candidates by fused score, best first.
+
+    Each lane's vote is added as the note is met, lane by lane in the order vector, keyword,
+    identifier: the same sums, in the same order, as adding them up afterwards."""
     cands: dict[int, Candidate] = {}
     for r, (nid, cos) in enumerate(vec, 1):
-        cands[nid] = Candidate(nid, cosine=cos, vec_rank=r)
+        cands[nid] = Candidate(nid, cos, r, rrf=W_VEC / (RRF_K + r))
+    missing: list[int] = []  # notes the vector lane did not return
     for r, nid in enumerate(bm25, 1):
-        c = cands.setdefault(nid, Candidate(nid))
+        c = cands.get(nid)
+        if c is None:
+            c = cands[nid] = Candidate(nid)
+            missing.append(nid)
         c.bm25_rank = r
+        c.rrf += W_BM25 / (RRF_K + r)
+    vote = W_IDENT / (RRF_K + 1)
     for nid in ident:
-        cands.setdefault(nid, Candidate(nid)).ident = True
-    missing = [nid for nid, c in cands.items() if c.vec_rank is None]
+        c = cands.get(nid)
+        if c is None:
+            c = cands[nid] = Candidate(nid)
+            missing.append(nid)
+        c.ident = True
+        c.rrf += vote
     if missing:
         for nid, cos in cos_of(missing).items():
             cands[nid].cosine = cos
     for c in cands.values():
-        s = 0.0
-        if c.vec_rank is not None:
-            s += W_VEC / (RRF_K + c.vec_rank)
-        if c.bm25_rank is not None:
-            s += W_BM25 / (RRF_K + c.bm25_rank)
-        if c.ident:
-            s += W_IDENT / (RRF_K + 1)
-        c.rrf = s
-        c.priority = c.note_id in priority_ids
-        c.fused = s
-    return sorted(cands.values(), key=lambda c: (-c.fused, -c.cosine, c.note_id))
+        c.fused = c.rrf
+        if c.note_id in priority_ids:
+            c.priority = True
+    return sorted(cands.values(), key=_fused_order)
+
+
+def _fused_order(c: Candidate) -> tuple[float, float, int]:
+    return -c.fused, -c.cosine, c.note_id

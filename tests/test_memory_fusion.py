@@ -31,3 +31,20 @@ def test_top_order_is_a_stable_descending_sort_cut_at_k(seed):
         scores[rng.integers(0, n, n // 3)] = 0.5  # many ties, also at the cut
         want = np.argsort(-scores, kind="stable")[:k]
         assert np.array_equal(top_order(scores, k), want)
+
+
+def test_blas_scopes_nest_and_restore_the_thread_count_at_the_last_exit():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from memory.search import one_blas_thread
+
+    libs = [lib for lib in threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
+            if "numpy" in str(getattr(lib, "filepath", ""))]
+    if not libs:
+        pytest.skip("numpy's BLAS is not visible to threadpoolctl")
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        before = [lib.get_num_threads() for lib in libs]
+        with one_blas_thread():
+            with one_blas_thread():  # a search inside a search
+                assert [lib.get_num_threads() for lib in libs] == [1] * len(libs)
+            assert [lib.get_num_threads() for lib in libs] == [1] * len(libs)  # not restored by the inner scope
+        assert [lib.get_num_threads() for lib in libs] == before
