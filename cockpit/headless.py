@@ -494,6 +494,9 @@ def format_report(report: dict, host: str | None = None) -> str:
                        f" · {files} file{'' if files == 1 else 's'} +{d.get('added', 0)} -{d.get('removed', 0)}")
         else:
             out.append(f"where: {s['cwd']} ({s['placement']})")
+        if w and not w.get("removed") and not s.get("reviewed"):  # what to do with the change
+            out.append(f"next: cockpit worktrees diff{on} {s['id']} · then merge, keep or discard it"
+                       f" (cockpit worktrees merge{on} {s['id']}; or in the app: d)")
         if s["preseed"]:
             given = [n for n in s["injected"] if n.get("kind", "line") == "line"]
             listed = [n["name"] for n in s["injected"] if n.get("kind", "line") != "line"]

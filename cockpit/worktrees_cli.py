@@ -85,14 +85,24 @@ def shell_argv(edit: str | None = None) -> list[str]:
     return [os.environ.get("SHELL") or "/bin/sh"]
 
 
+def _one(root: Path, query: str):
+    """The worktree ``query`` names; else one line: none (a prefix too short), or the ones it
+    could mean, each with its branch."""
+    from cockpit.runtime import worktree as wt
+    from cockpit.runtime.ids import not_one
+
+    found = wt.candidates(root, query)
+    if len(found) == 1:
+        return found[0]
+    why = not_one(query, [(w.session_id, w.branch) for w in found])
+    raise CockpitError(f"{why} (see `cockpit worktrees{_on()}`)")
+
+
 def run_shell(args: argparse.Namespace) -> int:
     import subprocess
 
-    from cockpit.runtime import worktree as wt
 
-    info = wt.find(_root(), args.session)
-    if info is None:
-        raise CockpitError(f"no single session worktree matches {args.session!r} (see `cockpit worktrees{_on()}`)")
+    info = _one(_root(), args.session)
     if not Path(info.cwd).is_dir():
         raise CockpitError(f"{info.branch} has no worktree (kept branch): nothing to open a shell in")
     print(f"shell in {info.cwd} ({info.branch}); exit to come back", file=sys.stderr)
@@ -325,10 +335,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.session:
         raise CockpitError(f"worktrees {args.action} needs a session id")
-    found = wt.find(root, args.session)
-    if found is None:
-        raise CockpitError(f"no single session worktree matches {args.session!r} (see `cockpit worktrees{_on()}`)")
-    info = found
+    info = _one(root, args.session)
     if args.action == "discard" and not args.yes:
         if not sys.stdin.isatty():
             raise CockpitError("discard deletes the branch and its changes: add --yes to confirm")

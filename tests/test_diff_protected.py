@@ -186,3 +186,16 @@ async def test_merge_judges_the_current_diff_not_the_one_shown():
         await pilot.pause()
         assert mgr.reviews == []
         await app.shutdown()
+
+
+def test_a_worktree_id_that_names_several_lists_them_and_a_short_one_says_so(repo, capsys):
+    """`cockpit worktrees diff ID` resolves ids as the server does: an id two sessions share the
+    start of lists both (with their branches); fewer than four characters name nothing."""
+    a = wt.create(repo, "abcd1111", "fix a", worktrees_dir())
+    b = wt.create(repo, "abcd2222", "fix b", worktrees_dir())
+    assert main(["worktrees", "diff", "abcd"]) == 2
+    err = capsys.readouterr().err
+    assert "'abcd' is ambiguous" in err and f"abcd1111 ({a.branch}" in err and f"abcd2222 ({b.branch}" in err
+    assert main(["worktrees", "diff", "ab"]) == 2
+    assert "at least 4 characters" in capsys.readouterr().err
+    assert main(["worktrees", "diff", "2222"]) == 0  # a unique suffix is enough

@@ -207,6 +207,18 @@ def test_text_report_counts_files_in_the_singular_and_plural():
     assert "· 2 files +1 -1" in format_report(_report(2))
 
 
+def test_text_report_says_what_to_do_with_a_change_until_it_is_reviewed():
+    from cockpit.headless import format_report
+
+    nxt = [x for x in format_report(_report(1)).splitlines() if x.startswith("next:")]
+    assert nxt == ["next: cockpit worktrees diff abc123 · then merge, keep or discard it"
+                   " (cockpit worktrees merge abc123; or in the app: d)"]
+    assert "cockpit worktrees diff --host box abc123" in format_report(_report(1), "box")
+    merged = _report(1)
+    merged["sessions"][0]["reviewed"] = {"action": "merge", "ok": True, "message": "merged"}
+    assert "next:" not in format_report(merged)
+
+
 def test_detach_names_the_commands_that_reach_the_sessions(capsys):
     from argparse import Namespace
 

@@ -838,16 +838,21 @@ def list_kept(root_dir: Path) -> list[WorktreeInfo]:
     return out
 
 
-def find(root_dir: Path, session_id: str) -> WorktreeInfo | None:
-    """The worktree (or kept branch) of a session id (exact, a unique prefix, or a unique suffix of
-    at least 4 characters — as the server resolves ids)."""
+def candidates(root_dir: Path, query: str) -> list[WorktreeInfo]:
+    """The worktrees (and kept branches) a typed session id names: the exact id, else every one
+    whose id it prefixes or ends (at least :data:`cockpit.runtime.ids.MIN_QUERY` characters — as
+    the server resolves ids)."""
+    from cockpit.runtime.ids import matches
+
     every = list_all(root_dir) + list_kept(root_dir)
-    matches = [w for w in every if w.session_id == session_id]
-    if not matches:
-        matches = [w for w in every if w.session_id.startswith(session_id)]
-    if not matches and len(session_id) >= 4:
-        matches = [w for w in every if w.session_id.endswith(session_id)]
-    return matches[0] if len(matches) == 1 else None
+    exact = [w for w in every if w.session_id == query.strip().lower()]
+    return exact or [w for w in every if matches(query, w.session_id)]
+
+
+def find(root_dir: Path, session_id: str) -> WorktreeInfo | None:
+    """The one worktree (or kept branch) :func:`candidates` gives; None when none or several."""
+    found = candidates(root_dir, session_id)
+    return found[0] if len(found) == 1 else None
 
 
 # -- tests before merge ---------------------------------------------------------------------------
