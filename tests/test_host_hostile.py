@@ -248,3 +248,38 @@ async def test_a_server_socket_another_user_serves_is_refused(tmp_path, monkeypa
             await AsyncClient.connect(path)  # the grid's way to a socket host
     finally:
         listener.close()
+
+
+async def test_a_server_that_floods_events_nobody_reads_is_cut_off(tmp_path, monkeypatch):
+    """A peer that sends events faster than they are read does not grow the client without
+    bound: past the backlog limit the connection closes, saying why."""
+    import asyncio
+    import json as _json
+
+    from cockpit.server import rpc
+    from cockpit.server.client import AsyncClient
+
+    monkeypatch.setattr(rpc, "MAX_PENDING_EVENTS", 50)
+    sent = asyncio.Event()
+
+    async def peer(reader, writer):
+        request = _json.loads(await reader.readline())
+        writer.write(rpc.response(request["id"], {"events": []}))
+        for n in range(200):
+            writer.write(rpc.notification("event", {"type": "StatusChanged", "data": {"n": n}}))
+        await writer.drain()
+        sent.set()
+        await reader.read()
+
+    path = tmp_path / "s.sock"
+    server = await asyncio.start_unix_server(peer, path=str(path))
+    client = await AsyncClient.connect(path, timeout=30)
+    try:
+        await client.call("subscribe")
+        await asyncio.wait_for(sent.wait(), 60)
+        await asyncio.wait_for(client._task, 60)  # the reader ends on its own
+        assert client.closed and client.events.qsize() == 50 + 1  # the backlog, then the end (None)
+        assert "sent events faster than they could be read" in str(client.error)
+    finally:
+        await client.close()
+        server.close()

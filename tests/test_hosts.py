@@ -242,3 +242,26 @@ async def test_a_host_speaks_only_for_its_own_sessions():
         assert rt.host_state("local") == "connected"
     finally:
         await rt.aclose()
+
+
+async def test_a_host_flooding_events_the_app_does_not_read_is_reconnected_once_it_catches_up(monkeypatch):
+    """The grid's queue to the app is bounded: a host whose events pile up past it is dropped
+    (saying why) and replayed only once the app has read half the backlog."""
+    from cockpit.server import rpc
+
+    monkeypatch.setattr(rpc, "MAX_PENDING_EVENTS", 20)
+    hosts = local_and_box("t")
+    hosts.next["box"].append(FakeManager([ev.SessionSpawned("s1", "t", "m", "/w", "/t", True)]))
+    rt = await hosts.attach(backoff=Backoff(0.01, 2, 0.04))
+    sub = rt.subscribe()
+    try:
+        for n in range(40):  # the app reads none of them yet
+            hosts.current["box"].emit(ev.TextDelta("s1", f"{n} "))
+        seen = await events_until(sub, lambda e: isinstance(e, ev.HostStatus) and e.state == "connected", 500)
+        texts = [e for e in seen if isinstance(e, ev.TextDelta)]
+        assert len(texts) < 40  # what came past the bound was dropped with the link ...
+        drop = next(e for e in seen if isinstance(e, ev.HostStatus) and e.state == "reconnecting")
+        assert "events waiting to be shown" in drop.detail
+        assert [e for e in seen if isinstance(e, ev.SessionSpawned)][-1].session_id == "box:s1"  # ... then replayed
+    finally:
+        await rt.aclose()

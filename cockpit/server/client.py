@@ -499,6 +499,7 @@ class AsyncClient:
         import asyncio
 
         loop = asyncio.get_running_loop()
+        backlog = 0
         try:
             while True:
                 waiting = bool(self._pending) or self.subscribed  # a line (at least a keepalive) is due
@@ -524,6 +525,12 @@ class AsyncClient:
                     if not fut.done():
                         fut.set_result(msg)
                 elif msg.get("method") == "event":
+                    # bytes queued since the reader last caught up: a bound on what it has not read
+                    backlog = len(line) if self.events.empty() else backlog + len(line)
+                    if backlog > rpc.MAX_PENDING_BYTES or self.events.qsize() >= rpc.MAX_PENDING_EVENTS:
+                        self.error = ServerError(f"{self.path} sent events faster than they could be read "
+                                                 f"({self.events.qsize()} waiting): the connection was closed")
+                        break
                     self.events.put_nowait(msg.get("params"))
         except (ConnectionError, ValueError, asyncio.IncompleteReadError):
             pass

@@ -66,7 +66,6 @@ from cockpit.server.remote import CLIENT_CONFIG_KEYS
 log = logging.getLogger("cockpit.server")
 _REPLIED = object()  # a handler that sent its reply itself
 MAX_CONNECTIONS = 512
-MAX_PENDING_EVENTS = 200_000  # per subscriber; a client that stops reading is disconnected
 SNAPSHOT_FIELD_CHARS = 16_000  # a tool's output, input or approval detail in a snapshot (the transcript has all)
 # … and in a live event: one event is one line, which must fit a client's line limit (rpc.MAX_LINE)
 # even when JSON escapes every character (up to 6 bytes each)
@@ -488,7 +487,7 @@ class Server:
         async def forward() -> None:
             async for event in sub:
                 queue.put_nowait(rpc.notification("event", wire.event_to_json(_cut(event, LIVE_FIELD_CHARS))))
-                if queue.qsize() > MAX_PENDING_EVENTS:
+                if queue.qsize() > rpc.MAX_PENDING_EVENTS:  # a client that stopped reading
                     conn.close()
                     return
 

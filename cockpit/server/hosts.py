@@ -37,6 +37,7 @@ from cockpit import hostids
 from cockpit.events import Event, HostStatus, Reviewed, SessionSpawned
 from cockpit.runtime.config import RuntimeConfig
 from cockpit.runtime.protocols import Runtime, SessionRef
+from cockpit.server import rpc
 from cockpit.server.client import ServerError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -302,8 +303,12 @@ class MultiHostRuntime:
             else:
                 log.info("host %s: connected", name)
             link.first_try.set()
+            behind = ""
             try:
                 async for event in subscription:
+                    if self._queue.qsize() >= rpc.MAX_PENDING_EVENTS:  # the app is not keeping up with it
+                        behind = f"{self._queue.qsize()} of its events waiting to be shown: reconnecting"
+                        break
                     if its_own(event):
                         self._queue.put_nowait(qualify_event(name, event))
             finally:
@@ -314,9 +319,11 @@ class MultiHostRuntime:
                 return
             client = getattr(runtime, "client", None)
             link.state = "reconnecting"
-            link.detail = one_line(getattr(client, "error", None) or "the connection dropped")
+            link.detail = behind or one_line(getattr(client, "error", None) or "the connection dropped")
             log.info("host %s: connection lost (%s), reconnecting", name, link.detail)
             self._queue.put_nowait(self._status(link, 0.0))
+            while behind and not self._closed and self._queue.qsize() > rpc.MAX_PENDING_EVENTS // 2:
+                await asyncio.sleep(0.1)  # its replay waits until the app has caught up
 
     # -- routing ---------------------------------------------------------------------
     def _owner(self, session_id: str) -> tuple[str, str, Runtime]:

@@ -15,6 +15,10 @@ from typing import Any
 
 PROTOCOL_VERSION = 1
 MAX_LINE = 16 * 1024 * 1024  # bytes of one request line
+# events queued for a reader that is not keeping up: past either bound the connection is closed
+# (the server's for a client that stopped reading; a client's for a server that floods it)
+MAX_PENDING_EVENTS = 200_000
+MAX_PENDING_BYTES = 512 * 1024 * 1024
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
