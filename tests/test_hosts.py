@@ -60,6 +60,8 @@ def test_grid_hosts_from_flags_or_config(tmp_path):
     ('[grid]\nhosts = "box"\n', None, "grid.hosts must be a list of host names"),
     ("", ["local", "local"], "host local is named twice"),
     ("", ["a:b"], "a host name is a word without ':'"),
+    ('[hosts.box]\nssh = "me@box"\n', ["box", "me@box"], "hosts box and me@box are the same ssh destination me@box"),
+    ('[hosts.a]\nsocket = "/s"\n[hosts.b]\nsocket = "/s"\n', ["a", "b"], "hosts a and b are the same socket /s"),
 ])
 def test_a_bad_host_configuration_is_one_line(tmp_path, toml, names, message):
     cfg = tmp_path / "config.toml"

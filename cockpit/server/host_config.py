@@ -60,7 +60,20 @@ def grid_hosts(names: list[str] | None, config_file: Path) -> list[GridHost]:
             raise CockpitError(f"--host needs a host name or an ssh destination, got {name!r}")
         else:
             out.append(GridHost(name, ssh=name))  # not configured: the name is the ssh destination
+        _one_name_each(out)
     return out
+
+
+def _one_name_each(hosts: list[GridHost]) -> None:
+    """Refuse the last of ``hosts`` when it is an earlier one under another name (the same ssh
+    destination and command, or the same socket): its server's sessions would show twice."""
+    new = hosts[-1]
+    for old in hosts[:-1]:
+        same = (old.socket == new.socket if new.socket else
+                not old.socket and new.ssh == old.ssh and new.command == old.command)
+        if same and new.name != hostids.LOCAL and old.name != hostids.LOCAL:
+            where = f"socket {new.socket}" if new.socket else f"ssh destination {new.ssh}"
+            raise CockpitError(f"hosts {old.name} and {new.name} are the same {where}: name it once")
 
 
 def ssh_connector_for(host: GridHost, config: Any) -> Connector:
