@@ -1,13 +1,38 @@
 """Shared test setup: offline model loading, and per-user state kept out of the real home."""
 
 import os
+import sys
 
 import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-from helpers import api, workspace  # noqa: F401 - shared fixtures (tests/helpers.py), offered to every test
+# Bytecode is written (the gitignored __pycache__ folders) even where PYTHONDONTWRITEBYTECODE is
+# set, as in many containers: else every worker compiles and assertion-rewrites every test module
+# anew, and each of the suite's ~200 Python subprocesses (servers, bridges, CLIs) compiles
+# Cockpit's sources again (collection alone: ≈ 12 → 7 CPU-s a worker). Subprocesses inherit it.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+from helpers import api, workspace  # noqa: E402, F401 - shared fixtures (tests/helpers.py), offered to every test
+
+# The files that take longest, in the order a worker should start them (the rest follow in their
+# usual order). A file stays on one worker (``--dist loadfile``), so the two workers end together
+# only when the long files do not come last; `--no-loadscope-reorder` (pyproject.toml) keeps this
+# order instead of xdist's, which starts the files with the most tests first.
+LONGEST_FIRST = (
+    "test_server.py", "test_ssh_hosts.py", "test_tui_coding.py", "test_tui_app.py", "test_tui_ship.py",
+    "test_tui_hosts.py", "test_acp_agents.py", "test_tui_live.py", "test_acp.py", "test_claude_code.py",
+    "test_web.py", "test_memory_agents.py", "test_encoder_reference.py", "test_sandbox_sessions.py",
+    "test_memory_robust.py", "test_tui_server.py", "test_tui_paging.py", "test_ship.py",
+    "test_runtime_coding.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file keeps its order
 
 
 @pytest.fixture(autouse=True)

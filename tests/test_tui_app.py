@@ -245,7 +245,9 @@ async def test_status_colours_follow_the_theme():
     app = CockpitApp(mgr)
     async with app.run_test(size=SIZE) as pilot:
         mgr.emit(*session_script("e00001", "t", S.ERROR, text="x"), *session_script("d00001", "u", S.DONE, text="y"))
-        await until(pilot, lambda: len(app.panes) == 2, "panes")
+        # both panes, composed (under load a pane is listed a moment before its children are mounted)
+        await until(pilot, lambda: len(app.panes) == 2 and all(len(p.query("#pane-status")) for p in app.panes.values()),
+                    "panes")
         err = app.panes["e00001"].query_one("#pane-status")
         done = app.panes["d00001"].query_one("#pane-status")
         await until(pilot, lambda: err.has_class("status-error") and done.has_class("status-done"), "final states")
