@@ -505,7 +505,10 @@ class AsyncClient:
                 waiting = bool(self._pending) or self.subscribed  # a line (at least a keepalive) is due
                 wait = self.timeout - (loop.time() - self._last) if waiting else self.timeout
                 try:
-                    line = await asyncio.wait_for(self.reader.readline(), max(wait, 0.01))
+                    # a timeout scope, not wait_for: no task per line, so the lines already
+                    # received are read in one go (the app folds the events they carry together)
+                    async with asyncio.timeout(max(wait, 0.01)):
+                        line = await self.reader.readline()
                 except TimeoutError:  # readline keeps a partial line in the buffer when cancelled
                     if (self._pending or self.subscribed) and loop.time() - self._last >= self.timeout:
                         self.error = ServerHung(hung_message(self.path))
