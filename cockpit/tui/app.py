@@ -40,7 +40,7 @@ from cockpit.tui import state as ui_state
 from cockpit.tui.attention import Attention
 from cockpit.tui.commands import SessionCommands
 from cockpit.tui.hosts import HostsView
-from cockpit.tui.messages import RuntimeSnapshot
+from cockpit.tui.messages import EVENT_BATCH, RuntimeSnapshot
 from cockpit.tui.model import SessionView
 from cockpit.tui.notify import DesktopNotifications, Notifier
 from cockpit.tui.screens.approval import ApprovalDialog
@@ -269,8 +269,12 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
             snapshot = tuple(self.manager.snapshot())  # no await in between: nothing is missed
             main = self._main
             main.post_message(RuntimeSnapshot(snapshot))
+            queued = 0
             async for event in subscription:
                 main.queue_event(event)  # folded in batches, one message a batch
+                queued += 1
+                if queued % EVENT_BATCH == 0:  # a backlog: keys and frames go in between
+                    await asyncio.sleep(0)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the UI stays up; say what broke

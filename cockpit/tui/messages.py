@@ -17,6 +17,10 @@ from textual.message import Message
 
 from cockpit import events as ev
 
+# events handled in one go at most (the pump queueing them, the screen folding them): a backlog
+# (the app fell behind) is worked off in slices with keys and frames between them
+EVENT_BATCH = 64
+
 
 class RuntimeSnapshot(Message, bubble=False):
     """Every session's events so far, taken as the app subscribed (``Runtime.snapshot()``)."""

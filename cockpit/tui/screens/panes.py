@@ -15,6 +15,7 @@ the user a session needs them, an approval answered elsewhere) goes to
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 from pathlib import Path
@@ -30,7 +31,7 @@ from cockpit.runtime.protocols import GridRuntime, TranscriptSource
 from cockpit.runtime.transcript import FileTranscripts
 from cockpit.textsafe import clean_event
 from cockpit.tui.compositor import SplitCompositor
-from cockpit.tui.messages import RuntimeEvents, RuntimeSnapshot
+from cockpit.tui.messages import EVENT_BATCH, RuntimeEvents, RuntimeSnapshot
 from cockpit.tui.model import SessionView, overlaps
 from cockpit.tui.repaint import RepaintScheduler
 from cockpit.tui.widgets import PaneGrid, SessionPane, TotalsBar
@@ -123,15 +124,20 @@ class SessionPanes(Screen):
         return len(self._incoming)
 
     async def on_runtime_events(self, message: RuntimeEvents) -> None:
-        """Fold every queued event, oldest first (those queued while one is folded too)."""
+        """Fold the queued events, oldest first (those queued while one is folded too), at most
+        ``EVENT_BATCH`` of them: a longer backlog goes on in the next message, after the loop ran
+        what else waits (a key, a frame)."""
         incoming = self._incoming
         try:
-            while incoming:
+            for _ in range(EVENT_BATCH):
+                if not incoming:
+                    break
                 await self.fold(incoming.popleft())
         finally:
             self._incoming_posted = False
-            if incoming:  # a fold raised: the rest get a message of their own
+            if incoming:  # more than a batch (or a fold raised): the rest after what else waits
                 self._incoming_posted = self.post_message(RuntimeEvents())
+                await asyncio.sleep(0)
 
     async def fold(self, event: ev.Event, live: bool = True, mount: list[str] | None = None) -> None:
         """Fold one runtime event into its session's view; new sessions get a pane. ``live``:
