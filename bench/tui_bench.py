@@ -22,7 +22,9 @@ Design
   update repaints that pane's title row (``App._display`` is wrapped to also run
   ``render_segments``, the work a real terminal write needs; headless mode would otherwise skip
   it). Every key is measured: when two keys land in one frame, both stop at that frame; keys
-  whose effect never reached the screen are reported as ``unmeasured``. p50/p95/max reported.
+  whose effect never reached the screen are reported as ``unmeasured``. p50/p95/max reported;
+  also the app's main-thread CPU time (``time.thread_time``) from each key to its frame, which
+  other processes on a loaded box do not inflate (``key_to_frame_cpu_ms``).
 * **CPU** = process CPU time (user+sys, all threads: UI, runtime, SDK, SSE parsing) ÷ wall
   time over the streaming window, in cores (1.0 = one core busy). **Peak RSS** = ``VmHWM``.
 * No memory engine by default (``--engine`` adds a real ``MemoryEngine`` on a tiny notes
@@ -153,6 +155,7 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
     # another page), oldest first
     pending: list[tuple[float, object, float, bool]] = []
     latencies: list[float] = []
+    latencies_cpu: list[float] = []  # the app's main-thread CPU time from each key to its frame
     switch_ms: list[tuple[float, float]] = []  # (wall, main-thread CPU) of the keys that showed another page
     original_display = app._display
 
@@ -177,6 +180,7 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
                 now, cpu_now = time.perf_counter(), time.thread_time()
                 # keys before it were superseded by it: they too are on screen only now
                 latencies.extend(now - t0 for t0, *_ in pending[: i + 1])
+                latencies_cpu.extend(cpu_now - c0 for _, _, c0, _ in pending[: i + 1])
                 switch_ms.extend(((now - t0) * 1000, (cpu_now - c0) * 1000)
                                  for t0, _, c0, crossing in pending[: i + 1] if crossing)
                 del pending[: i + 1]
@@ -265,6 +269,13 @@ async def bench(base_url: str, seconds: float, sessions: int, key_interval: floa
             "n": len(latencies),
             "unmeasured": unmeasured,
         },
+        # the app's main-thread CPU time from each key to its frame: what the app did meanwhile
+        # (the key, events, other frames), not inflated by other processes on a loaded box
+        "key_to_frame_cpu_ms": {
+            "p50": round(statistics.median(latencies_cpu) * 1000, 1) if latencies_cpu else None,
+            "p95": round(pct(latencies_cpu, 95) * 1000, 1) if latencies_cpu else None,
+            "max": round(max(latencies_cpu) * 1000, 1) if latencies_cpu else None,
+        },
         # the keys that showed another page: key-to-screen, and the app's main-thread CPU time from
         # the key to its frame (what load does not inflate; it includes events folded meanwhile)
         "page_switch_ms": {
@@ -352,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
               f"(measured {result['tokens_per_s_per_session']} deltas/s/session)")
         print(f"key-to-screen: p50 {k['p50']} ms  p95 {k['p95']} ms  max {k['max']} ms  "
               f"(n={k['n']} of {result['key_presses']} keys, unmeasured {k['unmeasured']})")
+        kc = result["key_to_frame_cpu_ms"]
+        print(f"key to its frame, app main-thread CPU: p50 {kc['p50']} ms  p95 {kc['p95']} ms  max {kc['max']} ms")
         ps = result["page_switch_ms"]
         if ps["n"]:
             print(f"page switches: {ps['n']} keys, key-to-screen p50 {ps['wall_p50']} ms max {ps['wall_max']} ms; "

@@ -8,6 +8,8 @@ before moving the pin.
 - ``Screen._dirty_widgets`` / ``Screen._on_timer_update`` / ``App._batch_count``:
   ``MainScreen._on_idle`` draws a key's frame at once (docs/BENCHMARKS.md, key-to-screen).
 - ``Widget._scroll_update``: ``PaneBody.show`` updates a body's scroll range without a layout pass.
+- ``Screen._compositor``, ``Compositor._dirty_regions`` / ``_regions_to_spans``, ``ChopsUpdate``:
+  ``SplitCompositor`` (the main screen's) renders each box of changed regions on its own.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ def test_textual_is_the_pinned_version():
 def test_private_members_of_the_fast_paths_exist():
     assert callable(getattr(Screen, "_on_timer_update", None)), "Screen._on_timer_update is gone"
     assert callable(getattr(Widget, "_scroll_update", None)), "Widget._scroll_update is gone"
+    from textual._compositor import ChopsUpdate, Compositor
+
+    assert callable(getattr(Compositor, "_regions_to_spans", None)), "Compositor._regions_to_spans is gone"
+    assert callable(getattr(Compositor, "render_partial_update", None)), "Compositor.render_partial_update is gone"
+    assert ChopsUpdate.__init__.__code__.co_varnames[1:4] == ("chops", "spans", "chop_ends"), "ChopsUpdate changed"
 
 
 async def test_private_state_of_the_fast_paths_exists():
@@ -41,3 +48,5 @@ async def test_private_state_of_the_fast_paths_exists():
         screen = app.screen
         assert isinstance(getattr(screen, "_dirty_widgets", None), set), "Screen._dirty_widgets is gone"
         assert isinstance(getattr(app, "_batch_count", None), int), "App._batch_count is gone"
+        compositor = getattr(screen, "_compositor", None)
+        assert isinstance(getattr(compositor, "_dirty_regions", None), set), "Compositor._dirty_regions is gone"

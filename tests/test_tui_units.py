@@ -384,3 +384,23 @@ def test_the_strip_says_whose_cost_it_shows_or_why_there_is_none():
     failed.apply(ev.SessionSpawned("s2", "t", "m", "/ws", "/t", True, backend="acp:opencode"))
     failed.cost_usd = None
     assert cost_note(failed) == "n/a: none reported"
+
+
+def test_a_bodys_markdown_renders_as_richs_own():
+    """``body._markdown`` parses with one reused parser (Rich builds one per call): the lines are
+    Rich's own, for every construct an answer uses."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from cockpit.tui.widgets.body import _MD, _markdown
+
+    text = ("# Title\n\nSome *text*, **bold**, ~~struck~~ and `code`; [a link](https://example.com)\n\n"
+            "- one\n- two\n  1. nested\n\n> quoted\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+            "```python\nprint('x')\n```\n\n---\n")
+
+    def lines(markdown) -> list:
+        console = Console(width=60, color_system="truecolor", file=None)
+        return [list(line) for line in console.render_lines(markdown, console.options)]
+
+    assert lines(_markdown(text)) == lines(Markdown(text, code_theme="monokai", hyperlinks=False))
+    assert _MD.template  # the fast path is the one in use (Rich's constructor is the fallback)

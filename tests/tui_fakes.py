@@ -253,7 +253,8 @@ async def settled(pilot, app) -> None:
     def shown_dirty() -> set[str]:  # panes out of sight stay dirty until shown (by design)
         return app.main.repaint.dirty & {sid for sid, pane in app.panes.items() if pane.display}
 
-    await until(pilot, lambda: all(q.empty() for q in getattr(app.manager, "subs", ())) and not shown_dirty(),
+    await until(pilot, lambda: all(q.empty() for q in getattr(app.manager, "subs", ())) and not app.main.events_queued
+                and not shown_dirty(),
                 "the app to settle")
     await pilot.wait_for_scheduled_animations()
     await pilot.pause()

@@ -427,6 +427,9 @@ class BlockingClient:
         self.close()
 
 
+READ_BATCH = 64  # lines read in one go at most (more are waiting: the loop runs others in between)
+
+
 class AsyncClient:
     """Requests and events over one connection. ``await AsyncClient.connect(path)``; then
     ``await call(method, **params)``; ``events`` is an asyncio.Queue of event payloads
@@ -500,12 +503,19 @@ class AsyncClient:
 
         loop = asyncio.get_running_loop()
         backlog = 0
+        read = 0
         try:
             while True:
                 waiting = bool(self._pending) or self.subscribed  # a line (at least a keepalive) is due
                 wait = self.timeout - (loop.time() - self._last) if waiting else self.timeout
                 try:
-                    line = await asyncio.wait_for(self.reader.readline(), max(wait, 0.01))
+                    # a timeout scope, not wait_for: no task per line, so the lines already
+                    # received are read in one go (the app folds the events they carry together)
+                    async with asyncio.timeout(max(wait, 0.01)):
+                        line = await self.reader.readline()
+                    read += 1
+                    if read % READ_BATCH == 0:  # a backlog: let the app draw between batches
+                        await asyncio.sleep(0)
                 except TimeoutError:  # readline keeps a partial line in the buffer when cancelled
                     if (self._pending or self.subscribed) and loop.time() - self._last >= self.timeout:
                         self.error = ServerHung(hung_message(self.path))

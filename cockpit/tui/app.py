@@ -5,9 +5,9 @@
 ``Runtime`` protocol (``cockpit.runtime.protocols``): every fact on screen arrives as an event,
 and its methods are the app's only way to act — so a client of a session server can stand in
 for it. On start the app's event pump subscribes, then posts ``Runtime.snapshot()`` (every
-session's events so far, its output included) and then each event, as Textual messages
-(``cockpit.tui.messages``), to the main screen, which owns the panes and folds them
-(``cockpit.tui.screens.panes``); what concerns the app as a whole comes back to
+session's events so far, its output included) as a Textual message, then hands it each event
+(queued, one message a batch: ``cockpit.tui.messages``) — to the main screen, which owns the
+panes and folds them (``cockpit.tui.screens.panes``); what concerns the app as a whole comes back to
 ``session_event``. The engine follows the memory API (``start_warmup``, ``sync``, ``status``,
 ``watch``, ``build_preseed``, ``search``, ``lint``) and may be ``None`` (no memory).
 
@@ -40,7 +40,7 @@ from cockpit.tui import state as ui_state
 from cockpit.tui.attention import Attention
 from cockpit.tui.commands import SessionCommands
 from cockpit.tui.hosts import HostsView
-from cockpit.tui.messages import RuntimeEvent, RuntimeSnapshot
+from cockpit.tui.messages import EVENT_BATCH, RuntimeSnapshot
 from cockpit.tui.model import SessionView
 from cockpit.tui.notify import DesktopNotifications, Notifier
 from cockpit.tui.screens.approval import ApprovalDialog
@@ -262,15 +262,19 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
 
     # -- events from the runtime ---------------------------------------------------
     async def _pump(self) -> None:
-        """Subscribe, then post the snapshot of the sessions that exist already and every event
-        after it to the main screen, as messages, in the runtime's order."""
+        """Subscribe, then post the snapshot of the sessions that exist already to the main
+        screen, and queue every event after it there, in the runtime's order."""
         try:
             subscription = self.manager.subscribe()
             snapshot = tuple(self.manager.snapshot())  # no await in between: nothing is missed
             main = self._main
             main.post_message(RuntimeSnapshot(snapshot))
+            queued = 0
             async for event in subscription:
-                main.post_message(RuntimeEvent(event))
+                main.queue_event(event)  # folded in batches, one message a batch
+                queued += 1
+                if queued % EVENT_BATCH == 0:  # a backlog: keys and frames go in between
+                    await asyncio.sleep(0)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the UI stays up; say what broke

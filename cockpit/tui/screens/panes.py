@@ -1,8 +1,10 @@
 """The half of the main screen that owns the sessions' panes (a base class of ``MainScreen``).
 
-Runtime events arrive as Textual messages (``cockpit.tui.messages``), posted here in the
-runtime's order by the app's event pump: ``on_runtime_snapshot`` folds what the sessions did
-before the app attached, ``on_runtime_event`` each event as it happens. Each is folded into its
+Runtime events arrive here in the runtime's order from the app's event pump
+(``cockpit.tui.messages``): ``on_runtime_snapshot`` folds what the sessions did before the app
+attached; each event as it happens is queued (``queue_event``) and ``on_runtime_events`` folds
+every event queued by the time it runs — one Textual message per batch, not per event (a
+message costs more than folding its event: dispatch, then an idle pass). Each is folded into its
 session's ``SessionView`` (cheap); a new session gets a pane; panes plus the totals bar redraw on
 one 20 Hz tick (``FLUSH_HZ``; streaming text shares a budget of ``PANE_BUDGET_HZ`` pane repaints
 per second, spread over the ticks by the pure ``RepaintScheduler``) — so a burst of token deltas
@@ -13,7 +15,9 @@ the user a session needs them, an approval answered elsewhere) goes to
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -26,7 +30,8 @@ from cockpit.runtime.history import Block, fold
 from cockpit.runtime.protocols import GridRuntime, TranscriptSource
 from cockpit.runtime.transcript import FileTranscripts
 from cockpit.textsafe import clean_event
-from cockpit.tui.messages import RuntimeEvent, RuntimeSnapshot
+from cockpit.tui.compositor import SplitCompositor
+from cockpit.tui.messages import EVENT_BATCH, RuntimeEvents, RuntimeSnapshot
 from cockpit.tui.model import SessionView, overlaps
 from cockpit.tui.repaint import RepaintScheduler
 from cockpit.tui.widgets import PaneGrid, SessionPane, TotalsBar
@@ -56,6 +61,8 @@ class SessionPanes(Screen):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # a frame renders the regions that changed, not every pane in the box around them
+        self._compositor = SplitCompositor()
         self.views: dict[str, SessionView] = {}
         self.panes: dict[str, SessionPane] = {}
         self.closed: list[SessionView] = []  # panes the user closed (their spend stays in the totals)
@@ -65,6 +72,8 @@ class SessionPanes(Screen):
         self.totals_dirty = True
         self.focus_ids: set[str] = set()  # sessions whose pane takes the focus when it is added
         self.events_seen = 0
+        self._incoming: deque[ev.Event] = deque()  # live events not folded yet (queue_event)
+        self._incoming_posted = False  # a RuntimeEvents message is on its way for them
 
     @property
     def cockpit(self) -> CockpitApp:
@@ -102,8 +111,33 @@ class SessionPanes(Screen):
                 self.load_history(event.session_id, event.resumed_from,
                                   f"(resumed from {Path(event.resumed_from).name})")
 
-    async def on_runtime_event(self, message: RuntimeEvent) -> None:
-        await self.fold(message.event)
+    def queue_event(self, event: ev.Event) -> None:
+        """A live event, folded in order with the others queued (``on_runtime_events``): one
+        message is posted for however many arrive before it is handled."""
+        self._incoming.append(event)
+        if not self._incoming_posted:
+            self._incoming_posted = self.post_message(RuntimeEvents())
+
+    @property
+    def events_queued(self) -> int:
+        """Live events handed to the screen and not folded yet."""
+        return len(self._incoming)
+
+    async def on_runtime_events(self, message: RuntimeEvents) -> None:
+        """Fold the queued events, oldest first (those queued while one is folded too), at most
+        ``EVENT_BATCH`` of them: a longer backlog goes on in the next message, after the loop ran
+        what else waits (a key, a frame)."""
+        incoming = self._incoming
+        try:
+            for _ in range(EVENT_BATCH):
+                if not incoming:
+                    break
+                await self.fold(incoming.popleft())
+        finally:
+            self._incoming_posted = False
+            if incoming:  # more than a batch (or a fold raised): the rest after what else waits
+                self._incoming_posted = self.post_message(RuntimeEvents())
+                await asyncio.sleep(0)
 
     async def fold(self, event: ev.Event, live: bool = True, mount: list[str] | None = None) -> None:
         """Fold one runtime event into its session's view; new sessions get a pane. ``live``:

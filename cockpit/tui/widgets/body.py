@@ -12,6 +12,8 @@ to the end.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style
@@ -216,4 +218,41 @@ class PaneBody(ScrollView, can_focus=False):
 
 
 def _markdown(text: str) -> RichMarkdown:
-    return RichMarkdown(text, code_theme="monokai", hyperlinks=False)
+    """Rich's Markdown of ``text``. ``RichMarkdown(...)`` builds a new ``MarkdownIt`` parser on
+    every call, most of the cost of a streaming tail's re-render: this one parses with one
+    parser built once (the same rules), when a check at first use shows that gives what Rich's
+    own constructor gives; else it is Rich's constructor."""
+    if _MD.template is None:
+        _MD.check()
+    if not _MD.template:
+        return RichMarkdown(text, code_theme="monokai", hyperlinks=False)
+    md = RichMarkdown.__new__(RichMarkdown)
+    md.__dict__.update(_MD.template)
+    md.markup = text
+    md.parsed = _MD.parser.parse(text)
+    return md
+
+
+class _MD:
+    parser: Any = None
+    template: dict | None = None  # a constructed one's attributes (empty: use the constructor)
+
+    @classmethod
+    def check(cls) -> None:
+        sample = "# t\n\n~~s~~ *e* **b** `c`\n\n| a | b |\n| - | - |\n| 1 | 2 |\n\n```py\nx\n```\n"
+        cls.template = {}
+        try:
+            from markdown_it import MarkdownIt
+
+            parser = MarkdownIt().enable("strikethrough").enable("table")
+            made = RichMarkdown(sample, code_theme="monokai", hyperlinks=False)
+            attrs = dict(vars(made))
+            if not {"markup", "parsed"} <= attrs.keys():
+                return
+            ours = [(t.type, t.tag, t.content) for t in parser.parse(sample)]
+            if ours != [(t.type, t.tag, t.content) for t in made.parsed]:
+                return
+        except Exception:
+            return
+        cls.parser = parser
+        cls.template = attrs
