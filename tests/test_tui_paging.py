@@ -57,7 +57,8 @@ async def check_page(pilot, app, grid, numbers: range) -> None:
         assert state_of(n).value in text_of(pane.query_one("#pane-status"))
         body, text = pane.query_one("#pane-body"), f"answer of session {n}"
         await until(pilot, lambda b=body, t=text: t in b.plain_text(), f"session {n}'s output")
-    assert f"page {grid.page + 1}/4" in text_of(app.screen.query_one("#totals"))
+    await until(pilot, lambda: f"page {grid.page + 1}/4" in text_of(app.screen.query_one("#totals")),
+                "the header's page count")  # (redrawn on the next flush tick)
 
 
 async def settled(pilot, grid) -> None:
