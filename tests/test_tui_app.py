@@ -863,6 +863,25 @@ async def test_closing_a_pane_keeps_the_others_numbers_and_a_new_pane_takes_the_
         assert [c.number for c in grid.children if isinstance(c, SessionPane)] == [1, 2, 3]  # and laid out so
 
 
+async def test_after_a_close_every_pane_of_the_page_is_one_number_key_away():
+    """Ten sessions (a page holds nine); closing the seventh brings the tenth onto page one. It
+    keeps its title 10 and takes the key no pane of the page is titled with: 7."""
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        for i in range(1, 11):
+            mgr.emit(*session_script(f"k{i:05d}", f"task {i}", S.DONE, text=f"answer {i}"))
+        await until(pilot, lambda: len(app.panes) == 10, "ten panes")
+        await app.remove_pane("k00007")
+        grid = app.screen.grid
+        await until(pilot, lambda: grid.pages == 1, "one page")
+        assert [p.number for p in grid.page_panes()] == [1, 2, 3, 4, 5, 6, 8, 9, 10]
+        await pilot.press("7")
+        assert app.screen.focused_pane() is app.panes["k00010"]
+        await pilot.press("9")
+        assert app.screen.focused_pane() is app.panes["k00009"]  # a pane titled 1-9 keeps its key
+
+
 async def test_at_80_columns_every_footer_key_that_does_something_fits_quit_among_them():
     from textual.widgets._footer import FooterKey
 

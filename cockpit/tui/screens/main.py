@@ -181,16 +181,13 @@ class MainScreen(SessionPanes):
             getattr(pane, f"action_{how}")()
 
     def action_jump(self, number: int) -> None:
-        """The pane titled ``number`` when it is on the page shown (any page in the narrow layout,
-        where a page is one pane), else the page's n-th pane."""
+        """The pane the key ``number`` reaches: in the narrow layout (a page is one pane) the pane
+        titled ``number``; else on the page shown (:func:`page_keys`)."""
         grid = self.grid
-        panes = grid.page_panes()
         titled = next((p for p in grid.panes if p.number == number), None) if grid.single else None
-        titled = titled or next((p for p in panes if p.number == number), None)
-        if titled is not None:
-            self.focus_pane(titled)
-        elif 1 <= number <= len(panes) and not any(p.number <= len(panes) for p in panes):
-            self.focus_pane(panes[number - 1])
+        pane = titled or page_keys(grid.page_panes()).get(number)
+        if pane is not None:
+            self.focus_pane(pane)
 
     def action_cycle(self, step: int) -> None:
         panes = self.grid.panes
@@ -309,3 +306,13 @@ class MainScreen(SessionPanes):
 
     def action_warnings(self) -> None:
         self.cockpit.open_memory(tab="warnings")
+
+
+def page_keys(panes: list[SessionPane]) -> dict[int, SessionPane]:
+    """The number keys of a page's panes: a pane titled 1-9 keeps its own number; the others
+    (titled 10 and up: a later page, or page one after a pane was closed) take the keys no pane
+    of the page is titled with, in order — so every pane shown is one key away."""
+    keys = {p.number: p for p in panes if 1 <= p.number <= 9}
+    free = [k for k in range(1, 10) if k not in keys]
+    keys.update(zip(free, [p for p in panes if p.number not in keys], strict=False))
+    return keys

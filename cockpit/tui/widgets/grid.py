@@ -7,7 +7,8 @@ panes above each other. More sessions than a page holds: panes go on pages (no c
 hidden: the totals bar says "page 2/3", focus keys cross pages). Pane numbers continue across
 pages (the first pane of page 2 at 3×3 is 10). A pane keeps its number while it is open: closing
 one leaves its number free (the next new pane takes the lowest free one) and never renumbers the
-others; the key of a number shown on the page picks that pane (1–9), else the n-th pane of the page.
+others; a pane titled 1–9 has its number's key, the page's others take the keys left free
+(``cockpit.tui.screens.main.page_keys``).
 Any pane can be zoomed to the whole screen (``z``: Textual's maximize).
 
 Showing another page draws it over a few frames: the frame of the key that crossed pages lays
