@@ -882,6 +882,21 @@ async def test_after_a_close_every_pane_of_the_page_is_one_number_key_away():
         assert app.screen.focused_pane() is app.panes["k00009"]  # a pane titled 1-9 keeps its key
 
 
+async def test_a_resize_that_makes_pages_shows_the_page_count_without_a_key():
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        for i in range(1, 6):
+            mgr.emit(*session_script(f"r{i:05d}", f"task {i}", S.DONE, text=f"answer {i}"))
+        await until(pilot, lambda: len(app.panes) == 5, "five panes")
+        totals = app.screen.query_one("#totals")
+        assert "page" not in text_of(totals)
+        await pilot.resize_terminal(80, 24)  # 2×2 a page: five are two pages
+        grid = app.screen.grid
+        await until(pilot, lambda: grid.pages == 2, "two pages")
+        await until(pilot, lambda: "page 1/2" in text_of(totals), "the header's page count")
+
+
 async def test_at_80_columns_every_footer_key_that_does_something_fits_quit_among_them():
     from textual.widgets._footer import FooterKey
 
