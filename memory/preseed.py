@@ -20,7 +20,8 @@ Three parts, each within its own share of the token budget (estimated with
    reports the ones that did not fit (``Preseed.priority_cut``) and ``cockpit memory lint``
    warns when a folder has more than fit.
 2. *Lines*: the notes the judge (:mod:`memory.judge`) found likely enough to matter, as
-   ``[name] description``, the first ``SNIPPET_LINES`` with a sentence of the body.
+   ``[name] description``, the first ``SNIPPET_LINES`` with a sentence of the body (a priority
+   note the judge chose too counts among them: its line, given above, gets the sentence).
 3. *The index of the rest*: the next candidates as ``- [name] description`` under
    ``INDEX_HEADING`` (no bodies), as far as ``INDEX_BUDGET_TOKENS`` goes — or, when the whole
    folder fits it, every note, so a small folder never flips between "nothing" and
@@ -268,8 +269,14 @@ def render_block(priority: list[Hit], lines: list[Hit], index: list[Hit],
         given.append(h)
         used += cost
         prio_used += cost
-    first_judged = len(given)
+    # the judged lines in the judge's order, a priority note the judge chose too among them (its
+    # line is already given): the first SNIPPET_LINES of these carry a sentence of the body
+    by_priority = {g.name.casefold(): i for i, g in enumerate(given)}
+    judged: list[int] = []
     for h in unique_names(lines):
+        if h.name.casefold() in by_priority:
+            judged.append(by_priority.pop(h.name.casefold()))
+            continue
         if h.name.casefold() in seen:
             continue
         seen.add(h.name.casefold())
@@ -278,10 +285,11 @@ def render_block(priority: list[Hit], lines: list[Hit], index: list[Hit],
         if used + cost > budget_tokens - min(INDEX_BUDGET_TOKENS // 2, budget_tokens // 4):
             over.append(h)
             continue
+        judged.append(len(given))
         out_lines.append(line)
         given.append(h)
         used += cost
-    for j in range(first_judged, min(first_judged + SNIPPET_LINES, len(given))):
+    for j in judged[:SNIPPET_LINES]:
         h = given[j]
         if fill is not None:
             h = given[j] = fill(h)

@@ -109,3 +109,26 @@ if __name__ == "__main__" and "--write" in sys.argv:
         data = {"exact-scan": blocks(Path(a), False), "first-stage": blocks(Path(b), True)}
     GOLDEN.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {GOLDEN}")
+
+
+def test_a_priority_note_the_judge_chose_too_gets_its_body_snippet():
+    """The README's own example: a ★ note whose body holds the deploy command, asked about that
+    deploy. Given first as a ★ line, it counts among the judged lines that carry a body snippet;
+    a ★ note the judge did not choose stays a bare line."""
+    from memory.preseed import render_block
+    from memory.types import Hit
+
+    stack = Hit("staging-stack", "Staging runs on host callisto, port 6443", "", True, 0.9, Path("s.md"))
+    rule = Hit("no-force-push", "Never force-push main", "", True, 0.1, Path("r.md"))
+    other = Hit("deploy-notes", "Deploys are announced in #ops", "", False, 0.5, Path("d.md"))
+    bodies = {"staging-stack": "Deploy with make ship-v2 from the repository root.",
+              "no-force-push": "Ask in #ops first.", "deploy-notes": "Post the release tag."}
+
+    def fill(h: Hit) -> Hit:
+        return Hit(h.name, h.description, bodies[h.name], h.priority, h.score, h.path)
+
+    text = render_block([stack, rule], [stack, other], [], fill=fill).text
+    assert "★ [staging-stack] Staging runs on host callisto, port 6443 — Deploy with make ship-v2" in text
+    assert "[deploy-notes] Deploys are announced in #ops — Post the release tag." in text
+    assert "★ [no-force-push] Never force-push main\n" in text  # not chosen for this task: no body
+    assert text.count("staging-stack") == 1
