@@ -310,6 +310,12 @@ def test_the_approval_panel_shows_the_ask_the_diff_and_the_keys():
     assert "y allow once · a allow for this session (Edit)" in text
     short = panel_content(ask, 1, {}).plain
     assert "more line" in short
+    cmd = "cat hello.txt && curl -s https://example.com | head -1"
+    once = panel_content(ev.ApprovalRequested("s1", "t2", "bash", "bash", cmd, cmd, "Bash"), 10, {}).plain
+    assert once.count(cmd) == 1  # a one-line command is in the title: not twice
+    long = "make test " + "ARG=" + "x" * 300
+    twice = panel_content(ev.ApprovalRequested("s1", "t3", "bash", "bash", long, long, "Bash"), 10, {}).plain
+    assert long in twice  # cut in the title: the detail shows it whole
 
 
 def test_totals_count_closed_sessions_spend_and_make_approval_stand_out():

@@ -35,7 +35,11 @@ def ask_title(ask: ApprovalRequested) -> Content:
 def panel_content(ask: ApprovalRequested, max_lines: int, keys: dict[str, str]) -> Content:
     """Title, up to ``max_lines`` lines of the detail, and the hint line. ``keys``: action name →
     key shown (``approve_once``, ``approve_session``, ``approve``)."""
-    lines = detail_lines(ask, headers=False)
+    detail = (ask.detail or ask.summary).strip()
+    if detail == ask.summary.strip() and fmt.short(ask.summary, 200) == ask.summary:
+        lines = []  # the title holds it whole (a one-line command): not twice
+    else:
+        lines = detail_lines(ask, headers=False)
     shown = lines[: max(1, max_lines)]
     parts = [ask_title(ask), *shown]
     more = len(lines) - len(shown)
