@@ -102,6 +102,24 @@ def _tolerant_output() -> None:
                 pass
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, but an argument no parser knows is refused by the sub-command
+    it was given to (its usage, not the whole CLI's)."""
+    import argparse
+
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        chosen = parser
+        while True:
+            subs = [a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)]
+            name = getattr(args, subs[0].dest, None) if subs else None
+            if not subs or name not in subs[0].choices:
+                break
+            chosen = subs[0].choices[name]
+        chosen.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:2] == ["memory", "hook"]:  # the Claude Code hook: no time for the whole CLI
@@ -118,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         from cockpit.completion_cli import autocomplete
 
         autocomplete(parser)
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     from cockpit.app_flags import moved
 
     try:  # the app's flags before a sub-command apply to it (or are refused): never silently dropped
@@ -128,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code
     if again is not None:
         argv = again
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
     from cockpit.host_cli import qualified_ids
 
     try:  # a session id as the grid shows it, box:ID, means --host box ID

@@ -252,3 +252,15 @@ def test_every_usage_line_lists_every_sub_command():
                     walk(child, f"{prog} {name}")
 
     walk(build_parser(epilogs=False), "cockpit")
+
+
+@pytest.mark.parametrize("argv, usage", [
+    (["ls", "--bogus"], "usage: cockpit ls "),
+    (["memory", "search", "x", "--bogus"], "usage: cockpit memory search "),
+])
+def test_an_unknown_flag_is_refused_with_its_sub_commands_usage(argv, usage, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith(usage) and "unrecognized arguments: --bogus" in err
+    assert "[--version]" not in err  # not the whole CLI's usage
