@@ -124,7 +124,7 @@ def _only(listed: dict) -> str:
     """``attach`` without an id: the one session that needs the user, else the only one not
     ended; several or none is a one-line error naming them."""
     from cockpit.events import SessionStatus
-    from cockpit.textsafe import one_line
+    from cockpit.textsafe import short
 
     live = []
     for row in listed.get("sessions") or []:
@@ -138,7 +138,7 @@ def _only(listed: dict) -> str:
         if len(group) == 1:
             return str(group[0]["id"])
         if group:
-            names = ", ".join(f"{r['id']} ({r.get('status')}: {one_line(str(r.get('task', '')))[:40]})"
+            names = ", ".join(f"{r['id']} ({r.get('status')}: {short(str(r.get('task', '')), 40)})"
                               for r in group[:6])
             raise CockpitError(f"{len(group)} sessions could be meant: give an id — {names}")
     raise CockpitError("no session is running (cockpit ls lists the ended ones: attach ID shows one)")

@@ -51,6 +51,12 @@ def one_line(text: Any) -> str:
     return _SPACE.sub(" ", clean(text)).strip()
 
 
+def short(text: Any, limit: int) -> str:
+    """:func:`one_line` text of at most ``limit`` characters, ending in ``…`` when cut."""
+    line = one_line(text)
+    return line if len(line) <= limit else line[: max(limit - 1, 0)] + "…"
+
+
 def flat(text: Any) -> str:
     """:func:`clean` text on one line: each line break, with the blanks around it, is one space;
     other spaces are kept; ends trimmed."""

@@ -120,7 +120,7 @@ async def test_round_trip_in_process(api, ws, monkeypatch):
         # the runtime's own error types over the wire too: not found is a KeyError, refused a ValueError
         with pytest.raises(KeyError) as missing:
             await a.call("send", id="nope", text="x")
-        assert str(missing.value) == "no session 'nope'" and missing.value.code == rpc.NOT_FOUND
+        assert str(missing.value) == "no session 'nope' (see cockpit ls)" and missing.value.code == rpc.NOT_FOUND
         with pytest.raises(ValueError) as refused:
             await a.call("diff", id=row["id"])  # it runs in place: no diff
         assert refused.value.code == rpc.REFUSED and "runs in place" in str(refused.value)

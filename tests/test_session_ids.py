@@ -28,7 +28,7 @@ def test_an_ambiguous_prefix_lists_the_matches_with_their_tasks(mgr):
     with pytest.raises(KeyError) as err:
         mgr.get("1nh1")
     assert err.value.args[0] == ("session id '1nh1' is ambiguous: it matches 1nh1txh4364c (fix the flaky test "
-                                 "in the pars), 1nh1wq4r7mza (write docs); give more characters")
+                                 "in the par…), 1nh1wq4r7mza (write docs); give more characters")
     assert mgr.get("1nh1t").id == "1nh1txh4364c"
 
 
@@ -39,7 +39,7 @@ def test_a_too_short_prefix_says_how_many_characters_it_needs(mgr):
     assert err.value.args[0] == "no session '1nh': a prefix or suffix needs at least 4 characters (see cockpit ls)"
     with pytest.raises(KeyError) as err:
         mgr.get("zzzz")
-    assert err.value.args[0] == "no session 'zzzz'"
+    assert err.value.args[0] == "no session 'zzzz' (see cockpit ls)"
 
 
 def test_many_matches_are_counted_not_all_listed():

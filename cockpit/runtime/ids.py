@@ -42,13 +42,13 @@ def not_one(query: str, found: list[tuple[str, str]]) -> str:
     """Why ``query`` names no single session, ``found`` the (id, task) of those it matches: one
     line that lists the matches (their tasks short), or says a prefix needs :data:`MIN_QUERY`
     characters."""
-    from cockpit.textsafe import one_line
+    from cockpit.textsafe import short
 
     q = query.strip()
     if not found:
         if q and len(q) < MIN_QUERY:
             return f"no session {query!r}: a prefix or suffix needs at least {MIN_QUERY} characters (see cockpit ls)"
-        return f"no session {query!r}"
-    shown = ", ".join(f"{sid} ({one_line(task)[:30]})" for sid, task in found[:5])
+        return f"no session {query!r} (see cockpit ls)"
+    shown = ", ".join(f"{sid} ({short(task, 30)})" for sid, task in found[:5])
     more = f" and {len(found) - 5} more" if len(found) > 5 else ""
     return f"session id {query!r} is ambiguous: it matches {shown}{more}; give more characters"

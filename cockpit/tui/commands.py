@@ -136,7 +136,7 @@ class SessionCommands(App):
             if yes:
                 self.kill(session_id)
 
-        self.push_screen(ConfirmDialog(f"Kill session {session_id} · {fmt.short(view.task, 50)}?"), done)
+        self.push_screen(ConfirmDialog(f"Kill session {session_id}? ({fmt.short(view.task, 50)})"), done)
 
     @work(group="manager", name="kill", exit_on_error=False)
     async def kill(self, session_id: str) -> None:

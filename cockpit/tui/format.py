@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cockpit import textsafe
 from cockpit.events import SessionStatus
 from cockpit.runtime.history import outcome_part
-from cockpit.textsafe import one_line
 
 STATUS_GLYPH: dict[SessionStatus, str] = {
     SessionStatus.QUEUED: "…",
@@ -86,9 +86,9 @@ def bar(part: int, whole: int | None, width: int = 10) -> str:
 
 
 def short(text: str, limit: int) -> str:
-    """One line of at most ``limit`` characters, with ``…`` when cut."""
-    line = one_line(text)  # no escape sequence or control character reaches a label
-    return line if len(line) <= limit else line[: max(limit - 1, 0)] + "…"
+    """One line of at most ``limit`` characters, with ``…`` when cut (no escape sequence or
+    control character reaches a label)."""
+    return textsafe.short(text, limit)
 
 
 def tool_args(value: Any, limit: int = 60) -> str:
