@@ -200,7 +200,7 @@ def cmd_server(args: argparse.Namespace) -> int:
             return 0
         sessions = ", ".join(f"{n} {k}" for k, n in st["sessions"].items()) or "no sessions"
         print(f"Cockpit server pid {st['pid']}, up {st['uptime_s']:.0f} s, {sessions}, "
-              f"{st['clients'] - 1} other clients")
+              f"{st['clients'] - 1} other client{'' if st['clients'] == 2 else 's'}")
         print(f"socket {st['socket']} · log {st['log']}")
         prep = st.get("prepared") or {}
         if prep:

@@ -105,6 +105,8 @@ async def test_round_trip_in_process(api, ws, monkeypatch):
         snap = [wire.event_from_json(e) for e in (await c.call("subscribe"))["events"]]
         kinds = [type(e).__name__ for e in snap]
         assert kinds[0] == "SessionSpawned" and "ApprovalResolved" in kinds and "ToolResult" in kinds
+        status = await c.call("server.status")  # three connections, one process (this test's)
+        assert status["connections"] == 3 and status["clients"] == 1
         text = "".join(e.text for e in snap if isinstance(e, ev.TextDelta))
         assert text == "all done"
         # errors are replies; the server stays up

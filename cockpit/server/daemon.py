@@ -204,6 +204,7 @@ class Connection:
         self.pump: asyncio.Task | None = None
         self.tasks: set[asyncio.Task] = set()
         self.closed = False
+        self.peer_pid: int | None = None  # the client's process (a Unix socket's peer), when known
 
     async def send(self, data: bytes) -> None:
         if self.closed:
@@ -331,7 +332,9 @@ class Server:
             await conn.send(rpc.error(None, rpc.RpcError(rpc.REFUSED, "too many connections")))
             conn.close()
             return
-        if not tcp and not _same_user(writer):
+        peer = None if tcp else _peer(writer)
+        conn.peer_pid = peer[0] if peer else None
+        if not tcp and not _same_user(peer):
             await conn.send(rpc.error(None, rpc.RpcError(rpc.UNAUTHORIZED, "this server belongs to another user")))
             conn.close()
             return
@@ -778,7 +781,8 @@ class Server:
         engine = await self._ready_engine(notes, index)
         return {"notes": await asyncio.to_thread(engine.list_notes)}
 
-    @method("server.status", result="`pid`, `uptime_s`, `sessions` by state, `clients`, `socket`, `engines`, `log`, "
+    @method("server.status", result="`pid`, `uptime_s`, `sessions` by state, `clients` (processes connected), "
+            "`connections`, `socket`, `engines`, `log`, "
             "`prepared` (`modules`: a session's modules loaded; `model`: the embedding model warming, ready, error "
             "or not started)")
     async def h_status(self, req: Request) -> dict:
@@ -788,7 +792,9 @@ class Server:
         if self.ghosts:
             counts["interrupted"] = counts.get("interrupted", 0) + len(self.ghosts)
         return {"pid": os.getpid(), "uptime_s": round(time.time() - self.started_at, 1), "sessions": counts,
-                "clients": len(self.conns), "socket": str(self.socket_path),
+                # processes connected (an app holds two connections: its calls and its events)
+                "clients": len({c.peer_pid or id(c) for c in self.conns}), "connections": len(self.conns),
+                "socket": str(self.socket_path),
                 "engines": self.engines.describe(), "log": str(paths.log_path()), "prepared": prepared()}
 
     @method("server.stop", result="`{\"stopping\": true}`, then a clean stop")
@@ -821,17 +827,23 @@ def _cut(event: Event, limit: int = SNAPSHOT_FIELD_CHARS) -> Event:
     return event
 
 
-def _same_user(writer: asyncio.StreamWriter) -> bool:
+def _peer(writer: asyncio.StreamWriter) -> tuple[int, int] | None:
+    """The (pid, uid) of a Unix socket's peer; None where the platform does not say."""
     sock = writer.get_extra_info("socket")
     opt = getattr(socket, "SO_PEERCRED", None)
     if sock is None or opt is None:
-        return True  # no peer credentials on this platform: the 0600 socket in a 0700 folder is the guard
+        return None
     try:
         creds = sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
     except OSError:
-        return True
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid == os.getuid()
+        return None
+    pid, uid, _gid = struct.unpack("3i", creds)
+    return pid, uid
+
+
+def _same_user(peer: tuple[int, int] | None) -> bool:
+    # no peer credentials on this platform: the 0600 socket in a 0700 folder is the guard
+    return peer is None or peer[1] == os.getuid()
 
 
 PREWARM_MODULES = (
