@@ -24,26 +24,28 @@ from urllib.parse import urlparse
 from cockpit.textsafe import clean, one_line
 
 OK, WARN, FAIL = "ok", "warn", "fail"
-MARKS = {OK: "✓", WARN: "!", FAIL: "✗"}
+ABSENT = "absent"  # an optional part not installed: nothing is wrong, nothing of it works either
+MARKS = {OK: "✓", WARN: "!", FAIL: "✗", ABSENT: "·"}
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 NET_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
 class Check:
-    state: str  # OK | WARN | FAIL
+    state: str  # OK | WARN | FAIL | ABSENT
     label: str
     detail: str
     fix: str = ""
 
     def line(self) -> str:
         text = f"{MARKS[self.state]} {self.label}: {self.detail}"
-        return f"{text}\n    fix: {self.fix}" if self.fix and self.state != OK else text
+        return f"{text}\n    fix: {self.fix}" if self.fix and self.state not in (OK, ABSENT) else text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check this machine: Python, config, folders, server, notes, sandbox, key",
-                       description="One line a check, ✓ / ! / ✗, with the fix for each problem. Reads only.")
+                       description="One line a check, ✓ / ! / ✗ (· an optional part not installed), with the fix "
+                                   "for each problem. Reads only.")
     p.add_argument("--notes", metavar="DIR", default="notes", help=
                    "notes folder to check (default ./notes, else the git root's notes/)")
     from cockpit.host_cli import add_host_argument
@@ -67,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
         print(c.line())
     failed = sum(c.state == FAIL for c in checks)
     warned = sum(c.state == WARN for c in checks)
-    print(f"\n{len(checks) - failed - warned} ok, {warned} warning(s), {failed} problem(s)")
+    absent = sum(c.state == ABSENT for c in checks)
+    optional = f", {absent} optional not installed" if absent else ""
+    print(f"\n{len(checks) - failed - warned - absent} ok{optional}, {warned} warning(s), {failed} problem(s)")
     return 1 if failed else 0
 
 
@@ -359,7 +363,7 @@ def check_agents() -> list[Check]:
         hooked = f"hook installed ({', '.join(where)})" if where else "hook not installed"
         name = f"{label} on its own"
         if not found:
-            out.append(Check(OK, f"agent {key}", f"{name}: not installed ({install}); {hooked}"))
+            out.append(Check(ABSENT, f"agent {key}", f"{name}: not installed ({install}); {hooked}"))
         elif where:
             out.append(Check(OK, f"agent {key}", f"{name} at {found}; {hooked}"))
         else:
@@ -384,7 +388,7 @@ def check_acp_agents() -> list[Check]:
             out.append(Check(OK, f"backend acp:{agent.name}", f"{agent.title} over ACP: {argv[0]}"))
         else:
             how = f"cockpit agents install {agent.name}" if agent.npm else agent.install
-            out.append(Check(OK, f"backend acp:{agent.name}", f"{agent.title} over ACP: not installed ({how})"))
+            out.append(Check(ABSENT, f"backend acp:{agent.name}", f"{agent.title} over ACP: not installed ({how})"))
     return out
 
 
@@ -400,6 +404,6 @@ def check_backends() -> list[Check]:
     detail = ("claude-agent-sdk installed" if sdk else
               "not installed, and your config chooses it" if chosen else
               "not installed (optional: the default backend needs nothing)")
-    return [Check(OK if sdk or not chosen else WARN, "backend claude-code", detail,
+    return [Check(OK if sdk else WARN if chosen else ABSENT, "backend claude-code", detail,
                   "in a checkout: pip install -e '.[claude-code]'; as a tool: pipx inject cockpit claude-agent-sdk "
                   "(uv: uv tool install --with claude-agent-sdk …)")]

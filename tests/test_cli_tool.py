@@ -186,7 +186,7 @@ def test_doctor_names_each_agents_cli_and_hook(tmp_path, monkeypatch):
     (tmp_path / ".gemini" / "settings.json").write_text(
         '{"hooks": {"BeforeAgent": [{"hooks": [{"type": "command", "command": "cockpit memory hook"}]}]}}')
     checks = {c.label: c for c in d.check_agents()}
-    assert checks["agent claude"].state == d.OK and "not installed (npm install -g" in checks["agent claude"].detail
+    assert checks["agent claude"].state == d.ABSENT and "not installed (npm install -g" in checks["agent claude"].detail
     assert checks["agent codex"].state == d.WARN and "--agent codex" in checks["agent codex"].fix
     assert checks["agent gemini"].state == d.OK and "hook installed (project)" in checks["agent gemini"].detail
     plugin = tmp_path / ".opencode" / "plugins" / "cockpit-memory.js"
@@ -198,6 +198,7 @@ def test_doctor_names_each_agents_cli_and_hook(tmp_path, monkeypatch):
     assert "hook installed (project)" in checks["agent opencode"].detail
     acp = {c.label: c for c in d.check_acp_agents()}
     assert "not installed (cockpit agents install opencode)" in acp["backend acp:opencode"].detail
+    assert acp["backend acp:opencode"].state == d.ABSENT  # optional: counted apart from what works
     (bin_dir / "opencode").write_text("#!/bin/sh\n")
     (bin_dir / "opencode").chmod(0o755)
     acp = {c.label: c for c in d.check_acp_agents()}
@@ -234,7 +235,7 @@ def test_doctor_warns_about_the_optional_claude_code_backend_only_when_it_is_cho
                         lambda name, *a: None if name == "claude_agent_sdk" else real(name, *a))
     monkeypatch.delenv("COCKPIT_BACKEND", raising=False)
     (check,) = doctor.check_backends()
-    assert check.state == doctor.OK and "optional" in check.detail
+    assert check.state == doctor.ABSENT and "optional" in check.detail and check.line().startswith("·")
     monkeypatch.setenv("COCKPIT_BACKEND", "claude-code")
     (check,) = doctor.check_backends()
     assert check.state == doctor.WARN and "chooses it" in check.detail
