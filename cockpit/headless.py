@@ -535,5 +535,7 @@ def format_report(report: dict, host: str | None = None) -> str:
         f"total: {_n(len(report['sessions']), 'session')} · in {tu['input']} · out {tu['output']} · "
         f"cache write {tu['cache_write']} · cache read {tu['cache_read']} · cost {_cost(t['cost_usd'])}"
     )
-    out.append(f"prices: {report['pricing']['date']} (see cockpit/runtime/pricing.json)")
+    p = report["pricing"]
+    out.append(f"prices: {p['date']} (" + (f"from {p['override']})" if p.get("override") else
+                                          "built in; a pricing.toml in the config folder overrides them)"))
     return clean("\n".join(out))  # the answer and note names are shown, their escape sequences are not
