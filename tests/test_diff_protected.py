@@ -199,3 +199,21 @@ def test_a_worktree_id_that_names_several_lists_them_and_a_short_one_says_so(rep
     assert main(["worktrees", "diff", "ab"]) == 2
     assert "at least 4 characters" in capsys.readouterr().err
     assert main(["worktrees", "diff", "2222"]) == 0  # a unique suffix is enough
+
+
+@pytest.mark.parametrize("width", [120, 80])
+async def test_the_diff_screens_footer_keys_fit_whole_and_merge_stays(width):
+    """At 120 columns the diff screen's keys were cut mid-word ("p Pull re"): the footer fits its
+    width, dropping keys from the right (every one is in the palette), never cutting one."""
+    from textual.widgets._footer import FooterKey
+
+    mgr = FakeManager()
+    mgr.diffs["d00001"] = diff_with(CODE_CHANGE)
+    app = CockpitApp(mgr, FakeEngine())
+    async with app.run_test(size=(width, 36)) as pilot:
+        screen = await open_diff_screen(pilot, app, mgr)
+        await until(pilot, lambda: any(k.display for k in screen.query(FooterKey)), "the footer")
+        shown = {k.description: k.region for k in screen.query(FooterKey) if k.display}
+        assert {"Back", "Merge"} <= set(shown), shown
+        assert all(r.right <= width and r.width > 0 for r in shown.values()), shown
+        await app.shutdown()

@@ -40,7 +40,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Input, Label, OptionList, Static, TextArea
+from textual.widgets import Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from cockpit.runtime.protocols import Runtime
@@ -50,6 +50,7 @@ from cockpit.tui.diffrender import DiffLine, parse_patch, render_diff
 from cockpit.tui.model import SessionView
 from cockpit.tui.screens.dialogs import CommentDialog, ConfirmDialog
 from cockpit.tui.widgets.diffview import DiffView
+from cockpit.tui.widgets.footer import KeyFooter
 
 STATUS_STYLE = {"A": "$text-success", "D": "$text-error", "M": "$text-warning", "R": "$text-primary",
                 "T": "$text-primary"}
@@ -148,7 +149,7 @@ class DiffScreen(Screen):
                 yield OptionList(id="diff-files")
             yield DiffView(id="diff-view")
         yield Static("", id="diff-status")
-        yield Footer()
+        yield KeyFooter()
 
     def _title(self, width: int = 0) -> Content:
         """The title line, fitted to ``width`` columns (0: unlimited): the task is shortened

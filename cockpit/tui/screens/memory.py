@@ -20,7 +20,6 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import (
-    Footer,
     Input,
     Label,
     ListItem,
@@ -32,6 +31,7 @@ from textual.widgets import (
 
 from cockpit.textsafe import clean, one_line
 from cockpit.tui import format as fmt
+from cockpit.tui.widgets.footer import KeyFooter
 
 DEBOUNCE_S = 0.25
 
@@ -66,7 +66,7 @@ class MemoryScreen(Screen):
                     yield Markdown("", id="memory-note")
             with TabPane("Warnings", id="warnings"):
                 yield Label("[dim]checking…[/]", id="memory-warnings")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         if self.initial_tab == "search":

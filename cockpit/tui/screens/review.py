@@ -25,12 +25,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, ListItem, ListView, TextArea
+from textual.widgets import Input, Label, ListItem, ListView, TextArea
 from textual.widgets.text_area import Selection
 
 from cockpit.runtime.protocols import TranscriptSource
 from cockpit.tui import format as fmt
 from cockpit.tui.transcript_view import render_transcript
+from cockpit.tui.widgets.footer import KeyFooter
 
 
 class ReviewScreen(Screen):
@@ -67,7 +68,7 @@ class ReviewScreen(Screen):
                 yield Input(placeholder="search every transcript (Enter: next match; Esc: show all)",
                             id="review-search")
                 yield TextArea("", read_only=True, soft_wrap=True, id="review-text")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#review-search", Input).display = False
