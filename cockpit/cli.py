@@ -28,6 +28,7 @@ from cockpit.errors import CockpitError
 TYPE_CHECKING = False  # not typing's: the hook's hot path starts here, and typing costs it ≈ 4 ms
 if TYPE_CHECKING:  # pragma: no cover - argparse is imported where it is used: the hook must start fast
     import argparse
+    from typing import NoReturn
 
 __all__ = ["CockpitError", "build_parser", "main"]
 
@@ -47,6 +48,29 @@ COMMAND_MODULES = {  # (in the order of the full parser's --help)
 REMOTE_WHOLE = ("memory", "worktrees", "shell", "server")
 
 
+def _suggesting(base: type[argparse.ArgumentParser]) -> type[argparse.ArgumentParser]:
+    """``base`` whose "invalid choice" error names the closest choice (``cockpit lss`` → did you
+    mean ls?) instead of listing them all; its sub-command parsers are of the same class."""
+    import re
+
+    class Parser(base):  # type: ignore[valid-type, misc]
+        def error(self, message: str) -> NoReturn:
+            import difflib
+
+            m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+            if m:
+                choices = re.findall(r"'([^']*)'", m.group(2))
+                close = difflib.get_close_matches(m.group(1), choices, n=1)
+                hint = f"did you mean {close[0]}?" if close else f"one of: {', '.join(choices)}"
+                what = message[:m.start()]  # "argument --permission-mode: " (a sub-command's: its metavar)
+                what = "unknown command " if what.startswith("argument {") else f"{what}no choice "
+                message = f"{what}{m.group(1)!r} — {hint}"
+            super().error(message)  # (it exits)
+            raise SystemExit(2)
+
+    return Parser
+
+
 def build_parser(command: str | None = None, epilogs: bool = True) -> argparse.ArgumentParser:
     """The CLI's parser; ``command``: only that sub-command's module is imported (its parsers
     then are the only ones; the root's flags and ``--help`` of that command are whole).
@@ -57,7 +81,7 @@ def build_parser(command: str | None = None, epilogs: bool = True) -> argparse.A
 
     from cockpit import __version__, config_cli, tui_cli
 
-    parser = argparse.ArgumentParser(
+    parser = _suggesting(argparse.ArgumentParser)(
         prog="cockpit",
         description="Run AI agent sessions side by side, each preseeded from the project's notes.",
         epilog=config_cli.epilog(None) if epilogs else None, formatter_class=argparse.RawDescriptionHelpFormatter,

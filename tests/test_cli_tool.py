@@ -265,3 +265,15 @@ def test_an_unknown_flag_is_refused_with_its_sub_commands_usage(argv, usage, cap
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.startswith(usage) and "unrecognized arguments: --bogus" in err
     assert "[--version]" not in err  # not the whole CLI's usage
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["lss"], "cockpit: error: unknown command 'lss' — did you mean ls?"),
+    (["memory", "serch", "x"], "cockpit memory: error: unknown command 'serch' — did you mean search?"),
+    (["run", "x", "--permission-mode", "acceptedits"],
+     "cockpit run: error: argument --permission-mode: no choice 'acceptedits' — did you mean acceptEdits?"),
+])
+def test_a_mistyped_choice_names_the_closest_one(argv, line, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and capsys.readouterr().err.splitlines()[-1] == line
