@@ -72,7 +72,6 @@ class SessionPanes(Screen):
         self.totals_dirty = True
         self.focus_ids: set[str] = set()  # sessions whose pane takes the focus when it is added
         self.events_seen = 0
-        self._shown_page = (0, 1)  # the page and page count the totals bar shows
         self._incoming: deque[ev.Event] = deque()  # live events not folded yet (queue_event)
         self._incoming_posted = False  # a RuntimeEvents message is on its way for them
 
@@ -294,11 +293,11 @@ class SessionPanes(Screen):
                     statuses_changed = True
             if statuses_changed:  # kill / follow-up keys depend on states (the footer greys them)
                 self.refresh_bindings()
-        grid = next(iter(self.query(PaneGrid)), None)
-        if grid is not None and (grid.page, grid.pages) != self._shown_page:
-            self.totals_dirty = True  # a resize (or a close) changed the pages: the header says so
         if self.totals_dirty:
             self.refresh_totals()
+
+    def on_pane_grid_page_changed(self, _message: PaneGrid.PageChanged) -> None:
+        self.totals_dirty = True  # the header says "page X/Y" (a resize changes it too)
 
     def refresh_totals(self) -> None:
         self.totals_dirty = False
@@ -307,6 +306,5 @@ class SessionPanes(Screen):
             grid = self.grid
         except Exception:
             return
-        self._shown_page = (grid.page, grid.pages)
         bar.show(list(self.views.values()), self.cockpit.memory, grid.page, grid.pages, closed=self.closed,
                  hosts=self.cockpit.hosts_line())

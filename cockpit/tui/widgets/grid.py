@@ -28,6 +28,7 @@ import math
 
 from textual.app import ComposeResult
 from textual.containers import Container
+from textual.message import Message
 from textual.widgets import Static
 
 from cockpit.tui.widgets.pane import SessionPane
@@ -69,12 +70,16 @@ class PaneGrid(Container, can_focus=True):
     """Holds every ``SessionPane``; shows one page of them. Holds the keyboard focus of the main
     screen (panes are selected, not focused)."""
 
+    class PageChanged(Message):
+        """The page shown or the number of pages changed (a key, a pane added or closed, a resize)."""
+
     def __init__(self) -> None:
         super().__init__(id="grid")
         self.page = 0
         self.panes: list[SessionPane] = []
         self._area = (200, 50)  # the grid's last size on screen (it has none while a pane is zoomed)
         self._unrevealed: list[SessionPane] = []  # panes of the page shown, not painted yet
+        self._laid_out = (0, 1)  # the (page, pages) of the last layout
         self.single = False  # the narrow layout: one pane a page
 
     def compose(self) -> ComposeResult:
@@ -173,6 +178,9 @@ class PaneGrid(Container, can_focus=True):
             self.call_after_refresh(self._reveal)
         self.add_class("empty") if not self.panes else self.remove_class("empty")
         self.query_one("#empty-hint").display = not self.panes
+        if (self.page, self.pages) != self._laid_out:
+            self._laid_out = (self.page, self.pages)
+            self.post_message(self.PageChanged())
 
     def on_resize(self) -> None:
         if self.size.width and self.size.height:
