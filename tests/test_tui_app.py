@@ -863,15 +863,20 @@ async def test_closing_a_pane_keeps_the_others_numbers_and_a_new_pane_takes_the_
         assert [c.number for c in grid.children if isinstance(c, SessionPane)] == [1, 2, 3]  # and laid out so
 
 
+async def finished_sessions(pilot, app, mgr, prefix: str, n: int) -> None:
+    """Sessions PREFIX00001… PREFIX0000n, each done with an answer, and a pane for each."""
+    for i in range(1, n + 1):
+        mgr.emit(*session_script(f"{prefix}{i:05d}", f"task {i}", S.DONE, text=f"answer {i}"))
+    await until(pilot, lambda: len(app.panes) == n, f"{n} panes")
+
+
 async def test_after_a_close_every_pane_of_the_page_is_one_number_key_away():
     """Ten sessions (a page holds nine); closing the seventh brings the tenth onto page one. It
     keeps its title 10 and takes the key no pane of the page is titled with: 7."""
     mgr = FakeManager()
     app = CockpitApp(mgr)
     async with app.run_test(size=SIZE) as pilot:
-        for i in range(1, 11):
-            mgr.emit(*session_script(f"k{i:05d}", f"task {i}", S.DONE, text=f"answer {i}"))
-        await until(pilot, lambda: len(app.panes) == 10, "ten panes")
+        await finished_sessions(pilot, app, mgr, "k", 10)
         await app.remove_pane("k00007")
         grid = app.screen.grid
         await until(pilot, lambda: grid.pages == 1, "one page")
@@ -886,9 +891,7 @@ async def test_a_resize_that_makes_pages_shows_the_page_count_without_a_key():
     mgr = FakeManager()
     app = CockpitApp(mgr)
     async with app.run_test(size=SIZE) as pilot:
-        for i in range(1, 6):
-            mgr.emit(*session_script(f"r{i:05d}", f"task {i}", S.DONE, text=f"answer {i}"))
-        await until(pilot, lambda: len(app.panes) == 5, "five panes")
+        await finished_sessions(pilot, app, mgr, "r", 5)
         totals = app.screen.query_one("#totals")
         assert "page" not in text_of(totals)
         await pilot.resize_terminal(80, 24)  # 2×2 a page: five are two pages

@@ -95,6 +95,11 @@ def one(app, host: str, task: str):
     return found[0]
 
 
+
+def client_config(api) -> RuntimeConfig:
+    """The grid's own settings against the stand-in ``api`` (no retries, no sandbox)."""
+    return RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0, sandbox=False)
+
 async def test_two_hosts_in_one_grid_spawn_approve_counts_and_notifications(two_servers, tmp_path):
     local_sock, box_sock = two_servers
     ws = tmp_path / "ws"
@@ -106,8 +111,7 @@ async def test_two_hosts_in_one_grid_spawn_approve_counts_and_notifications(two_
                                           "Staging listens on port 6443 on the host callisto.\n")
     with StandIn() as api:
         api.responder = responder
-        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
-                               sandbox=False)
+        config = client_config(api)
         app, notifier = grid_app(config, ws, local_sock, relay.path, box_notes)
         await relay.restore()
         async with app.run_test(size=SIZE) as pilot:
@@ -171,8 +175,7 @@ async def test_a_dropped_host_shows_reconnecting_and_comes_back_with_every_event
     relay = Relay(tmp_path / "relay.sock", box_sock)
     with StandIn() as api:
         api.responder = responder
-        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
-                               sandbox=False)
+        config = client_config(api)
         app, notifier = grid_app(config, ws, local_sock, relay.path)
         await relay.restore()
         async with app.run_test(size=SIZE) as pilot:
@@ -242,8 +245,7 @@ async def test_a_host_that_cannot_be_reached_at_start_does_not_hold_up_the_other
     ws.mkdir()
     with StandIn() as api:
         api.responder = responder
-        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
-                               sandbox=False)
+        config = client_config(api)
         app, _ = grid_app(config, ws, local_sock, tmp_path / "nobody.sock")
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.host_states.get("box") is not None
@@ -273,8 +275,7 @@ async def test_cockpit_host_local_host_box_from_the_config(two_servers, tmp_path
     config_path().write_text(f'[grid]\nhosts = ["local", "box"]\n[hosts.box]\nsocket = "{box_sock}"\n')
     with StandIn() as api:
         api.responder = responder
-        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
-                               sandbox=False)
+        config = client_config(api)
         app, engine = build(argparse.Namespace(notes="notes"), config, ws, grid_hosts(None, config_path()))
         assert engine is None  # no ./notes here
         async with app.run_test(size=SIZE) as pilot:
@@ -307,8 +308,7 @@ async def test_r_on_a_pane_of_another_host_reviews_and_resumes_that_hosts_transc
     ws.mkdir()
     with StandIn() as api:
         api.responder = responder
-        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
-                               sandbox=False)
+        config = client_config(api)
         app, _ = grid_app(config, ws, local_sock, box_sock)
         async with app.run_test(size=SIZE) as pilot:
             app.spawn("question here")
