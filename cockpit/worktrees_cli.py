@@ -89,17 +89,14 @@ def _one(root: Path, query: str):
     """The worktree ``query`` names; else one line: none (a prefix too short), or the ones it
     could mean, each with its branch."""
     from cockpit.runtime import worktree as wt
-    from cockpit.runtime.ids import MIN_QUERY, not_one
+    from cockpit.runtime.ids import not_one
 
     found = wt.candidates(root, query)
     if len(found) == 1:
         return found[0]
-    if found:
-        why = not_one(query, [(w.session_id, w.branch) for w in found])
-        raise CockpitError(f"{why} (see `cockpit worktrees{_on()}`)")
-    if len(query.strip()) < MIN_QUERY:
-        raise CockpitError(not_one(query, []).replace("cockpit ls", f"cockpit worktrees{_on()}"))
-    raise CockpitError(f"no session worktree {query!r} (see `cockpit worktrees{_on()}`)")
+    see = f"`cockpit worktrees{_on()}`"
+    why = not_one(query, [(w.session_id, w.branch) for w in found], "session worktree", see)
+    raise CockpitError(f"{why} (see {see})" if found else why)
 
 
 def run_shell(args: argparse.Namespace) -> int:

@@ -38,17 +38,17 @@ def matches(query: str, session_id: str) -> bool:
     return len(q) >= MIN_QUERY and (session_id.startswith(q) or session_id.endswith(q))
 
 
-def not_one(query: str, found: list[tuple[str, str]]) -> str:
+def not_one(query: str, found: list[tuple[str, str]], what: str = "session", see: str = "cockpit ls") -> str:
     """Why ``query`` names no single session, ``found`` the (id, task) of those it matches: one
     line that lists the matches (their tasks short), or says a prefix needs :data:`MIN_QUERY`
-    characters."""
+    characters. ``what`` names the thing looked for, ``see`` the command that lists them."""
     from cockpit.textsafe import short
 
     q = query.strip()
     if not found:
         if q and len(q) < MIN_QUERY:
-            return f"no session {query!r}: a prefix or suffix needs at least {MIN_QUERY} characters (see cockpit ls)"
-        return f"no session {query!r} (see cockpit ls)"
+            return f"no {what} {query!r}: a prefix or suffix needs at least {MIN_QUERY} characters (see {see})"
+        return f"no {what} {query!r} (see {see})"
     shown = ", ".join(f"{sid} ({short(task, 30)})" for sid, task in found[:5])
     more = f" and {len(found) - 5} more" if len(found) > 5 else ""
     return f"session id {query!r} is ambiguous: it matches {shown}{more}; give more characters"
