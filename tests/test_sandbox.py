@@ -198,8 +198,22 @@ async def test_unavailable_sandbox_says_why(monkeypatch):
     assert why and "COCKPIT_BWRAP=/nonexistent/bwrap is not an executable" in why
 
 
-async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home):
-    """network = allow: the proxy outside is the only way out, and it passes listed hosts only."""
+def test_the_proxy_socket_fits_and_is_hidden_however_deep_the_data_folder(tmp_path, monkeypatch):
+    """A Unix socket's path has a length limit: the proxy's folder is chosen to fit it, and lies in
+    a folder every sandbox hides (CI once failed with "AF_UNIX path too long")."""
+    from cockpit import places
+
+    for depth in (1, 6, 20):
+        monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path / "/".join(["deep-folder"] * depth)))
+        sock = os.path.join(sb.proxy_dir(), "proxy.sock")
+        assert len(os.fsencode(sock)) <= places.SOCKET_MAX, sock
+        assert any(sock.startswith(h.rstrip("/") + "/") for h in sb.cockpit_folders()), sock
+
+
+async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home, monkeypatch):
+    """network = allow: the proxy outside is the only way out, and it passes listed hosts only —
+    with a data folder deep enough that a socket beside the session's temp folder would not fit."""
+    monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path / "/".join(["deep-folder"] * 6)))
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from threading import Thread
 
@@ -223,8 +237,7 @@ async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home):
     repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
     info = await asyncio.to_thread(wt.create, repo, "s9", "network", worktrees_dir())
     tmp = sb.session_tmp()
-    os.makedirs(tmp + ".proxy")
-    sock = os.path.join(tmp + ".proxy", "proxy.sock")
+    sock = os.path.join(sb.proxy_dir(), "proxy.sock")
     proxy = AllowlistProxy((f"127.0.0.1:{allowed}",), sock)
     await proxy.start()
     settings = sb.SandboxSettings(network="allow", allow_hosts=(f"127.0.0.1:{allowed}",))

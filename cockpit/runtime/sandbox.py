@@ -314,6 +314,7 @@ def cockpit_folders() -> list[str]:
                     str(platformdirs.user_data_path("cockpit"))]
         except ImportError:  # pragma: no cover - a dependency
             pass
+    out.append(_short_dir())  # a socket whose path would be too long elsewhere
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg:
         out.append(xdg)  # the user's session bus, keyring and agent sockets
@@ -417,6 +418,29 @@ def session_tmp(worktrees: Path | str | None = None) -> str:
     root = Path(worktrees or worktrees_dir()) / ".sandbox-tmp"
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     return tempfile.mkdtemp(prefix="s-", dir=root)
+
+
+def proxy_dir() -> str:
+    """A new private folder for a session's allowlist-proxy socket, beside the server's socket: a
+    Unix socket's path has a length limit a deep data folder would pass (the session's temp folder
+    can be anywhere), and that folder is chosen to fit and is hidden in every sandbox. When even it
+    is too deep, ``<tmp>/cockpit-<uid>`` (also hidden)."""
+    import tempfile
+
+    from cockpit import places
+    from cockpit.server import paths
+
+    base = paths.socket_path().parent
+    if len(os.fsencode(str(base / "p-00000000" / "proxy.sock"))) > places.SOCKET_MAX:
+        base = Path(_short_dir())
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return tempfile.mkdtemp(prefix="p-", dir=base)
+
+
+def _short_dir() -> str:
+    from cockpit import places
+
+    return os.path.join(places.temp_root(), f"{places.APP}-{os.getuid()}")
 
 
 def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings: SandboxSettings,

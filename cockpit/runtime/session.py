@@ -74,6 +74,7 @@ class Session(SessionBase):
         self.policy = PermissionPolicy(spec.permission_mode, self._cfg.allow, self._cfg.deny, root=spec.cwd,
                                        sandboxed=spec.sandbox == "bubblewrap", protected=tuple(self._cfg.protected))
         self._sandbox_tmp: str | None = None
+        self._proxy_dir: str | None = None
         self._proxy: Any = None
         self._protected_seen: dict[str, str] = {}  # protected paths' fingerprints known (see _protected_after)
         self._protected_git = False  # the tree was a git tree at the start: a failing git fails closed
@@ -122,7 +123,8 @@ class Session(SessionBase):
             await self._proxy.close()
         if self._sandbox_tmp is not None:
             await asyncio.to_thread(shutil.rmtree, self._sandbox_tmp, True)
-            await asyncio.to_thread(shutil.rmtree, self._sandbox_tmp.rstrip("/") + ".proxy", True)
+        if self._proxy_dir is not None:
+            await asyncio.to_thread(shutil.rmtree, self._proxy_dir, True)
 
     def _notes_glob(self) -> str:
         """``<notes folder>/**`` relative to the tree, when the notes folder lies in the project."""
@@ -173,9 +175,10 @@ class Session(SessionBase):
         if self.spec.network == "allow":
             from cockpit.runtime.netproxy import AllowlistProxy
 
-            proxy_dir = tmp.rstrip("/") + ".proxy"  # beside the temp folder, bound read-only inside
-            os.makedirs(proxy_dir, mode=0o700, exist_ok=True)
-            proxy_sock = os.path.join(proxy_dir, "proxy.sock")
+            # not in the writable temp folder (the socket could be swapped for a link): its own
+            # folder, bound read-only inside
+            self._proxy_dir = await asyncio.to_thread(sb.proxy_dir)
+            proxy_sock = os.path.join(self._proxy_dir, "proxy.sock")
             self._proxy = AllowlistProxy(settings.allow_hosts, proxy_sock)
             await self._proxy.start()
         w = self.spec.worktree
