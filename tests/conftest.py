@@ -30,6 +30,14 @@ LONGEST_FIRST = (
 )
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: two workers a core (at most 16). Much of the suite waits on other processes
+    (servers, sshd, agents, a browser), so one worker a core left the cores idle a third of the
+    time; measured on two cores: 205-224 s with two workers, 176 s with three or four."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(16, 2 * cores)
+
+
 def pytest_collection_modifyitems(items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file keeps its order
