@@ -49,6 +49,7 @@ async def test_more_than_nine_sessions_go_on_pages_and_stay_reachable():
         grid = app.screen.query_one("#grid")
         await until(pilot, lambda: grid.pages == 2 and "page 1/2" in text_of(app.screen.query_one("#totals")), "pages")
         assert grid.pages == 2
+        await until(pilot, lambda: all(p.is_attached for p in grid.panes), "12 panes mounted")
         assert [p.display for p in grid.panes] == [True] * 9 + [False] * 3
         assert "page 1/2" in text_of(app.screen.query_one("#totals"))
         await pilot.press("9")

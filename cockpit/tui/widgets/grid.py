@@ -121,6 +121,7 @@ class PaneGrid(Container, can_focus=True):
         pane.number = next(n for n in range(1, len(self.panes) + 2) if n not in taken)
         self.panes.append(pane)
         self.panes.sort(key=lambda p: p.number)
+        pane.display = self.page_of(pane) == self.page  # a pane of another page is not drawn while it mounts
         await self.mount(pane, before=self.panes.index(pane) + 1 if self.panes[-1] is not pane else None)
         self.relayout()
 
