@@ -13,14 +13,15 @@ SESSION_KEYS = ("model, base_url, max_tokens, max_turns, concurrency, top_k, pre
                 "context_management, notify_os, backend, claude_setting_sources, max_budget_usd, "
                 "max_budget_tokens, server_budget_usd, server_budget_tokens; [permissions] allow, deny, "
                 "defaultMode; [sandbox] enabled, network, allow_hosts, hide, protected, pass_env; "
-                "[preseed] selector, model, timeout; [agents.NAME] (ACP agents), acp_timeout")
+                "[preseed] selector, model, timeout; [agents.NAME] (ACP agents), acp_timeout; api_key_helper")
 KEYS_READ: dict[str | None, str] = {
     None: SESSION_KEYS + "; [keymap] (the app's key bindings); theme",
     "run": SESSION_KEYS,
     "server": SESSION_KEYS + " (when the server starts)",
     "memory": "top_k, selector, selector_model, selector_timeout, [preseed] (preseed and hook)",
     "worktrees": "worktrees, check_command, [worktrees] enabled, check_command",
-    "doctor": "base_url (checked; ANTHROPIC_BASE_URL first), and the whole file (does it parse)",
+    "doctor": "base_url (checked; ANTHROPIC_BASE_URL first), api_key_helper (run), and the whole file (does it "
+              "parse)",
     "budget": "max_budget_usd, max_budget_tokens, server_budget_usd, server_budget_tokens (the server's)",
     "agents": "[agents.NAME] (agents added to the built-in ones, or fields of a built-in one replaced)",
 }

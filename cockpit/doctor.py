@@ -54,6 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     # what `doctor --host` runs there: the key and base URL are the client's (each spawn carries
     # them); the base URL it gives is checked from there, where the sessions call it
     p.add_argument("--as-host", nargs="?", const="", default=None, metavar="BASE_URL", help=argparse.SUPPRESS)
+    p.add_argument("--own-keys", action="store_true", help=argparse.SUPPRESS)  # with --as-host: api_keys = "host"
     p.set_defaults(func=run)
 
 
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         return run_host(args)
     from cockpit.notes_location import resolve_notes
 
-    checks = list(collect(resolve_notes(args.notes, Path.cwd()), as_host=getattr(args, "as_host", None)))
+    checks = list(collect(resolve_notes(args.notes, Path.cwd()), as_host=getattr(args, "as_host", None),
+                          own_keys=getattr(args, "own_keys", False)))
     for c in checks:
         print(c.line())
     failed = sum(c.state == FAIL for c in checks)
@@ -107,17 +109,21 @@ def run_host(args: argparse.Namespace) -> int:
                     "install the same version on both").line())
         return 1
     print(Check(OK, "version", f"cockpit {theirs} there, as here").line())
-    # the key and the base URL go from here with each spawn: the key is checked here; the URL here
-    # and there (the sessions call it from there: a loopback proxy here is not one there)
-    key, url = check_key(), check_base_url()
+    # the key and the base URL go from here with each spawn: the key is checked here (there, when
+    # the host uses its own); the URL here and there (the sessions call it from there: a loopback
+    # proxy here is not one there)
+    key = check_key() if host.sends_keys else Check(
+        OK, "API key", f"not sent: host {host.name} uses its own (api_keys = \"host\"), checked there")
+    url = check_base_url()
     print(key.line())
     print(url.line())
     there = _base_url()
     notes = ["--notes", host.notes] if host.notes and args.notes == "notes" else (
         ["--notes", args.notes] if args.notes != "notes" else [])
+    own = [] if host.sends_keys else ["--own-keys"]
     print(f"\non host {host.name} (cockpit doctor there):")
     try:
-        code, out = capture_remote(host, ["doctor", "--as-host", there, *notes], cwd=host.workspace)
+        code, out = capture_remote(host, ["doctor", "--as-host", there, *own, *notes], cwd=host.workspace)
     except HostError as exc:
         print(Check(FAIL, "remote doctor", str(exc)).line())
         return 1
@@ -133,13 +139,16 @@ def _remote_version(out: str) -> str:
     return one_line(lines[-1].removeprefix("cockpit ").strip())[:80] if lines else ""
 
 
-def collect(notes: Path, as_host: str | None = None) -> Iterator[Check]:
+def collect(notes: Path, as_host: str | None = None, own_keys: bool = False) -> Iterator[Check]:
     """Every check; ``as_host``: for ``doctor --host`` on that host, without the API key (the
-    client's, sent with each spawn, and checked by the client), and with the client's base URL
-    (``as_host`` itself) checked from this host."""
+    client's, sent with each spawn, and checked by the client) unless ``own_keys`` (the host's
+    ``api_keys = "host"``: this host's own key is the one its sessions use), and with the
+    client's base URL (``as_host`` itself) checked from this host."""
     here: tuple[Callable[[], Check], ...] = (check_key, check_base_url)
     if as_host is not None:
         here = (lambda: check_base_url(as_host, "base URL (the client's, from this host)"),) if as_host else ()
+        if own_keys:
+            here = (lambda: check_key("API key (this host's own: api_keys = \"host\")"), *here)
     steps: list[Callable[[], Check | list[Check]]] = [
         check_python, check_config, check_folders, check_server, lambda: check_notes(notes), check_model,
         check_sandbox, check_git, *here, check_backends,
@@ -297,12 +306,31 @@ def check_git() -> Check:
     return Check(OK, "git", f"{git}; gh {'at ' + gh if gh else 'not installed (cockpit worktrees pr needs it)'}")
 
 
-def check_key() -> Check:
+def check_key(label: str = "API key") -> Check:
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         if os.environ.get(name, "").strip():
-            return Check(OK, "API key", f"{name} is set (value not shown)")
-    return Check(WARN, "API key", "neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set",
-                 "export ANTHROPIC_API_KEY=… (sessions need it; the notes work without)")
+            return Check(OK, label, f"{name} is set (value not shown)")
+    helper = _key_helper()
+    if helper:  # run as a session's spawn would: it must print a key (never shown)
+        from cockpit.runtime import keyhelper
+
+        try:
+            keyhelper.run(helper)
+        except keyhelper.KeyHelperError as exc:
+            return Check(FAIL, label, str(exc), "fix api_key_helper in config.toml, or export ANTHROPIC_API_KEY")
+        return Check(OK, label, "api_key_helper printed a key (value not shown)")
+    return Check(WARN, label, "neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set",
+                 "export ANTHROPIC_API_KEY=… or set api_key_helper in config.toml (sessions need it; the "
+                 "notes work without)")
+
+
+def _key_helper() -> str | None:
+    from cockpit.runtime import ConfigError, load_config
+
+    try:
+        return load_config().api_key_helper
+    except ConfigError:
+        return None  # (the config check says why)
 
 
 def _base_url() -> str:

@@ -69,7 +69,9 @@ def grid_app(args: argparse.Namespace, config, workspace: Path, grid: list[GridH
         attach, engine, workspace=workspace, model=config.model, top_k=config.top_k,
         preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
         permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
-        notify_os=config.notify_os, api_key_missing=not config.api_key,
+        notify_os=config.notify_os,
+        # (local: its keys are this machine's; a host with api_keys = "host" uses its own)
+        api_key_missing=not (config.api_key or config.api_key_helper) and any(h.sends_keys for h in grid),
         notes_missing="" if not local or notes.is_dir() else str(notes),
     )
     return app, engine

@@ -254,8 +254,10 @@ def run(args: argparse.Namespace) -> int:
     why = None if host else spec.unavailable(cfg)  # (that host's server says what it cannot run)
     if why:
         raise CockpitError(why)
-    if not cfg.api_key and spec.needs_api_key:  # Claude Code may use its own login instead
-        raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it)")
+    # (Claude Code may use its own login; api_key_helper gives the key where the session runs)
+    if not cfg.api_key and not cfg.api_key_helper and spec.needs_api_key and _sends_keys(host):
+        raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it; "
+                           "or api_key_helper in config.toml)")
     if host:
         report = _run_on_host(args, specs, cfg, pricing)
         return _print_report(args, report)
@@ -376,6 +378,16 @@ def _notes_folder(args) -> Path | None:
     return notes
 
 
+def _sends_keys(host: str | None) -> bool:
+    """Whether this machine's keys go with the spawn: always to this machine's server; to a host
+    unless its ``[hosts.NAME]`` says ``api_keys = "host"`` (it uses its own)."""
+    if not host:
+        return True
+    from cockpit.host_cli import entry
+
+    return entry(host).sends_keys
+
+
 def _run_remote(args, specs: list[SpawnSpec], cfg, pricing) -> dict:
     """The sessions run in the background server (started when none runs)."""
     from cockpit.server.transport import UnixTransport
@@ -402,7 +414,7 @@ def _run_on_host(args, specs: list[SpawnSpec], cfg, pricing) -> dict:
     for path in (notes, index, workspace, *(s.workspace for s in specs)):
         _check_host_path(path)
     return _run_in_server(transport(args), specs, cfg, pricing, notes, index, workspace, args.detach,
-                          where=f" on host {host.name}")
+                          where=f" on host {host.name}", send_keys=host.sends_keys)
 
 
 def _check_host_path(path) -> None:
@@ -413,18 +425,18 @@ def _check_host_path(path) -> None:
 
 
 def _run_in_server(transport, specs: list[SpawnSpec], cfg, pricing, notes: str | None, index: str | None,
-                   workspace: str | None, detach: bool, where: str = "") -> dict:
+                   workspace: str | None, detach: bool, where: str = "", send_keys: bool = True) -> dict:
     """The one spawning path of :func:`_run_remote` (this machine's server) and
     :func:`_run_on_host` (a host's, ``where`` = " on host NAME"): connect through ``transport``,
     index the notes, spawn ``specs`` through :class:`RemoteRuntime` (which names the paths as
     the server's side does), wait unless ``detach``."""
     import asyncio
 
-    return asyncio.run(_remote(transport, specs, cfg, pricing, notes, index, workspace, detach, where))
+    return asyncio.run(_remote(transport, specs, cfg, pricing, notes, index, workspace, detach, where, send_keys))
 
 
 async def _remote(transport, specs: list[SpawnSpec], cfg, pricing, notes, index, workspace, detach,
-                  where: str = "") -> dict:
+                  where: str = "", send_keys: bool = True) -> dict:
     from cockpit.server.client import AsyncClient, RemoteError, ServerError
     from cockpit.server.remote import RemoteRuntime
 
@@ -432,7 +444,7 @@ async def _remote(transport, specs: list[SpawnSpec], cfg, pricing, notes, index,
         client = await AsyncClient.over(transport)
     except ServerError as exc:  # no server here / the host unreachable (exit 1: not a usage error)
         raise CockpitError(str(exc), code=1 if where else 2) from None
-    rt = RemoteRuntime(client, cfg, notes, index, workspace)
+    rt = RemoteRuntime(client, cfg, notes, index, workspace, send_keys)
     try:
         await rt.client.call("hello", client="cockpit run")
         if rt.notes is not None:

@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         manager, engine, workspace=workspace, model=config.model, top_k=config.top_k,
         preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
         permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
-        notify_os=config.notify_os, api_key_missing=not config.api_key,
+        notify_os=config.notify_os, api_key_missing=not (config.api_key or config.api_key_helper),
     )
     try:
         app.run()
@@ -268,7 +268,7 @@ def attached_app(args: argparse.Namespace, config, workspace: Path | str, **app_
         attach, engine, workspace=workspace, model=config.model, top_k=config.top_k,
         preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
         permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
-        notify_os=config.notify_os, api_key_missing=not config.api_key,
+        notify_os=config.notify_os, api_key_missing=not (config.api_key or config.api_key_helper),
         notes_missing="" if have_notes else str(notes), **app_options,
     )
     return app, engine

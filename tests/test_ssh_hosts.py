@@ -68,6 +68,12 @@ ssh = "remote"
 command = {json.dumps(command)}
 workspace = {json.dumps(str(ws))}
 
+[hosts.ownkeys]
+ssh = "remote"
+command = {json.dumps(command)}
+workspace = {json.dumps(str(ws))}
+api_keys = "host"
+
 [hosts.badkey]
 ssh = "wrongkey"
 command = {json.dumps(command)}
@@ -204,6 +210,29 @@ def test_worktrees_and_doctor_run_on_the_host(box, api, capfd, monkeypatch):
     assert main(["doctor", "--host", "box"]) == 1
     there = capfd.readouterr().out.split("on host box (cockpit doctor there):")[1]
     assert "✗ base URL (the client's, from this host): http://127.0.0.1:9 is not reachable" in there
+
+
+def test_a_host_with_api_keys_host_uses_and_checks_its_own_key(box, api, capfd, monkeypatch):
+    """``api_keys = "host"``: nothing of this machine's keys goes there — a run needs no key here,
+    box's server takes the key its ``api_key_helper`` prints, and ``doctor --host`` checks the key
+    there instead of here, never printing it."""
+    (box["data"] / "config.toml").write_text('api_key_helper = "echo box-helper-key"\n')
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    api.script(Reply("the port is 8080"))
+    assert main(["run", "which port?", "--host", "ownkeys", "--base-url", api.base_url, "--json"]) == 0
+    assert json.loads(capfd.readouterr().out)["sessions"][0]["answer"] == "the port is 8080"
+    seen = {r.headers.get("x-api-key") or r.headers.get("Authorization", "").removeprefix("Bearer ")
+            for r in api.requests if r.path.endswith("/v1/messages")}
+    assert seen == {"box-helper-key"}
+    assert main(["run", "which port?", "--host", "box", "--base-url", api.base_url]) == 2  # box sends ours: none
+    assert "ANTHROPIC_API_KEY is not set" in capfd.readouterr().err
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+    main(["doctor", "--host", "ownkeys"])
+    out = capfd.readouterr().out
+    here, there = out.split("on host ownkeys (cockpit doctor there):")
+    assert '✓ API key: not sent: host ownkeys uses its own (api_keys = "host"), checked there' in here
+    assert '✓ API key (this host\'s own: api_keys = "host"): api_key_helper printed a key' in there
+    assert "box-helper-key" not in out
 
 
 @pytest.mark.parametrize(("host", "expected"), [

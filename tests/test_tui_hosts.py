@@ -3,6 +3,7 @@ second reached through a relay the test can cut and restore (what a broken SSH l
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from tui_fakes import text_of, until
 
 from cockpit import hostids
 from cockpit.events import SessionStatus as S
+from cockpit.events import StatusChanged
 from cockpit.runtime import RuntimeConfig
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.server import paths
@@ -419,3 +421,100 @@ async def test_a_hosts_error_text_is_shown_as_text_not_markup(tmp_path):
         shown = toast.render()
         assert "[/] closed; [@click=app.quit]click here[/]" in str(shown)
         assert not any("@click" in str(span.style) for span in getattr(shown, "spans", ()))
+
+
+@pytest.mark.parametrize("api_keys, key_seen", [("send", "client-key"), ("host", "box-own-key")])
+async def test_a_host_gets_this_machines_keys_unless_it_uses_its_own(monkeypatch, tmp_path, api_keys, key_seen):
+    """``[hosts.NAME] api_keys``: "send" (the default) sends this machine's API key and provider
+    keys with each spawn; "host" sends none of them, and the host's server gets its own from its
+    ``api_key_helper`` (a server the bridge starts has no key in its environment). The stand-in
+    sees which key each session called with."""
+    from cockpit.runtime.config import config_path, parse_hosts
+    from cockpit.server.host_config import connector_for
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with monkeypatch.context() as m:  # box's server, its own key from its own config's helper
+        m.setenv("COCKPIT_DATA_DIR", str(tmp_path / "box-data"))
+        config_path().parent.mkdir(parents=True, exist_ok=True)
+        config_path().write_text('api_key_helper = "echo; echo box-own-key"\n')
+        start_server()
+        box_sock = paths.socket_path()
+    table = parse_hosts({"box": {"socket": str(box_sock), "workspace": str(ws), "api_keys": api_keys}})
+    assert table["box"].sends_keys is (api_keys == "send")
+    try:
+        with StandIn() as api:
+            api.responder = responder
+            config = RuntimeConfig(api_key="client-key", base_url=api.base_url, model="test-model", max_retries=0,
+                                   sandbox=False, provider_keys={"OPENAI_API_KEY": "client-openai-key"})
+            rt = await connector_for(table["box"], config)()
+            try:
+                info = await rt.spawn(SpawnSpec("say hi", worktree=False))
+
+                async def answered() -> StatusChanged:
+                    async for event in rt.subscribe():
+                        if event.session_id == info.id and isinstance(event, StatusChanged) \
+                                and event.status in (S.WAITING, S.DONE, S.ERROR):
+                            return event
+                    raise AssertionError("the connection closed")
+
+                end = await asyncio.wait_for(answered(), 120)  # a hang guard; the session answers at once
+            finally:
+                await rt.client.close()
+            assert end.status is S.WAITING, end
+            keys = {r.headers.get("x-api-key") or r.headers.get("Authorization", "").removeprefix("Bearer ")
+                    for r in api.requests if r.path.rstrip("/").endswith("/v1/messages")}
+            assert keys == {key_seen}
+    finally:
+        stop_server(box_sock)
+
+
+def test_a_key_helper_that_fails_refuses_the_spawn_in_one_line(tmp_path):
+    """``api_key_helper`` where a session runs: its failure (exit, no output, a hang) is the
+    spawn's one-line refusal, with neither its output nor the command (which may hold a secret)."""
+    from cockpit.runtime import keyhelper
+
+    assert keyhelper.run("printf '\\n  sk-from-helper  \\nsecond\\n'") == "sk-from-helper"
+    for command, said in [("echo oops >&2; exit 3", "api_key_helper exited 3: oops"),
+                          ("true sk-in-the-command", "api_key_helper printed no key")]:
+        with pytest.raises(keyhelper.KeyHelperError) as err:
+            keyhelper.run(command)
+        assert str(err.value) == said
+    with pytest.raises(keyhelper.KeyHelperError, match="gave no key within 0.5 s"):
+        keyhelper.run("sleep 30", timeout=0.5)
+
+
+async def test_a_spawn_without_a_key_takes_the_helpers_and_a_failing_helper_is_refused(api, tmp_path):
+    from helpers import make_manager
+
+    api.responder = lambda body: Reply("hello")
+    ok = make_manager(api, api_key=None, api_key_helper="echo helper-key", worktrees=False)
+    s = await ok.spawn(SpawnSpec("say hi", workspace=tmp_path))
+    assert await ok.wait_idle(timeout=60)
+    assert s.final_text == "hello"
+    assert {r.headers.get("x-api-key") or r.headers.get("Authorization", "").removeprefix("Bearer ")
+            for r in api.requests if r.path.endswith("/v1/messages")} == {"helper-key"}
+    bad = make_manager(api, api_key=None, api_key_helper="exit 7", worktrees=False)
+    with pytest.raises(ValueError, match="api_key_helper exited 7"):
+        await bad.spawn(SpawnSpec("say hi", workspace=tmp_path))
+
+
+def test_api_keys_takes_send_or_host_and_says_so():
+    from cockpit.runtime.config import ConfigError, parse_hosts
+
+    assert parse_hosts({"box": {}})["box"].sends_keys  # the default: as to the local server
+    with pytest.raises(ConfigError, match=r'hosts.box.api_keys must be "send" .* or "host"'):
+        parse_hosts({"box": {"api_keys": "mine"}})
+
+
+def test_a_payload_for_a_host_that_uses_its_own_keys_carries_none_of_ours():
+    from cockpit.server.remote import KEY_FIELDS, config_payload
+
+    config = RuntimeConfig(api_key="k", auth_token="t", provider_keys={"OPENAI_API_KEY": "o"}, model="m")
+    sent = config_payload(config)
+    assert (sent["api_key"], sent["auth_token"], sent["provider_keys"]) == ("k", "t", {"OPENAI_API_KEY": "o"})
+    kept = config_payload(config, send_keys=False)
+    assert not set(KEY_FIELDS) & set(kept) and kept["model"] == "m"
+    assert "'k'" not in repr(kept) and "'o'" not in repr(kept)

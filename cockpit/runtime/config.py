@@ -167,6 +167,7 @@ class RuntimeConfig:
     server_budget_usd: float | None = None
     server_budget_tokens: int | None = None
     check_command: str | None = None  # tests before merge: `check_command` or [worktrees] check_command
+    api_key_helper: str | None = None  # a command printing the API key when a spawn brings none (keyhelper)
     agents: tuple[Any, ...] = ()  # [agents.NAME] tables: cockpit.runtime.acp.agents.AgentDef
     acp_timeout: float = 60.0  # seconds an ACP agent has to answer initialize / session/new
     # other providers' keys from the environment (OPENAI_API_KEY…): an ACP agent's relay puts its
@@ -225,7 +226,7 @@ _FILE_KEYS: dict[str, Any] = {
     "context_management": str, "notify_os": bool, "backend": str, "claude_setting_sources": "sources",
     "selector": str, "selector_model": str, "selector_timeout": float,
     "max_budget_usd": float, "max_budget_tokens": int, "server_budget_usd": float, "server_budget_tokens": int,
-    "check_command": str, "acp_timeout": float,
+    "check_command": str, "acp_timeout": float, "api_key_helper": str,
 }
 _WORKTREES_TABLE = {"enabled": "worktrees", "check_command": "check_command"}  # [worktrees] (a table, not the bool)
 _PRESEED_TABLE = {"selector": "selector", "model": "selector_model", "timeout": "selector_timeout"}
@@ -411,7 +412,10 @@ class HostEntry:
     (a path, or a shell command line such as ``env COCKPIT_DATA_DIR=… cockpit``); ``notes`` and
     ``workspace``: folders *on that host* (the notes of its sessions, the default workspace of a
     spawn there); ``timeout``: seconds for ssh to connect and the remote bridge to say hello.
-    ``socket``: instead of ssh, a server's Unix socket on this machine (another data folder)."""
+    ``socket``: instead of ssh, a server's Unix socket on this machine (another data folder).
+    ``api_keys``: ``send`` (this machine's API key, auth token and provider keys go with each
+    spawn, as to the local server) or ``host`` (none of them goes there: that host's server uses
+    its own, from its environment or its config)."""
 
     name: str
     ssh: str = ""
@@ -420,9 +424,16 @@ class HostEntry:
     notes: str | None = None
     workspace: str | None = None
     timeout: float = 20.0
+    api_keys: str = "send"
+
+    @property
+    def sends_keys(self) -> bool:
+        return self.api_keys == "send"
 
 
-_HOST_KEYS = {"ssh": str, "socket": str, "command": str, "notes": str, "workspace": str, "timeout": float}
+_HOST_KEYS = {"ssh": str, "socket": str, "command": str, "notes": str, "workspace": str, "timeout": float,
+              "api_keys": str}
+API_KEYS_MODES = ("send", "host")
 
 
 def check_host_name(name: Any, where: str = "config.toml") -> str:
@@ -476,6 +487,9 @@ def parse_hosts(table: Any, where: str = "config.toml") -> dict[str, HostEntry]:
                 value = float(value)
             elif not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"{where}: hosts.{name}.{key} must be a non-empty string, got {value!r}")
+            elif key == "api_keys" and value.strip() not in API_KEYS_MODES:
+                raise ConfigError(f"{where}: hosts.{name}.api_keys must be \"send\" (this machine's keys go with "
+                                  f"each spawn) or \"host\" (the host's own), got {value!r}")
             values[key] = value.strip() if isinstance(value, str) else value
         if "socket" in values:
             if "ssh" in values:

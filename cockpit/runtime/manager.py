@@ -329,7 +329,7 @@ class SessionManager:
         ws = Path(spec.workspace or Path.cwd()).expanduser().resolve()
         if not ws.is_dir():
             raise ValueError(f"workspace is not a folder: {ws}")
-        cfg = config or self.config
+        cfg = await _with_key(config or self.config)
         mode = PermissionMode.parse(spec.permission_mode or cfg.permission_mode)
         style = spec.tools or cfg.tools
         backend = spec.backend or cfg.backend
@@ -434,7 +434,7 @@ class SessionManager:
         if old and Path(old.path).is_dir():
             info = wt.load_meta(Path(old.path).with_suffix(".json"))
         sid = self._new_id()
-        cfg = config or self.config
+        cfg = await _with_key(config or self.config)
         transcript = new_transcript_path(cfg.resolved_sessions_dir(), sid)
         placement = "worktree" if info else (h.placement or "in place")
         if info is None and old:
@@ -747,6 +747,16 @@ class SessionManager:
     async def __aexit__(self, *exc) -> None:
         await self.aclose()
 
+
+
+async def _with_key(cfg: RuntimeConfig) -> RuntimeConfig:
+    """``cfg`` with the key ``api_key_helper`` prints when it has no key or token of its own
+    (:mod:`cockpit.runtime.keyhelper`); a helper that fails is a ValueError (one line)."""
+    if cfg.api_key or cfg.auth_token or not cfg.api_key_helper:
+        return cfg
+    from cockpit.runtime import keyhelper
+
+    return replace(cfg, api_key=await asyncio.to_thread(keyhelper.run, cfg.api_key_helper))
 
 __all__ = ["SessionManager", "Subscription", "SessionClosed"]
 

@@ -118,7 +118,7 @@ def connector_for(host: GridHost, config: Any, local_notes: str | None = None) -
         path = Path(host.socket).expanduser()
 
         async def over_socket() -> RemoteRuntime:
-            return await RemoteRuntime.attach(config, notes=host.notes, path=path)
+            return await RemoteRuntime.attach(config, notes=host.notes, path=path, send_keys=host.sends_keys)
 
         return over_socket
     return ssh_connector_for(host, config)

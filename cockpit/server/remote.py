@@ -38,9 +38,14 @@ CLIENT_CONFIG_KEYS = (
 )
 
 
-def config_payload(config: RuntimeConfig) -> dict:
-    """The settings a client sends with a spawn (its own flags > environment > config file)."""
-    data = {f.name: getattr(config, f.name) for f in fields(config) if f.name in CLIENT_CONFIG_KEYS}
+KEY_FIELDS = ("api_key", "auth_token", "provider_keys")  # what a host with api_keys = "host" never gets
+
+
+def config_payload(config: RuntimeConfig, send_keys: bool = True) -> dict:
+    """The settings a client sends with a spawn (its own flags > environment > config file);
+    without :data:`KEY_FIELDS` when ``send_keys`` is false (the server's own are used)."""
+    data = {f.name: getattr(config, f.name) for f in fields(config)
+            if f.name in CLIENT_CONFIG_KEYS and (send_keys or f.name not in KEY_FIELDS)}
     for key in ("allow", "deny", "allow_hosts", "sandbox_hide", "protected", "pass_env"):
         data[key] = list(getattr(config, key))
     data["agents"] = [a.to_wire() for a in config.agents]  # this client's [agents.NAME], not the server's
@@ -84,16 +89,18 @@ class _Subscription:
 
 class RemoteRuntime:
     """``Runtime`` over the server. Create with :meth:`attach` (subscribes; :meth:`snapshot`
-    then holds the events so far). ``config``: this client's settings, sent with every spawn;
+    then holds the events so far). ``config``: this client's settings, sent with every spawn
+    (its keys only when ``send_keys``: a host with ``api_keys = "host"`` uses its own);
     ``notes``/``index``: the notes folder (and index file) sessions spawned here use."""
 
     backends: tuple[str, ...] = ("cockpit",)
     outlives_app = True  # quitting the app detaches: the sessions go on in the server
 
     def __init__(self, client: AsyncClient, config: RuntimeConfig, notes: str | None = None, index: str | None = None,
-                 workspace: str | None = None):
+                 workspace: str | None = None, send_keys: bool = True):
         self.client = client
         self.config = config
+        self.send_keys = send_keys
         conn = getattr(client, "connection", None)  # a transport's (ssh: the bridge's hello)
         hello = conn.hello if conn is not None else {}
         self.host: str | None = str(client.path).removeprefix("host ") if hello else None  # None: this machine
@@ -120,12 +127,13 @@ class RemoteRuntime:
     @classmethod
     async def attach(cls, config: RuntimeConfig, notes: str | None = None, index: str | None = None,
                      path: Path | None = None, transport: Transport | None = None,
-                     workspace: str | None = None) -> RemoteRuntime:
+                     workspace: str | None = None, send_keys: bool = True) -> RemoteRuntime:
         """Connect (to the socket at ``path``, or through ``transport``: ssh to a host), say
-        hello, subscribe. ``workspace``: where spawns go when they name none."""
+        hello, subscribe. ``workspace``: where spawns go when they name none; ``send_keys``:
+        whether this client's keys go with a spawn."""
         client = await (AsyncClient.over(transport) if transport is not None else AsyncClient.connect(path))
         try:
-            return await cls._attached(cls(client, config, notes, index, workspace))
+            return await cls._attached(cls(client, config, notes, index, workspace, send_keys))
         except BaseException:
             await client.close()
             raise
@@ -159,7 +167,8 @@ class RemoteRuntime:
         else:  # this folder is not the host's
             raise ValueError(f"no workspace on host {self.host}: give one, or set workspace in [hosts.{self.host}]")
         row = await self.client.call("spawn", **spawn_params(replace(spec, workspace=workspace), self.config),
-                                     notes=self.notes, index=self.index, config=config_payload(self.config))
+                                     notes=self.notes, index=self.index,
+                                     config=config_payload(self.config, self.send_keys))
         return SessionInfo(**row)
 
     async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,
@@ -206,7 +215,7 @@ class RemoteRuntime:
             given = str(path.resolve()) if path.exists() else str(transcript_path)  # else a Claude Code session id
         row = await self.client.call("resume", path=given, notes=self.notes, index=self.index,
                                      interactive=True if interactive is None else interactive,
-                                     config=config_payload(self.config))
+                                     config=config_payload(self.config, self.send_keys))
         return SessionInfo(**row)
 
     async def continue_fresh(self, session_id: str) -> SessionInfo:

@@ -229,7 +229,8 @@ async def ssh_connector(host: HostEntry | str, config: RuntimeConfig, notes: str
 
     entry = host_entry(host) if isinstance(host, str) else host
     return await RemoteRuntime.attach(config, notes=notes or entry.notes, index=index,
-                                      transport=transport_for(entry), workspace=entry.workspace)
+                                      transport=transport_for(entry), workspace=entry.workspace,
+                                      send_keys=entry.sends_keys)
 
 
 def shell_path(path: str) -> str:
