@@ -518,3 +518,19 @@ def test_a_payload_for_a_host_that_uses_its_own_keys_carries_none_of_ours():
     kept = config_payload(config, send_keys=False)
     assert not set(KEY_FIELDS) & set(kept) and kept["model"] == "m"
     assert "'k'" not in repr(kept) and "'o'" not in repr(kept)
+
+
+def test_a_running_server_takes_the_key_helper_config_toml_says_now(tmp_path):
+    """A helper fixed in config.toml after the server started is the one the next spawn runs (the
+    user who fixed it retries; a restart is not needed); one removed is no longer run."""
+    from cockpit.runtime.config import config_path
+    from cockpit.server.daemon import Server
+
+    config_path().parent.mkdir(parents=True, exist_ok=True)
+    config_path().write_text('api_key_helper = "exit 4"\n')
+    server = Server(RuntimeConfig(api_key_helper="exit 4"))
+    config_path().write_text('api_key_helper = "echo fixed"\n')
+    assert server._config({}, True).api_key_helper == "echo fixed"
+    assert server._config({"api_key": "given"}, True).api_key_helper == "exit 4"  # (a key came: unused)
+    config_path().write_text("")
+    assert server._config({}, True).api_key_helper is None

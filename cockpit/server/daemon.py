@@ -52,7 +52,7 @@ from cockpit.events import (
 )
 from cockpit.runtime import RuntimeConfig, SessionManager, keyguard
 from cockpit.runtime.claude_code import looks_like_session_id
-from cockpit.runtime.config import ConfigError, load_config
+from cockpit.runtime.config import ConfigError, load_config, read_config_file
 from cockpit.runtime.history import SessionHistory, fold
 from cockpit.runtime.manager import SessionClosed
 from cockpit.runtime.spawn import Count, Dollars, SpawnSpec
@@ -445,7 +445,15 @@ class Server:
             except AgentConfigError as exc:
                 raise wire.ParamError(str(exc)) from None
         overrides["interactive"] = interactive
-        return load_config(overrides, env={}, config_file=Path(os.devnull), base=self.config)
+        cfg = load_config(overrides, env={}, config_file=Path(os.devnull), base=self.config)
+        if not (cfg.api_key or cfg.auth_token):  # the key helper as config.toml says now: one fixed
+            # after the server started is used at the next spawn, not after a restart
+            try:
+                helper = read_config_file().get("api_key_helper")
+            except ConfigError:
+                helper = cfg.api_key_helper
+            cfg = dataclasses.replace(cfg, api_key_helper=helper)
+        return cfg
 
     def _engine(self, notes: str | None, index: str | None):
         return self.engines.get(notes, index) if notes else None
