@@ -486,6 +486,35 @@ def test_a_key_helper_that_fails_refuses_the_spawn_in_one_line(tmp_path):
         keyhelper.run("sleep 30", timeout=0.5)
 
 
+async def test_a_hung_key_helper_is_killed_with_what_it_started(tmp_path):
+    from helpers import wait_gone
+
+    from cockpit.runtime import keyhelper
+
+    child = tmp_path / "child.pid"
+    with pytest.raises(keyhelper.KeyHelperError, match="gave no key within 1 s"):
+        keyhelper.run(f"sleep 60 & echo $! > {child}; wait", timeout=1)
+    await wait_gone(int(child.read_text()), "the helper's child")
+
+
+def test_the_helpers_key_is_kept_a_while_so_spawns_at_once_run_it_once(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cockpit.runtime import keyhelper
+
+    monkeypatch.setattr(keyhelper, "_kept", {})
+    runs = tmp_path / "runs"
+    command = f"echo run >> {runs}; echo kept-key"
+    with ThreadPoolExecutor(9) as pool:
+        keys = list(pool.map(lambda _: keyhelper.key_for(command), range(9)))
+    assert keys == ["kept-key"] * 9 and runs.read_text() == "run\n"
+    monkeypatch.setattr(keyhelper, "TTL_S", 0.0)  # kept no longer: run again
+    assert keyhelper.key_for(command) == "kept-key" and runs.read_text() == "run\nrun\n"
+    with pytest.raises(keyhelper.KeyHelperError):  # a failure is not kept
+        keyhelper.key_for("exit 2")
+    assert "exit 2" not in keyhelper._kept
+
+
 async def test_a_spawn_without_a_key_takes_the_helpers_and_a_failing_helper_is_refused(api, tmp_path):
     from helpers import make_manager
 

@@ -756,7 +756,7 @@ async def _with_key(cfg: RuntimeConfig) -> RuntimeConfig:
         return cfg
     from cockpit.runtime import keyhelper
 
-    return replace(cfg, api_key=await asyncio.to_thread(keyhelper.run, cfg.api_key_helper))
+    return replace(cfg, api_key=await asyncio.to_thread(keyhelper.key_for, cfg.api_key_helper))
 
 __all__ = ["SessionManager", "Subscription", "SessionClosed"]
 
