@@ -17,7 +17,7 @@ SESSION_KEYS = ("model, base_url, max_tokens, max_turns, concurrency, top_k, pre
 KEYS_READ: dict[str | None, str] = {
     None: SESSION_KEYS + "; [keymap] (the app's key bindings); theme",
     "run": SESSION_KEYS,
-    "server": SESSION_KEYS + " (when the server starts)",
+    "server": SESSION_KEYS + " (when the server starts; api_key_helper at each spawn)",
     "memory": "top_k, selector, selector_model, selector_timeout, [preseed] (preseed and hook)",
     "worktrees": "worktrees, check_command, [worktrees] enabled, check_command",
     "doctor": "base_url (checked; ANTHROPIC_BASE_URL first), api_key_helper (run), and the whole file (does it "

@@ -423,8 +423,13 @@ async def test_a_hosts_error_text_is_shown_as_text_not_markup(tmp_path):
         assert not any("@click" in str(span.style) for span in getattr(shown, "spans", ()))
 
 
-@pytest.mark.parametrize("api_keys, key_seen", [("send", "client-key"), ("host", "box-own-key")])
-async def test_a_host_gets_this_machines_keys_unless_it_uses_its_own(monkeypatch, tmp_path, api_keys, key_seen):
+@pytest.mark.parametrize("api_keys, client_key, client_helper, key_seen", [
+    ("send", "client-key", None, "client-key"),
+    ("send", None, "echo client-helper-key", "client-helper-key"),  # this machine's helper's key goes
+    ("host", "client-key", None, "box-own-key"),
+])
+async def test_a_host_gets_this_machines_keys_unless_it_uses_its_own(monkeypatch, tmp_path, api_keys, client_key,
+                                                                     client_helper, key_seen):
     """``[hosts.NAME] api_keys``: "send" (the default) sends this machine's API key and provider
     keys with each spawn; "host" sends none of them, and the host's server gets its own from its
     ``api_key_helper`` (a server the bridge starts has no key in its environment). The stand-in
@@ -447,8 +452,9 @@ async def test_a_host_gets_this_machines_keys_unless_it_uses_its_own(monkeypatch
     try:
         with StandIn() as api:
             api.responder = responder
-            config = RuntimeConfig(api_key="client-key", base_url=api.base_url, model="test-model", max_retries=0,
-                                   sandbox=False, provider_keys={"OPENAI_API_KEY": "client-openai-key"})
+            config = RuntimeConfig(api_key=client_key, api_key_helper=client_helper, base_url=api.base_url,
+                                   model="test-model", max_retries=0, sandbox=False,
+                                   provider_keys={"OPENAI_API_KEY": "client-openai-key"})
             rt = await connector_for(table["box"], config)()
             try:
                 info = await rt.spawn(SpawnSpec("say hi", worktree=False))
@@ -477,7 +483,7 @@ def test_a_key_helper_that_fails_refuses_the_spawn_in_one_line(tmp_path):
     from cockpit.runtime import keyhelper
 
     assert keyhelper.run("printf '\\n  sk-from-helper  \\nsecond\\n'") == "sk-from-helper"
-    for command, said in [("echo oops >&2; exit 3", "api_key_helper exited 3: oops"),
+    for command, said in [("echo sk-on-stderr >&2; exit 3", "api_key_helper exited 3 (run it yourself to see why)"),
                           ("true sk-in-the-command", "api_key_helper printed no key")]:
         with pytest.raises(keyhelper.KeyHelperError) as err:
             keyhelper.run(command)
@@ -526,7 +532,7 @@ async def test_a_spawn_without_a_key_takes_the_helpers_and_a_failing_helper_is_r
     assert {r.headers.get("x-api-key") or r.headers.get("Authorization", "").removeprefix("Bearer ")
             for r in api.requests if r.path.endswith("/v1/messages")} == {"helper-key"}
     bad = make_manager(api, api_key=None, api_key_helper="exit 7", worktrees=False)
-    with pytest.raises(ValueError, match="api_key_helper exited 7"):
+    with pytest.raises(ValueError, match=r"api_key_helper exited 7 .* — api_key_helper of .*config.toml"):
         await bad.spawn(SpawnSpec("say hi", workspace=tmp_path))
 
 

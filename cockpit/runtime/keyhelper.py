@@ -4,8 +4,8 @@ runs it when the spawn brought no key — e.g. a remote host with ``api_keys = "
 server was started by the ssh bridge, with no key in its environment. Its first non-empty line of
 output is the key; it is held in memory (for :data:`TTL_S`, so nine spawns at once run it once, as
 Claude Code keeps its helper's key), never logged, never put in an environment. A failure is one
-line: the command's exit and its last line of stderr — never its output, nor the command itself
-(it may hold a secret)."""
+line: the command's exit — never its output or stderr, nor the command itself (any may hold the
+key)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def run(command: str, timeout: float = HELPER_TIMEOUT_S) -> str:
     except OSError as exc:
         raise KeyHelperError(f"api_key_helper cannot run: {exc}") from None
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # its own group (start_new_session): the helper and its children
@@ -62,9 +62,8 @@ def run(command: str, timeout: float = HELPER_TIMEOUT_S) -> str:
             if stream is not None:
                 stream.close()
         raise KeyHelperError(f"api_key_helper gave no key within {timeout:g} s") from None
-    if proc.returncode != 0:
-        why = next((ln.strip() for ln in reversed(err.splitlines()) if ln.strip()), "")
-        raise KeyHelperError(f"api_key_helper exited {proc.returncode}" + (f": {why[:200]}" if why else ""))
+    if proc.returncode != 0:  # neither its output nor its stderr shown: either may hold the key
+        raise KeyHelperError(f"api_key_helper exited {proc.returncode} (run it yourself to see why)")
     key = next((ln.strip() for ln in out.splitlines() if ln.strip()), "")
     if not key:
         raise KeyHelperError("api_key_helper printed no key")

@@ -755,8 +755,12 @@ async def _with_key(cfg: RuntimeConfig) -> RuntimeConfig:
     if cfg.api_key or cfg.auth_token or not cfg.api_key_helper:
         return cfg
     from cockpit.runtime import keyhelper
+    from cockpit.runtime.config import config_path
 
-    return replace(cfg, api_key=await asyncio.to_thread(keyhelper.key_for, cfg.api_key_helper))
+    try:
+        return replace(cfg, api_key=await asyncio.to_thread(keyhelper.key_for, cfg.api_key_helper))
+    except keyhelper.KeyHelperError as exc:  # whose helper: this process's config (a host's, on a host)
+        raise keyhelper.KeyHelperError(f"{exc} — api_key_helper of {config_path()}") from None
 
 __all__ = ["SessionManager", "Subscription", "SessionClosed"]
 

@@ -172,7 +172,10 @@ class ModelCaller:
         import httpx2
 
         if not self.cfg.api_key:
-            raise SessionFailure("auth", "no API key: set ANTHROPIC_API_KEY in the environment")
+            from cockpit.runtime.config import config_path
+
+            raise SessionFailure("auth", "no API key where this session runs: set ANTHROPIC_API_KEY, or "
+                                         f"api_key_helper in {config_path()}")
         client = self.host.client(self.cfg)
         managed = self._use_context_management()
         self.acct.requests += 1

@@ -11,6 +11,7 @@ screen, the memory CLI and the MCP server work unchanged against the server's wa
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from dataclasses import fields, replace
@@ -168,8 +169,22 @@ class RemoteRuntime:
             raise ValueError(f"no workspace on host {self.host}: give one, or set workspace in [hosts.{self.host}]")
         row = await self.client.call("spawn", **spawn_params(replace(spec, workspace=workspace), self.config),
                                      notes=self.notes, index=self.index,
-                                     config=config_payload(self.config, self.send_keys))
+                                     config=await self._payload())
         return SessionInfo(**row)
+
+    async def _payload(self) -> dict:
+        """This client's settings for a spawn or resume: with its keys (the key its own
+        ``api_key_helper`` prints when it has none) unless the host uses its own."""
+        config = self.config
+        if self.send_keys and not (config.api_key or config.auth_token) and config.api_key_helper:
+            from cockpit.runtime import keyhelper
+
+            try:
+                key = await asyncio.to_thread(keyhelper.key_for, config.api_key_helper)
+            except keyhelper.KeyHelperError as exc:
+                raise ValueError(f"{exc} — this machine's api_key_helper") from None
+            config = replace(config, api_key=key)
+        return config_payload(config, self.send_keys)
 
     async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,
                          clear: bool = False) -> dict:
@@ -215,7 +230,7 @@ class RemoteRuntime:
             given = str(path.resolve()) if path.exists() else str(transcript_path)  # else a Claude Code session id
         row = await self.client.call("resume", path=given, notes=self.notes, index=self.index,
                                      interactive=True if interactive is None else interactive,
-                                     config=config_payload(self.config, self.send_keys))
+                                     config=await self._payload())
         return SessionInfo(**row)
 
     async def continue_fresh(self, session_id: str) -> SessionInfo:
