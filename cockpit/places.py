@@ -59,6 +59,12 @@ def runtime_dir() -> str:
     user = f"/run/user/{os.getuid()}"
     if os.path.isdir(user):
         return os.path.join(user, APP)
+    return user_temp_dir()
+
+
+def user_temp_dir() -> str:
+    """``<tmp>/cockpit-<uid>``: the runtime folder without a better one, and the place of a socket
+    whose path would be too long elsewhere (hidden in every sandbox)."""
     return os.path.join(temp_root(), f"{APP}-{os.getuid()}")
 
 
@@ -69,4 +75,4 @@ def socket_path() -> str:
     import hashlib
 
     digest = hashlib.sha1(sock.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return os.path.join(temp_root(), f"{APP}-{os.getuid()}", f"{digest}.sock")
+    return os.path.join(user_temp_dir(), f"{digest}.sock")

@@ -298,6 +298,7 @@ def detect() -> Availability:
 
 def cockpit_folders() -> list[str]:
     """Cockpit's own per-user folders (data, config, cache, state, runtime, the socket's): hidden."""
+    from cockpit import places
     from cockpit.runtime import config as cfg
     from cockpit.server import paths
 
@@ -314,7 +315,7 @@ def cockpit_folders() -> list[str]:
                     str(platformdirs.user_data_path("cockpit"))]
         except ImportError:  # pragma: no cover - a dependency
             pass
-    out.append(_short_dir())  # a socket whose path would be too long elsewhere
+    out.append(places.user_temp_dir())  # a socket whose path would be too long elsewhere
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg:
         out.append(xdg)  # the user's session bus, keyring and agent sockets
@@ -432,15 +433,9 @@ def proxy_dir() -> str:
 
     base = paths.socket_path().parent
     if len(os.fsencode(str(base / "p-00000000" / "proxy.sock"))) > places.SOCKET_MAX:
-        base = Path(_short_dir())
+        base = Path(places.user_temp_dir())
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
     return tempfile.mkdtemp(prefix="p-", dir=base)
-
-
-def _short_dir() -> str:
-    from cockpit import places
-
-    return os.path.join(places.temp_root(), f"{places.APP}-{os.getuid()}")
 
 
 def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings: SandboxSettings,
