@@ -14,6 +14,10 @@ import signal
 import subprocess
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cockpit.runtime.config import RuntimeConfig
 
 HELPER_TIMEOUT_S = 15.0
 TTL_S = 300.0  # a key the helper printed is used again for this long (a failure is not kept)
@@ -24,6 +28,25 @@ _lock = threading.Lock()  # one run at a time: spawns at once wait for the first
 
 class KeyHelperError(ValueError):
     """``api_key_helper`` gave no key (one line)."""
+
+
+def wanted(config: RuntimeConfig) -> bool:
+    """Whether ``config`` has no key or token of its own but an ``api_key_helper``."""
+    return not (config.api_key or config.auth_token) and bool(config.api_key_helper)
+
+
+def keyed(config: RuntimeConfig, whose: str) -> RuntimeConfig:
+    """``config`` with the key its ``api_key_helper`` prints (:func:`key_for`) when it has no key
+    or token of its own; a helper that fails is a KeyHelperError ending in ``whose`` (whose
+    helper it was: the user may have two config files, here and on a host). Blocking."""
+    if not wanted(config):
+        return config
+    from dataclasses import replace
+
+    try:
+        return replace(config, api_key=key_for(config.api_key_helper or ""))
+    except KeyHelperError as exc:
+        raise KeyHelperError(f"{exc} — {whose}") from None
 
 
 def key_for(command: str) -> str:

@@ -750,17 +750,14 @@ class SessionManager:
 
 
 async def _with_key(cfg: RuntimeConfig) -> RuntimeConfig:
-    """``cfg`` with the key ``api_key_helper`` prints when it has no key or token of its own
-    (:mod:`cockpit.runtime.keyhelper`); a helper that fails is a ValueError (one line)."""
-    if cfg.api_key or cfg.auth_token or not cfg.api_key_helper:
-        return cfg
+    """``cfg`` with the key ``api_key_helper`` prints when it has none (:func:`keyhelper.keyed`);
+    a helper that fails is a ValueError (one line) naming this process's config (a host's, on a host)."""
     from cockpit.runtime import keyhelper
     from cockpit.runtime.config import config_path
 
-    try:
-        return replace(cfg, api_key=await asyncio.to_thread(keyhelper.key_for, cfg.api_key_helper))
-    except keyhelper.KeyHelperError as exc:  # whose helper: this process's config (a host's, on a host)
-        raise keyhelper.KeyHelperError(f"{exc} — api_key_helper of {config_path()}") from None
+    if not keyhelper.wanted(cfg):
+        return cfg  # (the usual case: no thread)
+    return await asyncio.to_thread(keyhelper.keyed, cfg, f"api_key_helper of {config_path()}")
 
 __all__ = ["SessionManager", "Subscription", "SessionClosed"]
 

@@ -175,15 +175,11 @@ class RemoteRuntime:
     async def _payload(self) -> dict:
         """This client's settings for a spawn or resume: with its keys (the key its own
         ``api_key_helper`` prints when it has none) unless the host uses its own."""
-        config = self.config
-        if self.send_keys and not (config.api_key or config.auth_token) and config.api_key_helper:
-            from cockpit.runtime import keyhelper
+        from cockpit.runtime import keyhelper
 
-            try:
-                key = await asyncio.to_thread(keyhelper.key_for, config.api_key_helper)
-            except keyhelper.KeyHelperError as exc:
-                raise ValueError(f"{exc} — this machine's api_key_helper") from None
-            config = replace(config, api_key=key)
+        config = self.config
+        if self.send_keys and keyhelper.wanted(config):
+            config = await asyncio.to_thread(keyhelper.keyed, config, "this machine's api_key_helper")
         return config_payload(config, self.send_keys)
 
     async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,
