@@ -15,7 +15,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-from helpers import api, workspace  # noqa: E402, F401 - shared fixtures (tests/helpers.py), offered to every test
+from helpers import api, hello_ports, workspace  # noqa: E402, F401 - shared fixtures (tests/helpers.py), offered to every test
 
 # The files that take longest, in the order a worker should start them (the rest follow in their
 # usual order). A file stays on one worker (``--dist loadfile``), so the two workers end together

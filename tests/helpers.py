@@ -52,6 +52,41 @@ def api():
         yield s
 
 
+HELLO = "HELLO-FROM-OUTSIDE"
+# a GET of 127.0.0.1:{port} through the sandbox's HTTP proxy, run inside a session (NO_PROXY,
+# set to the loopback there, emptied: the test's hosts are on the loopback)
+FETCH_THROUGH_PROXY = ("NO_PROXY= python3 -c \"import os, urllib.request as u; "
+                       "o = u.build_opener(u.ProxyHandler({{'http': os.environ['HTTP_PROXY']}})); "
+                       "print(o.open('http://127.0.0.1:{port}/', timeout=10).read().decode())\"")
+
+
+@pytest.fixture
+def hello_ports():
+    """Two HTTP servers on the loopback answering every GET with :data:`HELLO` (one to allow,
+    one to refuse): their ports, the servers shut down after the test."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    class Hello(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = HELLO.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), Hello) for _ in range(2)]
+    for srv in servers:
+        Thread(target=srv.serve_forever, daemon=True).start()
+    yield tuple(srv.server_address[1] for srv in servers)
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A folder for the sessions to work in, with a README that says staging's port."""

@@ -18,7 +18,7 @@ from cockpit.runtime import sandbox as sb
 from cockpit.runtime import worktree as wt
 from cockpit.runtime.bash import BashSession, session_env
 from cockpit.runtime.config import worktrees_dir
-from tests.helpers import git, make_repo
+from tests.helpers import FETCH_THROUGH_PROXY, HELLO, git, make_repo
 
 AVAIL = sb.detect()
 pytestmark = pytest.mark.skipif(AVAIL.backend is None, reason=f"no sandbox here: {AVAIL.reason}")
@@ -210,30 +210,13 @@ def test_the_proxy_socket_fits_and_is_hidden_however_deep_the_data_folder(tmp_pa
         assert any(sock.startswith(h.rstrip("/") + "/") for h in sb.cockpit_folders()), sock
 
 
-async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home, monkeypatch):
+async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home, monkeypatch, hello_ports):
     """network = allow: the proxy outside is the only way out, and it passes listed hosts only —
     with a data folder deep enough that a socket beside the session's temp folder would not fit."""
-    monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path / "/".join(["deep-folder"] * 6)))
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    from threading import Thread
-
     from cockpit.runtime.netproxy import AllowlistProxy
 
-    class Hello(BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = b"HELLO-FROM-OUTSIDE"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    servers = [ThreadingHTTPServer(("127.0.0.1", 0), Hello) for _ in range(2)]
-    for s in servers:
-        Thread(target=s.serve_forever, daemon=True).start()
-    allowed, other = (s.server_address[1] for s in servers)
+    monkeypatch.setenv("COCKPIT_DATA_DIR", str(tmp_path / "/".join(["deep-folder"] * 6)))
+    allowed, other = hello_ports
     repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
     info = await asyncio.to_thread(wt.create, repo, "s9", "network", worktrees_dir())
     tmp = sb.session_tmp()
@@ -246,14 +229,11 @@ async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home, mon
     assert backend is not None
     shell = BashSession(info.cwd, session_env(dict(os.environ)), timeout=30,
                         wrap=lambda argv: backend.command(conf, argv))
-    fetch = ("NO_PROXY= python3 -c \"import os, urllib.request as u; "
-             "o = u.build_opener(u.ProxyHandler({{'http': os.environ['HTTP_PROXY']}})); "
-             "print(o.open('http://127.0.0.1:{port}/', timeout=10).read().decode())\"")
     try:
-        r = await shell.run(fetch.format(port=allowed))
-        assert "HELLO-FROM-OUTSIDE" in r.output, r.output
-        r = await shell.run(fetch.format(port=other))
-        assert "HELLO-FROM-OUTSIDE" not in r.output and "403" in r.output
+        r = await shell.run(FETCH_THROUGH_PROXY.format(port=allowed))
+        assert HELLO in r.output, r.output
+        r = await shell.run(FETCH_THROUGH_PROXY.format(port=other))
+        assert HELLO not in r.output and "403" in r.output
         assert sb.blocked_by(r.output, "allow")
         # around the proxy: no route at all
         r = await shell.run(f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {other}), 3)\" "
@@ -268,8 +248,6 @@ async def test_network_allow_lets_through_only_the_allowlist(tmp_path, home, mon
     finally:
         await shell.close()
         await proxy.close()
-        for s in servers:
-            s.shutdown()
 
 
 def test_allowlist_matching():

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import CALC, git, make_repo
+from helpers import CALC, FETCH_THROUGH_PROXY, HELLO, git, make_repo
 from standin import Reply, ToolUse
 
 from cockpit.events import ApprovalRequested
@@ -530,48 +530,23 @@ async def test_a_protected_file_written_only_into_git_is_caught(api, repo, tmp_p
 
 @needs_sandbox
 async def test_a_session_with_network_allow_reaches_only_the_allowlist_from_a_deep_data_folder(
-        api, repo, tmp_path, monkeypatch):
+        api, repo, tmp_path, monkeypatch, hello_ports):
     """network = allow through a whole session: the allowlist proxy's socket has a path short enough
     whatever the data folder's depth (a Unix socket's path is limited), listed hosts answer, others
     get 403, and the proxy's folder is gone when the session ends."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    from threading import Thread
-
-    class Hello(BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = b"HELLO-FROM-OUTSIDE"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    servers = [ThreadingHTTPServer(("127.0.0.1", 0), Hello) for _ in range(2)]
-    for srv in servers:
-        Thread(target=srv.serve_forever, daemon=True).start()
-    allowed, other = (srv.server_address[1] for srv in servers)
+    allowed, other = hello_ports
     deep = tmp_path / "/".join(["a-rather-deep-data-folder"] * 4)
     monkeypatch.setenv("COCKPIT_DATA_DIR", str(deep))
-    # NO_PROXY (set to the loopback for the session) emptied: the test's hosts are on the loopback
-    fetch = ("NO_PROXY= python3 -c \"import os, urllib.request as u; "
-             "o = u.build_opener(u.ProxyHandler({{'http': os.environ['HTTP_PROXY']}})); "
-             "print(o.open('http://127.0.0.1:{port}/', timeout=10).read().decode())\"")
-    api.script(Reply("", [ToolUse("bash", {"command": fetch.format(port=allowed)})]),
-               Reply("", [ToolUse("bash", {"command": fetch.format(port=other)})]),
+    api.script(Reply("", [ToolUse("bash", {"command": FETCH_THROUGH_PROXY.format(port=allowed)})]),
+               Reply("", [ToolUse("bash", {"command": FETCH_THROUGH_PROXY.format(port=other)})]),
                Reply("done"))
     mgr = make_mgr(api, tmp_path, worktrees_dir=deep / "worktrees", network="allow",
                    allow_hosts=(f"127.0.0.1:{allowed}",), interactive=False)
-    try:
-        s = await mgr.spawn(SpawnSpec("fetch the two pages", workspace=repo, permission_mode="auto"))
-        assert await mgr.wait_idle(timeout=60)
-        results = tool_results(api)
-        assert "HELLO-FROM-OUTSIDE" in results[0], results[0]
-        assert "HELLO-FROM-OUTSIDE" not in results[1] and "403" in results[1], results[1]
-        assert s._proxy_dir is not None
-        await mgr.aclose()
-        assert not os.path.exists(s._proxy_dir)
-    finally:
-        for srv in servers:
-            srv.shutdown()
+    s = await mgr.spawn(SpawnSpec("fetch the two pages", workspace=repo, permission_mode="auto"))
+    assert await mgr.wait_idle(timeout=60)
+    results = tool_results(api)
+    assert HELLO in results[0], results[0]
+    assert HELLO not in results[1] and "403" in results[1], results[1]
+    assert s._proxy_dir is not None
+    await mgr.aclose()
+    assert not os.path.exists(s._proxy_dir)
