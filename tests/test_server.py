@@ -22,6 +22,7 @@ from cockpit import events as ev
 from cockpit import wire
 from cockpit.cli import main
 from cockpit.runtime import RuntimeConfig, read_events
+from cockpit.runtime.config import worktrees_dir
 from cockpit.server import paths, rpc
 from cockpit.server.client import (
     AsyncClient,
@@ -222,6 +223,9 @@ def test_sigkill_mid_stream_then_interrupted_and_resume(api, ws, server_proc):
     assert wait_for_stop(pid, 10)
     records = read_events(Path(row["transcript"]))  # valid after SIGKILL
     assert isinstance(records[0], ev.SessionSpawned) and records[0].session_id == row["id"]
+    scratch = worktrees_dir() / ".sandbox-tmp"  # the killed server's session left its temp folder
+    left = list(scratch.iterdir())
+    assert [p.name.split("-")[1] for p in left] == [str(pid)]
     api.release()
     start_server()  # the stale socket is replaced; the live session is found interrupted
     with BlockingClient() as c:
@@ -236,6 +240,7 @@ def test_sigkill_mid_stream_then_interrupted_and_resume(api, ws, server_proc):
         done = c.call("wait", ids=[new["id"]], until="final")["sessions"][0]
         assert done["status"] == "done" and done["answer"] == "resumed and finished"
         assert all(r["id"] != row["id"] for r in c.call("list")["sessions"])
+    assert not left[0].exists()  # removed when the resumed session made its own
 
 
 def test_sigkill_leaves_no_shell_running_and_interrupted_sessions_stay_until_resumed(api, ws, server_proc, tmp_path):
