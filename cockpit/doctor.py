@@ -28,6 +28,7 @@ ABSENT = "absent"  # an optional part not installed: nothing is wrong, nothing o
 MARKS = {OK: "✓", WARN: "!", FAIL: "✗", ABSENT: "·"}
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 NET_TIMEOUT_S = 2.0
+HELPER_NOTICE_S = 1.0  # an api_key_helper still running after this is named on stderr while doctor waits
 
 
 @dataclass(frozen=True)
@@ -312,12 +313,22 @@ def check_key(label: str = "API key") -> Check:
             return Check(OK, label, f"{name} is set (value not shown)")
     helper = _key_helper()
     if helper:  # run as a session's spawn would: it must print a key (never shown)
+        import threading
+
         from cockpit.runtime import keyhelper
 
+        # a slow helper (a password manager asking, a hung one) is named while doctor waits
+        notice = threading.Timer(HELPER_NOTICE_S, lambda: print(
+            f"doctor: waiting for api_key_helper (stopped after {keyhelper.HELPER_TIMEOUT_S:.0f} s)…",
+            file=sys.stderr, flush=True))
+        notice.daemon = True
+        notice.start()
         try:
             keyhelper.run(helper)
         except keyhelper.KeyHelperError as exc:
             return Check(FAIL, label, str(exc), "fix api_key_helper in config.toml, or export ANTHROPIC_API_KEY")
+        finally:
+            notice.cancel()
         return Check(OK, label, "api_key_helper printed a key (value not shown)")
     return Check(WARN, label, "neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set",
                  "export ANTHROPIC_API_KEY=… or set api_key_helper in config.toml (sessions need it; the "

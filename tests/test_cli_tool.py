@@ -169,6 +169,23 @@ def test_server_status_and_stop_name_a_hung_server_quickly(monkeypatch, capsys, 
         assert "does not answer" in err and "--force" in err, (action, err)
 
 
+def test_doctor_names_a_slow_key_helper_while_it_waits_and_reports_it_hung(tmp_path, monkeypatch, capsys):
+    from cockpit.runtime import keyhelper
+
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(doctor, "_key_helper", lambda: "sleep 60")
+    monkeypatch.setattr(doctor, "HELPER_NOTICE_S", 0.0)
+    monkeypatch.setattr(keyhelper, "HELPER_TIMEOUT_S", 2.0)
+    check = doctor.check_key()
+    assert check.state == doctor.FAIL and "within 2 s" in check.detail
+    assert "waiting for api_key_helper (stopped after 2 s)" in capsys.readouterr().err
+    monkeypatch.setattr(doctor, "_key_helper", lambda: "echo the-key")
+    monkeypatch.setattr(doctor, "HELPER_NOTICE_S", 60.0)
+    assert doctor.check_key().state == doctor.OK
+    assert capsys.readouterr().err == ""  # a quick helper: no notice
+
+
 def test_doctor_names_each_agents_cli_and_hook(tmp_path, monkeypatch):
     import cockpit.doctor as d
 

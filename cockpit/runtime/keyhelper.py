@@ -60,9 +60,12 @@ def key_for(command: str) -> str:
         return key
 
 
-def run(command: str, timeout: float = HELPER_TIMEOUT_S) -> str:
+def run(command: str, timeout: float | None = None) -> str:
     """The key ``command`` prints (``/bin/sh -c``; its first non-empty line). Raises KeyHelperError.
-    A helper still running after ``timeout`` is killed with everything it started."""
+    A helper still running after ``timeout`` (default :data:`HELPER_TIMEOUT_S`) is killed with
+    everything it started."""
+    if timeout is None:
+        timeout = HELPER_TIMEOUT_S
     from cockpit.runtime.keyguard import KEY_VARS
 
     env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
