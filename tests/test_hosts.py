@@ -267,3 +267,43 @@ async def test_a_host_flooding_events_the_app_does_not_read_is_reconnected_once_
         assert [e for e in seen if isinstance(e, ev.SessionSpawned)][-1].session_id == "box:s1"  # ... then replayed
     finally:
         await rt.aclose()
+
+
+@pytest.mark.parametrize("first", ["local", "box"])
+async def test_one_server_under_two_names_is_kept_by_the_first_named_whichever_answers_first(first):
+    """``box`` reaches the server ``local`` reached (the same ``instance`` in both hellos): at
+    attach, ``local`` keeps it whichever of the two connected first; ``box`` is refused with
+    why, none of its sessions shown, and refused again when it retries."""
+    def server() -> FakeManager:
+        m = FakeManager([ev.SessionSpawned("s1", "the task", "m", "/w", "/t", True)])
+        m.server_instance = "one-server"  # type: ignore[attr-defined]
+        return m
+
+    order: list[str] = []
+    turn = {n: asyncio.Event() for n in ("local", "box")}
+    turn[first].set()
+
+    def connector(name: str):
+        async def connect() -> FakeManager:
+            await turn[name].wait()
+            order.append(name)
+            for other in turn.values():
+                other.set()  # the other host's turn, once this one has connected
+            return server()
+        return connect
+
+    rt = await MultiHostRuntime.attach([Host(n, connector(n)) for n in ("local", "box")], RuntimeConfig(),
+                                       backoff=Backoff(0.01, 2, 0.02))
+    sub = rt.subscribe()
+    try:
+        assert order[:2] == [first, "local" if first == "box" else "box"]
+        snap = rt.snapshot()
+        states = {e.host: e for e in snap if isinstance(e, ev.HostStatus)}
+        assert (states["local"].state, states["box"].state) == ("connected", "unreachable")
+        assert "the same Cockpit server as host local" in states["box"].detail
+        assert [e.session_id for e in snap if not isinstance(e, ev.HostStatus)] == ["s1"]  # once, under local
+        again = await events_until(sub, lambda e: isinstance(e, ev.HostStatus) and e.host == "box")
+        assert again[-1].state == "unreachable" and "host local" in again[-1].detail  # a retry is refused too
+        assert not any(getattr(e, "session_id", "").startswith("box:") for e in again)
+    finally:
+        await rt.aclose()

@@ -14,8 +14,8 @@ from standin import Reply, StandIn, ToolUse
 from tui_fakes import text_of, until
 
 from cockpit import hostids
+from cockpit.events import HostStatus, StatusChanged
 from cockpit.events import SessionStatus as S
-from cockpit.events import StatusChanged
 from cockpit.runtime import RuntimeConfig
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.server import paths
@@ -569,3 +569,27 @@ def test_a_running_server_takes_the_key_helper_config_toml_says_now(tmp_path):
     assert server._config({"api_key": "given"}, True).api_key_helper == "exit 4"  # (a key came: unused)
     config_path().write_text("")
     assert server._config({}, True).api_key_helper is None
+
+
+async def test_one_server_under_two_names_shows_its_sessions_once(monkeypatch, tmp_path):
+    """``box`` is the local server again (its socket through a link: a name the configuration
+    check cannot see through): refused with why, its sessions shown once, under ``local``."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    start_server()
+    try:
+        alias = tmp_path / "alias.sock"
+        alias.symlink_to(paths.socket_path())
+        config = RuntimeConfig(api_key="test-key")
+        hosts = hosts_for_app([GridHost("local"), GridHost("box", socket=str(alias))], config)
+        rt = await MultiHostRuntime.attach(hosts, config, backoff=FAST)
+        try:
+            assert rt.host_state("local") == "connected" and rt.host_state("box") == "unreachable"
+            states = {e.host: e for e in rt.snapshot() if isinstance(e, HostStatus)}
+            assert "the same Cockpit server as host local" in states["box"].detail
+            with pytest.raises(Exception, match="host box is unreachable"):
+                await rt.kill("box:a00001")
+        finally:
+            await rt.aclose()
+    finally:
+        stop_server(paths.socket_path())

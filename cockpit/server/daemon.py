@@ -237,6 +237,7 @@ class Server:
         self.listen = listen
         self.token = secrets.token_urlsafe(24) if listen else None
         self.started_at = time.time()
+        self.instance = secrets.token_hex(8)  # this server process, whatever name a client reached it by
         self._stop = asyncio.Event()
         self._lock_fd: int | None = None
         self._servers: list[asyncio.AbstractServer] = []
@@ -472,14 +473,15 @@ class Server:
 
     # -- handlers (each registered in cockpit.server.methods; params checked from the annotations) --
     @method("hello", doc="`token`: TCP clients only (their first request)",
-            result="`server`, `protocol` (1), `pid`, `started_at`, `backends` (the session backends `spawn` can "
-                   "run here: `cockpit`, `claude-code` when its extra is installed, `acp:NAME` for each installed "
-                   "ACP agent)")
+            result="`server`, `protocol` (1), `pid`, `started_at`, `instance` (a random id of this server process: "
+                   "a client that reached one server under two names sees it twice), `backends` (the session "
+                   "backends `spawn` can run here: `cockpit`, `claude-code` when its extra is installed, `acp:NAME` "
+                   "for each installed ACP agent)")
     async def h_hello(self, req: Request, client: str = "", token: str = "") -> dict:
         from cockpit import __version__
 
         return {"server": "cockpit", "version": __version__, "protocol": rpc.PROTOCOL_VERSION, "pid": os.getpid(),
-                "started_at": self.started_at, "python": sys.version.split()[0],
+                "started_at": self.started_at, "instance": self.instance, "python": sys.version.split()[0],
                 "backends": list(self.mgr.backends)}
 
     @method("subscribe", result="`events`: every session's events so far (text coalesced), including sessions a "

@@ -95,6 +95,7 @@ class _Link:
     state: str = "connecting"
     detail: str = ""
     reached: bool = False  # connected at least once
+    displaced: bool = False  # connected at attach, then found to be an earlier host's server: dropped
     task: asyncio.Task | None = None
     first_try: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
@@ -180,6 +181,7 @@ class MultiHostRuntime:
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
         self._snapshot: list[Event] | None = None  # taken once the first attempts are over
         self._closed = False
+        self._closing: set[asyncio.Task] = set()  # displaced hosts' connections being closed
 
     @classmethod
     async def attach(cls, hosts: Sequence[Host], config: RuntimeConfig, *, first_wait: float = FIRST_WAIT_S,
@@ -287,6 +289,23 @@ class MultiHostRuntime:
                     self._queue.put_nowait(self._status(link, delay))
                 await asyncio.sleep(delay)
                 continue
+            twin = self._same_server(link, runtime)
+            names = list(self._links)
+            if twin is not None and self._snapshot is None and names.index(name) < names.index(twin):
+                self._displace(self._links[twin], name)  # at attach the first named keeps it, whoever was first
+                twin = None
+            if twin is not None:  # one server under two names: its sessions would show twice
+                with contextlib.suppress(Exception):
+                    await runtime.aclose()
+                attempt += 1
+                delay = self.backoff.delay(attempt)
+                link.state, link.detail = "unreachable", self._twin_detail(twin)
+                link.first_try.set()
+                log.info("host %s: %s", name, link.detail)
+                if self._snapshot is not None:
+                    self._queue.put_nowait(self._status(link, delay))
+                await asyncio.sleep(delay)  # tried again: if that host's server goes, this one may be another
+                continue
             attempt = 0
             replay = self._snapshot is not None or link.reached  # else the attach snapshot holds it
             link.runtime, link.reached, link.state, link.detail = runtime, True, "connected", ""
@@ -306,6 +325,8 @@ class MultiHostRuntime:
             behind = ""
             try:
                 async for event in subscription:
+                    if link.displaced:
+                        break
                     if self._queue.qsize() >= rpc.MAX_PENDING_EVENTS:  # the app is not keeping up with it
                         behind = f"{self._queue.qsize()} of its events waiting to be shown: reconnecting"
                         break
@@ -317,6 +338,11 @@ class MultiHostRuntime:
                     await runtime.aclose()
             if self._closed:
                 return
+            if link.displaced:  # said in the attach snapshot; tried again later (refused while the twin holds it)
+                link.displaced = False
+                attempt += 1
+                await asyncio.sleep(self.backoff.delay(attempt))
+                continue
             client = getattr(runtime, "client", None)
             link.state = "reconnecting"
             link.detail = behind or one_line(getattr(client, "error", None) or "the connection dropped")
@@ -324,6 +350,33 @@ class MultiHostRuntime:
             self._queue.put_nowait(self._status(link, 0.0))
             while behind and not self._closed and self._queue.qsize() > rpc.MAX_PENDING_EVENTS // 2:
                 await asyncio.sleep(0.1)  # its replay waits until the app has caught up
+
+    def _displace(self, link: _Link, twin: str) -> None:
+        """Drop ``link``'s connection (before the attach snapshot: nothing of it was shown): its
+        server is ``twin``'s."""
+        runtime, link.runtime, link.displaced = link.runtime, None, True
+        link.state, link.detail = "unreachable", self._twin_detail(twin)
+        if runtime is not None:  # closing it ends its subscription
+            task = asyncio.get_running_loop().create_task(runtime.aclose())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    @staticmethod
+    def _twin_detail(twin: str) -> str:
+        return (f"the same Cockpit server as host {twin} (another name for it): its sessions show under "
+                f"{twin}; name it once in the grid")
+
+    def _same_server(self, link: _Link, runtime: Runtime) -> str | None:
+        """The name of another connected host whose server is the one ``runtime`` reached
+        (the same ``instance`` in both hellos), or None."""
+        instance = getattr(runtime, "server_instance", "")  # a RemoteRuntime's; "" when unknown
+        if not instance:
+            return None
+        for other in self._links.values():
+            if other is not link and other.runtime is not None \
+                    and getattr(other.runtime, "server_instance", "") == instance:
+                return other.host.name
+        return None
 
     # -- routing ---------------------------------------------------------------------
     def _owner(self, session_id: str) -> tuple[str, str, Runtime]:

@@ -95,6 +95,7 @@ class RemoteRuntime:
     ``notes``/``index``: the notes folder (and index file) sessions spawned here use."""
 
     backends: tuple[str, ...] = ("cockpit",)
+    server_instance = ""  # the server process's random id (its hello's ``instance``)
     outlives_app = True  # quitting the app detaches: the sessions go on in the server
 
     def __init__(self, client: AsyncClient, config: RuntimeConfig, notes: str | None = None, index: str | None = None,
@@ -143,6 +144,7 @@ class RemoteRuntime:
     async def _attached(cls, rt: RemoteRuntime) -> RemoteRuntime:
         hello = await rt.client.call("hello", client="cockpit")
         rt.backends = tuple(hello.get("backends") or ("cockpit",))  # what the server can run
+        rt.server_instance = str(hello.get("instance") or "")
         reply = await rt.client.call("subscribe")
         rt._snapshot = [wire.event_from_json(e) for e in reply.get("events", [])]
         return rt
