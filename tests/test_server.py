@@ -232,10 +232,11 @@ def test_sigkill_mid_stream_then_interrupted_and_resume(api, ws, server_proc):
         rows = c.call("list")["sessions"]
         assert [(r["id"], r["status"]) for r in rows] == [(row["id"], "interrupted")]
         assert rows[0]["placement"] == "in place: not a git repository (or no commit yet)"
+        assert c.call("get", id=row["id"][:6])["status"] == "interrupted"  # a prefix names it, as a live one's
         end = read_events(Path(row["transcript"]))[-1]
         assert isinstance(end, ev.SessionDone) and end.status is ev.SessionStatus.INTERRUPTED
         api.script(Reply("resumed and finished"))
-        new = c.call("resume", id=row["id"], config={"api_key": "test-key", "base_url": api.base_url},
+        new = c.call("resume", id=row["id"][-5:], config={"api_key": "test-key", "base_url": api.base_url},
                      interactive=False)
         done = c.call("wait", ids=[new["id"]], until="final")["sessions"][0]
         assert done["status"] == "done" and done["answer"] == "resumed and finished"
@@ -277,9 +278,9 @@ def test_sigkill_leaves_no_shell_running_and_interrupted_sessions_stay_until_res
             assert [(r["id"], r["status"]) for r in c.call("list")["sessions"]] == [(row["id"], "interrupted")]
         _stop_server()
         start_server()
-    with BlockingClient() as c:
+    with BlockingClient() as c:  # by its transcript, as the app's review (`r`, then `o`) resumes it
         api.script(Reply("resumed"))
-        new = c.call("resume", id=row["id"], config={"api_key": "test-key", "base_url": api.base_url},
+        new = c.call("resume", path=row["transcript"], config={"api_key": "test-key", "base_url": api.base_url},
                      interactive=False)
         c.call("wait", ids=[new["id"]], until="final")
     _stop_server()

@@ -50,7 +50,7 @@ from cockpit.events import (
     ToolCall,
     ToolResult,
 )
-from cockpit.runtime import RuntimeConfig, SessionManager, keyguard
+from cockpit.runtime import RuntimeConfig, SessionManager, ids, keyguard
 from cockpit.runtime.claude_code import looks_like_session_id
 from cockpit.runtime.config import ConfigError, load_config, read_config_file
 from cockpit.runtime.history import SessionHistory, fold
@@ -398,7 +398,12 @@ class Server:
         try:
             if entry is None:
                 raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"unknown method {method!r}")
-            result = await entry.func(self, Request(conn, msg_id), **entry.bind(params))
+            bound = entry.bind(params)
+            if isinstance(bound.get("id"), str):  # a prefix or suffix: the one session it names
+                bound["id"] = self._full_id(bound["id"])
+            if isinstance(bound.get("ids"), list):
+                bound["ids"] = [self._full_id(i) for i in bound["ids"]]
+            result = await entry.func(self, Request(conn, msg_id), **bound)
             if result is not _REPLIED:
                 await conn.send(rpc.response(msg_id, result))
         except rpc.RpcError as err:
@@ -419,6 +424,18 @@ class Server:
             await conn.send(rpc.error(msg_id, rpc.RpcError(rpc.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")))
 
     # -- helpers ------------------------------------------------------------------------------
+    def _full_id(self, query: str) -> str:
+        """The id of the one session — live, or interrupted by an earlier server — that ``query``
+        names (its id, or a prefix/suffix of at least 4 characters); ``query`` itself when it
+        names none (the handler says so). Raises KeyError when it names several."""
+        if query in self.ghosts or any(s.id == query for s in self.mgr.sessions):
+            return query
+        found = [(g.id, g.state.task) for g in self.ghosts.values() if ids.matches(query, g.id)]
+        found += [(s.id, s.task) for s in self.mgr.sessions if ids.matches(query, s.id)]
+        if len(found) > 1:
+            raise KeyError(ids.not_one(query, found))
+        return found[0][0] if found else query
+
     @property
     def mgr(self) -> SessionManager:
         assert self.manager is not None
@@ -654,6 +671,9 @@ class Server:
                        interactive: bool = True, notes: AbsPath | None = None, index: AbsPath | None = None,
                        config: dict | None = None) -> dict:
         ghost = self.ghosts.get(id) if id is not None else None
+        if ghost is None and path is not None:  # an interrupted session's transcript (the app's review: `o`)
+            ghost = next((g for g in self.ghosts.values() if os.path.realpath(path) == os.path.realpath(g.transcript)),
+                         None)
         if ghost is None and path is None:
             raise wire.ParamError("path is required (or the id of an interrupted session)")
         where = ghost.transcript if ghost else str(path)
