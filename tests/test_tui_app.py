@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from textual.widgets import Markdown
+from textual.widgets import Input, Markdown, TabbedContent
 from tui_fakes import FakeEngine, FakeHit, FakeManager, session_script, settled, text_of, until
 
 from cockpit import events as ev
@@ -186,10 +186,18 @@ async def test_memory_screen_search_open_and_warnings(tmp_path):
         assert "name: deploy-cmd" in shown.query_one(MarkdownFence).code
         assert not [b for b in shown.query(MarkdownBlock) if type(b).__name__ == "MarkdownHorizontalRule"]
         assert "\x1b" not in screen.query_one("#memory-note", Markdown).source + label  # shown, not obeyed
-        await pilot.press("ctrl+w")
+        tabs = screen.query_one(TabbedContent)
+        await pilot.press("ctrl+w")  # from the list
         await until(pilot, lambda: screen.lint_issues is not None, "lint")
+        await pilot.pause()
+        assert tabs.active == "warnings"  # and it stays (focus left the search tab)
         warnings = text_of(screen.query_one("#memory-warnings"))
         assert "no-description" in warnings and "date coerced" in warnings and "add one" in warnings
+        await pilot.press("ctrl+s", *"dep")
+        assert tabs.active == "search" and screen.query_one("#memory-query", Input).value.endswith("dep")
+        await pilot.press("ctrl+w")  # from the search box: the tab, not the box's delete-a-word
+        await pilot.pause()
+        assert tabs.active == "warnings" and screen.query_one("#memory-query", Input).value.endswith("dep")
         await pilot.press("escape")
         await pilot.press("w")
         assert isinstance(app.screen, MemoryScreen)

@@ -27,6 +27,7 @@ from textual.widgets import (
     Markdown,
     TabbedContent,
     TabPane,
+    Tabs,
 )
 
 from cockpit.textsafe import clean, one_line
@@ -42,7 +43,8 @@ class MemoryScreen(Screen):
         # priority: Enter in the search box opens a note too (the box would only submit)
         Binding("enter", "open", "Open note", priority=True, id="memory.open"),
         Binding("down", "results", "Results", show=False, id="memory.results"),
-        Binding("ctrl+w", "show_tab('warnings')", "Warnings", id="memory.warnings"),
+        # priority: in the search box ctrl+w would delete a word instead (as the footer says: Warnings)
+        Binding("ctrl+w", "show_tab('warnings')", "Warnings", priority=True, id="memory.warnings"),
         Binding("ctrl+s", "show_tab('search')", "Search", id="memory.search"),
     ]
 
@@ -77,9 +79,15 @@ class MemoryScreen(Screen):
         self.dismiss()
 
     def action_show_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        tabs = self.query_one(TabbedContent)
         if tab == "search":
+            tabs.active = tab
             self.query_one("#memory-query", Input).focus()
+            return
+        # focus leaves the search tab first: TabbedContent shows the tab of the focused widget, so
+        # the search box keeping focus would switch straight back
+        tabs.query_one(Tabs).focus()
+        tabs.active = tab
 
     # -- search ----------------------------------------------------------------------
     @on(Input.Changed, "#memory-query")
