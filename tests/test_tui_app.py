@@ -1066,3 +1066,22 @@ async def test_a_pane_being_removed_is_not_drawn():
         pane.sync(force=True)  # nothing to draw: no NoMatches
         mgr.emit(*session_script("z00002", "another", S.WAITING, text="hi"))
         await until(pilot, lambda: "z00002" in app.panes, "the app goes on")
+
+
+async def test_question_mark_and_f1_show_the_keys_and_hide_them_again_but_type_in_a_box():
+    app = CockpitApp(FakeManager(), FakeEngine(hits=[]))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await until(pilot, lambda: app.screen.query("HelpPanel"), "the keys panel")
+        await pilot.press("question_mark")
+        await until(pilot, lambda: not app.screen.query("HelpPanel"), "the panel gone")
+        await pilot.press("f1")
+        await until(pilot, lambda: app.screen.query("HelpPanel"), "the keys panel on F1")
+        await pilot.press("f1")
+        await until(pilot, lambda: not app.screen.query("HelpPanel"), "the panel gone again")
+        await pilot.press("m")
+        screen = app.screen
+        assert isinstance(screen, MemoryScreen)
+        await pilot.press("question_mark")  # in the search box: a character
+        await pilot.pause()
+        assert screen.query_one("#memory-query", Input).value == "?" and not screen.query("HelpPanel")

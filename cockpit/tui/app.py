@@ -78,6 +78,7 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
         Binding("q", "quit", "Quit", tooltip=QUIT_TIP, id="quit"),
         Binding("Q", "stop_and_quit", "Stop working & quit", show=False, id="quit.stop"),
         Binding("ctrl+t", "pick_theme", "Theme", id="theme"),
+        Binding("question_mark,f1", "toggle_keys", "Keys", show=False, key_display="?", id="keys"),
     ]
 
     def __init__(
@@ -369,6 +370,14 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
         if before != (m.model_state, m.notes, m.warnings, m.last_sync, m.notes_missing, m.syncing):
             self._totals_changed()
 
+    def action_toggle_keys(self) -> None:
+        """``?`` / F1: Textual's keys panel (every key of the focused screen, with what it does)
+        beside the screen, or away again."""
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
     def action_pick_theme(self) -> None:
         self.search_themes()
 
@@ -401,15 +410,18 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
             return
         self.notify(f"screenshot saved: {path}", timeout=10)
 
-    _TEXTUAL_COMMANDS_REPLACED = {"Theme", "Screenshot", "Maximize", "Minimize", "Quit"}
+    _TEXTUAL_COMMANDS_REPLACED = {"Theme", "Screenshot", "Maximize", "Minimize", "Quit", "Keys"}
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every key's action is also a command in the palette (ctrl+p). Textual's own Theme,
-        Screenshot and Maximize commands are replaced by Cockpit's (theme picker that persists,
-        a screenshot saved where we say, zoom of the selected pane)."""
+        Screenshot, Maximize and Keys commands are replaced by Cockpit's (theme picker that
+        persists, a screenshot saved where we say, zoom of the selected pane, the keys panel
+        naming its key)."""
         for command in super().get_system_commands(screen):
             if command.title not in self._TEXTUAL_COMMANDS_REPLACED:
                 yield command
+        shown = "Hide the keys panel" if screen.query("HelpPanel") else "Every key of this screen and what it does"
+        yield SystemCommand("Keys", f"{shown} (?) — f1 too", self.action_toggle_keys)
         main = self.screen_stack[0]
         if isinstance(main, MainScreen) and screen is main:
             yield SystemCommand("Spawn session", "New session: task, options, notes preview (n)", main.action_spawn)
