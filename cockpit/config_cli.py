@@ -71,5 +71,10 @@ def _check(args: argparse.Namespace) -> int:
         load_config()
     except ConfigError as exc:
         raise CockpitError(problem(path, exc)) from None
+    from cockpit.tui.keymap import keymap_problem
+
+    bad_keys = keymap_problem()  # the app would refuse to start with it
+    if bad_keys:
+        raise CockpitError(f"{path}: {bad_keys}")
     print(f"{path}: {'ok' if path.exists() else 'does not exist (defaults apply)'}")
     return 0

@@ -186,6 +186,11 @@ def check_config() -> Check:
         from cockpit.config_cli import problem
 
         return Check(FAIL, "config", problem(path, exc), f"edit {path} (`cockpit --help` lists its keys)")
+    from cockpit.tui.keymap import keymap_problem
+
+    bad_keys = keymap_problem()  # the app would refuse to start with it
+    if bad_keys:
+        return Check(FAIL, "config", bad_keys, f"edit [keymap] in {path}")
     return Check(OK, "config", f"{path} (parses)")
 
 

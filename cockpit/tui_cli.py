@@ -140,12 +140,11 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Path]:
         if found.backend is None:
             raise CockpitError(f"auto mode needs the sandbox, and there is none here: {found.reason}")
     from cockpit.tui import state as ui_state
-    from cockpit.tui.keymap import check_keymap
+    from cockpit.tui.keymap import keymap_problem
 
-    try:
-        check_keymap(ui_state.load_keymap())
-    except ValueError as exc:
-        raise CockpitError(f"{ui_state.config_path()}: {exc}") from None
+    bad_keys = keymap_problem()
+    if bad_keys:
+        raise CockpitError(f"{ui_state.config_path()}: {bad_keys}")
     return config, workspace
 
 

@@ -35,6 +35,15 @@ def test_config_path_and_check(tmp_path, monkeypatch, capsys):
     assert main(["config", "check"]) == 2
     err = capsys.readouterr().err
     assert str(tmp_path / "config.toml") in err and "modle" in err
+    # a keymap the app would refuse at start: refused here, and by doctor, with the same line
+    (tmp_path / "config.toml").write_text('[keymap]\nspawn = "x"\n')
+    assert main(["config", "check"]) == 2
+    err = capsys.readouterr().err
+    assert "[keymap] gives 'x' to kill and spawn on the main screen" in err
+    check = doctor.check_config()
+    assert check.state == doctor.FAIL and "gives 'x' to kill and spawn" in check.detail and "[keymap]" in check.fix
+    (tmp_path / "config.toml").write_text('[keymap]\nspawn = "ctrl+n"\n')
+    assert main(["config", "check"]) == 0 and doctor.check_config().state == doctor.OK
 
 
 def test_every_commands_help_names_the_config_file_and_its_keys(tmp_path, monkeypatch):

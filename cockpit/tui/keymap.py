@@ -66,4 +66,16 @@ def check_keymap(keymap: dict[str, str]) -> None:
                                  "choose another key")
 
 
-__all__ = ["check_keymap"]
+def keymap_problem() -> str | None:
+    """Why the user's keymap (``[keymap]`` in ``config.toml``, then ``state.json``) would stop the
+    app from starting, or None: what the app, ``cockpit config check`` and ``doctor`` say."""
+    from cockpit.tui import state
+
+    try:
+        check_keymap(state.load_keymap())
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+__all__ = ["check_keymap", "keymap_problem"]
