@@ -308,8 +308,9 @@ def cmd_send(args: argparse.Namespace) -> int:
     row = _call("get", host=host, id=args.id)
     sid, status = row["id"], row.get("status", "")
     _call("send", host=host, id=sid, text=text)
-    if status == "budget reached":
-        print(f"{sid}: message queued; the session is paused at its spend cap (budget reached), so it waits "
+    at_cap = status == "waiting for you" and bool((_call("budget", host=host, id=sid) or {}).get("reached"))
+    if status == "budget reached" or at_cap:  # at_cap: it takes the message, then pauses before asking the model
+        print(f"{sid}: message queued; the session is at its spend cap, so it waits in 'budget reached' "
               f"until the cap is raised: cockpit budget{hint(host)} {sid} --usd …")
     elif status == "waiting for you":
         print(f"{sid}: sent")
@@ -379,10 +380,14 @@ def _print_budget(info: dict) -> None:
             f"{info['tokens']:,} tokens" if info["tokens"] is not None else ""]
     cap = " or ".join(c for c in caps if c) or "none"
     spent = f"{fmt.usd(info['spent_usd'])} · {info['spent_tokens']:,} tokens"
-    who = "server (all sessions)" if info["scope"] == "server" else f"{info['id']} ({info['status']})"
+    going_on = info.get("going_on") or []
+    status = "going on" if info["id"] in going_on else info["status"]
+    who = "server (all sessions)" if info["scope"] == "server" else f"{info['id']} ({status})"
     print(f"{who}: cap {cap} · spent {spent}{' · reached' if info['reached'] else ''}")
     if info["paused"]:
         print(f"paused in 'budget reached': {', '.join(info['paused'])}")
+    if going_on and info["scope"] == "server":
+        print(f"going on (no longer at a cap): {', '.join(going_on)}")
 
 
 def cmd_attach(args: argparse.Namespace) -> int:

@@ -67,6 +67,7 @@ async def test_a_session_pauses_at_its_usd_cap_gives_its_slot_back_and_goes_on_w
     assert s1.status is S.BUDGET_REACHED and len(api.message_requests) == 2
     info = await mgr.set_budget(s1.id, usd=1.0)
     assert info["usd"] == 1.0 and not info["reached"]
+    assert info["paused"] == [] and info["going_on"] == [s1.id]  # said as it will be, not as it was
     await next_event(sub, status_is(s1.id, S.WAITING))
     assert s1.final_text == "done" and s1.requests == 2 and len(api.message_requests) == 3
     results = [r for r in api.message_requests[2]["messages"][-1]["content"] if r["type"] == "tool_result"]
@@ -174,7 +175,9 @@ async def test_the_budget_rpc_and_the_cli(api, ws, monkeypatch, capsys):
         shown = await c.call("budget", id=sid)
         assert shown["reached"] and shown["tokens"] == 10 and shown["paused"] == [sid]
         code = await asyncio.to_thread(main, ["budget", sid[-6:], "--tokens", "1000000"])
-        assert code == 0 and "cap 1,000,000 tokens" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert code == 0 and "cap 1,000,000 tokens" in out
+        assert f"{sid} (going on)" in out and "paused in" not in out  # not the state before the raise
         await asyncio.wait_for(wait_for(status_is(sid, S.WAITING)), 30)
         code = await asyncio.to_thread(main, ["budget", "--server", "--usd", "$2.50"])
         out = capsys.readouterr().out

@@ -122,24 +122,29 @@ def test_a_foreground_server_on_a_host_is_refused_in_one_line(capsys, action):
     assert err.count("\n") == 1 and err.startswith(f"cockpit: error: `cockpit server {action}` runs in this terminal")
 
 
-@pytest.mark.parametrize(("status", "host", "line"), [
-    ("waiting for you", None, "1nh1abcdefgh: sent"),
-    ("working", None, "1nh1abcdefgh: queued (working): it takes the message when it next waits for you"),
-    ("budget reached", "box", "1nh1abcdefgh: message queued; the session is paused at its spend cap (budget "
-                              "reached), so it waits until the cap is raised: cockpit budget --host box 1nh1abcdefgh "
-                              "--usd …"),
+HELD = ("1nh1abcdefgh: message queued; the session is at its spend cap, so it waits in 'budget reached' until "
+        "the cap is raised: cockpit budget{} 1nh1abcdefgh --usd …")
+
+
+@pytest.mark.parametrize(("status", "reached", "host", "line"), [
+    ("waiting for you", False, None, "1nh1abcdefgh: sent"),
+    ("waiting for you", True, None, HELD.format("")),  # over a cap lowered while it waited: held at once
+    ("working", False, None, "1nh1abcdefgh: queued (working): it takes the message when it next waits for you"),
+    ("budget reached", True, "box", HELD.format(" --host box")),
 ])
-def test_send_says_what_became_of_the_message(monkeypatch, capsys, status, host, line):
+def test_send_says_what_became_of_the_message(monkeypatch, capsys, status, reached, host, line):
     calls: list = []
 
     def call(method, timeout=None, host=None, **params):
         calls.append((method, host, params))
-        return {"id": "1nh1abcdefgh", "status": status} if method == "get" else {}
+        if method == "get":
+            return {"id": "1nh1abcdefgh", "status": status}
+        return {"reached": reached} if method == "budget" else {}
 
     monkeypatch.setattr(server_cli, "_call", call)
     assert main(["send", f"{host}:1nh1" if host else "1nh1", "go on"]) == 0
     assert capsys.readouterr().out == line + "\n"
-    assert calls[-1] == ("send", host, {"id": "1nh1abcdefgh", "text": "go on"})
+    assert ("send", host, {"id": "1nh1abcdefgh", "text": "go on"}) in calls
 
 
 def test_worktrees_run_whole_on_a_host_name_it_in_their_hints(monkeypatch, capsys):

@@ -219,8 +219,12 @@ class SessionManager:
     def budget_info(self, session_id: str | None = None) -> dict:
         """A cap and its spend: ``scope`` session | server, ``id`` (None for the server),
         ``usd`` / ``tokens`` (the cap; None = none), ``spent_usd`` / ``spent_tokens``, ``reached``,
-        ``status`` (the session's), ``paused``: ids of the sessions in ``budget reached``."""
-        paused = [s.id for s in self.sessions if s.status is SessionStatus.BUDGET_REACHED]
+        ``status`` (the session's), ``paused``: ids of the sessions in ``budget reached`` still at
+        a cap, ``going_on``: of those in ``budget reached`` no longer at one (woken by a raised
+        cap: they go on as soon as they run again — a slot free)."""
+        at = [s for s in self.sessions if s.status is SessionStatus.BUDGET_REACHED]
+        paused = [s.id for s in at if s.budget_hit() is not None]
+        going_on = [s.id for s in at if s.budget_hit() is None]
         if session_id is None:
             usage, cost = self.totals()
             budget, sid, status = self.server_budget, None, None
@@ -229,7 +233,7 @@ class SessionManager:
             usage, cost, budget, sid, status = s.usage, s.cost_usd, s.budget, s.id, s.status.value
         return {"scope": "server" if sid is None else "session", "id": sid, **budget.to_dict(),
                 "spent_usd": None if cost is None else round(cost, 6), "spent_tokens": usage.total,
-                "reached": budget.reached(usage, cost), "status": status, "paused": paused}
+                "reached": budget.reached(usage, cost), "status": status, "paused": paused, "going_on": going_on}
 
     # -- queries ---------------------------------------------------------------------------
     @property

@@ -325,7 +325,7 @@ class SessionBase:
         return text
 
     # -- spend caps (cockpit.runtime.budget) ---------------------------------------------------
-    def _budget_hit(self) -> BudgetHit | None:
+    def budget_hit(self) -> BudgetHit | None:
         """The cap this session is at: its own, else the server's (the sum over every session)."""
         return check("session", self.budget, self.usage, self.cost_usd) or self._host.server_budget_hit()
 
@@ -335,7 +335,7 @@ class SessionBase:
         back — until the cap is raised; a headless one ends ``error`` (kind ``budget``).
         ``forced``: a cap the backend itself stopped at (Claude Code's ``max_budget_usd``): pause
         until the next change of a cap even when our own figures are just under it."""
-        hit = self._budget_hit() or forced
+        hit = self.budget_hit() or forced
         if hit is None:
             return
         self._budget_record("reached", hit.scope, hit.budget, hit.message())
@@ -346,7 +346,7 @@ class SessionBase:
             self._budget_wake.clear()
             self._set(S.BUDGET_REACHED, f"{hit.message()} — raise the cap to go on")
             await self._budget_wake.wait()
-            hit = self._budget_hit()
+            hit = self.budget_hit()
         await self._acquire()
 
     def _budget_record(self, level: str, scope: str, budget: Budget, message: str = "") -> None:

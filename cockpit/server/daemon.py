@@ -610,7 +610,8 @@ class Server:
             "one still at a cap stays paused. Without `usd`/`tokens`/`clear` it only answers",
             result="`scope` (`session`/`server`), `id`, `usd`, `tokens` (the cap; null = none), `spent_usd`, "
                    "`spent_tokens`, `reached`, `status` (the session's), `paused` (ids of the sessions in "
-                   "`budget reached`)")
+                   "`budget reached` still at a cap), `going_on` (ids of those in `budget reached` a raised cap "
+                   "woke: they go on as soon as they run again)")
     async def h_budget(self, req: Request, id: SessionId | None = None, server: bool = False,
                        usd: Dollars | None = None, tokens: Count | None = None, clear: bool = False) -> dict:
         """A session's spend cap (``id``) or the server's (``server: true``): set it when ``usd``,
