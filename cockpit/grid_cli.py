@@ -1,4 +1,7 @@
-"""``cockpit --host A --host B`` (or ``[grid] hosts``): one app over several hosts' servers.
+"""The app over servers: this machine's (bare ``cockpit``: a grid of one host, ``local``), or
+several hosts' (``cockpit --host A --host B``, or ``[grid] hosts``). A host whose connection drops
+— this machine's server stopped or crashed too — is reconnected (``local``: its server started
+again) and its sessions replayed.
 
 The hosts come from ``cockpit.server.host_config``; the app runs over a
 ``cockpit.server.hosts.MultiHostRuntime`` made inside its loop. The memory engine the app shows
@@ -40,9 +43,9 @@ def grid_app(args: argparse.Namespace, config, workspace: Path, grid: list[GridH
     (None without ``local``, or without a notes folder): the caller closes it after the app."""
     from cockpit.errors import CockpitError
     from cockpit.notes_location import resolve_notes
-    from cockpit.server.client import BlockingClient, ServerError, ensure_server
+    from cockpit.server.client import ServerError, ensure_server
     from cockpit.server.hosts import MultiHostRuntime
-    from cockpit.server.remote import RemoteEngine
+    from cockpit.server.remote import LocalCaller, RemoteEngine
 
     notes = resolve_notes(args.notes, Path.cwd())
     local = any(h.name == hostids.LOCAL for h in grid)
@@ -50,8 +53,10 @@ def grid_app(args: argparse.Namespace, config, workspace: Path, grid: list[GridH
     if local:
         try:
             ensure_server()
-            engine = RemoteEngine(BlockingClient(), notes) if notes.is_dir() else None
+            engine = RemoteEngine(LocalCaller(), notes) if notes.is_dir() else None
         except ServerError as exc:
+            if len(grid) == 1:
+                raise CockpitError(f"{exc} (or run without it: cockpit --no-server)") from None
             raise CockpitError(f"{exc} (the host 'local' is this machine's server)") from None
     hosts = hosts_for_app(grid, config, str(notes) if local and notes.is_dir() else None)
 

@@ -162,12 +162,11 @@ def run(args: argparse.Namespace) -> int:
         from cockpit.errors import CockpitError
 
         raise CockpitError("--host shows the sessions of hosts' servers: drop --no-server (COCKPIT_NO_SERVER)")
-    if [h.name for h in grid] not in ([], ["local"]):  # several hosts, or one remote: a grid of hosts
+    if not no_server:  # this machine's server (the grid of one host, `local`), or a grid of hosts
         from cockpit.grid_cli import run_grid
+        from cockpit.server.host_config import GridHost
 
-        return run_grid(args, config, workspace, grid)
-    if not no_server:
-        return _run_attached(args, config, workspace)
+        return run_grid(args, config, workspace, grid or [GridHost("local")])
 
     if config.api_key or config.auth_token:  # this process runs the shells: the key out of their reach
         from cockpit.runtime import keyguard
@@ -208,12 +207,6 @@ def detached_message(live: int, waiting: int = 0, host: str | None = None) -> st
             f"cockpit ls{flag} · cockpit attach{flag} ID · cockpit{flag} to come back)")
 
 
-def _run_attached(args: argparse.Namespace, config, workspace: Path | str) -> int:
-    """The app as a client of this machine's server (started when none runs)."""
-    app, engine = attached_app(args, config, workspace)
-    return run_detachable(app, engine, detached_message)
-
-
 WEB_TAB = "COCKPIT_WEB_TAB"  # set for the apps `cockpit web` runs, one per browser tab
 
 
@@ -231,43 +224,3 @@ def run_detachable(app: Any, engine: Any, message: Callable[[int, int], str]) ->
     if live and not os.environ.get(WEB_TAB):  # a browser tab's app: its closing is no news to `cockpit web`'s terminal
         print(message(len(live), sum(v.status.needs_user for v in live)), file=sys.stderr)
     return int(app.return_code or 0)
-
-
-def attached_app(args: argparse.Namespace, config, workspace: Path | str, **app_options: Any):
-    """(the app attached to this machine's server, and its memory engine or None); ``app_options``
-    go to ``CockpitApp`` (a test's notifier). Other hosts' servers are the grid's
-    (``cockpit.grid_cli``)."""
-    from cockpit.errors import CockpitError
-    from cockpit.notes_location import resolve_notes
-    from cockpit.server.client import BlockingClient, ServerError, ensure_server
-    from cockpit.server.remote import RemoteEngine, RemoteRuntime
-
-    notes = resolve_notes(args.notes, Path.cwd())
-    have_notes = notes.is_dir()
-    try:
-        ensure_server()
-        engine = RemoteEngine(BlockingClient(), notes) if have_notes else None
-    except ServerError as exc:
-        raise CockpitError(f"{exc} (or run without it: cockpit --no-server)") from None
-
-    from textual.binding import Binding
-
-    from cockpit.tui.app import CockpitApp
-
-    class _App(CockpitApp):
-        BINDINGS = [Binding("q", "quit", "Detach", id="quit")]  # the sessions go on in the server
-
-    async def attach() -> RemoteRuntime:  # inside the app's loop
-        try:
-            return await RemoteRuntime.attach(config, notes=str(notes) if have_notes else None)
-        except Exception as exc:
-            raise CockpitError(f"cannot attach to the server: {exc}") from None
-
-    app = _App(
-        attach, engine, workspace=workspace, model=config.model, top_k=config.top_k,
-        preseed=config.preseed, sessions_dir=config.resolved_sessions_dir(),
-        permission_mode=config.permission_mode, worktree=config.worktrees, backend=config.backend,
-        notify_os=config.notify_os, api_key_missing=not (config.api_key or config.api_key_helper),
-        notes_missing="" if have_notes else str(notes), **app_options,
-    )
-    return app, engine

@@ -593,3 +593,59 @@ async def test_one_server_under_two_names_shows_its_sessions_once(monkeypatch, t
             await rt.aclose()
     finally:
         stop_server(paths.socket_path())
+
+
+async def test_the_app_on_this_machines_server_rides_out_a_server_stop(monkeypatch, tmp_path):
+    """Bare ``cockpit`` (the grid of one host, ``local``): the server stopped under the open app
+    (``cockpit server stop`` elsewhere) is started again, the panes come back from its replay,
+    a spawn works, and the memory screen's engine reconnects too."""
+    import argparse
+
+    from cockpit.grid_cli import grid_app
+    from cockpit.server.client import server_pid
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "port.md").write_text("---\nname: staging-port\ndescription: Staging runs on port 6443\n---\nbody\n")
+    with StandIn() as api:
+        api.responder = responder
+        app, engine = grid_app(argparse.Namespace(notes=str(notes)), client_config(api), ws, [GridHost("local")])
+        first = server_pid()
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                await until(pilot, lambda: app.host_states.get("local") is not None
+                            and app.host_states["local"].state == "connected", "attached")
+                app.spawn("before the stop")
+                await until(pilot, lambda: any(v.status is S.WAITING for v in app.views.values()), "answered")
+                assert not app.multi_host  # one host: no host names in the titles
+                stop_server()  # from outside, as `cockpit server stop` in another terminal
+                await until(pilot, lambda: app.host_states["local"].state != "connected", "the drop seen")
+                await until(pilot, lambda: app.host_states["local"].state == "connected"
+                            and server_pid() not in (None, first), "a new server, reattached", timeout=60)
+                await until(pilot, lambda: any(v.task == "before the stop" for v in app.views.values()),
+                            "the session shown again from the replay")
+                app.spawn("after the stop")
+                await until(pilot, lambda: any(v.task == "after the stop" and v.status is S.WAITING
+                                               for v in app.views.values()), "a spawn on the new server")
+                assert engine is not None and [h.name for h in engine.search("staging port", 3)] == ["staging-port"]
+                await app.shutdown()
+        finally:
+            if engine is not None:
+                engine.close()
+            stop_server()
+
+
+def test_bare_cockpit_is_the_grid_of_this_machines_server(monkeypatch, tmp_path):
+    from cockpit import grid_cli
+    from cockpit.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    ran: list = []
+    monkeypatch.setattr(grid_cli, "run_grid", lambda args, config, workspace, grid: ran.append(grid) or 0)
+    assert main([]) == 0
+    assert ran == [[GridHost("local")]]  # so a stopped or crashed server is started again and replayed

@@ -305,6 +305,39 @@ class Caller(Protocol):
     def close(self) -> None: ...
 
 
+class LocalCaller:
+    """A :class:`Caller` to this machine's server that outlives it: when the connection is gone
+    (the server stopped, crashed, or was restarted), the next call connects again — starting the
+    server when none runs, as the app's own connection does — and is sent once more. A hung server
+    (``ServerHung``) is not retried: that is said at once."""
+
+    def __init__(self) -> None:
+        from cockpit.server.client import BlockingClient
+
+        self._client = BlockingClient()
+        self._lock = threading.Lock()
+
+    def call(self, method: str, **params: Any) -> Any:
+        from cockpit.server.client import BlockingClient, ServerError, ServerHung, ensure_server
+
+        client = self._client
+        try:
+            return client.call(method, **params)
+        except ServerHung:
+            raise
+        except ServerError:
+            with self._lock:
+                if self._client is client:  # the first thread here reconnects; the others use it
+                    client.close()
+                    ensure_server()
+                    self._client = BlockingClient()
+                client = self._client
+            return client.call(method, **params)
+
+    def close(self) -> None:
+        self._client.close()
+
+
 class RemoteEngine:
     """The memory engine of the server for one notes folder (blocking calls; use from threads).
     Raises ``cockpit.server.client.RemoteError`` / ``ServerError`` like the engine raises its own."""
