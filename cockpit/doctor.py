@@ -309,7 +309,8 @@ def check_git() -> Check:
     if not git:
         return Check(FAIL, "git", "not on PATH", "install git: sessions work in git worktrees")
     gh = shutil.which("gh")
-    return Check(OK, "git", f"{git}; gh {'at ' + gh if gh else 'not installed (cockpit worktrees pr needs it)'}")
+    no_gh = "not installed (cockpit worktrees pr then pushes and prints the compare URL)"
+    return Check(OK, "git", f"{git}; gh {'at ' + gh if gh else no_gh}")
 
 
 def check_key(label: str = "API key") -> Check:

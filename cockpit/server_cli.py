@@ -304,6 +304,8 @@ def cmd_send(args: argparse.Namespace) -> int:
     from cockpit.host_cli import hint
 
     text = _clean(args.text, "the follow-up")
+    if not text.strip():
+        raise CockpitError("give the message to send: cockpit send ID \"TEXT\" (it was empty)")
     host = host_name(args)
     row = _call("get", host=host, id=args.id)
     sid, status = row["id"], row.get("status", "")

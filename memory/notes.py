@@ -225,7 +225,9 @@ def parse_bytes(raw: bytes, rel: str, mtime_ns: int = 0, size: int | None = None
             raise
         except yaml.YAMLError as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise NoteError(f"invalid YAML frontmatter: {first}") from None
+            mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)  # where it began
+            where = f" (line {mark.line + 1})" if mark is not None else ""  # (0-based, from the file's ---)
+            raise NoteError(f"invalid YAML frontmatter{where}: {first}") from None
         except RecursionError:
             raise NoteError("YAML frontmatter nested too deeply") from None
         except (ValueError, OverflowError, TypeError) as exc:  # a value SafeLoader cannot build:

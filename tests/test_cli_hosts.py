@@ -161,3 +161,10 @@ def test_run_there_tells_the_host_its_name(monkeypatch):
                         or 0)
     assert main(["worktrees", "merge", "box:abcd1234"]) == 0
     assert ran == {"words": ["worktrees", "merge", "abcd1234"], "env": {"COCKPIT_HINT_HOST": "box"}}
+
+
+def test_send_with_an_empty_message_says_so_and_sends_nothing(monkeypatch, capsys):
+    calls: list = []
+    monkeypatch.setattr(server_cli, "_call", lambda method, **params: calls.append(method) or {})
+    assert main(["send", "1nh1abcd", "  "]) == 2
+    assert "give the message to send" in capsys.readouterr().err and calls == []

@@ -76,6 +76,9 @@ def test_yaml_bomb_is_refused_quickly():
 def test_invalid_yaml_binary_and_undecodable_are_refused():
     with pytest.raises(NoteError, match="invalid YAML"):
         parse("invalid-yaml.md")
+    raw = b"---\nname: b\ndescription: \"unclosed\n---\nbody\n"
+    with pytest.raises(NoteError, match=r"invalid YAML frontmatter \(line 3\): while scanning a quoted scalar"):
+        parse_bytes(raw, "b.md")  # the file's line where the bad value begins
     with pytest.raises(NoteError, match="binary"):
         parse_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "img.md")
     with pytest.raises(NoteError, match="not UTF-8"):

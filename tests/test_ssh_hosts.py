@@ -425,7 +425,8 @@ async def test_the_app_on_a_host_spawns_approves_and_merges_there(box, api):
         assert subprocess.run(["git", "show", "main:hello.txt"], cwd=box["ws"], capture_output=True,
                               text=True).stdout == "hi\n"  # merged into box's repository
         await pilot.press("escape", "s")  # merged: its worktree is gone there, no shell to open
-        await _until(pilot, lambda: any("has no folder to open a shell in" in n.message for n in app._notifications),
+        await _until(pilot, lambda: any("has no folder to open a shell in: its change was merged" in n.message
+                                        for n in app._notifications),
                      "the shell key says why not")
         await pilot.press("q")  # detach
     with _remote_client(box) as c:

@@ -234,8 +234,14 @@ class SessionCommands(App):
         gone = there is not None and view.worktree is not None and bool(
             view.worktree_removed or (view.reviewed is not None and view.reviewed.ok))
         if not where or gone or (there is None and not Path(where).is_dir()):
-            self.notify(f"session {session_id} has no folder to open a shell in (merged, kept or discarded?)",
-                        severity="warning")
+            r = view.reviewed
+            removed = view.worktree_removed
+            why = ("it changed nothing, so its worktree was removed" if removed == "no changes" else
+                   f"its worktree was removed ({removed})" if removed else
+                   {"merge": "its change was merged", "keep": "its worktree was removed (its branch is kept)",
+                    "discard": "its change was discarded"}.get(r.action, r.action) if r is not None and r.ok else
+                   "its folder is gone")
+            self.notify(f"session {session_id} has no folder to open a shell in: {why}", severity="warning")
             return
         code = 0
         try:

@@ -100,7 +100,7 @@ def changes_markup(view: SessionView) -> str:
         return "[dim]in place[/]" if view.placement else "[dim]…[/]"
     c = view.changes
     if c is None or not c.files:
-        return "[dim]none yet[/]"
+        return "[dim]none[/]" if view.status.is_final else "[dim]none yet[/]"
     files = f"{c.files} file{'s' if c.files != 1 else ''}"
     radar = ""
     if view.overlap:  # another live session changed the same file(s)
