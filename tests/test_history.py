@@ -88,6 +88,7 @@ async def test_attaching_mid_session_is_the_snapshot_then_live_events_without_ga
     sub = mgr.subscribe()  # an app attaching: subscribe, then take the snapshot at once
     snapshot = [e for e in mgr.snapshot() if e.session_id == s.id]
     assert not any(isinstance(e, ev.SessionDone) for e in snapshot)
+    assert fold(snapshot).usage.total > 0  # the streaming response's figures so far (an app reopened mid-stream)
     api.release()
     await mgr.send(s.id, "more")
     rest = []
@@ -103,7 +104,8 @@ async def test_attaching_mid_session_is_the_snapshot_then_live_events_without_ga
     assert shown(attached)[:-1] == shown(replayed)[:-1] and attached.usage == replayed.usage
     assert [b.text for b in attached.blocks if b.kind == "text"] == ["first part and the second part", "done"]
     whole = [e for e in snapshot + rest if not isinstance(e, ev.TextDelta) and not getattr(e, "partial", False)]
-    logged = [e for e in read_events(s.transcript_path) if not isinstance(e, ev.TextDelta)]
+    logged = [e for e in read_events(s.transcript_path)
+              if not isinstance(e, ev.TextDelta) and not getattr(e, "partial", False)]
     assert whole == logged[: len(whole)]  # every event once, in the transcript's order
 
 

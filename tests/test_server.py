@@ -231,6 +231,7 @@ def test_sigkill_mid_stream_then_interrupted_and_resume(api, ws, server_proc):
     with BlockingClient() as c:
         rows = c.call("list")["sessions"]
         assert [(r["id"], r["status"]) for r in rows] == [(row["id"], "interrupted")]
+        assert rows[0]["usage"]["total"] > 0 and rows[0]["cost_usd"] > 0  # what the killed response had cost
         assert rows[0]["placement"] == "in place: not a git repository (or no commit yet)"
         assert c.call("get", id=row["id"][:6])["status"] == "interrupted"  # a prefix names it, as a live one's
         end = read_events(Path(row["transcript"]))[-1]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.events import (
     Event,
     Reviewed,
+    SessionDone,
     SessionForgotten,
     SessionSpawned,
     SessionStatus,
@@ -146,6 +147,7 @@ class SessionManager:
         self._last_check: dict[str, wt.CheckResult] = {}  # session id → its last check (for a PR's body)
         self._cm_supported: bool | None = None
         self._logs: dict[str, list[Event]] = {}
+        self._live_usage: dict[str, UsageUpdate] = {}  # a streaming response's latest partial figures
         self._forgotten: list[SessionForgotten] = []  # closed sessions' spend, for snapshot()
         self.server_budget = Budget(self.config.server_budget_usd, self.config.server_budget_tokens)
 
@@ -277,24 +279,34 @@ class SessionManager:
         gone = SessionForgotten(s.id, s.usage, s.cost_usd)
         self.publish(gone)
         self._logs.pop(s.id, None)  # after publish: a late-attaching client never sees it again…
+        self._live_usage.pop(s.id, None)
         self._forgotten.append(gone)  # …but its spend: the snapshot carries what closed sessions spent
         del self._forgotten[:-FORGOTTEN_KEPT]
 
     def snapshot(self) -> list[Event]:
         """The events so far of every session of this manager, in order per session (consecutive
-        ``TextDelta``s merged, partial ``UsageUpdate``s left out): replaying them through a
-        client's event handler rebuilds each session's view — state, output, notes, usage, a
-        pending approval — for a client that attaches late. A session's log keeps at most
+        ``TextDelta``s merged, of the partial ``UsageUpdate``s only a streaming response's latest,
+        last): replaying them through a client's event handler rebuilds each session's view —
+        state, output, notes, usage (a response still streaming included), a pending approval —
+        for a client that attaches late. A session's log keeps at most
         :data:`LOG_EVENTS` events (the first ones and the newest; older output is in its
         transcript); logs of the oldest finished sessions beyond :data:`LOG_SESSIONS` are dropped."""
         out: list[Event] = list(self._forgotten)
-        for log in self._logs.values():
+        for sid, log in self._logs.items():
             out.extend(log)
+            live = self._live_usage.get(sid)
+            if live is not None:
+                out.append(live)
         return out
 
     def _log(self, event: Event) -> None:
-        if isinstance(event, UsageUpdate) and event.partial:
-            return
+        if isinstance(event, UsageUpdate):
+            if event.partial:
+                self._live_usage[event.session_id] = event
+                return
+            self._live_usage.pop(event.session_id, None)  # the response's own figures, final
+        elif isinstance(event, SessionDone):
+            self._live_usage.pop(event.session_id, None)
         log = self._logs.get(event.session_id)
         if log is None:
             log = self._logs[event.session_id] = []

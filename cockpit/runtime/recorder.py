@@ -5,7 +5,9 @@ written to the transcript (:mod:`cockpit.runtime.transcript`: one line per event
 and published on the manager's bus. Events emitted before the transcript is opened (the spawn,
 the queue, the preseed: :meth:`start` comes once the first message is known) are written, in
 order and with their own times, when it opens. Consecutive ``TextDelta``s become one line;
-a partial ``UsageUpdate`` (live figures while a response streams) is published, not written.
+a partial ``UsageUpdate`` (live figures while a response streams: the input side at its start,
+the output so far) is written too, so a server killed mid-response leaves what it had cost (the
+response's own, final figures replace it when it ends).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cockpit.events import Event, TextDelta, UsageUpdate
+from cockpit.events import Event, TextDelta
 from cockpit.runtime.transcript import TranscriptWriter, append_event, now_iso
 
 
@@ -66,8 +68,6 @@ class Recorder:
 
     def _write(self, event: Event, ts: str) -> None:
         assert self._tw is not None
-        if isinstance(event, UsageUpdate) and event.partial:
-            return  # a live figure while a response streams: the response's own one follows
         if isinstance(event, TextDelta):
             if not self._held:
                 self._held_at = (event.session_id, ts)
