@@ -620,17 +620,20 @@ async def test_the_app_on_this_machines_server_rides_out_a_server_stop(monkeypat
                 await until(pilot, lambda: app.host_states.get("local") is not None
                             and app.host_states["local"].state == "connected", "attached")
                 app.spawn("before the stop")
-                await until(pilot, lambda: any(v.status is S.WAITING for v in app.views.values()), "answered")
+                # (bounds only: a test server loads the model-call code at its first spawn)
+                await until(pilot, lambda: any(v.status is S.WAITING for v in app.views.values()), "answered",
+                            timeout=120)
                 assert not app.multi_host  # one host: no host names in the titles
                 stop_server()  # from outside, as `cockpit server stop` in another terminal
                 await until(pilot, lambda: app.host_states["local"].state != "connected", "the drop seen")
                 await until(pilot, lambda: app.host_states["local"].state == "connected"
-                            and server_pid() not in (None, first), "a new server, reattached", timeout=60)
+                            and server_pid() not in (None, first), "a new server, reattached", timeout=120)
                 await until(pilot, lambda: any(v.task == "before the stop" for v in app.views.values()),
                             "the session shown again from the replay")
                 app.spawn("after the stop")
                 await until(pilot, lambda: any(v.task == "after the stop" and v.status is S.WAITING
-                                               for v in app.views.values()), "a spawn on the new server")
+                                               for v in app.views.values()), "a spawn on the new server",
+                            timeout=120)
                 assert engine is not None and [h.name for h in engine.search("staging port", 3)] == ["staging-port"]
                 await app.shutdown()
         finally:
