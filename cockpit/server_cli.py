@@ -71,7 +71,9 @@ def add_parser(sub) -> None:
     add_host_argument(p)
     p.set_defaults(func=cmd_kill)
 
-    p = sub.add_parser("attach", help="follow a session's output until it waits for you or ends")
+    p = sub.add_parser("attach", help="follow a session's output until it waits for a follow-up, reaches its "
+                                      "spend cap, or ends (an ask for approval is shown with the commands that "
+                                      "answer it, and attach follows on)")
     p.add_argument("id", nargs="?", default=None,
                    help=ID_HELP + "; omitted: the one session that needs you, else the only one running")
     add_host_argument(p)
