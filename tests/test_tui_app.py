@@ -602,9 +602,15 @@ async def test_a_value_the_spawn_spec_refuses_is_said_in_the_dialog_which_stays_
         await pilot.press("n")
         dialog = app.screen
         assert isinstance(dialog, SpawnDialog)
+        error = dialog.query_one("#spawn-error")
+        await pilot.press("enter")  # no task yet: said, not ignored
+        await until(pilot, lambda: error.display, "the empty task said")
+        assert "type the task first" in text_of(error) and app.screen is dialog
+        await pilot.press("t")
+        assert not error.display  # typing answers it
+        await pilot.press("backspace")
         dialog.query_one("#spawn-model").value = "claude\x00x"
         await pilot.press(*"task one", "enter")
-        error = dialog.query_one("#spawn-error")
         await until(pilot, lambda: error.display, "the refusal shown")
         assert "model must be a non-empty string (no NUL)" in text_of(error)
         assert app.screen is dialog and dialog.query_one("#spawn-task").value == "task one"

@@ -274,6 +274,8 @@ class SpawnDialog(ModalScreen[SpawnChoice | None]):
     def _changed(self, event: Input.Changed) -> None:
         if self._debounce is not None:
             self._debounce.stop()
+        if event.value.strip():  # what a submit said is about a task not typed yet, or another one
+            self.query_one("#spawn-error", Label).display = False
         if not self.preseed or self._preview_engine() is None:
             return
         if not event.value.strip():
@@ -318,6 +320,9 @@ class SpawnDialog(ModalScreen[SpawnChoice | None]):
                 return
             self.dismiss(SpawnChoice(request, self.host if self.hosts else None))
         else:
+            error = self.query_one("#spawn-error", Label)
+            error.update(Content.from_markup("[$error]type the task first: what the session is to do[/]"))
+            error.display = True
             self.query_one("#spawn-task", Input).focus()
 
     def _preview(self, task: str) -> None:
