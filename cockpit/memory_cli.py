@@ -339,16 +339,25 @@ def explain(pre) -> str:
     """The ``--explain`` report: the candidates weighed, then why close ones got no line."""
     given = {h.name.casefold() for h in pre.hits}
     indexed = {h.name.casefold() for h in getattr(pre, "index", [])}
+    reasons: dict[str, list[str]] = {}  # a note left out for several reasons: one line, each said
+    instead: dict[str, str] = {}  # a successor given in place of a superseded note → that note
+    for name, why in pre.left_out:
+        if why not in reasons.setdefault(name, []):
+            reasons[name].append(why)
+        if why.startswith("superseded by ") and "its successor is given instead" in why:
+            instead[why.removeprefix("superseded by ").split(":", 1)[0].strip().casefold()] = name
     out = ["candidates, most likely first (p = the judge's probability that the note matters for this task):"]
     for h in sorted(pre.considered, key=lambda h: -(getattr(h, "probability", None) or 0.0))[:12]:
         where = "line" if h.name.casefold() in given else "index" if h.name.casefold() in indexed else "-"
         p = getattr(h, "probability", None)
         status = f" [{h.status}]" if getattr(h, "status", "") else ""
         star = "★ " if h.priority else ""
-        out.append(f"  {'' if p is None else f'{p:.2f}':>5}  {where:<5} {star}{h.name}{status}")
-    if pre.left_out:
+        why = f"  (in place of {instead[h.name.casefold()]}, which it supersedes)" \
+            if where == "line" and h.name.casefold() in instead else ""
+        out.append(f"  {'' if p is None else f'{p:.2f}':>5}  {where:<5} {star}{h.name}{status}{why}")
+    if reasons:
         out.append("why not a line:")
-        out += [f"  {name}: {why}" for name, why in pre.left_out]
+        out += [f"  {name}: {'; '.join(whys)}" for name, whys in reasons.items()]
     return "\n".join(out) + "\n"
 
 

@@ -259,3 +259,20 @@ def test_as_text_recovers_escaped_utf8_and_bytes():
     assert as_text(b"caf\xc3\xa9") == "café"
     assert as_text("caf\udce9") == "caf\ufffd"  # a Latin-1 byte: not UTF-8
     assert as_text("lone \ud800") == "lone ?"
+
+
+def test_explain_says_each_left_out_note_once_and_why_a_successor_is_a_line():
+    from types import SimpleNamespace as N
+
+    from cockpit.memory_cli import explain
+
+    hit = N(name="deploy-command", priority=False, status="accepted", probability=0.08)
+    old = N(name="deploy-old", priority=False, status="superseded", probability=0.22)
+    pre = N(hits=[hit], index=[old], considered=[hit, old],
+            left_out=[("deploy-old", "superseded by deploy-command: its successor is given instead"),
+                      ("deploy-old", "p 0.22 < 0.4 (line threshold): in the index")])
+    out = explain(pre)
+    assert "deploy-command [accepted]  (in place of deploy-old, which it supersedes)" in out
+    assert out.count("  deploy-old:") == 1
+    assert ("deploy-old: superseded by deploy-command: its successor is given instead; p 0.22 < 0.4 "
+            "(line threshold): in the index") in out
