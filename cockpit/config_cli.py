@@ -15,7 +15,8 @@ SESSION_KEYS = ("model, base_url, max_tokens, max_turns, concurrency, top_k, pre
                 "defaultMode; [sandbox] enabled, network, allow_hosts, hide, protected, pass_env; "
                 "[preseed] selector, model, timeout; [agents.NAME] (ACP agents), acp_timeout; api_key_helper")
 KEYS_READ: dict[str | None, str] = {
-    None: SESSION_KEYS + "; [keymap] (the app's key bindings); theme",
+    None: SESSION_KEYS + "; check_command (the diff screen's check); [keymap] (the app's key bindings); theme; "
+                         "[grid] hosts",
     "run": SESSION_KEYS,
     "server": SESSION_KEYS + " (when the server starts; api_key_helper at each spawn)",
     "memory": "top_k, selector, selector_model, selector_timeout, [preseed] (preseed and hook)",

@@ -269,7 +269,12 @@ def check_notes(notes: Path) -> list[Check]:
         out.append(Check(FAIL, "index", f"{index}: {exc}", f"delete {index}; it is rebuilt from the notes"))
         return out
     age = time.strftime("%Y-%m-%d %H:%M", time.localtime(index.stat().st_mtime))
-    out.append(Check(OK, "index", f"{rows} note(s), model {model}, last written {age} ({index})"))
+    detail = f"{rows} note(s), model {model}, last written {age} ({index})"
+    if rows < count:  # a note that does not parse is skipped (or one written since the last sync)
+        out.append(Check(WARN, "index", f"{count - rows} of {count} markdown file(s) not indexed: {detail}",
+                         "cockpit memory lint says which and why (a broken frontmatter is skipped)"))
+    else:
+        out.append(Check(OK, "index", detail))
     return out
 
 

@@ -135,7 +135,9 @@ def _engine(args, must_exist: bool = True, warm: bool = True, remote: bool = Fal
     notes = resolve_notes(args.notes, Path.cwd())  # (the default: ./notes, else the git root's notes/)
     if must_exist and not notes.is_dir():
         what = "is not a folder" if notes.exists() else "does not exist"
-        raise CockpitError(f"notes folder {notes} {what} (use --notes DIR)")
+        hint = "check the path given to --notes" if getattr(args, "notes", None) not in (None, "", "notes") \
+            else "use --notes DIR"
+        raise CockpitError(f"notes folder {notes} {what} ({hint})")
     if getattr(args, "top_k", None) is not None and args.top_k < 1:
         raise CockpitError("--top-k must be at least 1")
     if remote and not os.environ.get("COCKPIT_NO_SERVER"):

@@ -262,8 +262,18 @@ def _through_server(session_id: str, action: str) -> int | None:
         raise CockpitError(exc.message, code=1) from None
     except ServerError:
         return None
-    print(result["data"]["message"])
-    return 0 if result["data"]["ok"] else 1
+    data = result["data"]
+    print(data["message"])
+    if action == "merge" and str(data["message"]).startswith("merge conflict in"):
+        _conflict_hint(session_id, "the base branch")
+    return 0 if data["ok"] else 1
+
+
+def _conflict_hint(session_id: str, base: str) -> None:
+    """What to do about a merge that conflicts (nothing was merged)."""
+    on = _on()  # (run whole on a host: $COCKPIT_HINT_HOST names it)
+    print(f"    send it back: cockpit send{on} {session_id} \"merge {base} into your branch\" (or in the app: "
+          f"d, then b); resolve by hand: cockpit shell{on} {session_id}; or leave it: nothing was merged")
 
 
 def _live_sessions() -> dict[str, str]:
@@ -384,10 +394,7 @@ def run(args: argparse.Namespace) -> int:
             res = wt.merge(info, message, ship.merge_message(info, _notes_dir(args, info)))
             print(res.message)
             if res.conflicts:
-                on = _on()  # (run whole on a host: $COCKPIT_HINT_HOST names it)
-                print(f"    send it back: cockpit send{on} {info.session_id} \"merge {info.base_branch} into your "
-                      f"branch\" (or in the app: d, then b); resolve by hand: cockpit shell{on} {info.session_id}; "
-                      "or leave it: nothing was merged")
+                _conflict_hint(info.session_id, info.base_branch)
             return 0 if res.ok else 1
         if args.action == "keep":
             print(wt.keep(info, message))

@@ -303,3 +303,15 @@ def test_a_mistyped_choice_names_the_closest_one(argv, line, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2 and capsys.readouterr().err.splitlines()[-1] == line
+
+
+def test_doctor_says_when_a_note_was_not_indexed(tmp_path, capsys):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("---\nname: a\ndescription: d\n---\nbody\n")
+    (notes / "broken.md").write_text('---\nname: b\ndescription: "unclosed\n---\nbody\n')
+    assert main(["memory", "index", "--notes", str(notes), "--no-server"]) == 0
+    capsys.readouterr()
+    index = next(c for c in doctor.check_notes(notes) if c.label == "index")
+    assert index.state == doctor.WARN and index.detail.startswith("1 of 2 markdown file(s) not indexed")
+    assert "cockpit memory lint" in index.fix

@@ -1,0 +1,32 @@
+"""`cockpit worktrees merge` of a server's session that conflicts says what to do next."""
+
+from __future__ import annotations
+
+from cockpit import worktrees_cli
+from cockpit.server import client as client_module
+
+
+class _Client:
+    def __init__(self, *_a, **_k):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def call(self, method, **params):
+        assert (method, params) == ("review", {"id": "1nh2abcd", "action": "merge"})
+        return {"type": "Reviewed", "data": {"action": "merge", "ok": False, "message":
+                "merge conflict in app.py: nothing was merged; the branch cockpit/1nh2abcd/x is kept"}}
+
+
+def test_a_conflicting_merge_through_the_server_names_the_next_steps(monkeypatch, capsys):
+    monkeypatch.delenv("COCKPIT_NO_SERVER", raising=False)
+    monkeypatch.setattr(client_module, "server_running", lambda: True)
+    monkeypatch.setattr(client_module, "BlockingClient", _Client)
+    assert worktrees_cli._through_server("1nh2abcd", "merge") == 1
+    out = capsys.readouterr().out
+    assert out.startswith("merge conflict in app.py: nothing was merged")
+    assert "send it back: cockpit send 1nh2abcd" in out and "cockpit shell 1nh2abcd" in out
