@@ -91,8 +91,10 @@ def test_keep_and_discard_run_no_hook(tmp_path, markers, hooks_path):
     assert git(repo, "show", f"{kept.branch}:new.py") == "session\n" and not Path(kept.path).exists()
     gone = wt.create(repo, "s2", "drop it", tmp_path / "worktrees")
     session_changes(gone, markers)
-    wt.discard(gone)
+    assert wt.discard(gone) == f"discarded {gone.branch} and its worktree"
     assert not Path(gone.path).exists() and gone.branch not in git(repo, "branch", "--list")
+    assert wt.discard(kept) == f"discarded the kept branch {kept.branch}"  # it had no worktree left
+    assert kept.branch not in git(repo, "branch", "--list")
     assert_no_hook_ran(markers)
 
 

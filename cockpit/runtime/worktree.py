@@ -740,8 +740,9 @@ def keep(info: WorktreeInfo, message: str) -> str:
 
 def discard(info: WorktreeInfo) -> str:
     """Remove the worktree and delete its branch, changes included."""
+    had_tree = Path(info.path).exists()  # a kept branch has none left
     _remove(info, delete_branch="-D")
-    return f"discarded {info.branch} and its worktree"
+    return f"discarded {info.branch} and its worktree" if had_tree else f"discarded the kept branch {info.branch}"
 
 
 def _remove(info: WorktreeInfo, delete_branch: str | None) -> None:
