@@ -410,3 +410,23 @@ def test_a_bodys_markdown_renders_as_richs_own():
 
     assert lines(_markdown(text)) == lines(Markdown(text, code_theme="monokai", hyperlinks=False))
     assert _MD.template  # the fast path is the one in use (Rich's constructor is the fallback)
+
+
+def test_at_80_columns_the_header_keeps_the_spend_with_many_states():
+    from textual.content import Content
+
+    from cockpit.tui.widgets.totals import MemoryState, totals_markup
+
+    views = []
+    for i, status in enumerate((S.NEEDS_APPROVAL, S.WAITING, S.DONE, S.STREAMING, S.BUDGET_REACHED, S.ERROR)):
+        v = SessionView(f"s{i}")
+        v.status, v.usage, v.cost_usd = status, Usage(1000, 0), 0.01
+        views.append(v)
+    memory = MemoryState(notes_missing="/home/someone/projects/webshop/notes")
+    wide = totals_markup(views, memory, 0, 1, width=0)
+    assert "1 needs approval" in wide and "1 waiting for you" in wide  # named where there is room
+    line = totals_markup(views, memory, 0, 1, width=80)
+    plain = Content.from_markup(line).plain
+    assert len(plain) <= 80, plain
+    assert "6.0k tok" in plain and "$0.0600" in plain and "no notes folder" in plain  # nothing cut
+    assert "waiting for you" not in plain  # the states by glyph and count

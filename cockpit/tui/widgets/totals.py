@@ -83,15 +83,18 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
     when the whole line does not fit, the memory part is said short, right after the name (a
     narrow terminal cuts the end: a missing notes folder must stay in sight)."""
     counts = count_by_status(views)
-    if counts:
-        states = "  ".join(
-            f"[b $background on ${fmt.status_class(s)}] {fmt.STATUS_GLYPH[s]} {n} {s.value} [/]"
+
+    def states_markup(named: bool) -> str:  # named: "? 2 waiting for you"; else "? 2" (a narrow terminal)
+        if not counts:
+            return "[dim]no sessions — press n[/]"
+        return ("  " if named else " ").join(
+            f"[b $background on ${fmt.status_class(s)}] {fmt.STATUS_GLYPH[s]} {n}{' ' + s.value if named else ''} [/]"
             if s in (SessionStatus.NEEDS_APPROVAL, SessionStatus.BUDGET_REACHED)
-            else f"[{'$' + fmt.status_class(s)}]{fmt.STATUS_GLYPH[s]} {n} {s.value}[/]"
+            else f"[{'$' + fmt.status_class(s)}]{fmt.STATUS_GLYPH[s]} {n}{' ' + s.value if named else ''}[/]"
             for s, n in counts.items()
         )
-    else:
-        states = "[dim]no sessions — press n[/]"
+
+    states = states_markup(True)
     usage, cost, unpriced = totals([*views, *closed])
     money = fmt.usd(cost) + (" + n/a" if unpriced and cost is not None else "")
     if cost is None and not unpriced:
@@ -99,9 +102,12 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
     spend = f"{fmt.tokens(usage.total)} tok  {money}"
     page_part = f" │ page {page + 1}/{pages}" if pages > 1 else ""  # early: a narrow terminal cuts the end
     rest = f"{hosts_markup(hosts)} │ {states}{sandbox_markup(views)}{radar_markup(views)} │ {spend}"
+    # narrower: the states by glyph and count only, the spend right after them (it must not be cut)
+    short = f"{hosts_markup(hosts)} │ {states_markup(False)} │ {spend}{sandbox_markup(views)}{radar_markup(views)}"
     lines = [f"[b]cockpit[/b]{page_part}{rest} │ {memory_markup(memory)}",
              f"[b]cockpit[/b]{page_part}{rest} │ {memory_markup(memory, brief=True)}",
-             f"[b]cockpit[/b]{page_part} │ {memory_short(memory)}{rest}"]
+             f"[b]cockpit[/b]{page_part} │ {memory_short(memory)}{rest}",
+             f"[b]cockpit[/b]{page_part} │ {memory_short(memory)}{short}"]
     return next((line for line in lines if not width or Content.from_markup(line).cell_length <= width), lines[-1])
 
 
