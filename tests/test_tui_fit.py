@@ -205,3 +205,19 @@ async def test_c_on_a_session_with_little_context_used_says_why_it_does_not_cont
         await until(pilot, lambda: app._notifications, "a message")
         message = str(list(app._notifications)[-1].message)
         assert "f00006 has used 1% of its context" in message and "80 %" in message, message
+
+
+async def test_a_long_lint_warning_wraps_in_the_warnings_tab():
+    from tui_fakes import FakeEngine
+
+    engine = FakeEngine(hits=[])
+    tail = "the last words of a long warning"
+    engine.lint_issues = [type("I", (), {"kind": "conflict", "path": "a.md", "other": None,
+                                         "message": "word " * 60 + tail})()]
+    app = CockpitApp(FakeManager(), engine)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("w")
+        await until(pilot, lambda: app.screen.lint_issues is not None, "lint")
+        await pilot.pause()
+        shown = " ".join(line.strip() for line in screen_lines(app))
+        assert tail in shown  # wrapped onto the next lines, not cut at the edge
