@@ -3,6 +3,7 @@
 Checks:
 
 * ``no-description`` — the note has no ``description`` (search sees only its first line).
+* ``no-name`` — its frontmatter has no ``name``: the file name is used (a rename changes it).
 * ``description-gap`` — a body sentence is about something the description does not cover
   (two facts in one note: the second is only found through the first). A sentence counts when
   its cosine to the description vector is below ``GAP_COS`` and it carries at least
@@ -21,6 +22,7 @@ Checks:
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -56,6 +58,15 @@ def lint(engine) -> list[LintIssue]:
         if not r[5]:
             issues.append(LintIssue("no-description", r[1],
                                     f"{r[1]} has no description; add one line saying what it is about"))
+
+    for path, raw in store.note_warnings():
+        try:
+            said = json.loads(raw)
+        except ValueError:
+            continue
+        if any(isinstance(w, str) and w.startswith("no name;") for w in said):
+            issues.append(LintIssue("no-name", path, f"{path} has no name in its frontmatter, so its file name is "
+                                                     "used (a rename changes it); add name: …"))
 
     groups: dict[str, list] = {}
     for r in rows:

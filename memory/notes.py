@@ -239,6 +239,8 @@ def parse_bytes(raw: bytes, rel: str, mtime_ns: int = 0, size: int | None = None
             meta = {}
     stem = Path(rel).stem
     name = _as_text("name", meta.get("name"), warnings) or stem
+    if meta and not meta.get("name"):  # (no frontmatter at all is said below, once)
+        warnings.append(f"no name; using the file name {stem!r}")
     description = _as_text("description", meta.get("description"), warnings)
     has_description = bool(description)
     if not description:

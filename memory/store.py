@@ -331,6 +331,10 @@ class Store:
         """``(id, path, name, description, body, has_description)`` of every note."""
         return self.query("SELECT id, path, name, description, body, has_description FROM notes")
 
+    def note_warnings(self) -> list[tuple[str, str]]:
+        """``(path, warnings as JSON)`` of every note its parse warned about."""
+        return self.query("SELECT path, warnings FROM notes WHERE warnings NOT IN ('', '[]')")
+
     def title_vectors(self) -> list[tuple[int, bytes]]:
         """``(note_id, float32 vector bytes)`` of each note's title vector, by note id; [] when
         the index has no vector table yet."""

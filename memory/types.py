@@ -174,7 +174,7 @@ class SyncReport:
 
 @dataclass(frozen=True)
 class LintIssue:
-    """One piece of advice from ``lint``. ``kind`` is one of ``no-description``,
+    """One piece of advice from ``lint``. ``kind`` is one of ``no-description``, ``no-name``,
     ``description-gap`` (the body holds a fact the description does not mention),
     ``near-duplicate``, ``name-collision``, ``skipped``. ``path`` is relative to the notes folder;
     ``other`` names the second note for pairwise issues."""
