@@ -191,8 +191,11 @@ def cmd_server(args: argparse.Namespace) -> int:
         return 0
     if args.action == "status":
         if not cl.server_running():
+            starting = cl.server_pid()  # holds the data folder's lock, not listening yet (just started)
             if args.json:
-                print(json.dumps({"running": False}))
+                print(json.dumps({"running": False, **({"starting": starting} if starting else {})}))
+            elif starting:
+                print(f"the Cockpit server (pid {starting}) is starting: not listening yet")
             else:
                 print("no Cockpit server is running")
             return 0

@@ -3,6 +3,7 @@ works as copied), and a session id as the grid shows it, ``box:ID``, means ``--h
 
 import argparse
 import io
+import json
 
 import pytest
 
@@ -168,3 +169,19 @@ def test_send_with_an_empty_message_says_so_and_sends_nothing(monkeypatch, capsy
     monkeypatch.setattr(server_cli, "_call", lambda method, **params: calls.append(method) or {})
     assert main(["send", "1nh1abcd", "  "]) == 2
     assert "give the message to send" in capsys.readouterr().err and calls == []
+
+
+def test_server_status_while_a_server_starts_says_so(monkeypatch, capsys):
+    """Just after a client started one (the hook's cold start), the server holds the lock before
+    it listens: status says it is starting, not that none runs."""
+    from cockpit.server import client as cl
+
+    monkeypatch.setattr(cl, "server_running", lambda: False)
+    monkeypatch.setattr(cl, "server_pid", lambda: 4242)
+    assert main(["server", "status"]) == 0
+    assert capsys.readouterr().out == "the Cockpit server (pid 4242) is starting: not listening yet\n"
+    assert main(["server", "status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"running": False, "starting": 4242}
+    monkeypatch.setattr(cl, "server_pid", lambda: None)
+    assert main(["server", "status"]) == 0
+    assert capsys.readouterr().out == "no Cockpit server is running\n"
