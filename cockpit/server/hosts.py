@@ -280,14 +280,8 @@ class MultiHostRuntime:
                 if isinstance(exc, TimeoutError):
                     exc = ServerError(f"no connection within {self.connect_timeout:g} s (hung?)")
                 attempt += 1
-                delay = self.backoff.delay(attempt)
-                link.state = "reconnecting" if link.reached else "unreachable"
-                link.detail = one_line(exc)
-                link.first_try.set()
-                log.info("host %s: %s (%s), next try in %g s", name, link.state, link.detail, delay)
-                if self._snapshot is not None:
-                    self._queue.put_nowait(self._status(link, delay))
-                await asyncio.sleep(delay)
+                await self._try_later(link, attempt, "reconnecting" if link.reached else "unreachable",
+                                      one_line(exc))
                 continue
             twin = self._same_server(link, runtime)
             names = list(self._links)
@@ -297,14 +291,8 @@ class MultiHostRuntime:
             if twin is not None:  # one server under two names: its sessions would show twice
                 with contextlib.suppress(Exception):
                     await runtime.aclose()
-                attempt += 1
-                delay = self.backoff.delay(attempt)
-                link.state, link.detail = "unreachable", self._twin_detail(twin)
-                link.first_try.set()
-                log.info("host %s: %s", name, link.detail)
-                if self._snapshot is not None:
-                    self._queue.put_nowait(self._status(link, delay))
-                await asyncio.sleep(delay)  # tried again: if that host's server goes, this one may be another
+                attempt += 1  # tried again: if that host's server goes, this name may reach another
+                await self._try_later(link, attempt, "unreachable", self._twin_detail(twin))
                 continue
             attempt = 0
             replay = self._snapshot is not None or link.reached  # else the attach snapshot holds it
@@ -350,6 +338,17 @@ class MultiHostRuntime:
             self._queue.put_nowait(self._status(link, 0.0))
             while behind and not self._closed and self._queue.qsize() > rpc.MAX_PENDING_EVENTS // 2:
                 await asyncio.sleep(0.1)  # its replay waits until the app has caught up
+
+    async def _try_later(self, link: _Link, attempt: int, state: str, detail: str) -> None:
+        """``link`` failed its ``attempt``-th try: say so (once the attach snapshot is taken, as an
+        event with the next try's delay) and wait for the back-off."""
+        delay = self.backoff.delay(attempt)
+        link.state, link.detail = state, detail
+        link.first_try.set()
+        log.info("host %s: %s (%s), next try in %g s", link.host.name, state, detail, delay)
+        if self._snapshot is not None:
+            self._queue.put_nowait(self._status(link, delay))
+        await asyncio.sleep(delay)
 
     def _displace(self, link: _Link, twin: str) -> None:
         """Drop ``link``'s connection (before the attach snapshot: nothing of it was shown): its
