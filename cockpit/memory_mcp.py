@@ -26,46 +26,16 @@ from typing import Any
 from cockpit.errors import CockpitError
 
 
-class _ConnectOnCall:
-    """A server connection made at the first call, and again after a failed one: a server that
-    was stopped (SIGSTOP) when the MCP server started is named in each tool's error until it
-    goes on, then used."""
-
-    def __init__(self) -> None:
-        self._client: Any = None
-
-    def call(self, method: str, **params: Any) -> Any:
-        from cockpit.server.client import BlockingClient, ServerError
-
-        if self._client is None:
-            self._client = BlockingClient()
-        try:
-            return self._client.call(method, **params)
-        except ServerError:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-
 def open_engine(notes: Path, index: str | None) -> tuple[Any, str]:
     """(engine, where): the server's engine through a client when a server runs (also when it
     is stopped: its tools then say so), else an in-process ``MemoryEngine`` (warming in the
     background, synced by a watcher thread)."""
     if not os.environ.get("COCKPIT_NO_SERVER"):
-        from cockpit.server.client import BlockingClient, ServerError, ServerHung, server_running
-        from cockpit.server.remote import RemoteEngine
+        from cockpit.server.client import server_running
+        from cockpit.server.remote import LocalCaller, RemoteEngine
 
-        if server_running():
-            try:
-                return RemoteEngine(BlockingClient(), notes, index), "server"
-            except ServerHung:
-                return RemoteEngine(_ConnectOnCall(), notes, index), "server"
-            except ServerError:
-                pass
+        if server_running():  # (a server restarted later is reconnected to; a hung one is said per call)
+            return RemoteEngine(LocalCaller(), notes, index), "server"
     import threading
 
     from memory import MemoryEngine

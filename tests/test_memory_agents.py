@@ -553,6 +553,32 @@ def test_mcp_tool_on_a_stopped_server_is_a_clear_tool_error(notes, server_env):
 
 
 
+def test_the_mcp_server_keeps_answering_across_a_cockpit_server_restart(notes, server_env):
+    """A long-lived MCP server (one per agent session) on the Cockpit server's engine: the Cockpit
+    server stopped under it (`cockpit server stop`, a crash), the next tool call starts one again
+    and answers — it does not fail for the rest of the agent's session."""
+    from helpers import stop_server
+
+    from cockpit.server.client import server_pid, start_server
+
+    start_server()
+    first = server_pid()
+
+    async def calls(session):
+        before = await asyncio.wait_for(session.call_tool("memory_search", {"query": "staging port"}), 120)
+        await asyncio.to_thread(stop_server)
+        after = await asyncio.wait_for(session.call_tool("memory_search", {"query": "staging port"}), 120)
+        return before, after
+
+    try:
+        before, after = asyncio.run(_mcp_session(notes, server_env, calls))
+        assert not before.is_error and not after.is_error, after.content
+        assert "6443" in after.content[0].text
+        assert server_pid() not in (None, first)  # a new server answered
+    finally:
+        stop_server()
+
+
 @pytest.mark.parametrize("agent,file,event", [
     ("codex", ".codex/hooks.json", "UserPromptSubmit"),
     ("gemini", ".gemini/settings.json", "BeforeAgent"),

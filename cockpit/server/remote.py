@@ -306,36 +306,49 @@ class Caller(Protocol):
 
 
 class LocalCaller:
-    """A :class:`Caller` to this machine's server that outlives it: when the connection is gone
-    (the server stopped, crashed, or was restarted), the next call connects again — starting the
-    server when none runs, as the app's own connection does — and is sent once more. A hung server
-    (``ServerHung``) is not retried: that is said at once."""
+    """A :class:`Caller` to this machine's server that outlives it. It connects at its first call;
+    when the connection is gone (the server stopped, crashed, or was restarted) a call connects
+    again — starting the server when none runs, as the app's own connection does — and is sent
+    once more. A hung server (``ServerHung``: stopped with SIGSTOP) is said at once, not retried;
+    the next call tries it again."""
 
     def __init__(self) -> None:
-        from cockpit.server.client import BlockingClient
-
-        self._client = BlockingClient()
+        self._client: Any = None
         self._lock = threading.Lock()
 
-    def call(self, method: str, **params: Any) -> Any:
-        from cockpit.server.client import BlockingClient, ServerError, ServerHung, ensure_server
+    def _connected(self, stale: Any = None) -> Any:
+        from cockpit.server.client import BlockingClient, ensure_server
 
-        client = self._client
+        with self._lock:  # the first thread here (re)connects; the others use its connection
+            if self._client is None or self._client is stale:
+                if self._client is not None:
+                    self._client.close()
+                    self._client = None
+                if stale is not None:
+                    ensure_server()
+                self._client = BlockingClient()  # (a stopped server: ServerHung, for this call)
+            return self._client
+
+    def call(self, method: str, **params: Any) -> Any:
+        from cockpit.server.client import ServerError, ServerHung
+
+        client = self._connected()
         try:
             return client.call(method, **params)
         except ServerHung:
+            with self._lock:
+                if self._client is client:
+                    client.close()
+                    self._client = None  # asked again at the next call
             raise
         except ServerError:
-            with self._lock:
-                if self._client is client:  # the first thread here reconnects; the others use it
-                    client.close()
-                    ensure_server()
-                    self._client = BlockingClient()
-                client = self._client
-            return client.call(method, **params)
+            return self._connected(stale=client).call(method, **params)
 
     def close(self) -> None:
-        self._client.close()
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
 
 
 class RemoteEngine:
