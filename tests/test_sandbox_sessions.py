@@ -550,3 +550,4 @@ async def test_a_session_with_network_allow_reaches_only_the_allowlist_from_a_de
     assert s._proxy_dir is not None
     await mgr.aclose()
     assert not os.path.exists(s._proxy_dir)
+    assert not os.listdir(deep / "worktrees" / ".sandbox-tmp")  # its temp folder (and any .gitconfig beside it)

@@ -224,7 +224,7 @@ def test_sigkill_mid_stream_then_interrupted_and_resume(api, ws, server_proc):
     records = read_events(Path(row["transcript"]))  # valid after SIGKILL
     assert isinstance(records[0], ev.SessionSpawned) and records[0].session_id == row["id"]
     scratch = worktrees_dir() / ".sandbox-tmp"  # the killed server's session left its temp folder
-    left = list(scratch.iterdir())
+    left = [p for p in scratch.iterdir() if p.is_dir()]
     assert [p.name.split("-")[1] for p in left] == [str(pid)]
     api.release()
     start_server()  # the stale socket is replaced; the live session is found interrupted

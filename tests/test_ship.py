@@ -87,6 +87,7 @@ def test_the_check_runs_in_the_sandbox_without_network_when_there_is_one(repo):
                          load_config())
     assert res.ok and res.sandboxed and "bubblewrap" in res.output
     assert "eth0" not in res.output  # its own network namespace: loopback only
+    assert not list((worktrees_dir() / ".sandbox-tmp").iterdir())  # its temp folder (and .gitconfig) gone
 
 
 def test_the_check_command_comes_from_config_then_a_note(repo, tmp_path):

@@ -411,11 +411,12 @@ def _secret_files(checkout: str, depth: int = 3) -> list[str]:
 
 def session_tmp(worktrees: Path | str | None = None) -> str:
     """A new private temp folder for a session's sandbox, inside the worktrees folder (which every
-    sandbox hides, so only its own session sees it); folders a killed process left there are
-    removed first (:mod:`cockpit.runtime.scratch`)."""
+    sandbox hides, so only its own session sees it); folders a killed process left there, and
+    proxy folders, are removed first (:mod:`cockpit.runtime.scratch`)."""
     from cockpit.runtime import scratch
     from cockpit.runtime.config import worktrees_dir
 
+    scratch.sweep(_proxy_base(), "p-")  # (a killed server's, though this session asks for no proxy)
     return scratch.make(Path(worktrees or worktrees_dir()) / ".sandbox-tmp", "s-")
 
 
@@ -424,15 +425,20 @@ def proxy_dir() -> str:
     Unix socket's path has a length limit a deep data folder would pass (the session's temp folder
     can be anywhere), and that folder is chosen to fit and is hidden in every sandbox. When even it
     is too deep, ``<tmp>/cockpit-<uid>`` (also hidden)."""
-    from cockpit import places
     from cockpit.runtime import scratch
+
+    return scratch.make(_proxy_base(), "p-")
+
+
+def _proxy_base() -> Path:
+    from cockpit import places
     from cockpit.server import paths
 
     base = paths.socket_path().parent
-    longest = f"p-{2**22}-00000000"  # the longest name scratch.make gives (Linux's pid_max)
+    longest = f"p-{2**22}-{'0' * 8}-{'0' * 8}"  # the longest name scratch.make gives (Linux's pid_max)
     if len(os.fsencode(str(base / longest / "proxy.sock"))) > places.SOCKET_MAX:
         base = Path(places.user_temp_dir())
-    return scratch.make(base, "p-")
+    return base
 
 
 def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings: SandboxSettings,

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.events import ApprovalRequested, ContextNotice, InstructionsLoaded, RuleApplied, ToolCall, ToolResult
-from cockpit.runtime import prompts
+from cockpit.runtime import prompts, scratch
 from cockpit.runtime.bash import session_env
 from cockpit.runtime.history import RAN_OUTSIDE
 from cockpit.runtime.model_call import ContextFull, ModelCaller, SessionFailure, block_to_param, one_line
@@ -121,8 +121,8 @@ class Session(SessionBase):
         await self.tools.close()
         if self._proxy is not None:
             await self._proxy.close()
-        if self._sandbox_tmp is not None:
-            await asyncio.to_thread(shutil.rmtree, self._sandbox_tmp, True)
+        if self._sandbox_tmp is not None:  # (with the .gitconfig beside it)
+            await asyncio.to_thread(scratch.remove, self._sandbox_tmp)
         if self._proxy_dir is not None:
             await asyncio.to_thread(shutil.rmtree, self._proxy_dir, True)
 

@@ -132,9 +132,10 @@ def confirm(command: str, repo: str) -> None:
     os.replace(tmp, path)
 
 
-def sandbox_wrap(config: Any):
+def sandbox_wrap(config: Any, made: list[str]):
     """``wrap(tree, argv) -> argv`` running a check in the OS sandbox with the network off, or None
-    when there is no sandbox here or the config turned it off."""
+    when there is no sandbox here or the config turned it off; the temp folders it makes are
+    appended to ``made`` (the caller removes them)."""
     from cockpit.runtime import sandbox
 
     if not getattr(config, "sandbox", True):
@@ -148,6 +149,7 @@ def sandbox_wrap(config: Any):
 
     def wrap(tree: str, argv: list[str]) -> list[str]:
         tmp = sandbox.session_tmp(root)
+        made.append(tmp)
         conf = sandbox.confinement_for(tree, tree, tmp, settings, also_hidden=hidden)
         return backend.command(conf, argv)
 
@@ -155,8 +157,16 @@ def sandbox_wrap(config: Any):
 
 
 def run_check(info: wt.WorktreeInfo, command: str, config: Any, timeout: float = 900.0) -> wt.CheckResult:
-    """:func:`worktree.check` inside the sandbox when there is one (network off)."""
-    return wt.check(info, command, sandbox_wrap(config), timeout)
+    """:func:`worktree.check` inside the sandbox when there is one (network off); the sandbox's
+    temp folder is removed after it."""
+    from cockpit.runtime import scratch
+
+    made: list[str] = []
+    try:
+        return wt.check(info, command, sandbox_wrap(config, made), timeout)
+    finally:
+        for tmp in made:
+            scratch.remove(tmp)
 
 
 def check_report(res: wt.CheckResult, lines: int = 20) -> str:

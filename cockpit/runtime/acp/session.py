@@ -43,7 +43,7 @@ import acp
 from acp import schema as s
 
 from cockpit.events import ApprovalRequested, TextDelta, ToolCall, ToolResult, Usage, UsageUpdate
-from cockpit.runtime import prompts
+from cockpit.runtime import prompts, scratch
 from cockpit.runtime.model_call import SessionFailure, one_line
 from cockpit.runtime.session_base import S, SessionBase
 
@@ -437,8 +437,8 @@ class AcpSession(SessionBase):
             await self._relay.close()
         if self._memory is not None:
             await asyncio.to_thread(self._memory.close)
-        if self._tmp is not None:
-            await asyncio.to_thread(shutil.rmtree, self._tmp, True)
+        if self._tmp is not None:  # (with the .gitconfig beside it)
+            await asyncio.to_thread(scratch.remove, self._tmp)
         if self._sockets is not None:
             await asyncio.to_thread(shutil.rmtree, self._sockets, True)
 
