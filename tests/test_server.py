@@ -234,12 +234,27 @@ def test_sigkill_mid_stream_then_interrupted_and_resume(api, ws, server_proc):
         assert rows[0]["usage"]["total"] > 0 and rows[0]["cost_usd"] > 0  # what the killed response had cost
         assert rows[0]["placement"] == "in place: not a git repository (or no commit yet)"
         assert c.call("get", id=row["id"][:6])["status"] == "interrupted"  # a prefix names it, as a live one's
+        with pytest.raises(RemoteError, match="was interrupted .*resume it first"):
+            c.call("send", id=row["id"][:6], text="go on")  # said as it is, not "no session"
         end = read_events(Path(row["transcript"]))[-1]
         assert isinstance(end, ev.SessionDone) and end.status is ev.SessionStatus.INTERRUPTED
-        api.script(Reply("resumed and finished"))
-        new = c.call("resume", id=row["id"][-5:], config={"api_key": "test-key", "base_url": api.base_url},
-                     interactive=False)
-        done = c.call("wait", ids=[new["id"]], until="final")["sessions"][0]
+
+    async def resume_watched() -> dict:
+        watcher = await AsyncClient.connect()  # an app attached meanwhile: its grid drops the old pane
+        await watcher.call("subscribe")
+        c = await AsyncClient.connect()
+        new = await c.call("resume", id=row["id"][-5:], config={"api_key": "test-key", "base_url": api.base_url},
+                           interactive=False)
+        await c.call("wait", ids=[new["id"]], until="final")
+        await _events_until(watcher, lambda e: isinstance(e, ev.SessionForgotten) and e.session_id == row["id"])
+        await c.close()
+        await watcher.close()
+        return new
+
+    api.script(Reply("resumed and finished"))
+    new = asyncio.run(resume_watched())
+    with BlockingClient() as c:
+        done = c.call("get", id=new["id"])
         assert done["status"] == "done" and done["answer"] == "resumed and finished"
         assert all(r["id"] != row["id"] for r in c.call("list")["sessions"])
     assert not left[0].exists()  # removed when the resumed session made its own

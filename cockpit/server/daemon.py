@@ -119,6 +119,12 @@ class Ghost:
                 "notes": h.started.notes if h.started else ""}
 
 
+# what an interrupted session (known from its transcript only) cannot do until resumed; the others
+# answer for it (get, forget, resume) or say "no session" as before (kill, and the review methods,
+# whose CLI then works on the worktree itself)
+LIVE_ONLY_METHODS = frozenset({"send", "answer", "budget", "continue"})
+
+
 class LiveRegistry:
     """``live.json``: session id → transcript path of every session not yet ended
     (``sessions``), and of those a dead server left ``interrupted`` that nobody resumed or closed
@@ -401,6 +407,9 @@ class Server:
             bound = entry.bind(params)
             if isinstance(bound.get("id"), str):  # a prefix or suffix: the one session it names
                 bound["id"] = self._full_id(bound["id"])
+                if bound["id"] in self.ghosts and method in LIVE_ONLY_METHODS:
+                    raise rpc.RpcError(rpc.REFUSED, f"session {bound['id']} was interrupted (a server stopped "
+                                                    "while it ran): resume it first — in the app r, then o on it")
             if isinstance(bound.get("ids"), list):
                 bound["ids"] = [self._full_id(i) for i in bound["ids"]]
             result = await entry.func(self, Request(conn, msg_id), **bound)
@@ -685,9 +694,10 @@ class Server:
         notes = (ghost.to_dict()["notes"] if ghost else "") or notes
         engine = await asyncio.to_thread(self.engines.get, str(notes), index) if notes else None
         s = await self.mgr.resume(where, interactive=interactive, config=cfg, engine=engine)
-        if ghost:
+        if ghost:  # resumed: it leaves the list and every client's grid, as when closed
             self.ghosts.pop(ghost.id, None)
             self.registry.drop_interrupted(ghost.id)
+            self.mgr.publish(SessionForgotten(ghost.id))
         return s.to_dict()
 
     @method("transcripts", result="`transcripts`: every transcript in this server's transcript folder (live and "
