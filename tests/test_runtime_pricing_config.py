@@ -128,6 +128,9 @@ def test_a_config_file_that_is_a_folder_is_an_error_not_ignored(tmp_path):
     ({"spwan": "ctrl+n"}, "has no binding 'spwan'"),
     ({"spawn": "q"}, "gives 'q' to .*spawn.* on the main screen"),
     ({"diff.merge": "x"}, "gives 'x' to diff.discard and diff.merge on the diff screen"),
+    ({"spawn": "?"}, "gives 'question_mark' to keys and spawn"),  # ? is the keys panel's (as Textual names it)
+    ({"spawn": "f1"}, "gives 'f1' to keys and spawn"),
+    ({"spawn": "ctrl+p"}, "gives 'ctrl\\+p' to spawn, but it opens the command palette"),
 ])
 def test_a_keymap_that_would_lose_or_shadow_a_binding_is_refused(keymap, message):
     from cockpit.tui.keymap import check_keymap

@@ -30,7 +30,17 @@ def _groups() -> dict[str, list[Any]]:
 
 
 def _keys(text: str) -> list[str]:
-    return [k.strip() for k in text.split(",") if k.strip()]
+    """The keys of a binding string as Textual names them (``?`` is ``question_mark``)."""
+    from textual.keys import _character_to_key
+
+    return [_character_to_key(k) if len(k) == 1 else k for k in (k.strip() for k in text.split(",")) if k]
+
+
+def _reserved() -> dict[str, str]:
+    """Keys Textual itself answers on every screen, which no binding of ours may take: key → what."""
+    from textual.app import App
+
+    return {App.COMMAND_PALETTE_BINDING: "the command palette"}
 
 
 def check_keymap(keymap: dict[str, str]) -> None:
@@ -39,17 +49,22 @@ def check_keymap(keymap: dict[str, str]) -> None:
     design — ``enter``: approve / follow up, ``q``: quit / detach — stay allowed)."""
     groups = _groups()
     known = {b.id for bs in groups.values() for b in bs if getattr(b, "id", None)}
+    reserved = _reserved()
     for bid, keys in keymap.items():
         if bid not in known:
             raise ValueError(f"[keymap] has no binding {bid!r}; ids: {', '.join(sorted(known))}")
         if not _keys(keys):
             raise ValueError(f"[keymap] {bid} = {keys!r} gives no key (it would leave the action without one)")
+        for key in _keys(keys):
+            if key in reserved:
+                raise ValueError(f"[keymap] gives {key!r} to {bid}, but it opens {reserved[key]}; choose another key")
     for where, bindings in groups.items():
         default: dict[str, set[str]] = {}
         action = {b.id: b.action for b in bindings if b.id}
         for b in bindings:
             if b.id:
-                default.setdefault(b.key, set()).add(b.id)
+                for key in _keys(b.key):
+                    default.setdefault(key, set()).add(b.id)
         shared = {frozenset(ids) for ids in default.values() if len(ids) > 1}
         # keys that answer the same actions as a designed pair (q and ctrl+q: detach / quit) may merge
         shared_actions = {frozenset(action[i] for i in ids) for ids in shared}
@@ -57,7 +72,7 @@ def check_keymap(keymap: dict[str, str]) -> None:
         for b in bindings:
             if not b.id:
                 continue
-            for key in _keys(keymap[b.id]) if b.id in keymap else [b.key]:
+            for key in _keys(keymap[b.id] if b.id in keymap else b.key):
                 owner.setdefault(key, set()).add(b.id)
         for key, ids in owner.items():
             if len(ids) > 1 and frozenset(ids) not in shared and ids & set(keymap) \
