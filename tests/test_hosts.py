@@ -302,8 +302,31 @@ async def test_one_server_under_two_names_is_kept_by_the_first_named_whichever_a
         assert (states["local"].state, states["box"].state) == ("connected", "unreachable")
         assert "the same Cockpit server as host local" in states["box"].detail
         assert [e.session_id for e in snap if not isinstance(e, ev.HostStatus)] == ["s1"]  # once, under local
+        assert rt.default_host == "local"
         again = await events_until(sub, lambda e: isinstance(e, ev.HostStatus) and e.host == "box")
         assert again[-1].state == "unreachable" and "host local" in again[-1].detail  # a retry is refused too
         assert not any(getattr(e, "session_id", "").startswith("box:") for e in again)
+    finally:
+        await rt.aclose()
+
+
+async def test_with_the_twin_named_first_spawns_that_name_no_host_go_to_it():
+    """``--host box --host local`` where box is this machine's server: ``local`` is the refused
+    name, so a spawn naming no host (the dialog's default) goes to box, not to a host that never
+    comes back."""
+    def server() -> FakeManager:
+        m = FakeManager()
+        m.server_instance = "one-server"  # type: ignore[attr-defined]
+        return m
+
+    hosts = Hosts("box", "local")
+    hosts.next["box"].append(server())
+    hosts.next["local"].append(server())
+    rt = await hosts.attach(backoff=Backoff(0.01, 2, 0.02))
+    try:
+        assert rt.host_state("box") == "connected" and rt.host_state("local") == "unreachable"
+        assert rt.default_host == "box"
+        ref = await rt.spawn(SpawnSpec("a task"))
+        assert ref.id.startswith("box:") and hosts.current["box"].spawned
     finally:
         await rt.aclose()

@@ -291,6 +291,7 @@ class MultiHostRuntime:
             if twin is not None:  # one server under two names: its sessions would show twice
                 with contextlib.suppress(Exception):
                     await runtime.aclose()
+                self._default_to(twin, instead_of=name)
                 attempt += 1  # tried again: if that host's server goes, this name may reach another
                 await self._try_later(link, attempt, "unreachable", self._twin_detail(twin))
                 continue
@@ -355,10 +356,17 @@ class MultiHostRuntime:
         server is ``twin``'s."""
         runtime, link.runtime, link.displaced = link.runtime, None, True
         link.state, link.detail = "unreachable", self._twin_detail(twin)
+        self._default_to(twin, instead_of=link.host.name)
         if runtime is not None:  # closing it ends its subscription
             task = asyncio.get_running_loop().create_task(runtime.aclose())
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
+
+    def _default_to(self, twin: str, instead_of: str) -> None:
+        """A spawn that names no host goes to ``twin`` when it went to ``instead_of``, another name
+        of the same server (``local`` refused as the twin of a host named before it)."""
+        if self.default_host == instead_of:
+            self.default_host = twin
 
     @staticmethod
     def _twin_detail(twin: str) -> str:
