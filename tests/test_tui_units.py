@@ -430,3 +430,19 @@ def test_at_80_columns_the_header_keeps_the_spend_with_many_states():
     assert len(plain) <= 80, plain
     assert "6.0k tok" in plain and "$0.0600" in plain and "no notes folder" in plain  # nothing cut
     assert "waiting for you" not in plain  # the states by glyph and count
+
+
+def test_a_header_narrower_still_puts_the_spend_first():
+    from textual.content import Content
+
+    from cockpit.tui.widgets.totals import MemoryState, totals_markup
+
+    views = []
+    for i, status in enumerate((S.NEEDS_APPROVAL, S.WAITING, S.DONE, S.STREAMING, S.BUDGET_REACHED, S.ERROR,
+                                S.INTERRUPTED)):
+        v = SessionView(f"s{i}")
+        v.status, v.usage, v.cost_usd = status, Usage(2200, 0), 0.0022
+        views.append(v)
+    line = Content.from_markup(totals_markup(views, MemoryState(model_state="ready", notes=6), 1, 3,
+                                             width=60)).plain
+    assert line.startswith("cockpit │ 15.4k tok  $0.0154 │ 6 notes"), line  # what a cut end cannot take
