@@ -64,7 +64,7 @@ def lint(engine) -> list[LintIssue]:
             said = json.loads(raw)
         except ValueError:
             continue
-        if any(isinstance(w, str) and w.startswith("no name;") for w in said):
+        if any(isinstance(w, str) and w.startswith(("no name;", "no frontmatter;")) for w in said):
             issues.append(LintIssue("no-name", path, f"{path} has no name in its frontmatter, so its file name is "
                                                      "used (a rename changes it); add name: …"))
 

@@ -106,6 +106,7 @@ def test_lint_reports_each_kind_and_edits_nothing(tmp_path):
     note(notes / "sub", "fine", "Another note that is also called fine.")
     (notes / "bin.md").write_bytes(b"\x00\x01")
     (notes / "nameless.md").write_text("---\ndescription: A note whose frontmatter names nothing.\n---\nBody.\n")
+    (notes / "bare.md").write_text("A note with no frontmatter at all.\n")
     before = snapshot(notes)
     e = MemoryEngine(notes, index_path=tmp_path / "i.sqlite")  # real MiniLM: "near" is semantic
     issues = e.lint()
@@ -116,7 +117,7 @@ def test_lint_reports_each_kind_and_edits_nothing(tmp_path):
     assert ("near-duplicate", "twin-a.md") in kinds
     assert not any(i.kind == "near-duplicate" and "fine" in i.path for i in issues)
     assert ("skipped", "bin.md") in kinds
-    assert ("no-name", "nameless.md") in kinds and ("no-name", "fine.md") not in kinds
+    assert ("no-name", "nameless.md") in kinds and ("no-name", "bare.md") in kinds and ("no-name", "fine.md") not in kinds
     assert snapshot(notes) == before
 
 
