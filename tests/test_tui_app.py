@@ -636,6 +636,26 @@ async def test_an_approval_answered_elsewhere_closes_its_dialog_and_the_panel():
         assert mgr.answers == []  # this client answered nothing
 
 
+async def test_an_approval_dialog_of_a_session_that_ended_closes_and_says_why():
+    from cockpit.tui.screens.approval import ApprovalDialog
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr, notify_os=False)
+    ask = ev.ApprovalRequested("q00002", "tu_1", "bash", "bash", "make deploy", "make deploy", "Bash(make *)")
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(ev.SessionSpawned("q00002", "deploy", "m", "/ws", "/t", True), ev.ToolCall("q00002", "tu_1", "bash",
+                 {"command": "make deploy"}), ask, ev.StatusChanged("q00002", S.NEEDS_APPROVAL, "make deploy"))
+        await until(pilot, lambda: "q00002" in app.panes and app.views["q00002"].pending is ask, "the ask")
+        await until(pilot, lambda: app.panes["q00002"].query_one("#pane-approval").display, "the ask in the pane")
+        await pilot.press("enter")
+        assert isinstance(app.screen, ApprovalDialog)
+        mgr.emit(ev.StatusChanged("q00002", S.INTERRUPTED, "the server stopped while it ran"),
+                 ev.SessionDone("q00002", S.INTERRUPTED))  # its server went away meanwhile
+        await until(pilot, lambda: not isinstance(app.screen, ApprovalDialog), "the dialog closes")
+        await until(pilot, lambda: any("its approval is void" in n.message for n in app._notifications), "why")
+        assert mgr.answers == []
+
+
 async def test_attaching_shows_an_early_error_once(tmp_path):
     # a session of the server that failed before any output (no API key): the snapshot replays its
     # error; its transcript, which holds the same error, must not be read on top of it

@@ -290,7 +290,22 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
                     and top.request_id == event.request_id:
                 top.dismiss(None)
                 self.notify("that approval was answered elsewhere", timeout=5)
+        elif isinstance(event, ev.SessionDone):
+            self.close_stale_approval()
         self.react(view, before, event)
+
+    def close_stale_approval(self) -> None:
+        """The approval dialog in front asks about a session that no longer waits for it (it
+        ended: killed, or interrupted by a server that went away): it closes, saying why."""
+        top = self.screen
+        if not isinstance(top, ApprovalDialog):
+            return
+        view = self.views.get(top.session_id)
+        if view is None or (view.pending is None or view.pending.request_id != top.request_id) \
+                and view.status.is_final:
+            top.dismiss(None)
+            ended = f" ({view.status.value})" if view is not None else ""
+            self.notify(f"session {top.session_id} ended{ended}: its approval is void", timeout=8)
 
     # -- memory engine (thread workers only) ---------------------------------------
     @work(thread=True, group="engine-boot", name="memory warm-up, sync and watch")

@@ -53,6 +53,9 @@ class HostsView(App):
     def needs_you(self, view: SessionView) -> None:
         raise NotImplementedError
 
+    def close_stale_approval(self) -> None:
+        raise NotImplementedError
+
     def _hosts_init(self) -> None:
         self.host_states: dict[str, ev.HostStatus] = {}  # by host name, in the runtime's order
         self._replay_reset: set[str] = set()  # sessions rebuilt at their first replayed event
@@ -91,6 +94,7 @@ class HostsView(App):
                 earlier = self._replay_before.pop(view.session_id, None)
                 if view.status.needs_user and view.status is not earlier:
                     self.needs_you(view)
+            self.close_stale_approval()  # its session may have ended while the host was away
         link = "" if status.state in ("connected", "replaying") else link_text(status)
         for view in mine:
             if view.link != link:
