@@ -315,7 +315,8 @@ def cmd_send(args: argparse.Namespace) -> int:
     row = _call("get", host=host, id=args.id)
     sid, status = row["id"], row.get("status", "")
     _call("send", host=host, id=sid, text=text)
-    at_cap = status == "waiting for you" and bool((_call("budget", host=host, id=sid) or {}).get("reached"))
+    # its own cap or the server's (the sum over every session): either pauses it before the model
+    at_cap = status == "waiting for you" and bool((_call("budget", host=host, id=sid) or {}).get("held_by"))
     if status == "budget reached" or at_cap:  # at_cap: it takes the message, then pauses before asking the model
         print(f"{sid}: message queued; the session is at its spend cap, so it waits in 'budget reached' "
               f"until the cap is raised: cockpit budget{hint(host)} {sid} --usd …")
@@ -393,6 +394,8 @@ def _print_budget(info: dict) -> None:
     print(f"{who}: cap {cap} · spent {spent}{' · reached' if info['reached'] else ''}")
     if info["paused"]:
         print(f"paused in 'budget reached': {', '.join(info['paused'])}")
+    if info["scope"] == "session" and info.get("held_by") == "server":
+        print(f"{info['id']} is held by the server's cap (all sessions together): cockpit budget --server --usd …")
     if going_on and info["scope"] == "server":
         print(f"going on (no longer at a cap): {', '.join(going_on)}")
 

@@ -65,9 +65,11 @@ async def test_a_session_pauses_at_its_usd_cap_gives_its_slot_back_and_goes_on_w
     info = await mgr.set_budget(s1.id, usd=0.0042)  # still under what it spent: it stays paused
     assert info["reached"] and info["status"] == "budget reached" and info["paused"] == [s1.id]
     assert s1.status is S.BUDGET_REACHED and len(api.message_requests) == 2
+    assert info["held_by"] == "session"
     info = await mgr.set_budget(s1.id, usd=1.0)
     assert info["usd"] == 1.0 and not info["reached"]
     assert info["paused"] == [] and info["going_on"] == [s1.id]  # said as it will be, not as it was
+    assert info["held_by"] is None
     await next_event(sub, status_is(s1.id, S.WAITING))
     assert s1.final_text == "done" and s1.requests == 2 and len(api.message_requests) == 3
     results = [r for r in api.message_requests[2]["messages"][-1]["content"] if r["type"] == "tool_result"]
@@ -95,6 +97,7 @@ async def test_the_server_budget_pauses_every_session_at_its_next_request(api, w
     assert len(api.message_requests) == 2
     info = mgr.budget_info(None)
     assert info["scope"] == "server" and info["reached"] and sorted(info["paused"]) == sorted([a.id, b.id])
+    assert mgr.budget_info(a.id)["held_by"] == "server"  # its own cap is not reached: the server's is
     with pytest.raises(ValueError):
         await mgr.set_budget(None)  # nothing to set
     await mgr.set_budget(None, tokens=100_000)

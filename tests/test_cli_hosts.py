@@ -129,7 +129,7 @@ HELD = ("1nh1abcdefgh: message queued; the session is at its spend cap, so it wa
 
 @pytest.mark.parametrize(("status", "reached", "host", "line"), [
     ("waiting for you", False, None, "1nh1abcdefgh: sent"),
-    ("waiting for you", True, None, HELD.format("")),  # over a cap lowered while it waited: held at once
+    ("waiting for you", True, None, HELD.format("")),  # over a cap (the server's here) lowered while it waited
     ("working", False, None, "1nh1abcdefgh: queued (working): it takes the message when it next waits for you"),
     ("budget reached", True, "box", HELD.format(" --host box")),
 ])
@@ -140,7 +140,7 @@ def test_send_says_what_became_of_the_message(monkeypatch, capsys, status, reach
         calls.append((method, host, params))
         if method == "get":
             return {"id": "1nh1abcdefgh", "status": status}
-        return {"reached": reached} if method == "budget" else {}
+        return {"held_by": "server" if reached else None} if method == "budget" else {}
 
     monkeypatch.setattr(server_cli, "_call", call)
     assert main(["send", f"{host}:1nh1" if host else "1nh1", "go on"]) == 0

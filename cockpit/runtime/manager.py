@@ -223,19 +223,24 @@ class SessionManager:
         ``usd`` / ``tokens`` (the cap; None = none), ``spent_usd`` / ``spent_tokens``, ``reached``,
         ``status`` (the session's), ``paused``: ids of the sessions in ``budget reached`` still at
         a cap, ``going_on``: of those in ``budget reached`` no longer at one (woken by a raised
-        cap: they go on as soon as they run again — a slot free)."""
+        cap: they go on as soon as they run again — a slot free); for a session, ``held_by``: the cap
+        it is at now, ``session`` or ``server`` (its own, or the sum over every session's), else None."""
         at = [s for s in self.sessions if s.status is SessionStatus.BUDGET_REACHED]
         paused = [s.id for s in at if s.budget_hit() is not None]
         going_on = [s.id for s in at if s.budget_hit() is None]
+        held_by = None
         if session_id is None:
             usage, cost = self.totals()
             budget, sid, status = self.server_budget, None, None
         else:
             s = self.get(session_id)
             usage, cost, budget, sid, status = s.usage, s.cost_usd, s.budget, s.id, s.status.value
+            hit = s.budget_hit()
+            held_by = hit.scope if hit is not None else None
         return {"scope": "server" if sid is None else "session", "id": sid, **budget.to_dict(),
                 "spent_usd": None if cost is None else round(cost, 6), "spent_tokens": usage.total,
-                "reached": budget.reached(usage, cost), "status": status, "paused": paused, "going_on": going_on}
+                "reached": budget.reached(usage, cost), "status": status, "paused": paused, "going_on": going_on,
+                "held_by": held_by}
 
     # -- queries ---------------------------------------------------------------------------
     @property

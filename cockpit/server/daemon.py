@@ -620,7 +620,8 @@ class Server:
             result="`scope` (`session`/`server`), `id`, `usd`, `tokens` (the cap; null = none), `spent_usd`, "
                    "`spent_tokens`, `reached`, `status` (the session's), `paused` (ids of the sessions in "
                    "`budget reached` still at a cap), `going_on` (ids of those in `budget reached` a raised cap "
-                   "woke: they go on as soon as they run again)")
+                   "woke: they go on as soon as they run again), `held_by` (a session's: the cap it is at now, "
+                   "`session` or `server`; null: none)")
     async def h_budget(self, req: Request, id: SessionId | None = None, server: bool = False,
                        usd: Dollars | None = None, tokens: Count | None = None, clear: bool = False) -> dict:
         """A session's spend cap (``id``) or the server's (``server: true``): set it when ``usd``,
