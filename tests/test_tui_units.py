@@ -432,7 +432,7 @@ def test_at_80_columns_the_header_keeps_the_spend_with_many_states():
     assert "waiting for you" not in plain  # the states by glyph and count
 
 
-def test_a_header_narrower_still_puts_the_spend_first():
+def test_a_header_narrower_still_puts_the_spend_before_the_states():
     from textual.content import Content
 
     from cockpit.tui.widgets.totals import MemoryState, totals_markup
@@ -445,4 +445,4 @@ def test_a_header_narrower_still_puts_the_spend_first():
         views.append(v)
     line = Content.from_markup(totals_markup(views, MemoryState(model_state="ready", notes=6), 1, 3,
                                              width=60)).plain
-    assert line.startswith("cockpit │ 15.4k tok  $0.0154 │ 6 notes"), line  # what a cut end cannot take
+    assert line.startswith("cockpit │ page 2/3 │ 6 notes │ 15.4k tok  $0.0154"), line  # what a cut end cannot take

@@ -102,13 +102,14 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
     spend = f"{fmt.tokens(usage.total)} tok  {money}"
     page_part = f" │ page {page + 1}/{pages}" if pages > 1 else ""  # early: a narrow terminal cuts the end
     rest = f"{hosts_markup(hosts)} │ {states}{sandbox_markup(views)}{radar_markup(views)} │ {spend}"
-    # narrower: the states by glyph and count only; narrowest: the spend first (it must not be cut)
+    # narrower: the states by glyph and count only; narrowest: the spend before them (after the
+    # memory part: a missing notes folder must stay in sight)
     short = f"{hosts_markup(hosts)} │ {states_markup(False)} │ {spend}{sandbox_markup(views)}{radar_markup(views)}"
     lines = [f"[b]cockpit[/b]{page_part}{rest} │ {memory_markup(memory)}",
              f"[b]cockpit[/b]{page_part}{rest} │ {memory_markup(memory, brief=True)}",
              f"[b]cockpit[/b]{page_part} │ {memory_short(memory)}{rest}",
              f"[b]cockpit[/b]{page_part} │ {memory_short(memory)}{short}",
-             f"[b]cockpit[/b] │ {spend} │ {memory_short(memory)}{page_part}{hosts_markup(hosts)} │ "
+             f"[b]cockpit[/b]{page_part} │ {memory_short(memory)} │ {spend}{hosts_markup(hosts)} │ "
              f"{states_markup(False)}{sandbox_markup(views)}{radar_markup(views)}"]
     return next((line for line in lines if not width or Content.from_markup(line).cell_length <= width), lines[-1])
 
