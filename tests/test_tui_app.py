@@ -617,19 +617,26 @@ async def test_a_value_the_spawn_spec_refuses_is_said_in_the_dialog_which_stays_
         assert mgr.spawned == []
 
 
+async def _approval_dialog_open(pilot, app, mgr: FakeManager, sid: str) -> None:
+    """Session ``sid`` asks to run ``make deploy``; Enter on its pane opens the approval dialog."""
+    from cockpit.tui.screens.approval import ApprovalDialog
+
+    ask = ev.ApprovalRequested(sid, "tu_1", "bash", "bash", "make deploy", "make deploy", "Bash(make *)")
+    mgr.emit(ev.SessionSpawned(sid, "deploy", "m", "/ws", "/t", True), ev.ToolCall(sid, "tu_1", "bash",
+             {"command": "make deploy"}), ask, ev.StatusChanged(sid, S.NEEDS_APPROVAL, "make deploy"))
+    await until(pilot, lambda: sid in app.panes and app.views[sid].pending is ask, "the ask")
+    await until(pilot, lambda: app.panes[sid].query_one("#pane-approval").display, "the ask in the pane")
+    await pilot.press("enter")
+    assert isinstance(app.screen, ApprovalDialog)
+
+
 async def test_an_approval_answered_elsewhere_closes_its_dialog_and_the_panel():
     from cockpit.tui.screens.approval import ApprovalDialog
 
     mgr = FakeManager()
     app = CockpitApp(mgr, notify_os=False)
-    ask = ev.ApprovalRequested("q00001", "tu_1", "bash", "bash", "make deploy", "make deploy", "Bash(make *)")
     async with app.run_test(size=SIZE) as pilot:
-        mgr.emit(ev.SessionSpawned("q00001", "deploy", "m", "/ws", "/t", True), ev.ToolCall("q00001", "tu_1", "bash",
-                 {"command": "make deploy"}), ask, ev.StatusChanged("q00001", S.NEEDS_APPROVAL, "make deploy"))
-        await until(pilot, lambda: "q00001" in app.panes and app.views["q00001"].pending is ask, "the ask")
-        await until(pilot, lambda: app.panes["q00001"].query_one("#pane-approval").display, "the ask in the pane")
-        await pilot.press("enter")
-        assert isinstance(app.screen, ApprovalDialog)
+        await _approval_dialog_open(pilot, app, mgr, "q00001")
         mgr.emit(ev.ApprovalResolved("q00001", "tu_1", True, "once"))  # another client said yes
         await until(pilot, lambda: not isinstance(app.screen, ApprovalDialog), "the dialog closes")
         await until(pilot, lambda: not app.panes["q00001"].query_one("#pane-approval").display, "the ask gone")
@@ -641,14 +648,8 @@ async def test_an_approval_dialog_of_a_session_that_ended_closes_and_says_why():
 
     mgr = FakeManager()
     app = CockpitApp(mgr, notify_os=False)
-    ask = ev.ApprovalRequested("q00002", "tu_1", "bash", "bash", "make deploy", "make deploy", "Bash(make *)")
     async with app.run_test(size=SIZE) as pilot:
-        mgr.emit(ev.SessionSpawned("q00002", "deploy", "m", "/ws", "/t", True), ev.ToolCall("q00002", "tu_1", "bash",
-                 {"command": "make deploy"}), ask, ev.StatusChanged("q00002", S.NEEDS_APPROVAL, "make deploy"))
-        await until(pilot, lambda: "q00002" in app.panes and app.views["q00002"].pending is ask, "the ask")
-        await until(pilot, lambda: app.panes["q00002"].query_one("#pane-approval").display, "the ask in the pane")
-        await pilot.press("enter")
-        assert isinstance(app.screen, ApprovalDialog)
+        await _approval_dialog_open(pilot, app, mgr, "q00002")
         mgr.emit(ev.StatusChanged("q00002", S.INTERRUPTED, "the server stopped while it ran"),
                  ev.SessionDone("q00002", S.INTERRUPTED))  # its server went away meanwhile
         await until(pilot, lambda: not isinstance(app.screen, ApprovalDialog), "the dialog closes")
