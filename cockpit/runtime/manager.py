@@ -225,9 +225,9 @@ class SessionManager:
         a cap, ``going_on``: of those in ``budget reached`` no longer at one (woken by a raised
         cap: they go on as soon as they run again — a slot free); for a session, ``held_by``: the cap
         it is at now, ``session`` or ``server`` (its own, or the sum over every session's), else None."""
-        at = [s for s in self.sessions if s.status is SessionStatus.BUDGET_REACHED]
-        paused = [s.id for s in at if s.budget_hit() is not None]
-        going_on = [s.id for s in at if s.budget_hit() is None]
+        at = {s.id: s.budget_hit() for s in self.sessions if s.status is SessionStatus.BUDGET_REACHED}
+        paused = [sid for sid, hit in at.items() if hit is not None]
+        going_on = [sid for sid, hit in at.items() if hit is None]
         held_by = None
         if session_id is None:
             usage, cost = self.totals()
