@@ -30,7 +30,7 @@ def where() -> str:
     parts = []
     for path in ("/proc/sys/kernel/random/boot_id", "/proc/self/ns/pid"):
         try:
-            parts.append(open(path).read().strip() if path.endswith("boot_id") else os.readlink(path))
+            parts.append(Path(path).read_text().strip() if path.endswith("boot_id") else os.readlink(path))
         except OSError:
             parts.append("?")
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
