@@ -146,6 +146,48 @@ def measure(eng, texts: list[str], rounds: int) -> dict:
             _, nw, nc = _timed(lambda v=v: scan(v))
             pairs["scan_w"][r].append(nw)
             pairs["scan_c"][r].append(nc)
+    for k in ("srch_cold_w", "srch_cold_c", "scan_cold_w", "scan_cold_c",
+              "srch_warm_w", "srch_warm_c", "scan_warm_w", "scan_warm_c"):
+        pairs[k] = []
+    for r in range(rounds):  # the search and the threaded scan in the same state of the caches
+        per = {k: [] for k in ("srch_cold_w", "srch_cold_c", "scan_cold_w", "scan_cold_c",
+                               "srch_warm_w", "srch_warm_c", "scan_warm_w", "scan_warm_c")}
+        for i, (q, v) in enumerate(zip(texts, vectors[r], strict=True)):
+            def fresh(kind: str, q=q) -> str:
+                return f"{q} (#{run}-{kind}{r}-{secrets.token_hex(2)})"
+
+            def after_forward(fn):  # as in a preseed: the model's weights have just gone through
+                eng._qcache.clear()
+                eng.embed_query(fresh("f"))
+                return _timed(fn)
+
+            def after_itself(fn, warm):  # the caches hold what the call reads
+                warm()
+                return _timed(fn)
+
+            def srch(v=v):
+                return eng.search(fresh("s"), 5, query_vector=v)
+
+            def sc(v=v):
+                return scan(v)
+
+            for when in ((0, 1) if (i + r) % 2 == 0 else (1, 0)):  # the order alternates
+                if when == 0:
+                    _, sw, scc = after_forward(srch)
+                    per["srch_cold_w"].append(sw)
+                    per["srch_cold_c"].append(scc)
+                    _, sw, scc = after_itself(srch, srch)
+                    per["srch_warm_w"].append(sw)
+                    per["srch_warm_c"].append(scc)
+                else:
+                    _, nw, nc = after_forward(sc)
+                    per["scan_cold_w"].append(nw)
+                    per["scan_cold_c"].append(nc)
+                    _, nw, nc = after_itself(sc, sc)
+                    per["scan_warm_w"].append(nw)
+                    per["scan_warm_c"].append(nc)
+        for k, xs in per.items():
+            pairs[k].append(xs)
     if eng.query_cache_hits != hits_before:
         raise SystemExit("a query-cache hit: the figures would not be of new texts")
     return pairs
@@ -160,7 +202,9 @@ def report(pairs: dict[str, list[list[float]]]) -> dict:
     flat = {k: [x for rr in v for x in rr] for k, v in pairs.items()}
     out: dict = {"rounds": rounds, "pairs": len(flat["pre_w"]), "loadavg": os.getloadavg()[0]}
     for name, a, b in (("preseed_over_forward", "pre", "enc"), ("search_over_scan", "srch", "scan"),
-                       ("search_over_scan_one_blas_thread", "srch", "scan1")):
+                       ("search_over_scan_one_blas_thread", "srch", "scan1"),
+                       ("search_over_scan_both_after_forward", "srch_cold", "scan_cold"),
+                       ("search_over_scan_both_warm", "srch_warm", "scan_warm")):
         for clock in ("w", "c"):
             by_round = [_ratio({k: pairs[k][r] for k in pairs}, f"{a}_{clock}", f"{b}_{clock}")
                         for r in range(rounds)]
