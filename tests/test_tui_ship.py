@@ -431,6 +431,43 @@ async def test_spawn_dialog_refuses_a_bare_repository_with_its_message(tmp_path,
         await app.shutdown()
 
 
+async def test_a_spawn_the_runtime_refuses_reopens_the_dialog_with_what_was_typed_and_why(tmp_path, repo):
+    class Refusing(FakeManager):
+        refusals = ["the server's budget cap ($5) is reached"]
+
+        async def spawn(self, spec, *, host=None):
+            if self.refusals:
+                raise RuntimeError(self.refusals.pop())
+            return await super().spawn(spec, host=host)
+
+    mgr = Refusing()
+    app = CockpitApp(mgr, FakeEngine(), workspace=repo)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await open_spawn(pilot, app)
+        dialog.query_one("#spawn-model").value = "claude-opus-4-1"
+        dialog.query_one("#spawn-budget").value = "2.5"
+        dialog.query_one("#spawn-task").focus()
+        await pilot.press(*"fix add", "enter")
+        await until(pilot, lambda: isinstance(app.screen, SpawnDialog) and app.screen is not dialog,
+                    "the dialog again")
+        again = app.screen
+        error = again.query_one("#spawn-error")
+        await until(pilot, lambda: error.display, "the reason")
+        await settled(pilot, app)
+        assert error.display, "the reason stays while the task is the one refused"
+        assert text_of(error) == "the spawn was refused: the server's budget cap ($5) is reached"
+        assert again.query_one("#spawn-task").value == "fix add"
+        assert again.query_one("#spawn-model").value == "claude-opus-4-1"
+        assert again.query_one("#spawn-budget").value == "2.5"
+        assert mgr.spawned == []
+        again.query_one("#spawn-task").focus()
+        await pilot.press("!", "enter")  # edited: the reason goes; submitted: it spawns
+        await until(pilot, lambda: mgr.spawned == ["fix add!"], "the spawn")
+        assert mgr.spawn_options[0]["model"] == "claude-opus-4-1" and mgr.spawn_options[0]["max_budget_usd"] == 2.5
+        assert not isinstance(app.screen, SpawnDialog)
+        await app.shutdown()
+
+
 # -- 6. the conflict radar -----------------------------------------------------------------------
 async def test_the_conflict_radar_warns_in_the_header_both_panes_and_the_diff_screen(api, tmp_path, repo):
     api.script(edit_calc("a + b"), Reply("Done one."), edit_calc("b + a"), Reply("Done two."))

@@ -23,6 +23,7 @@ from cockpit import hostids
 from cockpit.events import SessionStatus
 from cockpit.runtime.protocols import GridRuntime, Runtime, SessionRef, TranscriptSource
 from cockpit.runtime.spawn import SpawnSpec
+from cockpit.textsafe import one_line
 from cockpit.tui import format as fmt
 from cockpit.tui.hosts import spawn_hosts
 from cockpit.tui.model import SessionView
@@ -68,6 +69,10 @@ class SessionCommands(App):
         raise NotImplementedError
 
     @property
+    def shutting_down(self) -> bool:
+        raise NotImplementedError
+
+    @property
     def sessions_dir(self) -> Path:
         raise NotImplementedError
 
@@ -78,23 +83,27 @@ class SessionCommands(App):
         raise NotImplementedError
 
     # -- spawn -----------------------------------------------------------------------
-    def open_spawn(self) -> None:
+    def open_spawn(self, again: SpawnChoice | None = None, refused: str = "") -> None:
+        """The spawn dialog; ``again``: what it asked for when the runtime refused the spawn, shown
+        again with ``refused``, the reason — the task typed is not lost."""
         backends = tuple(self.manager.backends or ("cockpit",))
         budget = self.manager.config.max_budget_usd  # the configured cap
+        hosts = spawn_hosts(self.manager, self.workspace or os.getcwd())
+        if again is not None and again.host and "host" in hosts:
+            hosts["host"] = again.host
         self.push_screen(
             SpawnDialog(self.engine, self.top_k, self.preseed, model=self.model or "",
                         permission_mode=self.permission_mode, worktree=self.worktree,
                         backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing,
                         budget_usd=budget if isinstance(budget, (int, float)) else None,
                         sandbox=self.manager.config.sandbox is not False,
-                        workspace=self.workspace or os.getcwd(),
-                        **spawn_hosts(self.manager, self.workspace or os.getcwd())),
+                        workspace=self.workspace or os.getcwd(), again=again, refused=refused, **hosts),
             self._spawn_chosen,
         )
 
     def _spawn_chosen(self, choice: SpawnChoice | None) -> None:
         if choice:
-            self.spawn(choice.spec, host=choice.host)
+            self.spawn(choice.spec, host=choice.host, again=choice)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a failed request to the runtime is reported (every ``manager`` worker
@@ -104,11 +113,13 @@ class SessionCommands(App):
             self.notify(f"{worker.name} failed: {worker.error}", severity="error", timeout=10)
 
     @work(group="manager", name="spawn", exit_on_error=False)
-    async def spawn(self, request: SpawnSpec | str, focus: bool = True, host: str | None = None) -> None:
+    async def spawn(self, request: SpawnSpec | str, focus: bool = True, host: str | None = None,
+                    again: SpawnChoice | None = None) -> None:
         """Spawn a session: ``request`` from the spawn dialog, or a task alone (the app's defaults).
         The app's own settings fill what the request leaves open (workspace, model, notes).
         ``focus``: its pane takes the focus once shown (False: it starts in the background).
-        ``host``: in a grid of several hosts, the one it runs on (None: the runtime's default)."""
+        ``host``: in a grid of several hosts, the one it runs on (None: the runtime's default).
+        ``again``: the dialog's choice, reopened with the reason if the runtime refuses it."""
         if isinstance(request, str):
             request = SpawnSpec(request, permission_mode=self.permission_mode, worktree=self.worktree,
                                 backend=self.backend)
@@ -119,7 +130,13 @@ class SessionCommands(App):
         spec = replace(request, workspace=workspace, model=request.model or self.model,
                        preseed=self.preseed if request.preseed is None else request.preseed,
                        top_k=request.top_k or self.top_k)
-        session = await self.manager.spawn(spec, host=host)
+        try:
+            session = await self.manager.spawn(spec, host=host)
+        except Exception as exc:
+            if again is None or self.shutting_down:
+                raise
+            self.open_spawn(again, f"the spawn was refused: {one_line(str(exc)) or type(exc).__name__}")
+            return
         if focus:
             self._focus_when_shown(session)
 

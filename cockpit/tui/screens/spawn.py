@@ -19,6 +19,7 @@ the user changed; the app adds its own defaults) and the host chosen (None: one 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Checkbox, Input, Label, Select, Static
+from textual.widgets.select import InvalidSelectValueError
 
 from cockpit.runtime.budget import BudgetError, parse_usd
 from cockpit.runtime.spawn import SpawnSpec, SpawnSpecError
@@ -95,8 +97,8 @@ class SpawnDialog(ModalScreen[SpawnChoice | None]):
                  backends: tuple[str, ...] = ("cockpit",), backend: str | None = None,
                  notes_missing: str = "", budget_usd: float | None = None, sandbox: bool = True,
                  workspace: str | None = None, hosts: tuple[HostChoice, ...] = (),
-                 host: str | None = None) -> None:
-        super().__init__(id="spawn-dialog")
+                 host: str | None = None, again: SpawnChoice | None = None, refused: str = "") -> None:
+        super().__init__()
         # several hosts, or one other host (`cockpit --host box`): the host row with its workspace there
         self.hosts = {h.name: h for h in hosts} if len(hosts) > 1 or (hosts and not hosts[0].local) else {}
         self.host = host if host in self.hosts else next(iter(self.hosts), None)
@@ -116,6 +118,8 @@ class SpawnDialog(ModalScreen[SpawnChoice | None]):
         self.preview_for: str | None = None  # the task text the preview shows
         self.workspace = workspace  # where the session will work (None: not shown)
         self.refused = ""  # why no session can start there (a bare repository)
+        self.again = again  # a choice the runtime refused: its fields are filled in again
+        self.again_refused = refused  # and why it was refused
 
     def compose(self) -> ComposeResult:
         with Vertical(id="spawn-box"):
@@ -167,8 +171,32 @@ class SpawnDialog(ModalScreen[SpawnChoice | None]):
             yield Static(self._idle_text(), id="spawn-preview")
 
     def on_mount(self) -> None:
+        if self.again is not None:
+            self._fill(self.again.spec)
         if self.workspace and self._local():
-            self._where(self.workspace, self.worktree)
+            self._where(self.workspace, self.query_one("#spawn-worktree", Checkbox).value)
+
+    def _fill(self, spec: SpawnSpec) -> None:
+        """The form as it was for ``spec`` (a spawn the runtime refused), and why it was refused."""
+        self.query_one("#spawn-task", Input).value = spec.task
+        if spec.model:
+            self.query_one("#spawn-model", Input).value = spec.model
+        for sel, value in (("#spawn-mode", spec.permission_mode), ("#spawn-backend", spec.backend)):
+            if value is not None:
+                with contextlib.suppress(InvalidSelectValueError):  # no longer offered: the default stays
+                    self.query_one(sel, Select).value = value
+        if spec.worktree is not None:
+            self.query_one("#spawn-worktree", Checkbox).value = spec.worktree
+        if spec.sandbox is not None:
+            self.query_one("#spawn-sandbox", Checkbox).value = spec.sandbox
+        if spec.max_budget_usd is not None:
+            self.query_one("#spawn-budget", Input).value = f"{spec.max_budget_usd:g}"
+        if self.hosts and spec.workspace:
+            self.query_one("#spawn-workspace", Input).value = spec.workspace
+        if self.again_refused:
+            error = self.query_one("#spawn-error", Label)
+            error.update(Content.from_markup("[$error]$why[/]", why=self.again_refused))
+            error.display = True
 
     def _local(self) -> bool:
         """The chosen host is this machine (or there is one host)."""
@@ -274,7 +302,9 @@ class SpawnDialog(ModalScreen[SpawnChoice | None]):
     def _changed(self, event: Input.Changed) -> None:
         if self._debounce is not None:
             self._debounce.stop()
-        if event.value.strip():  # what a submit said is about a task not typed yet, or another one
+        if event.value.strip() and not (self.again and event.value == self.again.spec.task):
+            # what a submit said is about a task not typed yet, or another one (a refused spawn's
+            # reason stays until its task is changed)
             self.query_one("#spawn-error", Label).display = False
         if not self.preseed or self._preview_engine() is None:
             return
