@@ -153,7 +153,7 @@ def measure(eng, texts: list[str], rounds: int) -> dict:
         per = {k: [] for k in ("srch_cold_w", "srch_cold_c", "scan_cold_w", "scan_cold_c",
                                "srch_warm_w", "srch_warm_c", "scan_warm_w", "scan_warm_c")}
         for i, (q, v) in enumerate(zip(texts, vectors[r], strict=True)):
-            def fresh(kind: str, q=q) -> str:
+            def fresh(kind: str, q=q, r=r) -> str:
                 return f"{q} (#{run}-{kind}{r}-{secrets.token_hex(2)})"
 
             def after_forward(fn):  # as in a preseed: the model's weights have just gone through

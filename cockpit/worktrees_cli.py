@@ -384,7 +384,8 @@ def run(args: argparse.Namespace) -> int:
                     return 1
     except wt.WorktreeError as exc:
         raise CockpitError(str(exc), code=1) from None
-    routed = None if is_kept else _through_server(info.session_id, args.action)
+    # a kept branch too: the server records it in the session's history, so an open app shows it
+    routed = None if is_kept and args.action == "keep" else _through_server(info.session_id, args.action)
     if routed is not None:
         return routed
     try:

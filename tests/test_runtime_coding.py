@@ -197,6 +197,16 @@ async def test_two_sessions_editing_the_same_file_end_on_two_branches(api, repo,
     kept = await mgr.review(two.id, "keep")
     assert kept.ok and two.worktree.branch in git(repo, "branch", "--list")
     assert not Path(two.worktree.path).exists()
+    with pytest.raises(ValueError, match="already merged, kept or discarded"):
+        await mgr.review(two.id, "keep")  # kept already
+    # the kept branch discarded through the runtime, as `cockpit worktrees discard` does with a server:
+    # every client sees it in the session's history
+    gone = await mgr.review(two.id, "discard")
+    assert gone.ok and gone.message == f"discarded the kept branch {two.worktree.branch}"
+    assert two.worktree.branch not in git(repo, "branch", "--list")
+    assert (await mgr.describe(two.id))["reviewed"]["action"] == "discard"
+    with pytest.raises(ValueError, match="already merged, kept or discarded"):
+        await mgr.review(two.id, "discard")
     await mgr.aclose()
 
 

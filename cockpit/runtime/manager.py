@@ -568,8 +568,9 @@ class SessionManager:
         with the command as the message; ``check-confirmed`` confirms and runs it); ``send-back``
         sends a conflicting change back to its session (a follow-up naming the files; a session
         that ended is resumed in its worktree first); ``pr`` pushes and opens a pull request with
-        the drafted title and body. Publishes and returns a :class:`Reviewed`. Raises KeyError,
-        ValueError (also when the worktree was already merged, kept or discarded)."""
+        the drafted title and body. A kept branch (no worktree left) can be merged or discarded.
+        Publishes and returns a :class:`Reviewed`. Raises KeyError, ValueError (also when the
+        worktree was already merged or discarded, or kept and the action is another)."""
         if action not in ("merge", "keep", "discard", "check", "check-confirmed", "send-back", "pr"):
             raise ValueError("review action must be merge, keep, discard, check, send-back or pr")
         s = self.get(session_id)
@@ -577,7 +578,12 @@ class SessionManager:
         if info is None:
             raise ValueError(f"session {s.id} runs in place: nothing to {action}")
         if not Path(info.path).is_dir():
-            raise ValueError(_worktree_gone(s))
+            # a kept branch (its worktree removed) can still be merged or discarded — here, so every
+            # client sees it (`cockpit worktrees discard` while the app shows the pane)
+            kept = action in ("merge", "discard") and s.status.is_final \
+                and await asyncio.to_thread(wt.branch_exists, info)
+            if not kept:
+                raise ValueError(_worktree_gone(s))
         if action in ("check", "check-confirmed", "send-back", "pr"):
             return await self._ship(s, info, action)
         if not s.status.is_final and s.status.value != "waiting for you":

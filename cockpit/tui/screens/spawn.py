@@ -192,7 +192,7 @@ class SpawnDialog(ModalScreen[SpawnChoice | None]):
         if spec.max_budget_usd is not None:
             self.query_one("#spawn-budget", Input).value = f"{spec.max_budget_usd:g}"
         if self.hosts and spec.workspace:
-            self.query_one("#spawn-workspace", Input).value = spec.workspace
+            self.query_one("#spawn-workspace", Input).value = str(spec.workspace)
         if self.again_refused:
             error = self.query_one("#spawn-error", Label)
             error.update(Content.from_markup("[$error]$why[/]", why=self.again_refused))
