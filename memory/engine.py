@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import os
 import re
 import threading
@@ -98,6 +99,7 @@ class MemoryEngine:
         self._sync_lock = threading.Lock()
         self._last_sync: float | None = None
         self._last_report: SyncReport | None = None
+        self._warnings: tuple[int, list[str]] = (-1, [])  # see index_warnings
         self._qcache: OrderedDict[tuple, np.ndarray] = OrderedDict()  # see embed_query
         self._qcache_lock = threading.Lock()
         self._side: ThreadPoolExecutor | None = None  # one lane of a query while the caller runs the other
@@ -840,17 +842,25 @@ class MemoryEngine:
             self.watch_status = self.watch_state = None
             self.mark_watched(False)
 
+    def index_warnings(self) -> list[str]:
+        """What the index says of the notes folder as it is: each indexed note's parse warnings and
+        each file not indexed, with why — read from the index, so every process and every restart
+        says the same (the last sync's own report covers only the files it read). Kept per index
+        generation."""
+        gen = self.store.generation()
+        if self._warnings[0] != gen:
+            out = [f"{p}: {w}" for p, raw in self.store.note_warnings() for w in json.loads(raw or "[]")]
+            out += [f"{p}: skipped: {why}" for p, why in self.store.skipped_files()]
+            self._warnings = (gen, sorted(out))
+        return list(self._warnings[1])
+
     def status(self) -> EngineStatus:
         """A snapshot: model state, note count, last sync time, warnings, SQLite binding."""
         n = self.store.note_count()
-        rep = self._last_report
-        warnings = []
-        if rep:
-            warnings = [*rep.warnings, *(f"{p}: skipped: {why}" for p, why in rep.skipped)]
         return EngineStatus(
             model_state=self.embedder.state, model=self.embedder.model_id,
             model_error=getattr(self.embedder, "error", None), notes=n,
-            last_sync=self._last_sync, warnings=warnings, binding=self.store.binding,
+            last_sync=self._last_sync, warnings=self.index_warnings(), binding=self.store.binding,
             index_path=self.index_path, notes_dir=self.notes_dir, watch=self.watch_status,
             watch_state=self.watch_state)
 

@@ -47,6 +47,35 @@ def test_undecodable_file_names_are_skipped_and_the_rest_index(undecodable, tmp_
     assert e.search("staging port", 3)[0].name == "staging-stack"
 
 
+def test_index_warnings_are_the_folders_not_the_last_syncs(tmp_path):
+    """The header's warning count: the same after a second sync, a targeted sync of another file,
+    and a restart (a new engine on the same index: its first sync reads no file) — it counted
+    only the files the last sync read (2, then 0)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "plain.md").write_text("no frontmatter here\nmore text\n")
+    (notes / "bad.md").write_text("---\nname: [unclosed\n---\nbody\n")
+    note(notes, "fine", "A fine note.", "body")
+    index = tmp_path / "i.sqlite"
+    e = MemoryEngine(notes, index_path=index, model=HashEmbedder())
+    e.sync()
+    first = e.status().warnings
+    assert len(first) == 2 and first[0].startswith("bad.md: skipped:") and first[1].startswith("plain.md: no frontmatter")
+    assert e.sync().warnings == []  # the report: this sync read nothing
+    assert e.status().warnings == first
+    note(notes, "fine", "A fine note, edited.", "body")
+    e.sync(paths=[str(notes / "fine.md")])
+    assert e.status().warnings == first
+    e.close()
+    again = MemoryEngine(notes, index_path=index, model=HashEmbedder())  # a restart
+    again.sync()
+    assert again.status().warnings == first
+    note(notes, "plain", "Now described.", "body")
+    again.sync()
+    assert again.status().warnings == first[:1]
+    again.close()
+
+
 def _states(q: queue.Queue, until: str, timeout: float = 20.0) -> list[str]:
     seen = []
     while True:
