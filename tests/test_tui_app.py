@@ -630,6 +630,34 @@ async def _approval_dialog_open(pilot, app, mgr: FakeManager, sid: str) -> None:
     assert isinstance(app.screen, ApprovalDialog)
 
 
+async def test_a_small_panes_approval_keeps_its_keys_line_in_sight():
+    """Nine panes at 100×30 (each about 33×10): a long multi-line command's ask fits the panel's
+    room — the title cut, the detail shortened, the keys line short and never the part cut (it
+    was below the pane's fold)."""
+    from tui_fakes import screen_lines
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr, notify_os=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for n in range(9):
+            sid = f"q0000{n}"
+            mgr.emit(ev.SessionSpawned(sid, f"task {n}", "m", "/ws", "/t", True))
+        await until(pilot, lambda: len(app.panes) == 9, "nine panes")
+        cmd = "cat > deploy.sh <<'EOF'\n" + "\n".join(f"step {i} --with a rather long argument list" for i in range(20)) + "\nEOF"
+        ask = ev.ApprovalRequested("q00004", "tu_1", "bash", "bash", cmd.splitlines()[0] + " (22 lines)", cmd, "Bash")
+        mgr.emit(ev.ToolCall("q00004", "tu_1", "bash", {"command": cmd}), ask,
+                 ev.StatusChanged("q00004", S.NEEDS_APPROVAL, "deploy"))
+        pane = app.panes["q00004"]
+        await until(pilot, lambda: pane.query_one("#pane-approval").display, "the ask in the pane")
+        await settled(pilot, app)
+        region = pane.region
+        assert region.height <= 12  # a small pane indeed
+        rows = [line[region.x: region.right] for line in screen_lines(app)[region.y: region.bottom]]
+        shown = "\n".join(rows)
+        assert "y once" in shown and "a session" in shown, shown
+        assert "approval needed" in shown, shown
+
+
 async def test_an_approval_answered_elsewhere_closes_its_dialog_and_the_panel():
     from cockpit.tui.screens.approval import ApprovalDialog
 

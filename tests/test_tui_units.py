@@ -316,6 +316,14 @@ def test_the_approval_panel_shows_the_ask_the_diff_and_the_keys():
     long = "make test " + "ARG=" + "x" * 300
     twice = panel_content(ev.ApprovalRequested("s1", "t3", "bash", "bash", long, long, "Bash"), 10, {}).plain
     assert long in twice  # cut in the title: the detail shows it whole
+    keys = {"approve_once": "y", "approve_session": "a", "approve": "⏎"}
+    for width, rows, short in ((30, 4, True), (46, 6, False), (60, 3, True), (12, 3, True), (12, 4, True)):
+        # a small pane's room: the keys line is never the part cut
+        lines = panel_content(ask, 10, keys, width=width, rows=rows).plain.split("\n")
+        assert sum(-(-len(line) // width) or 1 for line in lines) <= rows, (width, rows, lines)
+        assert lines[-1].startswith("y once · a session" if short else "y allow once"), lines
+    roomy = panel_content(ask, 10, keys, width=60, rows=20).plain
+    assert roomy.endswith("⏎ details, or deny with a reason") and "- x = 1" in roomy
 
 
 def test_totals_count_closed_sessions_spend_and_make_approval_stand_out():

@@ -32,25 +32,60 @@ def ask_title(ask: ApprovalRequested) -> Content:
                                what=what, summary=fmt.short(ask.summary, 200))
 
 
-def panel_content(ask: ApprovalRequested, max_lines: int, keys: dict[str, str]) -> Content:
+def _rows(line: Content, width: int) -> int:
+    """Rows ``line`` takes when wrapped at ``width`` cells (an estimate: wrapping at words can
+    take one more)."""
+    return max(1, -(-line.cell_length // max(1, width)))
+
+
+def panel_content(ask: ApprovalRequested, max_lines: int, keys: dict[str, str],
+                  width: int | None = None, rows: int | None = None) -> Content:
     """Title, up to ``max_lines`` lines of the detail, and the hint line. ``keys``: action name →
-    key shown (``approve_once``, ``approve_session``, ``approve``)."""
+    key shown (``approve_once``, ``approve_session``, ``approve``). ``width``/``rows``: the panel's
+    room (a small pane): the hint line is never the part cut — it is shortened to fit the width,
+    the title is cut to leave it its rows, and the detail gets what is left."""
     detail = (ask.detail or ask.summary).strip()
     if detail == ask.summary.strip() and fmt.short(ask.summary, 200) == ask.summary:
         lines = []  # the title holds it whole (a one-line command): not twice
     else:
         lines = detail_lines(ask, headers=False)
-    shown = lines[: max(1, max_lines)]
-    parts = [ask_title(ask), *shown]
-    more = len(lines) - len(shown)
     once, session, dialog = (keys.get(a, "?") for a in ("approve_once", "approve_session", "approve"))
-    if more > 0:
-        parts.append(Content.from_markup("[dim]… $n more line$s ($key shows all)[/]",
-                                         n=more, s="s" if more != 1 else "", key=dialog))
     rule = f" ({ask.suggestion})" if ask.suggestion else ""
-    parts.append(Content.from_markup(
+    hint = Content.from_markup(
         "[b $accent]$once[/] allow once · [b $accent]$session[/] allow for this session$rule · "
         "[b $accent]$dialog[/] details, or deny with a reason",
         once=once, session=session, rule=rule, dialog=dialog,
-    ))
+    )
+    title = ask_title(ask)
+    if width is not None and rows is not None:
+        # the full hint wrapped while it leaves room for the title and a line of detail; else a
+        # short one, with the rule the session key allows while that fits on one line
+        if rows < _rows(hint, width) + 3:
+            for short_rule in (rule, ""):
+                hint = Content.from_markup("[b $accent]$once[/] once · [b $accent]$session[/] session$rule · "
+                                           "[b $accent]$dialog[/] details/deny", once=once, session=session,
+                                           rule=short_rule, dialog=dialog)
+                if hint.cell_length <= width:
+                    break
+        left = rows - _rows(hint, width)
+        if left < 1:  # no room beside the keys: they alone (the pane's status line says it asks)
+            return hint
+        if _rows(title, width) > left:
+            title = title[: max(1, left * width - 1)] + "…"
+        left -= _rows(title, width)
+        shown: list[Content] = []
+        for k, line in enumerate(lines[: max(0, max_lines)]):
+            need = _rows(line, width) + (1 if k < len(lines) - 1 else 0)  # and the "more" line after it
+            if need > left:
+                break
+            shown.append(line)
+            left -= _rows(line, width)
+    else:
+        shown = lines[: max(1, max_lines)]
+    parts = [title, *shown]
+    more = len(lines) - len(shown)
+    if more > 0 and (rows is None or width is None or left >= 1):
+        parts.append(Content.from_markup("[dim]… $n more line$s ($key shows all)[/]",
+                                         n=more, s="s" if more != 1 else "", key=dialog))
+    parts.append(hint)
     return Content("\n").join(parts)

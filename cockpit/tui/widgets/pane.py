@@ -209,12 +209,16 @@ class SessionPane(Vertical):
                 self._approval_key = None
                 panel.display = False
             return
-        max_lines = max(1, (self.size.height or 20) // 2 - 4)
-        key = (ask.request_id, max_lines)
+        height = self.size.height or 20
+        max_lines = max(1, height // 2 - 4)
+        # the panel's room: at most 70 % of the pane (the stylesheet's max-height) less its top
+        # border, its width less its padding — so the keys line is never what a small pane cuts
+        rows, width = max(2, int(height * 0.7) - 1), max(10, (self.size.width or 80) - 2)
+        key = (ask.request_id, max_lines, rows, width)
         if key == self._approval_key:
             return
         self._approval_key = key
-        panel.update(panel_content(ask, max_lines, self._keys()))
+        panel.update(panel_content(ask, max_lines, self._keys(), width=width, rows=rows))
         panel.display = True
 
     def _keys(self) -> dict[str, str]:
