@@ -225,8 +225,13 @@ def parse_bytes(raw: bytes, rel: str, mtime_ns: int = 0, size: int | None = None
             raise
         except yaml.YAMLError as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)  # where it began
-            where = f" (line {mark.line + 1})" if mark is not None else ""  # (0-based, from the file's ---)
+            began = getattr(exc, "context_mark", None)
+            found = getattr(exc, "problem_mark", None)
+            mark = began or found  # where the bad value began  (0-based, from the file's ---)
+            where = f" (line {mark.line + 1})" if mark is not None else ""
+            problem = getattr(exc, "problem", None)
+            if began is not None and found is not None and found.line != began.line and problem:
+                first += f"; {problem} on line {found.line + 1}"  # and where the parser stopped
             raise NoteError(f"invalid YAML frontmatter{where}: {first}") from None
         except RecursionError:
             raise NoteError("YAML frontmatter nested too deeply") from None

@@ -79,6 +79,10 @@ def test_invalid_yaml_binary_and_undecodable_are_refused():
     raw = b"---\nname: b\ndescription: \"unclosed\n---\nbody\n"
     with pytest.raises(NoteError, match=r"invalid YAML frontmatter \(line 3\): while scanning a quoted scalar"):
         parse_bytes(raw, "b.md")  # the file's line where the bad value begins
+    raw = b"---\nname: b\ndescription: [one,\n  two\nother: 1\n---\nbody\n"
+    with pytest.raises(NoteError, match=r"\(line 3\): while parsing a flow sequence; [^;]*expected ',' or '\]'"
+                                        r".* on line 5$"):
+        parse_bytes(raw, "c.md")  # where it began, and where the parser stopped
     with pytest.raises(NoteError, match="binary"):
         parse_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "img.md")
     with pytest.raises(NoteError, match="not UTF-8"):
