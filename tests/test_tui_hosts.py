@@ -624,8 +624,11 @@ async def test_the_app_on_this_machines_server_rides_out_a_server_stop(monkeypat
                 await until(pilot, lambda: any(v.status is S.WAITING for v in app.views.values()), "answered",
                             timeout=120)
                 assert not app.multi_host  # one host: no host names in the titles
+                states: list[str] = []  # every state folded (a restart can pass between two polls)
+                fold = app.host_event
+                monkeypatch.setattr(app, "host_event", lambda status: states.append(status.state) or fold(status))
                 stop_server()  # from outside, as `cockpit server stop` in another terminal
-                await until(pilot, lambda: app.host_states["local"].state != "connected", "the drop seen")
+                await until(pilot, lambda: "reconnecting" in states, "the drop seen")
                 await until(pilot, lambda: app.host_states["local"].state == "connected"
                             and server_pid() not in (None, first), "a new server, reattached", timeout=120)
                 await until(pilot, lambda: any(v.task == "before the stop" for v in app.views.values()),
