@@ -197,8 +197,12 @@ async def test_two_sessions_editing_the_same_file_end_on_two_branches(api, repo,
     kept = await mgr.review(two.id, "keep")
     assert kept.ok and two.worktree.branch in git(repo, "branch", "--list")
     assert not Path(two.worktree.path).exists()
-    with pytest.raises(ValueError, match="already merged, kept or discarded"):
-        await mgr.review(two.id, "keep")  # kept already
+    for action in ("keep", "send-back"):
+        with pytest.raises(ValueError, match=f"branch {two.worktree.branch} is kept without a worktree: "
+                                             "merge or discard it$"):
+            await mgr.review(two.id, action)
+    kept_diff = await mgr.diff(two.id)  # a kept branch is still reviewed: its diff (the app's `d`)
+    assert [f.path for f in kept_diff.files] == ["calc.py"] and "# two" in kept_diff.files[0].patch
     # the kept branch discarded through the runtime, as `cockpit worktrees discard` does with a server:
     # every client sees it in the session's history
     gone = await mgr.review(two.id, "discard")
@@ -207,6 +211,8 @@ async def test_two_sessions_editing_the_same_file_end_on_two_branches(api, repo,
     assert (await mgr.describe(two.id))["reviewed"]["action"] == "discard"
     with pytest.raises(ValueError, match="already merged, kept or discarded"):
         await mgr.review(two.id, "discard")
+    with pytest.raises(ValueError, match="already merged, kept or discarded"):
+        await mgr.diff(two.id)
     await mgr.aclose()
 
 

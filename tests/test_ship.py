@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,42 @@ def tree_digest(path: Path) -> dict[str, str]:
 
 def fixed(info: wt.WorktreeInfo) -> None:
     (Path(info.path) / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+
+
+# -- the review diff after a conflict resolved --------------------------------------------------
+@pytest.mark.parametrize("kept", [False, True])
+def test_the_diff_of_a_branch_that_merged_its_base_shows_what_the_merge_would_drop(repo, kept):
+    """A conflict resolved in the worktree by keeping the session's side (`git merge main`,
+    `checkout --ours`): the merge into main is then a fast-forward that drops main's line. The diff
+    showed only the session's own line (against the old base commit); it now shows the deletion."""
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    wt.commit_pending(info, "fix add")
+    (repo / "calc.py").write_text(CALC + "# main: keep me\n")
+    git(repo, "commit", "-qam", "main keeps a line")
+    assert not wt.merge(info, "m").ok  # a conflict: nothing merged
+    work = Path(info.path)
+    subprocess.run(["git", "merge", "-q", "main"], cwd=work, capture_output=True)  # conflicts
+    git(work, "checkout", "--ours", "calc.py")
+    git(work, "-c", "user.name=x", "-c", "user.email=x@example.com", "commit", "-qam", "resolved: ours")
+    (work / "NOTES.txt").write_text("pending\n")  # a pending change is still in the diff
+    if kept:
+        assert wt.keep(info, "kept").startswith("kept branch")
+    d = wt.diff(info)
+    calc = next(f for f in d.files if f.path == "calc.py")
+    assert "-# main: keep me" in calc.patch and "+    return a + b" in calc.patch
+    assert calc.removed == 2 and calc.added == 1
+    assert {f.path for f in d.files} == {"calc.py", "NOTES.txt"}
+
+
+def test_the_diff_base_stays_the_base_commit_when_main_only_moved_on(repo):
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    (repo / "NEWS").write_text("later\n")
+    git(repo, "add", "NEWS")
+    git(repo, "commit", "-qm", "news")
+    assert wt.diff_base(info) == info.base_commit
+    assert [f.path for f in wt.diff(info).files] == ["calc.py"]  # main's own commit is not the session's
 
 
 # -- tests before merge ---------------------------------------------------------------------------

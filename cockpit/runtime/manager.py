@@ -550,12 +550,13 @@ class SessionManager:
         s.answer(request_id, allow, scope, reason)
 
     async def diff(self, session_id: str) -> wt.Diff:
-        """The session's change against its base commit (see :func:`worktree.diff`). Raises
-        KeyError; ValueError when the session runs in place (no worktree)."""
+        """The session's change (see :func:`worktree.diff`), also of a kept branch (no worktree
+        left). Raises KeyError; ValueError when the session runs in place (no worktree) or its
+        change was merged or discarded."""
         s = self.get(session_id)
         if s.worktree is None:
             raise ValueError(f"session {s.id} runs in place ({s.spec.placement}): there is no diff to review")
-        if not Path(s.worktree.path).is_dir():
+        if not Path(s.worktree.path).is_dir() and not await asyncio.to_thread(wt.branch_exists, s.worktree):
             raise ValueError(_worktree_gone(s))
         protected = tuple(getattr(getattr(s, "_cfg", None), "protected", None) or self.config.protected)
         return await asyncio.to_thread(wt.diff, s.worktree, True, protected)
@@ -580,10 +581,14 @@ class SessionManager:
         if not Path(info.path).is_dir():
             # a kept branch (its worktree removed) can still be merged or discarded — here, so every
             # client sees it (`cockpit worktrees discard` while the app shows the pane)
-            kept = action in ("merge", "discard") and s.status.is_final \
-                and await asyncio.to_thread(wt.branch_exists, info)
+            kept = s.status.is_final and await asyncio.to_thread(wt.branch_exists, info)
             if not kept:
                 raise ValueError(_worktree_gone(s))
+            if action not in ("merge", "discard"):
+                cli = {"check": "check", "check-confirmed": "check", "pr": "pr"}.get(action)
+                hint = f"; {cli} it with `cockpit worktrees {cli} {s.id}`" if cli else ""
+                raise ValueError(f"session {s.id}'s branch {info.branch} is kept without a worktree: "
+                                 f"merge or discard it{hint}")
         if action in ("check", "check-confirmed", "send-back", "pr"):
             return await self._ship(s, info, action)
         if not s.status.is_final and s.status.value != "waiting for you":

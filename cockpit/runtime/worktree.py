@@ -358,11 +358,39 @@ def diff_stat(info: WorktreeInfo) -> DiffStat:
     return diff(info, patches=False).stat
 
 
+def diff_base(info: WorktreeInfo) -> str:
+    """The commit the review diff starts from: where the branch and its base branch last met.
+    That is the base commit, unless the branch has since merged the base branch in (a conflict
+    resolved): then the base branch's commit it merged — so the diff is what a merge would bring
+    to the base branch, a line of the base branch the resolution dropped included (against the
+    base commit that deletion did not show, and a fast-forward then lost it unseen)."""
+    base = info.base_commit
+    if not info.base_branch or not Path(info.repo).is_dir():
+        return base
+    met = git("merge-base", f"refs/heads/{info.base_branch}", _tip(info), cwd=info.repo, check=False).strip()
+    if met and met != base and subprocess.run(
+            ["git", "merge-base", "--is-ancestor", base, met], cwd=info.repo,
+            env={**os.environ, **_GIT_ENV}, capture_output=True).returncode == 0:
+        return met  # (a base branch rewritten behind the session: the base commit stays)
+    return base
+
+
+def _tip(info: WorktreeInfo) -> str:
+    """The branch's last commit (its worktree's HEAD when it has one)."""
+    if Path(info.path).is_dir():
+        head = git("rev-parse", "--verify", "-q", "HEAD", cwd=info.path, check=False).strip()
+        if head:
+            return head
+    return f"refs/heads/{info.branch}"
+
+
 def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str] = ()) -> Diff:
-    """The session's change against its base commit, file by file (see module doc); each file's
-    ``protected`` says why its path is protected (``extra_protected``: the config's globs)."""
-    num = _diff_cmd(info, "--numstat", "-z")
-    status = _diff_cmd(info, "--name-status", "-z")
+    """The session's change against :func:`diff_base` (its base commit, or the base branch's
+    commit it merged in since), file by file (see module doc); each file's ``protected`` says why
+    its path is protected (``extra_protected``: the config's globs)."""
+    base = diff_base(info)
+    num = _diff_cmd(info, base, "--numstat", "-z")
+    status = _diff_cmd(info, base, "--name-status", "-z")
     kinds = _parse_name_status(status)
     changed = list(_parse_numstat(num))
     hooks = hooks_path_of(info.path if Path(info.path).is_dir() else info.repo) if changed else None
@@ -372,22 +400,22 @@ def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str
         patch = ""
         if patches:
             paths = [path] if old is None else [old, path]
-            patch = _capped(_diff_cmd(info, "--", *paths), min(MAX_PATCH_CHARS, room))
+            patch = _capped(_diff_cmd(info, base, "--", *paths), min(MAX_PATCH_CHARS, room))
             room = max(0, room - len(patch))
         why = protected_reason(path, hooks, extra_protected) or protected_reason(old or "", hooks, extra_protected)
         files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old, why))
     return Diff(tuple(files))
 
 
-def _diff_cmd(info: WorktreeInfo, *args: str) -> str:
+def _diff_cmd(info: WorktreeInfo, base: str, *args: str) -> str:
     """``git diff -M <base> …``: of the worktree (pending changes included) when it exists, else of
-    the kept branch (no worktree) against its base commit."""
+    the kept branch (no worktree)."""
     cut = args.index("--") if "--" in args else len(args)
     opts, paths = list(args[:cut]), list(args[cut:])
     if Path(info.path).is_dir() or not Path(info.repo).is_dir() or _checked_out_at(info.repo, info.branch):
         # (a worktree deleted by hand is still registered: say it is gone, see :func:`git`)
-        return _with_temp_index(info, "diff", "--cached", "-M", *opts, info.base_commit, *paths)
-    return git("diff", "-M", *opts, info.base_commit, info.branch, *paths, cwd=info.repo)
+        return _with_temp_index(info, "diff", "--cached", "-M", *opts, base, *paths)
+    return git("diff", "-M", *opts, base, info.branch, *paths, cwd=info.repo)
 
 
 def _capped(patch: str, limit: int) -> str:
