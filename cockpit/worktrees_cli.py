@@ -43,9 +43,11 @@ def add_parser(sub) -> None:
     p = sub.add_parser("worktrees", help="list, merge, keep, discard or prune session worktrees",
                        description="The sessions' git worktrees: list them, merge, keep, discard, prune.")
     p.add_argument("action", nargs="?", default="list",
-                   choices=["list", "diff", "merge", "keep", "discard", "prune", "check", "pr"])
+                   choices=["list", "diff", "merge", "keep", "discard", "prune", "check", "pr", "send-back"])
     p.add_argument("session", nargs="?",
-                   help="session id (or a unique prefix, or suffix of ≥ 4 characters) for diff/merge/keep/discard")
+                   help="session id (or a unique prefix, or suffix of ≥ 4 characters) for diff/merge/keep/discard/"
+                        "check/pr/send-back (send-back: a conflicting change back to its session, through the "
+                        "server — a session that ended is resumed in its worktree)")
     p.add_argument("--json", action="store_true", help="list as JSON")
     p.add_argument("--yes", action="store_true",
                    help="discard, or merge changed protected paths, without asking")
@@ -269,11 +271,34 @@ def _through_server(session_id: str, action: str) -> int | None:
     return 0 if data["ok"] else 1
 
 
+def _send_back(session_id: str) -> int:
+    """A conflicting change back to its session (the server's ``review`` ``send-back``: a follow-up
+    naming the files; a session that ended is resumed in its worktree first)."""
+    import os
+
+    if os.environ.get("COCKPIT_NO_SERVER"):
+        raise CockpitError("send-back gives the session a follow-up: it needs the Cockpit server "
+                           "(unset COCKPIT_NO_SERVER)", code=1)
+    from cockpit.server.client import BlockingClient, RemoteError, server_running
+
+    if not server_running():
+        raise CockpitError(f"no Cockpit server is running: send-back needs the server that holds session "
+                           f"{session_id}; resolve it by hand instead: cockpit shell {session_id}", code=1)
+    try:
+        with BlockingClient() as client:
+            result = client.call("review", id=session_id, action="send-back")
+    except RemoteError as exc:
+        raise CockpitError(exc.message, code=1) from None
+    data = result["data"]
+    print(data["message"])
+    return 0 if data["ok"] else 1
+
+
 def _conflict_hint(session_id: str, base: str) -> None:
     """What to do about a merge that conflicts (nothing was merged)."""
     on = _on()  # (run whole on a host: $COCKPIT_HINT_HOST names it)
-    print(f"    send it back: cockpit send{on} {session_id} \"merge {base} into your branch\" (or in the app: "
-          f"d, then b); resolve by hand: cockpit shell{on} {session_id}; or leave it: nothing was merged")
+    print(f"    send it back: cockpit worktrees{on} send-back {session_id} (or in the app: d, then b); "
+          f"resolve by hand: cockpit shell{on} {session_id}; or leave it: nothing was merged")
 
 
 def _live_sessions() -> dict[str, str]:
@@ -346,6 +371,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.session:
         raise CockpitError(f"worktrees {args.action} needs a session id")
+    if args.action == "send-back":
+        return _send_back(args.session)
     info = _one(root, args.session)
     if args.action == "discard" and not args.yes:
         if not sys.stdin.isatty():

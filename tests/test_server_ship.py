@@ -14,6 +14,7 @@ from helpers import CALC, fake_gh, git, make_repo, stop_server
 from standin import Reply, StandIn, ToolUse
 
 from cockpit import wire
+from cockpit.cli import main as cli_main
 from cockpit.events import Reviewed
 from cockpit.runtime.config import config_path
 from cockpit.server import rpc
@@ -59,7 +60,7 @@ def wait_for(cond, what: str, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def test_check_send_back_and_pr_over_the_servers_socket(api, server_env, tmp_path):
+def test_check_send_back_and_pr_over_the_servers_socket(api, server_env, tmp_path, capsys):
     record = server_env
     repo = make_repo(tmp_path / "repo", {"calc.py": CALC, "test_calc.py": TEST_CALC})
     remote = tmp_path / "remote.git"
@@ -91,9 +92,9 @@ def test_check_send_back_and_pr_over_the_servers_socket(api, server_env, tmp_pat
         before = tree_digest(repo)
         res = reviewed(c.call("review", id=sid, action="merge"))
         assert not res.ok and "conflict in calc.py" in res.message and tree_digest(repo) == before
-        res = reviewed(c.call("review", id=sid, action="send-back"))
-        assert res.action == "send-back" and res.ok
-        assert res.message == f"sent back to session {sid}: merge main into its branch, resolving calc.py"
+        # (as the conflict hint says: `cockpit worktrees send-back ID`, through the server)
+        assert cli_main(["worktrees", "send-back", sid[-6:]]) == 0
+        assert capsys.readouterr().out == f"sent back to session {sid}: merge main into its branch, resolving calc.py\n"
         wait_for(lambda: len(api.message_requests) == 3, "the session's next request")
         followup = last_user_text(api, 2)
         assert "conflicts in these files:\n- calc.py" in followup and "`git merge main`" in followup

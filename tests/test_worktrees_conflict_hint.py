@@ -29,4 +29,4 @@ def test_a_conflicting_merge_through_the_server_names_the_next_steps(monkeypatch
     assert worktrees_cli._through_server("1nh2abcd", "merge") == 1
     out = capsys.readouterr().out
     assert out.startswith("merge conflict in app.py: nothing was merged")
-    assert "send it back: cockpit send 1nh2abcd" in out and "cockpit shell 1nh2abcd" in out
+    assert "send it back: cockpit worktrees send-back 1nh2abcd" in out and "cockpit shell 1nh2abcd" in out
