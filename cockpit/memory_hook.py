@@ -390,6 +390,11 @@ def install(args: Any) -> int:
             new_text = None if original is None else base64.b64decode(original).decode("utf-8", "surrogateescape")
         else:
             new = without_hook(json.loads(json.dumps(settings)))
+            if new == settings:  # no entry of ours: the file is not the tool's to touch (nor to reformat)
+                print(f"{path}: no Cockpit hook in it: nothing to change" if old_bytes is not None
+                      else f"{path}: no such file: nothing to change")
+                backup.unlink(missing_ok=True)
+                return 0
             new_text = _settings_text(new)
     old_text = old_bytes.decode("utf-8", "replace") if old_bytes is not None else ""
     if (new_text or "") == old_text and (new_text is not None or old_bytes is None):

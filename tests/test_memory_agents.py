@@ -208,6 +208,22 @@ def test_uninstall_keeps_a_claude_folder_that_was_there_before(tmp_path, monkeyp
     assert (tmp_path / ".claude").is_dir() and not (tmp_path / ".claude" / "settings.json").exists()
 
 
+def test_uninstall_with_nothing_installed_touches_nothing(tmp_path, monkeypatch, capsys):
+    """No entry of ours: no file made (it wrote `{}` into a new .claude/settings.json), and a
+    user's own settings are not reformatted (they were rewritten as indented JSON)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["memory", "hook", "--uninstall", "--yes"]) == 0
+    assert not (tmp_path / ".claude").exists()
+    assert "no such file: nothing to change" in capsys.readouterr().out
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    (tmp_path / "cc").mkdir()
+    user = tmp_path / "cc" / "settings.json"
+    user.write_text('{"model": "opus",   "env": {"A": "1"}}')
+    assert main(["memory", "hook", "--uninstall", "--user", "--yes"]) == 0
+    assert user.read_text() == '{"model": "opus",   "env": {"A": "1"}}'
+    assert "no Cockpit hook in it: nothing to change" in capsys.readouterr().out
+
+
 def test_hook_install_refused_answer_writes_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("sys.stdin", __import__("io").StringIO("n\n"))
