@@ -316,10 +316,16 @@ def cmd_send(args: argparse.Namespace) -> int:
     sid, status = row["id"], row.get("status", "")
     _call("send", host=host, id=sid, text=text)
     # its own cap or the server's (the sum over every session): either pauses it before the model
-    at_cap = status == "waiting for you" and bool((_call("budget", host=host, id=sid) or {}).get("held_by"))
-    if status == "budget reached" or at_cap:  # at_cap: it takes the message, then pauses before asking the model
-        print(f"{sid}: message queued; the session is at its spend cap, so it waits in 'budget reached' "
-              f"until the cap is raised: cockpit budget{hint(host)} {sid} --usd …")
+    held_by = None
+    if status in ("waiting for you", "budget reached"):
+        held_by = (_call("budget", host=host, id=sid) or {}).get("held_by")
+    if status == "budget reached" or held_by:  # at a cap: it takes the message, then pauses before the model
+        if held_by == "server":
+            print(f"{sid}: message queued; the server's spend cap (all sessions together) is reached, so it waits "
+                  f"in 'budget reached' until that cap is raised: cockpit budget{hint(host)} --server --usd …")
+        else:
+            print(f"{sid}: message queued; the session is at its spend cap, so it waits in 'budget reached' "
+                  f"until the cap is raised: cockpit budget{hint(host)} {sid} --usd …")
     elif status == "waiting for you":
         print(f"{sid}: sent")
     else:

@@ -127,20 +127,26 @@ HELD = ("1nh1abcdefgh: message queued; the session is at its spend cap, so it wa
         "the cap is raised: cockpit budget{} 1nh1abcdefgh --usd …")
 
 
-@pytest.mark.parametrize(("status", "reached", "host", "line"), [
-    ("waiting for you", False, None, "1nh1abcdefgh: sent"),
-    ("waiting for you", True, None, HELD.format("")),  # over a cap (the server's here) lowered while it waited
-    ("working", False, None, "1nh1abcdefgh: queued (working): it takes the message when it next waits for you"),
-    ("budget reached", True, "box", HELD.format(" --host box")),
+SERVER_HELD = ("1nh1abcdefgh: message queued; the server's spend cap (all sessions together) is reached, so it "
+               "waits in 'budget reached' until that cap is raised: cockpit budget{} --server --usd …")
+
+
+@pytest.mark.parametrize(("status", "held_by", "host", "line"), [
+    ("waiting for you", None, None, "1nh1abcdefgh: sent"),
+    ("waiting for you", "session", None, HELD.format("")),  # over its cap, lowered while it waited
+    ("waiting for you", "server", None, SERVER_HELD.format("")),  # the server's cap: raising its own does nothing
+    ("working", None, None, "1nh1abcdefgh: queued (working): it takes the message when it next waits for you"),
+    ("budget reached", "session", "box", HELD.format(" --host box")),
+    ("budget reached", "server", "box", SERVER_HELD.format(" --host box")),
 ])
-def test_send_says_what_became_of_the_message(monkeypatch, capsys, status, reached, host, line):
+def test_send_says_what_became_of_the_message(monkeypatch, capsys, status, held_by, host, line):
     calls: list = []
 
     def call(method, timeout=None, host=None, **params):
         calls.append((method, host, params))
         if method == "get":
             return {"id": "1nh1abcdefgh", "status": status}
-        return {"held_by": "server" if reached else None} if method == "budget" else {}
+        return {"held_by": held_by} if method == "budget" else {}
 
     monkeypatch.setattr(server_cli, "_call", call)
     assert main(["send", f"{host}:1nh1" if host else "1nh1", "go on"]) == 0
