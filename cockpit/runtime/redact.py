@@ -25,7 +25,10 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
-MIN_SECRET = 4  # shorter "keys" (tests, a local server's dummy) are not redacted
+# shorter "keys" are not redacted: a stand-in's or a local proxy's dummy (`test`, `test-key`) is no
+# secret, and redacting it garbled ordinary words ("tests" → "***s") in panes and transcripts; the
+# API's keys and tokens are far longer (an Anthropic key ≈ 108 characters)
+MIN_SECRET = 16
 _WRAP = r"(?:\r?\n)?"  # a line break a wrapping encoder puts between two characters
 _B64_ALT = {"+": "[+-]", "/": "[/_]"}  # standard and URL-safe alphabets in one pattern
 
