@@ -14,7 +14,10 @@ Checks:
   ``DUP_COS``.
 * ``name-collision`` — two files declare the same ``name`` (case-insensitive).
 * ``skipped`` — files that could not be indexed, with the reason.
-* ``missing-successor`` — a note says it is superseded by a note the folder does not have.
+* ``missing-successor`` — a note says it is superseded by a note the folder does not have, or
+  by none.
+* ``unknown-value`` — a ``status`` or ``priority`` the engine does not know (a typo): it is read
+  as the default (current; not a priority note).
 * ``supersede-cycle`` — notes that supersede each other in a circle (no current decision).
 * ``priority-over-budget`` — more ``priority: high`` notes than the block's priority budget
   holds: the ones past it are not given (the preseed names them).
@@ -67,6 +70,12 @@ def lint(engine) -> list[LintIssue]:
         if any(isinstance(w, str) and w.startswith(("no name;", "no frontmatter;")) for w in said):
             issues.append(LintIssue("no-name", path, f"{path} has no name in its frontmatter, so its file name is "
                                                      "used (a rename changes it); add name: …"))
+        for w in said:
+            if isinstance(w, str) and w.startswith(("unknown status ", "unknown priority ")):
+                issues.append(LintIssue("unknown-value", path, f"{path}: {w}"))
+            elif isinstance(w, str) and w.startswith("superseded without a successor"):
+                issues.append(LintIssue("missing-successor", path, f"{path} is {w}; name the note that replaces "
+                                                                   "it, or say status: deprecated"))
 
     groups: dict[str, list] = {}
     for r in rows:

@@ -67,6 +67,11 @@ _STATUS_LINE = re.compile(r"^\s*\**status\**\s*:\s*\**(.+)$", re.IGNORECASE | re
 _SUPERSEDED_BY = re.compile(r"superseded\s+by\s*:?\s*(.+)", re.IGNORECASE)
 
 
+def _status_word(text: str) -> str:
+    """A status text's first word, lower case ("Superseded by ADR-0012" → "superseded")."""
+    return re.split(r"[\s,.;:(]", text.strip().lower(), maxsplit=1)[0]
+
+
 def lifecycle(meta: dict, body: str) -> tuple[str, str]:
     """``(status, superseded_by)`` from frontmatter (``status``, ``superseded_by`` — MADR's
     fields) or, failing that, an ADR body's ``Status`` section or ``Status:`` line ("Superseded
@@ -79,11 +84,18 @@ def lifecycle(meta: dict, body: str) -> tuple[str, str]:
     if isinstance(successor, list):  # several successors: the first is the one given in its place
         successor = next((str(x) for x in successor if x), "")
     successor = successor.strip() if isinstance(successor, str) else ""
+    if status and status not in STATUSES:  # MADR's "superseded by ADR-0005", "Accepted (2024-03-01)"
+        word = _status_word(status)
+        if word in STATUSES:
+            by = _SUPERSEDED_BY.search(str(meta.get("status")))  # (the name as written)
+            if by and not successor:
+                successor = by.group(1).strip()
+            status = word
     if not status or status not in STATUSES:
         found = _STATUS_SECTION.search(body[:4000]) or _STATUS_LINE.search(body[:4000])
         if found:
             text = re.sub(r"[*_`]", "", found.group(1)).strip()  # "**Superseded** by …": emphasis is not a word
-            word = re.split(r"[\s,.;:(]", text.lower(), maxsplit=1)[0]
+            word = _status_word(text)
             status = word if word in STATUSES else ""
             by = _SUPERSEDED_BY.search(text)
             if by and not successor:
@@ -147,6 +159,7 @@ class _Handler(YAMLHandler):
 
 
 _TRUE = {"high", "true", "yes", "y", "on", "1"}
+_FALSE = {"low", "normal", "medium", "none", "false", "no", "n", "off", "0"}  # priority words that mean "not high"
 
 
 def _as_text(key: str, value, warnings: list[str]) -> str:
@@ -164,6 +177,30 @@ def _as_text(key: str, value, warnings: list[str]) -> str:
         text = str(value)
     warnings.append(f"'{key}' is a YAML {type(value).__name__}; read as text {text!r}")
     return text.strip()
+
+
+def lifecycle_warnings(meta: dict, status: str, successor: str) -> list[str]:
+    """What a person likely mistyped in ``priority``/``status`` (the value is then read as the
+    default — a typo in ``status: superseded`` leaves a retired decision current), and a
+    superseded note that names no successor."""
+    out = []
+    given = meta.get("status")
+    if isinstance(given, str) and given.strip() and _status_word(given) not in STATUSES:
+        out.append(f"unknown status {given.strip()!r} (known: {', '.join(STATUSES)}): read as none, "
+                   "the note counts as current")
+    prio = meta.get("priority")
+    if isinstance(prio, str) and prio.strip():
+        text = prio.strip().lower()
+        try:
+            float(text.replace("_", ""))
+        except ValueError:
+            if text not in _TRUE and text not in _FALSE:
+                out.append(f"unknown priority {prio.strip()!r} (high/true/yes, or low/false/no): read as "
+                           "not a priority note")
+    if status == "superseded" and not successor:
+        out.append("superseded without a successor (superseded_by): it is never given, and nothing is given "
+                   "in its place")
+    return out
 
 
 def _priority(value) -> bool:
@@ -256,6 +293,7 @@ def parse_bytes(raw: bytes, rel: str, mtime_ns: int = 0, size: int | None = None
             warnings.append("no description; using the first line of the body")
     ntype = _as_text("type", meta.get("type"), warnings) or None
     status, successor = lifecycle(meta, body)
+    warnings += lifecycle_warnings(meta, status, successor)
     return Note(
         rel=rel,
         name=name,

@@ -151,6 +151,29 @@ def test_lint_warns_on_a_missing_successor_a_cycle_and_too_many_priority_notes(t
     assert "12 priority notes" in kinds["priority-over-budget"].message
 
 
+def test_lint_names_a_mistyped_status_or_priority_and_a_successor_never_named(tmp_path):
+    """`status: supersded` read as current (the retired decision stayed a line), `priority: urgent`
+    as normal, `status: superseded` with no successor: each passed lint silently."""
+    folder = tmp_path / "n"
+    folder.mkdir()
+    note(folder, "typo", "Staging runs on port 7000", extra="status: supersded\n")
+    note(folder, "loud", "Deploys need two approvals", extra="priority: urgent\n")
+    note(folder, "orphan", "We used Jenkins", extra="status: superseded\n")
+    note(folder, "fine", "We use GitHub Actions", extra="status: accepted\npriority: medium\n")
+    note(folder, "madr", "We used Travis", extra="status: superseded by fine\n")  # MADR's wording
+    with MemoryEngine(folder, index_path=tmp_path / "i.sqlite") as eng:
+        issues = eng.lint()
+        warnings = eng.status().warnings
+        madr = {r[1]: r for r in eng.store.lifecycles()}["madr"]  # (id, name, path, status, successor)
+    said = {(i.kind, i.path) for i in issues}
+    assert {("unknown-value", "typo.md"), ("unknown-value", "loud.md"), ("missing-successor", "orphan.md")} <= said
+    assert not any(path in ("fine.md", "madr.md") for _kind, path in said)
+    typo = next(i for i in issues if i.path == "typo.md")
+    assert "unknown status 'supersded'" in typo.message and "counts as current" in typo.message
+    assert any(w.startswith("loud.md: unknown priority 'urgent'") for w in warnings)  # the header counts them
+    assert madr[3:] == ("superseded", "fine")
+
+
 def test_priority_notes_past_their_budget_are_named(tmp_path):
     folder = tmp_path / "n"
     folder.mkdir()
