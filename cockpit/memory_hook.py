@@ -189,6 +189,31 @@ def read_misses() -> list[dict]:
     return out
 
 
+def _front_name(path: Path) -> str:
+    """A note file's frontmatter ``name`` (the name a block gives it; the file name may differ),
+    read with a line match — the hook stays light (no YAML parser); "" when there is none."""
+    import re
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return ""
+    lines = head.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return ""
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        found = re.match(r"name\s*:\s*(.+?)\s*$", line)
+        if found:
+            value = found.group(1)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            return value.strip()
+    return ""
+
+
 def record_miss(payload: dict) -> None:
     """A ``PostToolUse`` input: the session read a note in full; a miss when it was not a line."""
     import time
@@ -210,7 +235,7 @@ def record_miss(payload: dict) -> None:
             rel = path.resolve().relative_to(Path(given["notes"]))
         except (ValueError, OSError, KeyError):
             return
-        name = rel.stem if rel.suffix == ".md" else None
+        name = (_front_name(path) or rel.stem) if rel.suffix == ".md" else None
     if not isinstance(name, str) or not name or name.casefold() in {n.casefold() for n in given.get("lines", [])}:
         return
     if any(r.get("session") == session and r.get("name") == name for r in read_misses()):

@@ -105,6 +105,17 @@ def test_the_hook_records_a_note_read_in_full_that_was_not_a_line(notes, capsys)
     assert handle(post("mcp__cockpit__memory_get", {"name": "deploy-command"}), str(notes), None, 5) is None
     assert handle(post("Read", {"file_path": str(notes / "deploy-command.md")}), str(notes), None, 5) is None  # again
     assert handle(post("Read", {"file_path": "/etc/hosts"}), str(notes), None, 5) is None  # not a note
+    # a file whose name is not its note's: the frontmatter's name counts (it recorded the file name)
+    renamed = {"staging-stack.md": "stack.md", "deploy-command.md": "deploy.md"}
+    try:
+        for old, new in renamed.items():
+            (notes / old).rename(notes / new)  # (the module's folder: named back below)
+        assert handle(post("Read", {"file_path": str(notes / "stack.md")}), str(notes), None, 5) is None  # a line
+        assert handle(post("Read", {"file_path": str(notes / "deploy.md")}), str(notes), None, 5) is None  # again
+    finally:
+        for old, new in renamed.items():
+            if (notes / new).exists():
+                (notes / new).rename(notes / old)
     assert main(["memory", "misses", "--json", "--notes", str(notes)]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["note"], r["via"], r["in_index"], r["session"]) for r in rows] == [
