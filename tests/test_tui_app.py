@@ -1128,6 +1128,9 @@ async def test_question_mark_and_f1_show_the_keys_and_hide_them_again_but_type_i
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("question_mark")
         await until(pilot, lambda: app.screen.query("HelpPanel"), "the keys panel")
+        table = app.screen.query_one("BindingsTable").render_bindings_table()
+        keys = [str(cell) for cell in table.columns[0]._cells]
+        assert keys.count("1-9") == 1 and not {"2", "9"} & set(keys), keys  # one row for the number keys
         await pilot.press("question_mark")
         await until(pilot, lambda: not app.screen.query("HelpPanel"), "the panel gone")
         await pilot.press("f1")

@@ -41,7 +41,9 @@ from cockpit.tui.widgets.narrow import NarrowActions, SessionList
 
 def _jump_bindings() -> list[Binding]:
     out = [Binding("1", "jump(1)", "Pane", key_display="1-9", id="pane.1")]
-    out += [Binding(str(n), f"jump({n})", f"Pane {n}", show=False, id=f"pane.{n}") for n in range(2, 10)]
+    # system: the keys panel shows the one "1-9" row, not eight more
+    out += [Binding(str(n), f"jump({n})", f"Pane {n}", show=False, system=True, id=f"pane.{n}")
+            for n in range(2, 10)]
     return out
 
 
