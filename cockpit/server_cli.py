@@ -220,11 +220,17 @@ def cmd_server(args: argparse.Namespace) -> int:
     if not cl.server_running():
         print("no Cockpit server is running")
         return 0
-    pid = _call("server.status", timeout=STATUS_TIMEOUT_S)["pid"]
+    status = _call("server.status", timeout=STATUS_TIMEOUT_S)
+    pid = status["pid"]
     _call("server.stop")
     if not cl.wait_for_stop(pid, 60):
         raise CockpitError(f"the server (pid {pid}) did not stop within 60 s", code=1)
     print(f"Cockpit server stopped (pid {pid})")
+    others = int(status.get("clients") or 0) - 1  # (this command was one of them)
+    if others > 0:  # an open app starts one again at once; an MCP server at its next call
+        print(f"{others} other client{'s were' if others != 1 else ' was'} connected (an open app, an agent's "
+              f"MCP server): {'they start' if others != 1 else 'it starts'} a server again when needed — quit "
+              f"{'them' if others != 1 else 'it'} to keep the server stopped")
     return 0
 
 

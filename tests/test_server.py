@@ -162,7 +162,19 @@ def test_detached_run_ls_attach_then_stop(api, ws, server_proc, capsys):
     assert main(["attach", "zzzzzz"]) == 2
     assert main(["attach"]) == 2  # no id and nothing running: says so, names no session
     assert "no session is running" in capsys.readouterr().err
-    assert main(["server", "stop"]) == 0
+    other = subprocess.Popen(  # another client process (as an open app): stopping says it may start one again
+        [sys.executable, "-c", "import sys, time\nfrom cockpit.server.client import BlockingClient\n"
+         "c = BlockingClient().__enter__()\nc.call('list')\nprint('connected', flush=True)\nsys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline() == "connected\n"
+        assert main(["server", "stop"]) == 0
+    finally:
+        other.kill()
+        other.wait()
+    out = capsys.readouterr().out
+    assert out.startswith("Cockpit server stopped (pid ")
+    assert "1 other client was connected (an open app, an agent's MCP server): it starts a server again" in out
     assert not server_running()
 
 
