@@ -228,8 +228,10 @@ def cmd_index(args) -> int:
           f"{len(rep.skipped)} skipped ({rep.embedded} texts embedded, {rep.seconds:.2f} s)")
     for path, why in rep.skipped:
         print(f"  skipped {one_line(path)}: {one_line(why)}")
-    for w in rep.warnings:
-        print(f"  warning {one_line(w)}")
+    said = {f"{p}: skipped: {why}" for p, why in rep.skipped}
+    for w in st.warnings:  # the folder's, not only the files this sync read (a second run said none)
+        if w not in said:
+            print(f"  warning {one_line(w)}")
     print(f"index {engine.index_path} ({st.notes} notes, model {st.model}, SQLite binding {st.binding})")
     return 0
 

@@ -315,3 +315,14 @@ def test_doctor_says_when_a_note_was_not_indexed(tmp_path, capsys):
     index = next(c for c in doctor.check_notes(notes) if c.label == "index")
     assert index.state == doctor.WARN and index.detail.startswith("1 of 2 markdown file(s) not indexed")
     assert "cockpit memory lint" in index.fix
+
+
+def test_memory_index_says_the_folders_warnings_every_time(tmp_path, capsys):
+    """A second `memory index` read no file, and so said no warning: the folder's are said each time."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "plain.md").write_text("a note with no frontmatter\n")
+    for _ in range(2):
+        assert main(["memory", "index", "--notes", str(notes), "--no-server"]) == 0
+        out = capsys.readouterr().out
+        assert "  warning plain.md: no frontmatter; name from file name" in out
