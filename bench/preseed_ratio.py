@@ -21,6 +21,11 @@ Method
   its mat-vecs. The scan on numpy's default BLAS threads (as ``bench/peers_bench.py`` times it)
   is timed after all rounds, paired with the same searches: a threaded mat-vec leaves BLAS
   workers spinning, which would bill CPU to the next call timed.
+* **Like for like**: that threaded scan runs again and again over a matrix it keeps in the
+  caches, while each search follows a forward pass (90 MB of weights through the caches). So
+  both are also timed in the same two states, each round's searches before its scans: right
+  after a forward pass (``search_over_scan_both_after_forward``: what a preseed's search meets)
+  and right after the same call (``search_over_scan_both_warm``), each with a fresh text.
 * **Figures**: per round the median of the per-pair ratios a/b and c/d; the run's figure is the
   median over all pairs, with the spread of the round medians beside it. Wall time
   (``perf_counter``) and CPU time (``process_time``: every thread of the process, the preseed's
@@ -152,40 +157,25 @@ def measure(eng, texts: list[str], rounds: int) -> dict:
     for r in range(rounds):  # the search and the threaded scan in the same state of the caches
         per = {k: [] for k in ("srch_cold_w", "srch_cold_c", "scan_cold_w", "scan_cold_c",
                                "srch_warm_w", "srch_warm_c", "scan_warm_w", "scan_warm_c")}
-        for i, (q, v) in enumerate(zip(texts, vectors[r], strict=True)):
-            def fresh(kind: str, q=q, r=r) -> str:
-                return f"{q} (#{run}-{kind}{r}-{secrets.token_hex(2)})"
+        # each round's searches first, then its scans: a threaded scan leaves BLAS workers spinning,
+        # which would bill CPU to a search timed after it
+        for kind in ("srch", "scan"):
+            for q, v in zip(texts, vectors[r], strict=True):
+                def fresh(tag: str, q=q, r=r) -> str:
+                    return f"{q} (#{run}-{tag}{r}-{secrets.token_hex(2)})"
 
-            def after_forward(fn):  # as in a preseed: the model's weights have just gone through
+                def call(v=v, kind=kind):
+                    return eng.search(fresh("s"), 5, query_vector=v) if kind == "srch" else scan(v)
+
                 eng._qcache.clear()
-                eng.embed_query(fresh("f"))
-                return _timed(fn)
-
-            def after_itself(fn, warm):  # the caches hold what the call reads
-                warm()
-                return _timed(fn)
-
-            def srch(v=v):
-                return eng.search(fresh("s"), 5, query_vector=v)
-
-            def sc(v=v):
-                return scan(v)
-
-            for when in ((0, 1) if (i + r) % 2 == 0 else (1, 0)):  # the order alternates
-                if when == 0:
-                    _, sw, scc = after_forward(srch)
-                    per["srch_cold_w"].append(sw)
-                    per["srch_cold_c"].append(scc)
-                    _, sw, scc = after_itself(srch, srch)
-                    per["srch_warm_w"].append(sw)
-                    per["srch_warm_c"].append(scc)
-                else:
-                    _, nw, nc = after_forward(sc)
-                    per["scan_cold_w"].append(nw)
-                    per["scan_cold_c"].append(nc)
-                    _, nw, nc = after_itself(sc, sc)
-                    per["scan_warm_w"].append(nw)
-                    per["scan_warm_c"].append(nc)
+                eng.embed_query(fresh("f"))  # as in a preseed: the model's weights have just gone through
+                _, w, c = _timed(call)
+                per[f"{kind}_cold_w"].append(w)
+                per[f"{kind}_cold_c"].append(c)
+                call()  # then warm: the caches hold what the call reads
+                _, w, c = _timed(call)
+                per[f"{kind}_warm_w"].append(w)
+                per[f"{kind}_warm_c"].append(c)
         for k, xs in per.items():
             pairs[k].append(xs)
     if eng.query_cache_hits != hits_before:
