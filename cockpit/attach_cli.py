@@ -58,6 +58,7 @@ class _Shower:
         self.sid = sid
         self.out = out
         self.on = hint(host)  # the hints name the host of a remote session: they work as copied
+        self._asked: str | None = None  # an ask whose answer hint waits for the next event
 
     def show(self, e: ev.Event) -> int | None:
         from cockpit import events as ev
@@ -68,6 +69,12 @@ class _Shower:
         if e.session_id != sid:
             return None
         e = clean_event(e)  # model and tool text never reach the terminal raw
+        if self._asked is not None:
+            # the keys to answer an ask, unless it was answered at once (a headless session's asks
+            # are denied as they come: `cockpit approve` could only fail)
+            if not (isinstance(e, ev.ApprovalResolved) and e.request_id == self._asked):
+                out.write(f"  cockpit approve{on} {sid} [--session]  ·  cockpit deny{on} {sid} --reason '…'\n")
+            self._asked = None
         if isinstance(e, ev.TextDelta):
             out.write(e.text)
         elif isinstance(e, ev.ToolCall):
@@ -76,8 +83,8 @@ class _Shower:
             outside = "ran outside the sandbox: " if fmt.ran_outside(e.content) else ""
             out.write(f"  → {outside}{fmt.tool_result(e.content, e.is_error, 100)}\n")
         elif isinstance(e, ev.ApprovalRequested):
-            out.write(f"\n! needs approval: {e.summary}\n{e.detail}\n"
-                      f"  cockpit approve{on} {sid} [--session]  ·  cockpit deny{on} {sid} --reason '…'\n")
+            out.write(f"\n! needs approval: {e.summary}\n{e.detail}\n")
+            self._asked = e.request_id
         elif isinstance(e, ev.ApprovalResolved):  # how the ask was answered (and by what)
             how = ("allowed" + (" for the session" if e.scope == "session" else "")) if e.allowed else "denied"
             out.write(f"  [{how}{': ' + e.reason if e.reason else ''}]\n")

@@ -31,6 +31,12 @@ def test_attach_hints_name_the_host():
     out = _shown("box", ev.StatusChanged("s1", ev.SessionStatus.BUDGET_REACHED, "session cap $1 — reached"))
     assert "cockpit budget --host box s1 --usd" in out
     assert "--host" not in _shown(None, ask, ev.StatusChanged("s1", ev.SessionStatus.WAITING))
+    asking = _shown(None, ask, ev.StatusChanged("s1", ev.SessionStatus.NEEDS_APPROVAL, "echo hi"))
+    assert asking.endswith("cockpit approve s1 [--session]  ·  cockpit deny s1 --reason '…'\n")
+    # a headless session's ask is denied as it comes: no hint to run a command that can only fail
+    denied = _shown(None, ask, ev.ApprovalResolved("s1", "r1", False, "auto", "headless: rerun with --approve"),
+                    ev.StatusChanged("s1", ev.SessionStatus.WAITING))
+    assert "cockpit approve" not in denied and "[denied: headless: rerun with --approve]" in denied
 
 
 def _report(message: str = "server budget $1 reached") -> dict:
