@@ -265,7 +265,9 @@ def cmd_search(args) -> int:
     for i, h in enumerate(hits, 1):
         star = "★ " if h.priority else ""
         status = getattr(h, "status", "") or ""
-        mark = f" ({status})" if status in ("superseded", "deprecated", "rejected", "proposed") else ""
+        succ = getattr(h, "superseded_by", "") or ""
+        mark = f" (superseded by {one_line(succ)})" if succ else \
+            f" ({status})" if status in ("superseded", "deprecated", "rejected", "proposed") else ""
         print(f"{i}. {star}[{one_line(h.name)}]{mark} cos {h.score:.3f}  {one_line(h.description)}")
         if h.snippet:
             print(f"     {one_line(h.snippet)}")

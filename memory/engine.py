@@ -451,7 +451,11 @@ class MemoryEngine:
         query = bound_query(query)
         cands, fetch = self._rank(query, query_vector)
         rows = fetch(cands[:top_k])
-        return [self._hit(c, rows[c.note_id], query) for c in cands[:top_k] if c.note_id in rows]
+        # a superseded hit names the note that replaces it (resolved as the preseed resolves it)
+        successors = self._successors() if any(rows[c.note_id][7] for c in cands[:top_k]
+                                                if c.note_id in rows) else {}
+        return [self._hit(c, rows[c.note_id], query, superseded_by=successors.get(c.note_id, ""))
+                for c in cands[:top_k] if c.note_id in rows]
 
     def build_preseed(self, query: str, top_k: int | None = None,
                       query_vector: np.ndarray | None = None,

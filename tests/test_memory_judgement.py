@@ -129,6 +129,15 @@ def test_a_superseded_decision_is_never_a_line_its_successor_comes_first(decisio
     assert any(n == "0003-error-format" and "superseded by errors-problem-json" in why for n, why in pre.left_out)
 
 
+def test_search_names_a_superseded_notes_successor(decisions, capsys):
+    hits = {h.name: h for h in decisions.search("custom error envelope JSON", 5)}
+    assert hits["0003-error-format"].superseded_by == "errors-problem-json"
+    assert all(h.superseded_by == "" for n, h in hits.items() if n != "0003-error-format")
+    assert main(["memory", "search", "custom error envelope JSON", "--notes", str(decisions.notes_dir),
+                 "--index", str(decisions.index_path), "--no-server"]) == 0
+    assert "[0003-error-format] (superseded by errors-problem-json)" in capsys.readouterr().out
+
+
 def test_a_rejected_decision_is_a_line_that_says_so(decisions):
     pre = decisions.build_preseed("should we adopt GraphQL for the public API?", line_threshold=0.0)
     line = next(ln for ln in pre.text.splitlines() if ln.startswith("[graphql]"))
