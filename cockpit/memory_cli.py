@@ -223,9 +223,13 @@ def cmd_index(args) -> int:
         _print_json(rep.to_dict() | {"notes": st.notes, "binding": st.binding,
                                      "index": str(engine.index_path), "model": st.model})
         return 0
-    print(f"indexed {engine.notes_dir}: {rep.added} added, {rep.updated} updated, "
-          f"{rep.removed} removed, {rep.renamed} renamed, {rep.unchanged} unchanged, "
-          f"{len(rep.skipped)} skipped ({rep.embedded} texts embedded, {rep.seconds:.2f} s)")
+    if rep.added or rep.updated or rep.removed or rep.renamed or not rep.unchanged:
+        print(f"indexed {engine.notes_dir}: {rep.added} added, {rep.updated} updated, "
+              f"{rep.removed} removed, {rep.renamed} renamed, {rep.unchanged} unchanged, "
+              f"{len(rep.skipped)} skipped ({rep.embedded} texts embedded, {rep.seconds:.2f} s)")
+    else:  # (through a server, its watcher may have indexed the folder as it opened it)
+        print(f"indexed {engine.notes_dir}: up to date — {rep.unchanged} unchanged, none added, updated or "
+              f"removed since the last index, {len(rep.skipped)} skipped ({rep.seconds:.2f} s)")
     for path, why in rep.skipped:
         print(f"  skipped {one_line(path)}: {one_line(why)}")
     said = {f"{p}: skipped: {why}" for p, why in rep.skipped}

@@ -56,7 +56,7 @@ def test_index_prints_counts_and_binding(notes, capsys):
     idx = Path(os.environ["COCKPIT_DATA_DIR"]) / "index"
     assert len(list(idx.glob("*.sqlite"))) == 1  # default per-user index, not in the notes folder
     code, out, _ = run(["index", "--notes", str(notes)], capsys)
-    assert "0 added, 0 updated, 0 removed, 0 renamed, 10 unchanged" in out
+    assert "up to date — 10 unchanged, none added, updated or removed since the last index, 0 skipped" in out
 
 
 def test_index_reports_skipped_with_reasons(notes, capsys):
