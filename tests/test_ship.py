@@ -78,6 +78,71 @@ def test_the_diff_of_a_branch_that_merged_its_base_shows_what_the_merge_would_dr
     assert {f.path for f in d.files} == {"calc.py", "NOTES.txt"}
 
 
+def _changed_lines(patch: str) -> list[str]:
+    return [ln for ln in patch.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+
+
+def _shows_what_the_merge_does(repo: Path, info: wt.WorktreeInfo) -> None:
+    """The review diff, then the merge: the base branch changed by exactly what the diff showed."""
+    shown = {f.path: (f.added, f.removed, _changed_lines(f.patch)) for f in wt.diff(info).files}
+    before = git(repo, "rev-parse", "main").strip()
+    assert wt.merge(info, "session work").ok
+    after = git(repo, "rev-parse", "main").strip()
+    done = {}
+    for line in git(repo, "diff", "--numstat", before, after).splitlines():
+        added, removed, path = line.split("\t")
+        done[path] = (int(added), int(removed), _changed_lines(git(repo, "diff", before, after, "--", path)))
+    assert shown == done
+
+
+def _session_git(work: Path, *args: str) -> None:
+    git(work, "-c", "user.name=s", "-c", "user.email=s@example.com", *args)
+
+
+def test_an_uncommitted_merge_of_main_that_drops_a_line_shows_the_drop(repo):
+    """The session begins `git merge main`, resolves by dropping main's line, and leaves the merge
+    uncommitted: Cockpit's commit of it makes a merge commit, and the merge is a fast-forward."""
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    wt.commit_pending(info, "fix add")
+    (repo / "calc.py").write_text(CALC.replace("a - b", "a - b  # main's own") + "# main: keep me\n")
+    git(repo, "commit", "-qam", "main changes")
+    work = Path(info.path)
+    subprocess.run(["git", "merge", "-q", "main"], cwd=work, capture_output=True)  # conflicts
+    (work / "calc.py").write_text(CALC.replace("a - b", "a + b") + "# resolved\n")  # main's lines dropped
+    git(work, "add", "calc.py")  # resolved, not committed
+    d = wt.diff(info)
+    assert "-# main: keep me" in d.files[0].patch
+    _shows_what_the_merge_does(repo, info)
+
+
+def test_a_base_branch_reset_behind_the_session_shows_what_the_merge_brings_back(repo):
+    (repo / ".env").write_text("SECRET=hunter2\n")
+    git(repo, "add", ".env")
+    git(repo, "commit", "-qm", "oops: .env")
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    git(repo, "reset", "-q", "--hard", "HEAD~1")  # the user removed that commit after the session began
+    assert ".env" in {f.path for f in wt.diff(info).files}  # the merge would bring it back: shown
+    _shows_what_the_merge_does(repo, info)
+
+
+def test_a_criss_cross_history_shows_what_the_merge_does(repo):
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    work = Path(info.path)
+    fixed(info)
+    wt.commit_pending(info, "fix add")
+    s1 = git(work, "rev-parse", "HEAD").strip()
+    (repo / "news.txt").write_text("news\n")
+    git(repo, "add", "news.txt")
+    git(repo, "commit", "-qm", "news")
+    _session_git(work, "merge", "-q", "--no-edit", "main")
+    git(repo, "merge", "-q", "--no-edit", s1)  # main takes the session's first commit
+    (work / "calc.py").write_text(CALC)  # the session puts the line back …
+    (work / "z.txt").write_text("z\n")  # … and adds a file
+    _shows_what_the_merge_does(repo, info)
+
+
 def test_the_diff_base_stays_the_base_commit_when_main_only_moved_on(repo):
     info = wt.create(repo, "s1", "fix add", worktrees_dir())
     fixed(info)

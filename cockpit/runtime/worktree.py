@@ -358,21 +358,37 @@ def diff_stat(info: WorktreeInfo) -> DiffStat:
     return diff(info, patches=False).stat
 
 
+def merge_view(info: WorktreeInfo) -> tuple[str, str] | None:
+    """``(base tree, merged tree)``: the base branch's tree and the tree merging the session's
+    current state into it gives (``git merge-tree``: nothing moves) — the review diff between them
+    is what a merge does to the base branch, whatever the branch's history (a conflict resolved by
+    dropping base-branch lines, a merge of the base branch left uncommitted, a base branch reset or
+    rewritten behind the session, criss-cross merges). None when there is no base branch, or the
+    merge would conflict (it is refused then)."""
+    if not info.base_branch or not Path(info.repo).is_dir():
+        return None
+    base = git("rev-parse", "--verify", "-q", f"refs/heads/{info.base_branch}^{{tree}}", cwd=info.repo,
+               check=False).strip()
+    if not base:
+        return None
+    tree, conflicts = preview_merge(info, snapshot(info))
+    return (base, tree) if tree and not conflicts else None
+
+
 def diff_base(info: WorktreeInfo) -> str:
-    """The commit the review diff starts from: where the branch and its base branch last met.
-    That is the base commit, unless the branch has since merged the base branch in (a conflict
-    resolved): then the base branch's commit it merged — so the diff is what a merge would bring
-    to the base branch, a line of the base branch the resolution dropped included (against the
-    base commit that deletion did not show, and a fast-forward then lost it unseen)."""
+    """Where the review diff starts when the merge would conflict (see :func:`merge_view`): where
+    the branch — with a merge of the base branch it has begun (``MERGE_HEAD``) — and its base
+    branch last met; the base commit when there is no base branch."""
     base = info.base_commit
     if not info.base_branch or not Path(info.repo).is_dir():
         return base
-    met = git("merge-base", f"refs/heads/{info.base_branch}", _tip(info), cwd=info.repo, check=False).strip()
-    if met and met != base and subprocess.run(
-            ["git", "merge-base", "--is-ancestor", base, met], cwd=info.repo,
-            env={**os.environ, **_GIT_ENV}, capture_output=True).returncode == 0:
-        return met  # (a base branch rewritten behind the session: the base commit stays)
-    return base
+    tips = [_tip(info)]
+    if Path(info.path).is_dir():
+        merging = git("rev-parse", "--verify", "-q", "MERGE_HEAD", cwd=info.path, check=False).strip()
+        if merging:
+            tips.append(merging)
+    met = git("merge-base", f"refs/heads/{info.base_branch}", *tips, cwd=info.repo, check=False).strip()
+    return met or base
 
 
 def _tip(info: WorktreeInfo) -> str:
@@ -385,12 +401,23 @@ def _tip(info: WorktreeInfo) -> str:
 
 
 def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str] = ()) -> Diff:
-    """The session's change against :func:`diff_base` (its base commit, or the base branch's
-    commit it merged in since), file by file (see module doc); each file's ``protected`` says why
-    its path is protected (``extra_protected``: the config's globs)."""
-    base = diff_base(info)
-    num = _diff_cmd(info, base, "--numstat", "-z")
-    status = _diff_cmd(info, base, "--name-status", "-z")
+    """The session's change as a merge would bring it to its base branch (:func:`merge_view`;
+    against :func:`diff_base` when the merge would conflict, or the base commit when there is no
+    base branch), file by file (see module doc); each file's ``protected`` says why its path is
+    protected (``extra_protected``: the config's globs)."""
+    if not Path(info.path).is_dir() and Path(info.repo).is_dir() and _checked_out_at(info.repo, info.branch):
+        raise WorktreeError(f"{info.path} no longer exists (deleted by hand?)")  # not a kept branch
+    view = merge_view(info)
+
+    def run(*args: str) -> str:
+        if view is None:
+            return _diff_cmd(info, base, *args)
+        cut = args.index("--") if "--" in args else len(args)
+        return git("diff", "-M", *args[:cut], view[0], view[1], *args[cut:], cwd=info.repo)
+
+    base = diff_base(info) if view is None else ""
+    num = run("--numstat", "-z")
+    status = run("--name-status", "-z")
     kinds = _parse_name_status(status)
     changed = list(_parse_numstat(num))
     hooks = hooks_path_of(info.path if Path(info.path).is_dir() else info.repo) if changed else None
@@ -400,7 +427,7 @@ def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str
         patch = ""
         if patches:
             paths = [path] if old is None else [old, path]
-            patch = _capped(_diff_cmd(info, base, "--", *paths), min(MAX_PATCH_CHARS, room))
+            patch = _capped(run("--", *paths), min(MAX_PATCH_CHARS, room))
             room = max(0, room - len(patch))
         why = protected_reason(path, hooks, extra_protected) or protected_reason(old or "", hooks, extra_protected)
         files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old, why))
@@ -931,7 +958,11 @@ def snapshot(info: WorktreeInfo) -> str:
     tree = _with_temp_index(info, "write-tree").strip()
     if tree == git("rev-parse", "HEAD^{tree}", cwd=info.path).strip():
         return head
-    return git(*_identity(info.path), "commit-tree", tree, "-p", head, "-m", "cockpit check: pending changes",
+    parents = ["-p", head]
+    merging = git("rev-parse", "--verify", "-q", "MERGE_HEAD", cwd=info.path, check=False).strip()
+    if merging:  # a merge begun and not committed: commit_pending's commit will be that merge
+        parents += ["-p", merging]
+    return git(*_identity(info.path), "commit-tree", tree, *parents, "-m", "cockpit check: pending changes",
                cwd=info.path).strip()
 
 
