@@ -244,7 +244,7 @@ def _confirm_protected(info, yes: bool, extra: tuple[str, ...]) -> bool:
     return input("merge anyway? [y/N] ").strip().lower() in ("y", "yes")
 
 
-def _through_server(session_id: str, action: str) -> int | None:
+def _through_server(session_id: str, action: str, kept: str | None = None) -> int | None:
     """When the session belongs to a running server, review it there (the server holds its
     worktree); None when no server knows it."""
     import os
@@ -267,7 +267,7 @@ def _through_server(session_id: str, action: str) -> int | None:
     data = result["data"]
     print(data["message"])
     if action == "merge" and str(data["message"]).startswith("merge conflict in"):
-        _conflict_hint(session_id, "the base branch")
+        _conflict_hint(session_id, "the base branch", kept)
     return 0 if data["ok"] else 1
 
 
@@ -294,9 +294,14 @@ def _send_back(session_id: str) -> int:
     return 0 if data["ok"] else 1
 
 
-def _conflict_hint(session_id: str, base: str) -> None:
-    """What to do about a merge that conflicts (nothing was merged)."""
+def _conflict_hint(session_id: str, base: str, kept: str | None = None) -> None:
+    """What to do about a merge that conflicts (nothing was merged). ``kept``: the branch, kept
+    without a worktree (no session or shell can work in it: a checkout of it can)."""
     on = _on()  # (run whole on a host: $COCKPIT_HINT_HOST names it)
+    if kept:
+        print(f"    the branch is kept without a worktree: resolve it in a checkout of it (git worktree add DIR "
+              f"{kept}, then git merge {base} there and commit), then merge again; or leave it: nothing was merged")
+        return
     print(f"    send it back: cockpit worktrees{on} send-back {session_id} (or in the app: d, then b); "
           f"resolve by hand: cockpit shell{on} {session_id}; or leave it: nothing was merged")
 
@@ -412,7 +417,8 @@ def run(args: argparse.Namespace) -> int:
     except wt.WorktreeError as exc:
         raise CockpitError(str(exc), code=1) from None
     # a kept branch too: the server records it in the session's history, so an open app shows it
-    routed = None if is_kept and args.action == "keep" else _through_server(info.session_id, args.action)
+    routed = None if is_kept and args.action == "keep" else \
+        _through_server(info.session_id, args.action, info.branch if is_kept else None)
     if routed is not None:
         return routed
     try:
@@ -422,7 +428,7 @@ def run(args: argparse.Namespace) -> int:
             res = wt.merge(info, message, ship.merge_message(info, _notes_dir(args, info)))
             print(res.message)
             if res.conflicts:
-                _conflict_hint(info.session_id, info.base_branch)
+                _conflict_hint(info.session_id, info.base_branch, info.branch if is_kept else None)
             return 0 if res.ok else 1
         if args.action == "keep":
             print(wt.keep(info, message))

@@ -305,6 +305,43 @@ async def test_conflict_sent_back_to_the_session_then_the_merge_succeeds(api, re
     await mgr.aclose()
 
 
+async def test_a_send_back_that_resumes_an_ended_session_says_both_ids_and_a_review_ends_both(api, repo,
+                                                                                                  tmp_path):
+    api.script(
+        Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
+                                  "new_str": "a + b"})]),
+        Reply("Fixed add."),
+        Reply("On it."),  # the resumed session's answer to the follow-up
+    )
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions", interactive=False)
+    s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
+    assert await mgr.wait_idle(timeout=30) and s.status == S.DONE
+    (repo / "calc.py").write_text(CALC.replace("a - b", "b + a  # fixed on main"))
+    git(repo, "commit", "-q", "-am", "a fix on main")
+    back = await mgr.review(s.id, "send-back")
+    resumed = next(x for x in mgr.sessions if x.id != s.id)
+    assert back.ok and back.message.startswith(f"sent back to session {s.id} (resumed as {resumed.id}; "
+                                               f"review it as {s.id}): merge main")
+    assert await mgr.wait_idle(timeout=30) and resumed.status == S.WAITING
+    gone = await mgr.review(s.id, "discard")  # by the first id: the resumed session goes with its worktree
+    assert gone.ok and not Path(s.worktree.path).exists()
+    assert resumed.status.is_final  # it was left waiting in a worktree that is gone
+    await mgr.aclose()
+
+
+async def test_a_kept_branch_of_a_session_still_waiting_is_merged_through_the_runtime(api, repo, tmp_path):
+    api.script(Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
+                                         "new_str": "a + b"})]), Reply("Fixed add."))
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
+    s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
+    assert await mgr.wait_idle(timeout=30) and s.status == S.WAITING
+    wt.keep(s.worktree, "kept by hand")  # as `cockpit worktrees keep --no-server` does, the session waiting
+    res = await mgr.review(s.id, "merge")
+    assert res.ok, res.message
+    assert "a + b" in (repo / "calc.py").read_text() and s.status.is_final
+    await mgr.aclose()
+
+
 async def test_check_through_the_manager_reports_pass_and_fail(api, repo, tmp_path):
     api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "x.py", "file_text": "x = 1\n"})]),
                Reply("Done."))

@@ -30,3 +30,11 @@ def test_a_conflicting_merge_through_the_server_names_the_next_steps(monkeypatch
     out = capsys.readouterr().out
     assert out.startswith("merge conflict in app.py: nothing was merged")
     assert "send it back: cockpit worktrees send-back 1nh2abcd" in out and "cockpit shell 1nh2abcd" in out
+
+
+def test_a_kept_branchs_conflict_hint_names_what_can_work_on_it(capsys):
+    """No worktree: a send-back or a shell could only fail; a checkout of the branch can."""
+    worktrees_cli._conflict_hint("1nh2abcd", "main", "cockpit/1nh2abcd/x")
+    out = capsys.readouterr().out
+    assert "send-back" not in out and "cockpit shell" not in out
+    assert "git worktree add DIR cockpit/1nh2abcd/x, then git merge main there and commit" in out

@@ -578,10 +578,11 @@ class SessionManager:
         info = s.worktree
         if info is None:
             raise ValueError(f"session {s.id} runs in place: nothing to {action}")
+        kept = False
         if not Path(info.path).is_dir():
             # a kept branch (its worktree removed) can still be merged or discarded — here, so every
             # client sees it (`cockpit worktrees discard` while the app shows the pane)
-            kept = s.status.is_final and await asyncio.to_thread(wt.branch_exists, info)
+            kept = await asyncio.to_thread(wt.branch_exists, info)
             if not kept:
                 raise ValueError(_worktree_gone(s))
             if action not in ("merge", "discard"):
@@ -593,16 +594,25 @@ class SessionManager:
             return await self._ship(s, info, action)
         if not s.status.is_final and s.status.value != "waiting for you":
             raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you or ends")
+        # a session resumed in the same worktree (a send-back) is ended with it, never left in a
+        # worktree that is gone
+        sharing = [x for x in self._sessions.values() if x is not s and not x.status.is_final
+                   and x.worktree is not None and x.worktree.path == info.path]
+        for x in sharing:
+            if x.status.value != "waiting for you":
+                raise ValueError(f"session {x.id} works in this worktree (resumed from {s.id}) and is "
+                                 f"{x.status.value}: wait until it waits for you")
         message = f"cockpit session {s.id}: {s.task.splitlines()[0][:60]}"
-        if not s.status.is_final:
-            # none of its processes (a shell's background job, an ACP agent) may run while Cockpit's
-            # git works in its worktree: it could plant links git writes through. Its shell is
-            # ended (our loop: the session lives on), else the session is (a conflict is then sent
-            # back by resuming it)
-            await s.quiesce()
-            if not Path(info.path).is_dir():
-                return self._reviewed(s, action, action == "discard",
-                                      "the session changed nothing: its worktree is already gone")
+        for x in (s, *sharing):
+            if not x.status.is_final:
+                # none of its processes (a shell's background job, an ACP agent) may run while
+                # Cockpit's git works in its worktree: it could plant links git writes through. Its
+                # shell is ended (our loop: the session lives on), else the session is (a conflict
+                # is then sent back by resuming it)
+                await x.quiesce()
+        if not kept and not Path(info.path).is_dir():
+            return self._reviewed(s, action, action == "discard",
+                                  "the session changed nothing: its worktree is already gone")
         try:
             if action == "merge":
                 notes = getattr(s.engine, "notes_dir", None)
@@ -614,10 +624,12 @@ class SessionManager:
                 ok, text = True, await asyncio.to_thread(wt.discard, info)
         except wt.WorktreeError as exc:
             ok, text = False, str(exc)
-        if ok and not s.status.is_final:
-            s.post(None)
-            if s._task is not None:
-                await asyncio.wait([s._task])
+        if ok:
+            for x in (s, *sharing):
+                if not x.status.is_final:
+                    x.post(None)
+                    if x._task is not None:
+                        await asyncio.wait([x._task])
         return self._reviewed(s, action, ok, text)
 
     async def _ship(self, s: SessionBase, info: wt.WorktreeInfo, action: str, title: str = "",
@@ -654,8 +666,9 @@ class SessionManager:
                     raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you")
                 await self.send(target.id, text_for_session)
                 ok = True
-                text = (f"sent back to session {target.id}: merge {info.base_branch or 'the base'} into its branch, "
-                        f"resolving {', '.join(conflicts)}")
+                resumed = f" (resumed as {target.id}; review it as {s.id})" if target is not s else ""
+                text = (f"sent back to session {s.id}{resumed}: merge {info.base_branch or 'the base'} into its "
+                        f"branch, resolving {', '.join(conflicts)}")
         else:  # pr
             if not title:
                 title, body = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
