@@ -148,14 +148,16 @@ def block_names(text: str) -> tuple[list[str], list[str]]:
     return lines, index
 
 
-def remember_given(session: str, text: str, prompt: str, notes: str) -> None:
-    """The block's lines and index entries, for the session's later ``PostToolUse`` calls."""
+def remember_given(session: str, text: str, prompt: str, notes: str, paths: dict[str, str] | None = None) -> None:
+    """The block's lines and index entries, for the session's later ``PostToolUse`` calls;
+    ``paths``: file → note name of the notes it names (a note read by its file is known by the
+    name the index gives it)."""
     lines, index = block_names(text)
     path = given_path(session)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(dumps({"session": session, "lines": lines, "index": index, "task": prompt,
-                        "notes": os.path.realpath(notes)}))
+                        "notes": os.path.realpath(notes), "paths": paths or {}}))
 
 
 DEFAULT_NOTES = "notes"  # every command's --notes default
@@ -339,25 +341,27 @@ def handle(payload: Any, notes_arg: str | None, index: str | None, top_k: int | 
         notes = str(resolve_notes(notes_arg, cwd))
     if not os.path.isdir(notes) or (session and seen(session, record=False)):
         return None
-    text = block_for(prompt, notes, index, top_k)
-    if text is None:  # no answer in time: this session's next prompt tries again
+    got = block_for(prompt, notes, index, top_k)
+    if got is None:  # no answer in time: this session's next prompt tries again
         return None
+    text, paths = got
     if session and seen(session, record=True):  # a concurrent hook of the same session got there first
         return None
     if not text:
         return None
     if session:
         try:
-            remember_given(session, text, prompt, notes)
+            remember_given(session, text, prompt, notes, paths)
         except OSError:
             pass
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
-def block_for(prompt: str, notes: str, index: str | None, top_k: int | None) -> str | None:
-    """The preseed block for ``prompt`` from the server ("" when none qualifies); None when it
-    could not be had within :data:`BUDGET_S` (``cockpit.memory_hook`` says why on stderr, and
-    starts a server when none runs)."""
+def block_for(prompt: str, notes: str, index: str | None,
+              top_k: int | None) -> tuple[str, dict[str, str]] | None:
+    """The preseed block for ``prompt`` from the server ("" when none qualifies) and the files of
+    the notes it names (real path → name); None when it could not be had within :data:`BUDGET_S`
+    (``cockpit.memory_hook`` says why on stderr, and starts a server when none runs)."""
     from time import monotonic
 
     deadline = monotonic() + BUDGET_S
@@ -365,7 +369,7 @@ def block_for(prompt: str, notes: str, index: str | None, top_k: int | None) -> 
     if os.environ.get("COCKPIT_NO_SERVER"):
         from cockpit import memory_hook
 
-        return memory_hook.block_in_process(bound_query(prompt), notes, index, top_k)
+        return memory_hook.block_in_process(bound_query(prompt), notes, index, top_k), {}
     sock = places.socket_path()
     try:
         reply = call(sock, "memory.preseed",
@@ -387,7 +391,14 @@ def block_for(prompt: str, notes: str, index: str | None, top_k: int | None) -> 
         _note("the Cockpit server is loading the notes' engine; the project notes come with a later prompt")
         return None
     text = reply.get("text")
-    return text if isinstance(text, str) else None
+    if not isinstance(text, str):
+        return None
+    paths: dict[str, str] = {}
+    for key in ("hits", "index"):
+        for hit in reply.get(key) or ():
+            if isinstance(hit, dict) and isinstance(hit.get("path"), str) and isinstance(hit.get("name"), str):
+                paths[os.path.realpath(hit["path"])] = hit["name"]
+    return text, paths
 
 
 def _note(text: str) -> None:

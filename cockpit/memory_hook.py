@@ -199,19 +199,25 @@ def _front_name(path: Path) -> str:
             head = fh.read(4096)
     except OSError:
         return ""
-    lines = head.lstrip("\ufeff").splitlines()
+    lines = head.lstrip("\ufeff \t\n").splitlines()
     if not lines or lines[0].strip() != "---":
         return ""
+    name = ""
     for line in lines[1:]:
-        if line.strip() == "---":
-            break
-        found = re.match(r"name\s*:\s*(.+?)\s*$", line)
+        if line.strip() in ("---", "..."):
+            return name  # (the last `name:` wins, as in YAML's loader)
+        found = re.match(r"name\s*:\s*(.*)$", line)
         if found:
-            value = found.group(1)
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            return value.strip()
-    return ""
+            value = re.sub(r"^&\S+\s+", "", found.group(1).strip())  # an anchor is not the value
+            if value[:1] in "'\"" and len(value) >= 2 and value.rstrip()[-1:] == value[0]:
+                value = value.rstrip()[1:-1]
+                value = value.replace("''", "'") if found.group(1).strip()[:1] == "'" else value
+            else:
+                value = re.sub(r"\s+#.*$", "", value)  # a comment
+                if value in ("~", "null", "Null", "NULL") or value[:1] in "|>{[!*":
+                    value = ""  # no name, or one this line match cannot read: the file name then
+            name = value.strip()
+    return ""  # no closing line: not frontmatter
 
 
 def record_miss(payload: dict) -> None:
@@ -235,7 +241,10 @@ def record_miss(payload: dict) -> None:
             rel = path.resolve().relative_to(Path(given["notes"]))
         except (ValueError, OSError, KeyError):
             return
-        name = (_front_name(path) or rel.stem) if rel.suffix == ".md" else None
+        known = given.get("paths")
+        name = known.get(os.path.realpath(path)) if isinstance(known, dict) else None
+        if not isinstance(name, str) or not name:  # a note the block did not name: its own name, best effort
+            name = (_front_name(path) or rel.stem) if rel.suffix == ".md" else None
     if not isinstance(name, str) or not name or name.casefold() in {n.casefold() for n in given.get("lines", [])}:
         return
     if any(r.get("session") == session and r.get("name") == name for r in read_misses()):
@@ -310,6 +319,20 @@ def with_hook(settings: dict, command: str, agent: str = "claude") -> dict:
         if not any(_is_ours(h) for group in post if isinstance(group, dict) for h in group.get("hooks", [])):
             post.append({"matcher": MISS_MATCHER, "hooks": [{"type": "command", "command": command, "timeout": 10}]})
     return settings
+
+
+def has_hook(settings: dict) -> bool:
+    """Whether ``settings`` holds an entry of ours (any agent's event, or the misses watcher)."""
+    hooks = settings.get("hooks", {})
+    if not isinstance(hooks, dict):
+        return False
+    for event in (*{a.event for a in AGENTS.values()}, "PostToolUse"):
+        groups = hooks.get(event, [])
+        for group in groups if isinstance(groups, list) else ():
+            inner = group.get("hooks", []) if isinstance(group, dict) else []
+            if isinstance(inner, list) and any(_is_ours(h) for h in inner):
+                return True
+    return False
 
 
 def without_hook(settings: dict) -> dict:
@@ -414,13 +437,11 @@ def install(args: Any) -> int:
             original = saved["original"]
             new_text = None if original is None else base64.b64decode(original).decode("utf-8", "surrogateescape")
         else:
-            new = without_hook(json.loads(json.dumps(settings)))
-            if new == settings:  # no entry of ours: the file is not the tool's to touch (nor to reformat)
+            if not has_hook(settings):  # no entry of ours: the file is not the tool's to touch (nor to reformat)
                 print(f"{path}: no Cockpit hook in it: nothing to change" if old_bytes is not None
                       else f"{path}: no such file: nothing to change")
-                backup.unlink(missing_ok=True)
                 return 0
-            new_text = _settings_text(new)
+            new_text = _settings_text(without_hook(json.loads(json.dumps(settings))))
     old_text = old_bytes.decode("utf-8", "replace") if old_bytes is not None else ""
     if (new_text or "") == old_text and (new_text is not None or old_bytes is None):
         print(f"{path}: nothing to change")

@@ -233,6 +233,10 @@ def test_uninstall_with_nothing_installed_touches_nothing(tmp_path, monkeypatch,
     assert main(["memory", "hook", "--uninstall", "--user", "--yes"]) == 0
     assert user.read_text() == '{"model": "opus",   "env": {"A": "1"}}'
     assert "no Cockpit hook in it: nothing to change" in capsys.readouterr().out
+    empty = '{\n    "model": "opus",\n    "hooks": {"PreToolUse": [], "UserPromptSubmit": [{"hooks": []}]}\n}\n'
+    user.write_text(empty)  # empty hook lists are the user's too (they were pruned and reformatted)
+    assert main(["memory", "hook", "--uninstall", "--user", "--yes"]) == 0
+    assert user.read_text() == empty
 
 
 def test_hook_install_refused_answer_writes_nothing(tmp_path, monkeypatch, capsys):
@@ -746,3 +750,37 @@ def test_block_names_reads_the_lines_and_the_index():
     text = "<project-notes>\n★ [deploy-command] Deploy with make\n[staging-stack] port 6443\nprose [x]\n" \
            "Index:\n- [db-choice] Postgres\n- [] empty\n</project-notes>"
     assert block_names(text) == (["deploy-command", "staging-stack"], ["db-choice"])
+
+
+@pytest.mark.parametrize(("front", "name"), [
+    ("name: deploy # a comment", "deploy"),
+    ("name: 'it''s'", "it's"),
+    ('name: "quoted # not a comment"', "quoted # not a comment"),
+    ("name: &a anch", "anch"),
+    ("name: ~", ""),
+    ("name: >-", ""),
+    ("name: first\nname: second", "second"),
+])
+def test_the_hooks_front_name_reads_as_the_index_does(tmp_path, front, name):
+    from cockpit.memory_hook import _front_name
+
+    f = tmp_path / "note.md"
+    f.write_text(f"\n---\n{front}\ndescription: d\n---\nbody\n")
+    assert _front_name(f) == name
+    f.write_text(f"---\n{front}\nbody with no closing line\n")
+    assert _front_name(f) == ""  # not frontmatter
+
+
+def test_a_note_the_block_named_is_known_by_its_path(tmp_path, monkeypatch):
+    """The server's answer names each note's file: a Read of it is matched by path, whatever its
+    frontmatter looks like to a line match."""
+    from cockpit import hook_fast
+    from cockpit.memory_hook import read_misses, record_miss
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    odd = notes / "odd.md"
+    odd.write_text("---\nname: >-\n  folded-name\ndescription: d\n---\nbody\n")
+    hook_fast.remember_given("s-path", "[folded-name] d\n", "task", str(notes), {str(odd.resolve()): "folded-name"})
+    record_miss({"session_id": "s-path", "tool_name": "Read", "tool_input": {"file_path": str(odd)}})
+    assert read_misses() == []  # a line: no miss (the line match alone reads no name: a false miss)
