@@ -143,6 +143,67 @@ def test_a_criss_cross_history_shows_what_the_merge_does(repo):
     _shows_what_the_merge_does(repo, info)
 
 
+def test_a_merge_begun_then_main_reverted_shows_what_the_merge_brings_back(repo):
+    """The session begins merging main (not committed); the user then reverts a commit on main. The
+    merge's second parent is dropped (main moved past it? no: it is still main's), and the diff
+    is built as Cockpit's commit will be — so what comes back to main is shown."""
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    work = Path(info.path)
+    fixed(info)
+    wt.commit_pending(info, "fix add")
+    (repo / ".env").write_text("SECRET=hunter2\n")
+    git(repo, "add", ".env")
+    git(repo, "commit", "-qm", "oops")
+    _session_git(work, "merge", "--no-ff", "--no-commit", "main")
+    git(repo, "revert", "--no-edit", "HEAD")  # the user takes the secret out of main
+    (work / "notes.txt").write_text("n\n")
+    _shows_what_the_merge_does(repo, info)
+
+
+def test_a_merge_of_main_left_uncommitted_survives_main_moving_on(repo):
+    """The sent-back flow: the session merges main and resolves without committing; the user then
+    commits something unrelated on main. The merge is kept (it was dropped: every merge after it
+    conflicted again) and the diff is what the merge then does."""
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    work = Path(info.path)
+    fixed(info)
+    wt.commit_pending(info, "fix add")
+    (repo / "calc.py").write_text(CALC.replace("a - b", "b + a  # fixed on main"))
+    git(repo, "commit", "-qam", "a fix on main")
+    subprocess.run(["git", "merge", "-q", "main"], cwd=work, capture_output=True)  # conflicts
+    (work / "calc.py").write_text(CALC.replace("a - b", "a + b") + "# resolved\n")
+    git(work, "add", "calc.py")  # resolved, not committed
+    (repo / "NEWS").write_text("later\n")
+    git(repo, "add", "NEWS")
+    git(repo, "commit", "-qm", "unrelated, on main")
+    _shows_what_the_merge_does(repo, info)
+    assert (repo / "NEWS").exists() and "# resolved" in (repo / "calc.py").read_text()
+
+
+def test_a_submodule_pointer_the_session_committed_is_in_the_diff(repo, tmp_path):
+    """A submodule of the repository (a gitlink at the base): the session moving its pointer was
+    left out of the diff (`diff.ignoreSubmodules`) and merged unseen."""
+    first = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{first},vendor/lib")
+    git(repo, "commit", "-qm", "a submodule")
+    info = wt.create(repo, "s1", "bump", worktrees_dir())
+    work = Path(info.path)
+    other = git(repo, "rev-parse", "HEAD").strip()
+    git(work, "update-index", "--cacheinfo", f"160000,{other},vendor/lib")
+    _session_git(work, "commit", "-qm", "point vendor/lib somewhere else")
+    d = wt.diff(info)
+    assert [f.path for f in d.files] == ["vendor/lib"] and "Subproject commit" in d.files[0].patch
+    _shows_what_the_merge_does(repo, info)
+
+
+def test_a_session_branch_deleted_by_hand_is_said_in_one_line(repo):
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    git(Path(info.path), "checkout", "-q", "--detach")
+    git(repo, "branch", "-D", info.branch)
+    with pytest.raises(wt.WorktreeError, match=f"the session branch {info.branch} no longer exists"):
+        wt.diff(info)
+
+
 def test_the_diff_base_stays_the_base_commit_when_main_only_moved_on(repo):
     info = wt.create(repo, "s1", "fix add", worktrees_dir())
     fixed(info)

@@ -358,64 +358,51 @@ def diff_stat(info: WorktreeInfo) -> DiffStat:
     return diff(info, patches=False).stat
 
 
-def merge_view(info: WorktreeInfo) -> tuple[str, str] | None:
+def merge_view(info: WorktreeInfo, state: str | None = None) -> tuple[str, str] | None:
     """``(base tree, merged tree)``: the base branch's tree and the tree merging the session's
-    current state into it gives (``git merge-tree``: nothing moves) — the review diff between them
-    is what a merge does to the base branch, whatever the branch's history (a conflict resolved by
-    dropping base-branch lines, a merge of the base branch left uncommitted, a base branch reset or
-    rewritten behind the session, criss-cross merges). None when there is no base branch, or the
-    merge would conflict (it is refused then)."""
+    current state (``state``: its :func:`snapshot`) into it gives (``git merge-tree``: nothing
+    moves) — the review diff between them is what a merge does to the base branch, whatever the
+    branch's history (a conflict resolved by dropping base-branch lines, a merge of the base branch
+    left uncommitted, a base branch reset or rewritten behind the session, criss-cross merges).
+    None when there is no base branch, or the merge would conflict (it is refused then)."""
     if not info.base_branch or not Path(info.repo).is_dir():
         return None
     base = git("rev-parse", "--verify", "-q", f"refs/heads/{info.base_branch}^{{tree}}", cwd=info.repo,
                check=False).strip()
     if not base:
         return None
-    tree, conflicts = preview_merge(info, snapshot(info))
+    tree, conflicts = preview_merge(info, state or snapshot(info))
     return (base, tree) if tree and not conflicts else None
 
 
-def diff_base(info: WorktreeInfo) -> str:
+def diff_base(info: WorktreeInfo, state: str | None = None) -> str:
     """Where the review diff starts when the merge would conflict (see :func:`merge_view`): where
-    the branch — with a merge of the base branch it has begun (``MERGE_HEAD``) — and its base
-    branch last met; the base commit when there is no base branch."""
-    base = info.base_commit
+    the session's current state (``state``: its :func:`snapshot`, a merge of the base branch it
+    began included) and its base branch last met; the base commit when there is no base branch."""
     if not info.base_branch or not Path(info.repo).is_dir():
-        return base
-    tips = [_tip(info)]
-    if Path(info.path).is_dir():
-        merging = git("rev-parse", "--verify", "-q", "MERGE_HEAD", cwd=info.path, check=False).strip()
-        if merging:
-            tips.append(merging)
-    met = git("merge-base", f"refs/heads/{info.base_branch}", *tips, cwd=info.repo, check=False).strip()
-    return met or base
-
-
-def _tip(info: WorktreeInfo) -> str:
-    """The branch's last commit (its worktree's HEAD when it has one)."""
-    if Path(info.path).is_dir():
-        head = git("rev-parse", "--verify", "-q", "HEAD", cwd=info.path, check=False).strip()
-        if head:
-            return head
-    return f"refs/heads/{info.branch}"
+        return info.base_commit
+    met = git("merge-base", f"refs/heads/{info.base_branch}", state or snapshot(info), cwd=info.repo,
+              check=False).strip()
+    return met or info.base_commit
 
 
 def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str] = ()) -> Diff:
     """The session's change as a merge would bring it to its base branch (:func:`merge_view`;
-    against :func:`diff_base` when the merge would conflict, or the base commit when there is no
-    base branch), file by file (see module doc); each file's ``protected`` says why its path is
-    protected (``extra_protected``: the config's globs)."""
+    from :func:`diff_base` when the merge would conflict, or the base commit when there is no base
+    branch), file by file (see module doc); submodule pointers included; each file's ``protected``
+    says why its path is protected (``extra_protected``: the config's globs)."""
     if not Path(info.path).is_dir() and Path(info.repo).is_dir() and _checked_out_at(info.repo, info.branch):
         raise WorktreeError(f"{info.path} no longer exists (deleted by hand?)")  # not a kept branch
-    view = merge_view(info)
+    if not Path(info.repo).is_dir():
+        raise WorktreeError(f"{info.repo} no longer exists (deleted by hand?)")
+    state = snapshot(info)
+    view = merge_view(info, state)
+    start, end = view if view is not None else (diff_base(info, state), state)
 
     def run(*args: str) -> str:
-        if view is None:
-            return _diff_cmd(info, base, *args)
         cut = args.index("--") if "--" in args else len(args)
-        return git("diff", "-M", *args[:cut], view[0], view[1], *args[cut:], cwd=info.repo)
+        return git("diff", "-M", "--ignore-submodules=none", *args[:cut], start, end, *args[cut:], cwd=info.repo)
 
-    base = diff_base(info) if view is None else ""
     num = run("--numstat", "-z")
     status = run("--name-status", "-z")
     kinds = _parse_name_status(status)
@@ -432,17 +419,6 @@ def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str
         why = protected_reason(path, hooks, extra_protected) or protected_reason(old or "", hooks, extra_protected)
         files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old, why))
     return Diff(tuple(files))
-
-
-def _diff_cmd(info: WorktreeInfo, base: str, *args: str) -> str:
-    """``git diff -M <base> …``: of the worktree (pending changes included) when it exists, else of
-    the kept branch (no worktree)."""
-    cut = args.index("--") if "--" in args else len(args)
-    opts, paths = list(args[:cut]), list(args[cut:])
-    if Path(info.path).is_dir() or not Path(info.repo).is_dir() or _checked_out_at(info.repo, info.branch):
-        # (a worktree deleted by hand is still registered: say it is gone, see :func:`git`)
-        return _with_temp_index(info, "diff", "--cached", "-M", *opts, base, *paths)
-    return git("diff", "-M", *opts, base, info.branch, *paths, cwd=info.repo)
 
 
 def _capped(patch: str, limit: int) -> str:
@@ -592,12 +568,8 @@ def sanitize_admin(info: WorktreeInfo) -> None:
                     os.unlink(path)  # a link, a FIFO, a device: git writes only plain files here
     keep: set[str] = set()
     merging = os.path.join(admin, "MERGE_HEAD")
-    if os.path.isfile(merging) and info.base_branch:  # the session merging its base in (a conflict sent back)
-        base_tip = git("rev-parse", "--verify", "-q", f"refs/heads/{info.base_branch}", cwd=info.path,
-                       check=False).strip()
-        with open(merging, encoding="ascii", errors="replace") as f:
-            if base_tip and f.read().split() == [base_tip]:
-                keep = {"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"}
+    if os.path.isfile(merging) and _merging_base(info, merging):  # the session merging its base in
+        keep = {"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"}
     for name in _STATE_FILES:
         if name in keep:
             continue
@@ -614,6 +586,25 @@ def _reset_branch(info: WorktreeInfo) -> None:
     """The session's branch back at its base commit (its new commits could not be taken in: the
     repository must not keep a branch whose objects it lacks)."""
     git("update-ref", "--no-deref", f"refs/heads/{info.branch}", info.base_commit, cwd=info.repo, check=False)
+
+
+def _merging_base(info: WorktreeInfo, merge_head_file: str) -> str:
+    """The commit a merge the session began merges in (its ``MERGE_HEAD``), when that is a commit of
+    the base branch (a conflict sent back: `git merge main`, also when main moved on since) — the
+    one merge Cockpit's commit may record; "" for anything else (another branch, several heads, a
+    made-up id: its content would reach the base branch through a second parent)."""
+    if not info.base_branch:
+        return ""
+    try:
+        with open(merge_head_file, encoding="ascii", errors="replace") as f:
+            heads = f.read().split()
+    except OSError:
+        return ""
+    if len(heads) != 1 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", heads[0]):
+        return ""
+    ok = subprocess.run(["git", "merge-base", "--is-ancestor", heads[0], f"refs/heads/{info.base_branch}"],
+                        cwd=info.repo, env={**os.environ, **_GIT_ENV}, capture_output=True).returncode == 0
+    return heads[0] if ok else ""
 
 
 def ensure_on_branch(info: WorktreeInfo) -> None:
@@ -950,19 +941,26 @@ class CheckResult:
 
 
 def snapshot(info: WorktreeInfo) -> str:
-    """A commit of the session's current state (pending changes included) that moves no ref: the
-    branch head when nothing is pending, or when there is no worktree (a kept branch)."""
+    """A commit of the session's current state that moves no ref, made as :func:`commit_pending`
+    will make Cockpit's commit: the worktree's files (pending changes included) on the session
+    branch's last commit — whatever the session did to its HEAD — with a merge of the base branch it
+    began as a second parent (:func:`_merging_base`); the branch head when nothing is pending, or
+    when there is no worktree (a kept branch)."""
+    tip = git("rev-parse", "--verify", "-q", f"refs/heads/{info.branch}^{{commit}}", cwd=info.repo,
+              check=False).strip()
+    if not tip:
+        raise WorktreeError(f"the session branch {info.branch} no longer exists (deleted by hand?)")
     if not Path(info.path).is_dir():
-        return git("rev-parse", f"refs/heads/{info.branch}", cwd=info.repo).strip()
-    head = git("rev-parse", "HEAD", cwd=info.path).strip()
+        return tip
     tree = _with_temp_index(info, "write-tree").strip()
-    if tree == git("rev-parse", "HEAD^{tree}", cwd=info.path).strip():
-        return head
-    parents = ["-p", head]
-    merging = git("rev-parse", "--verify", "-q", "MERGE_HEAD", cwd=info.path, check=False).strip()
-    if merging:  # a merge begun and not committed: commit_pending's commit will be that merge
+    if tree == git("rev-parse", f"{tip}^{{tree}}", cwd=info.repo).strip():
+        return tip
+    parents = ["-p", tip]
+    admin = git("rev-parse", "--absolute-git-dir", cwd=info.path).strip()
+    merging = _merging_base(info, os.path.join(admin, "MERGE_HEAD"))
+    if merging:
         parents += ["-p", merging]
-    return git(*_identity(info.path), "commit-tree", tree, *parents, "-m", "cockpit check: pending changes",
+    return git(*_identity(info.path), "commit-tree", tree, *parents, "-m", "cockpit: the session's current state",
                cwd=info.path).strip()
 
 
