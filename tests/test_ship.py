@@ -202,6 +202,9 @@ def test_a_session_branch_deleted_by_hand_is_said_in_one_line(repo):
     git(repo, "branch", "-D", info.branch)
     with pytest.raises(wt.WorktreeError, match=f"the session branch {info.branch} no longer exists"):
         wt.diff(info)
+    with pytest.raises(wt.WorktreeError, match="no longer exists .*nothing was committed"):
+        wt.merge(info, "m")  # it made a root commit holding the whole tree, then "unrelated histories"
+    assert info.branch not in git(repo, "branch", "--list")
 
 
 def test_the_diff_base_stays_the_base_commit_when_main_only_moved_on(repo):

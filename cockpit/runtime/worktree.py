@@ -629,6 +629,10 @@ def commit_pending(info: WorktreeInfo, message: str) -> str | None:
     when nothing was pending."""
     if not Path(info.path).is_dir():
         return None
+    if not git("rev-parse", "--verify", "-q", f"refs/heads/{info.branch}", cwd=info.repo, check=False).strip():
+        # (a commit "on" it would start an unrelated history holding the whole tree)
+        raise WorktreeError(f"the session branch {info.branch} no longer exists (deleted by hand?): nothing was "
+                            "committed; discard the session, or recreate the branch")
     sanitize_admin(info)
     ensure_on_branch(info)
     refuse_planted_repos(info)
