@@ -644,7 +644,7 @@ async def test_a_small_panes_approval_keeps_its_keys_line_in_sight():
             mgr.emit(ev.SessionSpawned(sid, f"task {n}", "m", "/ws", "/t", True))
         await until(pilot, lambda: len(app.panes) == 9, "nine panes")
         cmd = "cat > deploy.sh <<'EOF'\n" + "\n".join(f"step {i} --with a rather long argument list" for i in range(20)) + "\nEOF"
-        ask = ev.ApprovalRequested("q00004", "tu_1", "bash", "bash", cmd.splitlines()[0] + " (22 lines)", cmd, "Bash")
+        ask = ev.ApprovalRequested("q00004", "tu_1", "bash", "bash", " ".join(cmd.split())[:200], cmd, "Bash")
         mgr.emit(ev.ToolCall("q00004", "tu_1", "bash", {"command": cmd}), ask,
                  ev.StatusChanged("q00004", S.NEEDS_APPROVAL, "deploy"))
         pane = app.panes["q00004"]
@@ -654,8 +654,32 @@ async def test_a_small_panes_approval_keeps_its_keys_line_in_sight():
         assert region.height <= 12  # a small pane indeed
         rows = [line[region.x: region.right] for line in screen_lines(app)[region.y: region.bottom]]
         shown = "\n".join(rows)
-        assert "y once" in shown and "a session" in shown, shown
+        assert "y once" in shown and "a session" in shown and "details/deny" in shown, shown
         assert "approval needed" in shown, shown
+
+
+async def test_a_half_height_panes_approval_keeps_its_whole_keys_line():
+    """Four panes at 100×30 (each 14 rows): a long one-line summary took six rows of the title and
+    cut the keys line's second row (seen in tmux)."""
+    from tui_fakes import screen_lines
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr, notify_os=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for n in range(4):
+            mgr.emit(ev.SessionSpawned(f"q0000{n}", f"task {n}", "m", "/ws", "/t", True))
+        await until(pilot, lambda: len(app.panes) == 4, "four panes")
+        cmd = "cat > deploy.sh <<'EOF'\n" + "\n".join(f"step {i} --with a rather long argument list" for i in range(20)) + "\nEOF"
+        ask = ev.ApprovalRequested("q00001", "tu_1", "bash", "bash", " ".join(cmd.split())[:200], cmd, "Bash")
+        mgr.emit(ev.ToolCall("q00001", "tu_1", "bash", {"command": cmd}), ask,
+                 ev.StatusChanged("q00001", S.NEEDS_APPROVAL, "deploy"))
+        pane = app.panes["q00001"]
+        await until(pilot, lambda: pane.query_one("#pane-approval").display, "the ask in the pane")
+        await settled(pilot, app)
+        region = pane.region
+        shown = "\n".join(line[region.x: region.right] for line in screen_lines(app)[region.y: region.bottom])
+        assert "deny with a reason" in shown or "details/deny" in shown, shown
+        assert "y allow once" in shown or "y once" in shown, shown
 
 
 async def test_an_approval_answered_elsewhere_closes_its_dialog_and_the_panel():

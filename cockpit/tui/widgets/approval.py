@@ -8,6 +8,8 @@ The full detail, scrollable, with "deny with a reason", is the approval dialog
 
 from __future__ import annotations
 
+import textwrap
+
 from textual.content import Content
 
 from cockpit.events import ApprovalRequested
@@ -33,9 +35,11 @@ def ask_title(ask: ApprovalRequested) -> Content:
 
 
 def _rows(line: Content, width: int) -> int:
-    """Rows ``line`` takes when wrapped at ``width`` cells (an estimate: wrapping at words can
-    take one more)."""
-    return max(1, -(-line.cell_length // max(1, width)))
+    """Rows ``line`` takes when wrapped at words within ``width`` cells, as the panel wraps it."""
+    return max(1, len(textwrap.wrap(line.plain, max(1, width), break_on_hyphens=False)))
+
+
+TITLE_ROWS = 2  # a small panel's title at most: the command is in the detail below it
 
 
 def panel_content(ask: ApprovalRequested, max_lines: int, keys: dict[str, str],
@@ -70,8 +74,12 @@ def panel_content(ask: ApprovalRequested, max_lines: int, keys: dict[str, str],
         left = rows - _rows(hint, width)
         if left < 1:  # no room beside the keys: they alone (the pane's status line says it asks)
             return hint
-        if _rows(title, width) > left:
-            title = title[: max(1, left * width - 1)] + "…"
+        room = min(left, TITLE_ROWS)
+        if _rows(title, width) > room:
+            cut = room * width
+            while cut > 1 and _rows(title[:cut] + "…", width) > room:
+                cut -= max(1, width // 8)
+            title = title[: max(1, cut)] + "…"
         left -= _rows(title, width)
         shown: list[Content] = []
         for k, line in enumerate(lines[: max(0, max_lines)]):
