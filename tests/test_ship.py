@@ -196,6 +196,18 @@ def test_a_submodule_pointer_the_session_committed_is_in_the_diff(repo, tmp_path
     _shows_what_the_merge_does(repo, info)
 
 
+def test_a_submodule_pointer_only_staged_is_neither_shown_nor_merged(repo):
+    """Cockpit's commit leaves a pointer change alone when nothing else is pending (it runs no git
+    inside a nested repository): the diff does not show it either."""
+    first = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{first},vendor/lib")
+    git(repo, "commit", "-qm", "a submodule")
+    info = wt.create(repo, "s1", "bump", worktrees_dir())
+    git(Path(info.path), "update-index", "--cacheinfo", f"160000,{git(repo, 'rev-parse', 'HEAD').strip()},vendor/lib")
+    assert wt.diff(info).files == ()
+    assert wt.merge(info, "m").message == "no changes to merge"
+
+
 def test_a_session_branch_deleted_by_hand_is_said_in_one_line(repo):
     info = wt.create(repo, "s1", "fix add", worktrees_dir())
     git(Path(info.path), "checkout", "-q", "--detach")

@@ -957,8 +957,8 @@ def snapshot(info: WorktreeInfo) -> str:
     if not Path(info.path).is_dir():
         return tip
     tree = _with_temp_index(info, "write-tree").strip()
-    if tree == git("rev-parse", f"{tip}^{{tree}}", cwd=info.repo).strip():
-        return tip
+    if not git("diff", "--name-only", "--ignore-submodules=all", tip, tree, cwd=info.repo).strip():
+        return tip  # nothing pending that Cockpit's commit takes (it leaves a pointer change alone)
     parents = ["-p", tip]
     admin = git("rev-parse", "--absolute-git-dir", cwd=info.path).strip()
     merging = _merging_base(info, os.path.join(admin, "MERGE_HEAD"))
