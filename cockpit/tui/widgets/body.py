@@ -190,7 +190,12 @@ class PaneBody(ScrollView, can_focus=False):
             return hit[1]
         if len(self._line_cache) > 256:  # a few screens of lines (nine bodies: memory adds up)
             self._line_cache.clear()
-        strip = line.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
+        # a line already as wide as the view is used as it is: Textual's crop_extend would cache
+        # the strip in itself (a reference cycle per line, left for the garbage collector, whose
+        # passes then stall frames)
+        fitted = line if scroll_x == 0 and line.cell_length == width else line.crop_extend(scroll_x, scroll_x + width,
+                                                                                            style)
+        strip = fitted.apply_style(style)
         self._line_cache[key] = (line, strip)
         return strip
 
