@@ -279,19 +279,16 @@ def _send_back(session_id: str) -> int:
     if os.environ.get("COCKPIT_NO_SERVER"):
         raise CockpitError("send-back gives the session a follow-up: it needs the Cockpit server "
                            "(unset COCKPIT_NO_SERVER)", code=1)
-    from cockpit.server.client import BlockingClient, RemoteError, server_running
+    from cockpit.server.client import server_running
 
     if not server_running():
         raise CockpitError(f"no Cockpit server is running: send-back needs the server that holds session "
                            f"{session_id}; resolve it by hand instead: cockpit shell {session_id}", code=1)
-    try:
-        with BlockingClient() as client:
-            result = client.call("review", id=session_id, action="send-back")
-    except RemoteError as exc:
-        raise CockpitError(exc.message, code=1) from None
-    data = result["data"]
-    print(data["message"])
-    return 0 if data["ok"] else 1
+    routed = _through_server(session_id, "send-back")
+    if routed is None:
+        raise CockpitError(f"no session {session_id} in the running Cockpit server (send-back needs the server "
+                           f"that holds it); resolve it by hand instead: cockpit shell {session_id}", code=1)
+    return routed
 
 
 def _conflict_hint(session_id: str, base: str, kept: str | None = None) -> None:

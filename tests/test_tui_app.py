@@ -630,30 +630,33 @@ async def _approval_dialog_open(pilot, app, mgr: FakeManager, sid: str) -> None:
     assert isinstance(app.screen, ApprovalDialog)
 
 
+async def _long_ask_in_a_pane(pilot, app, mgr: FakeManager, panes: int, sid: str):
+    """``panes`` sessions; ``sid`` asks to run a 22-line command with a long one-line summary. The
+    rows of its pane as the screen shows them, and the pane's region."""
+    from tui_fakes import screen_lines
+
+    for n in range(panes):
+        mgr.emit(ev.SessionSpawned(f"q0000{n}", f"task {n}", "m", "/ws", "/t", True))
+    await until(pilot, lambda: len(app.panes) == panes, "the panes")
+    cmd = "cat > deploy.sh <<'EOF'\n" + "\n".join(f"step {i} --with a rather long argument list" for i in range(20)) + "\nEOF"
+    ask = ev.ApprovalRequested(sid, "tu_1", "bash", "bash", " ".join(cmd.split())[:200], cmd, "Bash")
+    mgr.emit(ev.ToolCall(sid, "tu_1", "bash", {"command": cmd}), ask, ev.StatusChanged(sid, S.NEEDS_APPROVAL, "deploy"))
+    pane = app.panes[sid]
+    await until(pilot, lambda: pane.query_one("#pane-approval").display, "the ask in the pane")
+    await settled(pilot, app)
+    region = pane.region
+    return "\n".join(line[region.x: region.right] for line in screen_lines(app)[region.y: region.bottom]), region
+
+
 async def test_a_small_panes_approval_keeps_its_keys_line_in_sight():
     """Nine panes at 100×30 (each about 33×10): a long multi-line command's ask fits the panel's
     room — the title cut, the detail shortened, the keys line short and never the part cut (it
     was below the pane's fold)."""
-    from tui_fakes import screen_lines
-
     mgr = FakeManager()
     app = CockpitApp(mgr, notify_os=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        for n in range(9):
-            sid = f"q0000{n}"
-            mgr.emit(ev.SessionSpawned(sid, f"task {n}", "m", "/ws", "/t", True))
-        await until(pilot, lambda: len(app.panes) == 9, "nine panes")
-        cmd = "cat > deploy.sh <<'EOF'\n" + "\n".join(f"step {i} --with a rather long argument list" for i in range(20)) + "\nEOF"
-        ask = ev.ApprovalRequested("q00004", "tu_1", "bash", "bash", " ".join(cmd.split())[:200], cmd, "Bash")
-        mgr.emit(ev.ToolCall("q00004", "tu_1", "bash", {"command": cmd}), ask,
-                 ev.StatusChanged("q00004", S.NEEDS_APPROVAL, "deploy"))
-        pane = app.panes["q00004"]
-        await until(pilot, lambda: pane.query_one("#pane-approval").display, "the ask in the pane")
-        await settled(pilot, app)
-        region = pane.region
+        shown, region = await _long_ask_in_a_pane(pilot, app, mgr, 9, "q00004")
         assert region.height <= 12  # a small pane indeed
-        rows = [line[region.x: region.right] for line in screen_lines(app)[region.y: region.bottom]]
-        shown = "\n".join(rows)
         assert "y once" in shown and "a session" in shown and "details/deny" in shown, shown
         assert "approval needed" in shown, shown
 
@@ -661,23 +664,10 @@ async def test_a_small_panes_approval_keeps_its_keys_line_in_sight():
 async def test_a_half_height_panes_approval_keeps_its_whole_keys_line():
     """Four panes at 100×30 (each 14 rows): a long one-line summary took six rows of the title and
     cut the keys line's second row (seen in tmux)."""
-    from tui_fakes import screen_lines
-
     mgr = FakeManager()
     app = CockpitApp(mgr, notify_os=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        for n in range(4):
-            mgr.emit(ev.SessionSpawned(f"q0000{n}", f"task {n}", "m", "/ws", "/t", True))
-        await until(pilot, lambda: len(app.panes) == 4, "four panes")
-        cmd = "cat > deploy.sh <<'EOF'\n" + "\n".join(f"step {i} --with a rather long argument list" for i in range(20)) + "\nEOF"
-        ask = ev.ApprovalRequested("q00001", "tu_1", "bash", "bash", " ".join(cmd.split())[:200], cmd, "Bash")
-        mgr.emit(ev.ToolCall("q00001", "tu_1", "bash", {"command": cmd}), ask,
-                 ev.StatusChanged("q00001", S.NEEDS_APPROVAL, "deploy"))
-        pane = app.panes["q00001"]
-        await until(pilot, lambda: pane.query_one("#pane-approval").display, "the ask in the pane")
-        await settled(pilot, app)
-        region = pane.region
-        shown = "\n".join(line[region.x: region.right] for line in screen_lines(app)[region.y: region.bottom])
+        shown, _region = await _long_ask_in_a_pane(pilot, app, mgr, 4, "q00001")
         assert "deny with a reason" in shown or "details/deny" in shown, shown
         assert "y allow once" in shown or "y once" in shown, shown
 

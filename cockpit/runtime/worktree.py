@@ -602,9 +602,13 @@ def _merging_base(info: WorktreeInfo, merge_head_file: str) -> str:
         return ""
     if len(heads) != 1 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", heads[0]):
         return ""
-    ok = subprocess.run(["git", "merge-base", "--is-ancestor", heads[0], f"refs/heads/{info.base_branch}"],
-                        cwd=info.repo, env={**os.environ, **_GIT_ENV}, capture_output=True).returncode == 0
-    return heads[0] if ok else ""
+    return heads[0] if _is_ancestor(info.repo, heads[0], f"refs/heads/{info.base_branch}") else ""
+
+
+def _is_ancestor(repo: str, commit: str, of: str) -> bool:
+    """``commit`` is ``of`` or in its history (``git merge-base --is-ancestor``)."""
+    return subprocess.run(["git", *NO_HOOKS, "merge-base", "--is-ancestor", commit, of], cwd=repo,
+                          env={**os.environ, **_GIT_ENV}, capture_output=True).returncode == 0
 
 
 def ensure_on_branch(info: WorktreeInfo) -> None:
@@ -629,8 +633,7 @@ def commit_pending(info: WorktreeInfo, message: str) -> str | None:
     when nothing was pending."""
     if not Path(info.path).is_dir():
         return None
-    if not git("rev-parse", "--verify", "-q", f"refs/heads/{info.branch}", cwd=info.repo, check=False).strip():
-        # (a commit "on" it would start an unrelated history holding the whole tree)
+    if not branch_exists(info):  # (a commit "on" it would start an unrelated history holding the whole tree)
         raise WorktreeError(f"the session branch {info.branch} no longer exists (deleted by hand?): nothing was "
                             "committed; discard the session, or recreate the branch")
     sanitize_admin(info)
@@ -732,8 +735,7 @@ def _adds_nothing(info: WorktreeInfo) -> str:
     """Why merging the branch into its base would change nothing ("" when it would): every commit
     already in the base, or the merged tree equal to the base's."""
     base = f"refs/heads/{info.base_branch}"
-    if subprocess.run(["git", "merge-base", "--is-ancestor", info.branch, base], cwd=info.repo,
-                      env={**os.environ, **_GIT_ENV}, capture_output=True).returncode == 0:
+    if _is_ancestor(info.repo, info.branch, base):
         return f"{info.base_branch} already has every commit of {info.branch}"
     tree, conflicts = preview_merge(info)
     if tree and not conflicts and tree == git("rev-parse", f"{base}^{{tree}}", cwd=info.repo).strip():
