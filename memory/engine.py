@@ -98,7 +98,6 @@ class MemoryEngine:
         self._row_cache: tuple[int, dict[int, tuple]] = (-1, {})  # see _note_rows
         self._sync_lock = threading.Lock()
         self._last_sync: float | None = None
-        self._last_report: SyncReport | None = None
         self._warnings: tuple[int, list[str]] = (-1, [])  # see index_warnings
         self._qcache: OrderedDict[tuple, np.ndarray] = OrderedDict()  # see embed_query
         self._qcache_lock = threading.Lock()
@@ -205,7 +204,6 @@ class MemoryEngine:
             self._first_sync.set()
         report.seconds = time.perf_counter() - t0
         self._last_sync = time.time()
-        self._last_report = report
         return report
 
     def _rel_paths(self, paths) -> list[str] | None:
