@@ -321,12 +321,17 @@ def with_hook(settings: dict, command: str, agent: str = "claude") -> dict:
     return settings
 
 
+def _events() -> tuple[str, ...]:
+    """The hook events an entry of ours can sit under: every agent's, and the misses watcher's."""
+    return (*dict.fromkeys(a.event for a in AGENTS.values()), "PostToolUse")
+
+
 def has_hook(settings: dict) -> bool:
     """Whether ``settings`` holds an entry of ours (any agent's event, or the misses watcher)."""
     hooks = settings.get("hooks", {})
     if not isinstance(hooks, dict):
         return False
-    for event in (*{a.event for a in AGENTS.values()}, "PostToolUse"):
+    for event in _events():
         groups = hooks.get(event, [])
         for group in groups if isinstance(groups, list) else ():
             inner = group.get("hooks", []) if isinstance(group, dict) else []
@@ -337,7 +342,7 @@ def has_hook(settings: dict) -> bool:
 
 def without_hook(settings: dict) -> dict:
     hooks = settings.get("hooks", {})
-    for event in (*{a.event for a in AGENTS.values()}, "PostToolUse"):
+    for event in _events():
         kept = []
         for group in hooks.get(event, []):
             rest = [h for h in group.get("hooks", []) if not _is_ours(h)] if isinstance(group, dict) else [group]

@@ -189,14 +189,9 @@ def lifecycle_warnings(meta: dict, status: str, successor: str) -> list[str]:
         out.append(f"unknown status {given.strip()!r} (known: {', '.join(STATUSES)}): read as none, "
                    "the note counts as current")
     prio = meta.get("priority")
-    if isinstance(prio, str) and prio.strip():
-        text = prio.strip().lower()
-        try:
-            float(text.replace("_", ""))
-        except ValueError:
-            if text not in _TRUE and text not in _FALSE:
-                out.append(f"unknown priority {prio.strip()!r} (high/true/yes, or low/false/no): read as "
-                           "not a priority note")
+    if isinstance(prio, str) and prio.strip() and _priority_value(prio) is None:
+        out.append(f"unknown priority {prio.strip()!r} (high/true/yes, or low/false/no): read as "
+                   "not a priority note")
     if status == "superseded" and not successor:
         out.append("superseded without a successor (superseded_by): it is never given, and nothing is given "
                    "in its place")
@@ -205,7 +200,12 @@ def lifecycle_warnings(meta: dict, status: str, successor: str) -> list[str]:
 
 def _priority(value) -> bool:
     """``priority`` as YAML 1.1 meant it: true/yes/on/high or a number above 0 (scalars arrive as
-    text: see :func:`_text_resolvers`)."""
+    text: see :func:`_text_resolvers`); anything else is not a priority note."""
+    return bool(_priority_value(value))
+
+
+def _priority_value(value) -> bool | None:
+    """``priority`` read as :func:`_priority` says, or None for a word it does not know."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
@@ -213,12 +213,12 @@ def _priority(value) -> bool:
     if value is None:
         return False
     text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
     try:
         return float(text.replace("_", "")) > 0
     except ValueError:
-        return False
+        return None
 
 
 _HEADING = re.compile(r"^\s*#+\s*")
