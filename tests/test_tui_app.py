@@ -193,6 +193,8 @@ async def test_memory_screen_search_open_and_warnings(tmp_path):
         assert tabs.active == "warnings"  # and it stays (focus left the search tab)
         warnings = text_of(screen.query_one("#memory-warnings"))
         assert "no-description" in warnings and "date coerced" in warnings and "add one" in warnings
+        # the number the header gave heads the tab, lint's advice (not counted there) follows
+        assert warnings.index("Index warnings (1;") < warnings.index("date coerced") < warnings.index("Lint (1;")
         await pilot.press("ctrl+s", *"dep")
         assert tabs.active == "search" and screen.query_one("#memory-query", Input).value.endswith("dep")
         await pilot.press("ctrl+w")  # from the search box: the tab, not the box's delete-a-word

@@ -199,17 +199,19 @@ class MemoryScreen(Screen):
         self.app.call_from_thread(cast(Any, self._show_warnings), issues, status_warnings, lines)
 
     def _show_warnings(self, issues: list[Any], status_warnings: list[str], extra: list[str]) -> None:
+        """The index's warnings first (the header's ``⚠ N warnings`` counts those), then lint's
+        advice on the folder, each under its count."""
         self.lint_issues = issues
-        parts = [Content.from_markup(f"[b]Lint[/b] ({len(issues)})")]
+        parts = [Content.from_markup(f"[b]Index warnings[/b] ({len(status_warnings)}; the header's count)")]
+        parts += [Content(one_line(w)) for w in status_warnings + extra]
+        parts.append(Content(""))
+        parts.append(Content.from_markup(f"[b]Lint[/b] ({len(issues)}; advice, `cockpit memory lint`)"))
         for issue in issues:
             other = f" ↔ {issue.other}" if getattr(issue, "other", None) else ""
             parts.append(Content.from_markup(
                 "[$warning]$kind[/] $path$other: $msg",
                 kind=issue.kind, path=one_line(issue.path), other=one_line(other), msg=one_line(issue.message),
             ))
-        parts.append(Content(""))
-        parts.append(Content.from_markup(f"[b]Index warnings[/b] ({len(status_warnings)})"))
-        parts += [Content(one_line(w)) for w in status_warnings + extra]
         self.query_one("#memory-warnings", Label).update(Content("\n").join(parts))
 
 
