@@ -371,6 +371,51 @@ async def test_links_and_merge_state_planted_in_the_admin_folder_never_steer_coc
     assert other not in parents and len(parents) == 2  # one parent: the session's branch
 
 
+async def test_a_per_worktree_config_never_runs_a_program_in_cockpits_git(tmp_path, home):
+    """With extensions.worktreeConfig on (``git sparse-checkout`` sets it), git reads the admin
+    folder's ``config.worktree`` — Cockpit's own git too, outside the sandbox. A session cannot
+    write one there (nor a link in its place), so the clean filter it names never runs when
+    Cockpit diffs and commits the session's change."""
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
+    git(repo, "config", "extensions.worktreeConfig", "true")
+    info = await asyncio.to_thread(wt.create, repo, "s1", "try the sandbox", worktrees_dir())
+    conf = await asyncio.to_thread(sb.confinement_for, info.path, info.cwd, sb.session_tmp(), sb.SandboxSettings(),
+                                   info.branch)
+    backend = AVAIL.backend
+    assert backend is not None
+    shell = BashSession(info.cwd, session_env(dict(os.environ)), timeout=30, wrap=lambda argv: backend.command(conf, argv))
+    marker = tmp_path / "PWNED"
+    r = await shell.run(
+        "A=$(git rev-parse --absolute-git-dir); ln -sf \"$PWD/mine\" $A/config.worktree; rm -f $A/config.worktree; "
+        f"git config --worktree filter.x.clean \"sh -c 'touch {marker}; cat'\"; "
+        "git config --worktree core.attributesFile \"$PWD/attrs\"; "
+        "echo '* filter=x' > attrs; echo '* filter=x' > .gitattributes; echo change >> a.txt; echo planted")
+    assert "planted" in r.output, r.output
+    admin = git(info.path, "rev-parse", "--absolute-git-dir").strip()
+    config = Path(admin) / "config.worktree"
+    assert config.is_file() and not config.is_symlink() and config.read_text() == ""
+    try:
+        for step in (lambda: wt.diff(info), lambda: wt.commit_pending(info, "work")):
+            await asyncio.to_thread(step)
+    finally:
+        await shell.close()
+    assert not marker.exists()
+
+
+def test_a_link_or_folder_left_as_config_worktree_is_replaced_by_an_empty_file(tmp_path):
+    """What an unconfined run (or an older version) left at ``config.worktree`` — a link to a file
+    the session writes, a folder — becomes an empty plain file before it is bound read-only."""
+    target = tmp_path / "theirs"
+    target.write_text("[filter \"x\"]\n\tclean = touch /tmp/x\n")
+    for make in (lambda p: p.symlink_to(target), lambda p: p.mkdir()):
+        path = tmp_path / "config.worktree"
+        make(path)
+        sb._plain_file(str(path))
+        assert path.is_file() and not path.is_symlink() and path.read_text() == ""
+        path.unlink()
+    assert target.read_text().startswith("[filter")  # the link's target left alone
+
+
 @pytest.mark.parametrize("name", [
     "client_secret_123.apps.googleusercontent.com.json", "terraform.tfstate", "prod.tfstate.backup", "prod.tfvars",
     "prod.tfvars.json", "token.json", ".dev.vars", "database.yml", "secrets.yml", "vault.kdbx", ".htpasswd", ".env",

@@ -368,7 +368,12 @@ def _git_paths(tree: str, branch: str | None, dirs: tuple[str, str] | None) -> t
         hidden += [os.path.join(common, "worktrees"), os.path.join(common, "refs", "heads", "cockpit"),
                    os.path.join(common, "logs", "refs", "heads", "cockpit")]
         writable.append(admin)
-        readonly += [os.path.join(admin, "commondir"), os.path.join(admin, "gitdir")]
+        # config.worktree: git reads it as this worktree's config when the repository has
+        # extensions.worktreeConfig (`git sparse-checkout` sets it) — also Cockpit's own git,
+        # outside the sandbox, whose commit would then run a filter or textconv named there
+        worktree_config = os.path.join(admin, "config.worktree")
+        _plain_file(worktree_config)
+        readonly += [os.path.join(admin, "commondir"), os.path.join(admin, "gitdir"), worktree_config]
         # the shared object store stays read-only: new objects go to the session's own store
         # (GIT_OBJECT_DIRECTORY, see confinement_for), taken in by Cockpit with their hashes checked
         os.makedirs(private_objects(admin), exist_ok=True)
@@ -382,6 +387,20 @@ def _git_paths(tree: str, branch: str | None, dirs: tuple[str, str] | None) -> t
         if checkout and not tree.startswith(checkout.rstrip("/") + "/"):
             hidden += _secret_files(checkout)
     return writable, readonly, hidden
+
+
+def _plain_file(path: str) -> None:
+    """``path`` a plain file (created empty when missing; a link or anything else a session left
+    there replaced by an empty one), so that it can be bound read-only."""
+    if os.path.isfile(path) and not os.path.islink(path):
+        return
+    if os.path.lexists(path):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    with open(path, "x", encoding="utf-8"):
+        pass
 
 
 def private_objects(admin: str) -> str:
