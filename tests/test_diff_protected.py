@@ -53,6 +53,15 @@ def test_the_diff_flags_only_the_protected_path(repo, tmp_path):
     assert [f.path for f in wt.diff(info, patches=False).protected] == [".githooks/post-merge"]
 
 
+def test_a_worktreeinclude_the_session_wrote_is_flagged(repo, tmp_path):
+    """``.worktreeinclude`` names the untracked files every new worktree gets a copy of — merged,
+    one line of it would hand the checkout's hidden ``.env`` to every later session: flagged."""
+    info = wt.create(repo, "s1", "t", tmp_path / "worktrees")
+    (Path(info.path) / ".worktreeinclude").write_text(".env\n*.pem\n")
+    flagged = {f.path: f.protected for f in wt.diff(info).protected}
+    assert list(flagged) == [".worktreeinclude"] and flagged[".worktreeinclude"]
+
+
 def test_the_hooks_folder_named_by_core_hooks_path_is_protected_whatever_its_name(tmp_path):
     repo = make_repo(tmp_path / "repo", {"calc.py": "a\n"})
     git(repo, "config", "core.hooksPath", "tools/hooks")

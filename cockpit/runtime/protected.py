@@ -33,7 +33,10 @@ PROTECTED_FILES = (".envrc", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml"
                    "mise.toml", ".mise.toml", ".tool-versions", ".exrc", ".nvimrc", ".nvim.lua", ".dir-locals.el",
                    # other agents' instructions, package-manager settings (registries, scripts)
                    "GEMINI.md", ".cursorrules", ".windsurfrules", ".clinerules", ".npmrc", ".yarnrc", ".yarnrc.yml",
-                   ".aider.conf.yml")
+                   ".aider.conf.yml",
+                   # what Cockpit (and Claude Code) copy from the checkout into every new worktree —
+                   # untracked files, often the secrets the sandbox hides (.env, *.pem)
+                   ".worktreeinclude")
 
 
 def protected_reason(rel: str, hooks_path: str | None = None, extra: Iterable[str] = ()) -> str:
