@@ -333,6 +333,50 @@ def test_a_conflict_aborted_leaves_the_checkout_byte_identical(repo, capsys):
     assert Path(info.path).is_dir() and wt.branch_exists(info)
 
 
+@pytest.mark.parametrize("left", ["unmerged", "markers committed", "markers pending"])
+def test_a_conflict_the_session_left_unresolved_is_never_merged(repo, capsys, left):
+    """The session ran `git merge main`, it conflicted, and it said it was done: its files hold
+    conflict markers (git's unmerged paths, or markers it committed / left as they were). The
+    merge is refused and names the file, main untouched; the CLI says how to send it back."""
+    info = conflicting(repo)
+    wt.commit_pending(info, "fix add")
+    work = Path(info.path)
+    subprocess.run(["git", "merge", "-q", "main"], cwd=work, capture_output=True)  # conflicts
+    assert "<<<<<<<" in (work / "calc.py").read_text()
+    if left == "markers committed":
+        _session_git(work, "commit", "-qam", "merged main")
+    elif left == "markers pending":
+        git(work, "add", "calc.py")  # "resolved" as it was
+    head = git(repo, "rev-parse", "main").strip()
+    before = tree_digest(repo)
+    assert wt.leftover_conflicts(info) == ("calc.py",)
+    assert main(["worktrees", "merge", "s1"]) == 1
+    out = capsys.readouterr().out
+    assert "unresolved conflicts in calc.py" in out and "nothing was merged" in out and "send-back s1" in out
+    assert git(repo, "rev-parse", "main").strip() == head and tree_digest(repo) == before
+    # resolved for real (the file, whether or not the session ran `git add`): merged
+    (work / "calc.py").write_text(CALC.replace("a - b", "a + b  # both"))
+    assert wt.leftover_conflicts(info) == ()
+    assert wt.merge(info, "fix add").ok
+    assert "<<<<<<<" not in (repo / "calc.py").read_text()
+
+
+def test_conflict_marker_lines_main_already_had_or_a_file_declares_are_not_flagged(repo):
+    """Only lines the change adds count; a file meant to hold marker-like lines says so with
+    git's conflict-marker-size attribute."""
+    marker_doc = "<<<<<<< ours\nx\n=======\ny\n>>>>>>> theirs\n"
+    (repo / "doc.txt").write_text(marker_doc)
+    git(repo, "add", "doc.txt")
+    git(repo, "commit", "-qm", "a doc showing markers")
+    info = wt.create(repo, "s1", "docs", worktrees_dir())
+    (Path(info.path) / "doc.txt").write_text(marker_doc + "more\n")
+    assert wt.leftover_conflicts(info) == ()
+    (Path(info.path) / "fixture.txt").write_text(marker_doc)
+    assert wt.leftover_conflicts(info) == ("fixture.txt",)
+    (Path(info.path) / ".gitattributes").write_text("fixture.txt conflict-marker-size=32\n")
+    assert wt.leftover_conflicts(info) == ()
+
+
 def test_an_empty_merge_is_reported_not_committed(repo):
     info = wt.create(repo, "s1", "fix add", worktrees_dir())
     fixed(info)
@@ -378,6 +422,39 @@ async def test_conflict_sent_back_to_the_session_then_the_merge_succeeds(api, re
     res = await mgr.review(s.id, "merge")
     assert res.ok, res.message
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    await mgr.aclose()
+
+
+async def test_a_merge_the_session_claimed_but_left_in_conflict_is_sent_back_to_resolve(api, repo, tmp_path):
+    """A model that answers "merged" too early: its worktree holds the conflict. Merge is refused
+    (main untouched) and send-back gives the session a follow-up naming the file to resolve."""
+    api.script(
+        Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
+                                  "new_str": "a + b"})]),
+        Reply("Fixed add."),
+        Reply("", [ToolUse("bash", {"command": "git add -A && git commit -qm 'fix add'; git merge main; "
+                                               "git status --short"})]),
+        Reply("I merged main."),  # it did not resolve anything
+        Reply("Resolved."),
+    )
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
+    s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
+    assert await mgr.wait_idle(timeout=30) and s.status == S.WAITING
+    (repo / "calc.py").write_text(CALC.replace("a - b", "b + a  # fixed on main"))
+    git(repo, "commit", "-q", "-am", "a fix on main")
+    assert not (await mgr.review(s.id, "merge")).ok
+    assert (await mgr.review(s.id, "send-back")).ok
+    assert await mgr.wait_idle(timeout=30)
+    head = git(repo, "rev-parse", "main").strip()
+    res = await mgr.review(s.id, "merge")
+    assert not res.ok and "unresolved conflicts in calc.py" in res.message
+    assert git(repo, "rev-parse", "main").strip() == head
+    back = await mgr.review(s.id, "send-back")
+    assert back.ok and "resolve what is left unresolved in calc.py" in back.message, back.message
+    assert await mgr.wait_idle(timeout=30)
+    followup = api.message_requests[-1]["messages"][-1]["content"]
+    text = followup if isinstance(followup, str) else " ".join(b.get("text", "") for b in followup)
+    assert "calc.py" in text and "conflict marker" in text
     await mgr.aclose()
 
 

@@ -196,6 +196,11 @@ async def test_diff_screen_comment_then_merge_into_the_base_branch(api, tmp_path
         assert text_of(screen.query_one("#diff-files-label")) == "Files"
         shown = "\n".join(line.text for line in diffview.lines)
         assert "merged" in shown and "already" not in shown
+        # the keys that act on the change leave the footer and do nothing; Back stays
+        await until(pilot, lambda: "m" not in screen.active_bindings, "the footer without merge")
+        assert "escape" in screen.active_bindings and "x" not in screen.active_bindings
+        await pilot.press("m", "x")
+        assert app.screen is screen and "already" not in text_of(screen.query_one("#diff-status"))
         await pilot.press("escape")
         assert view.status is S.DONE
         await until(pilot, lambda: "merged" in text_of(app.panes[view.session_id].query_one("#pane-strip")), "merged")

@@ -651,14 +651,19 @@ class SessionManager:
                 self._last_check[s.id] = res
                 ok, text, shown = res.ok, ship.check_report(res), "check"
         elif action == "send-back":
-            _tree, conflicts = await asyncio.to_thread(wt.preview_merge, info, None)
-            if not conflicts:
+            # a merge it began and left with conflict markers first: merging main again is not the fix
+            stuck = await asyncio.to_thread(wt.leftover_conflicts, info)
+            conflicts: tuple[str, ...] = ()
+            if not stuck:
+                _tree, conflicts = await asyncio.to_thread(wt.preview_merge, info, None)
+            if not stuck and not conflicts:
                 commit = await asyncio.to_thread(wt.snapshot, info)
                 _tree, conflicts = await asyncio.to_thread(wt.preview_merge, info, commit)
-            if not conflicts:
+            if not conflicts and not stuck:
                 text = "no conflict with the base branch: nothing to send back"
             else:
-                text_for_session = ship.conflict_followup(info, conflicts)
+                text_for_session = (ship.conflict_followup(info, conflicts) if conflicts
+                                    else ship.unresolved_followup(info, stuck))
                 target = s
                 if s.status.is_final:
                     target = await self.resume(s.transcript_path, interactive=True, config=cfg)
@@ -668,7 +673,8 @@ class SessionManager:
                 ok = True
                 resumed = f" (resumed as {target.id}; review it as {s.id})" if target is not s else ""
                 text = (f"sent back to session {s.id}{resumed}: merge {info.base_branch or 'the base'} into its "
-                        f"branch, resolving {', '.join(conflicts)}")
+                        f"branch, resolving {', '.join(conflicts)}" if conflicts else
+                        f"sent back to session {s.id}{resumed}: resolve what is left unresolved in {', '.join(stuck)}")
         else:  # pr
             if not title:
                 title, body = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))

@@ -188,6 +188,17 @@ def conflict_followup(info: wt.WorktreeInfo, conflicts: tuple[str, ...] | list[s
             "Then tell me it is ready to merge.")
 
 
+def unresolved_followup(info: wt.WorktreeInfo, paths: tuple[str, ...] | list[str]) -> str:
+    """The follow-up that sends back a change still holding a conflict (unmerged paths, or
+    conflict markers left in its files)."""
+    base = info.base_branch or info.base_commit[:10]
+    files = "\n".join(f"- {p}" for p in paths)
+    return (f"Your branch {info.branch} cannot be merged into {base} yet: these files still hold an unresolved "
+            f"conflict (unmerged in git, or `<<<<<<<` / `=======` / `>>>>>>>` lines left in them):\n{files}\n\n"
+            "Please resolve each one keeping both intents, remove every conflict marker, run the tests, and "
+            "commit. Then tell me it is ready to merge.")
+
+
 # -- commit messages ----------------------------------------------------------------------------
 _FIX = re.compile(r"^\s*(fix|bug|repair|correct|resolve|patch|crash|broken|regression)", re.I)
 

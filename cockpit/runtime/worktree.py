@@ -681,6 +681,9 @@ def merge(info: WorktreeInfo, message: str, merge_message: str | None = None) ->
     if info.base_branch is None:
         return MergeResult(False, f"the session started from a detached HEAD: nothing to merge into; "
                                   f"its branch {info.branch} is kept")
+    if branch_exists(info) and (stuck := leftover_conflicts(info)):  # (a merge it began, left or claimed done)
+        return MergeResult(False, f"unresolved conflicts in {', '.join(stuck)} (unmerged, or conflict markers "
+                                  f"left in): nothing was merged; the branch {info.branch} is kept", conflicts=stuck)
     commit_pending(info, message)
     ahead = int(git("rev-list", "--count", f"{info.base_commit}..{info.branch}", cwd=info.repo).strip() or 0)
     if ahead == 0:
@@ -729,6 +732,23 @@ def merge(info: WorktreeInfo, message: str, merge_message: str | None = None) ->
     how = "fast-forward" if "Fast-forward" in proc.stdout else "merge commit"
     _remove(info, delete_branch="-d")
     return MergeResult(True, f"merged {info.branch} into {info.base_branch} ({how}, {head[:10]})", head)
+
+
+_MARKER_LINE = re.compile(r"^(.+):\d+: leftover conflict marker$")
+
+
+def leftover_conflicts(info: WorktreeInfo) -> tuple[str, ...]:
+    """The files whose conflict the session left unresolved — a merge it began (or claimed done)
+    with ``<<<<<<<`` / ``=======`` / ``>>>>>>>`` lines left in: the lines merging its current state
+    into the base branch would add (``git diff --check``, the session's own attributes: a file meant
+    to hold such lines says so with git's ``conflict-marker-size``). An unmerged path whose file no
+    longer holds markers is resolved: Cockpit's commit takes the file as it is."""
+    view = merge_view(info)
+    if view is None:
+        return ()
+    where = info.path if Path(info.path).is_dir() else info.repo
+    out = git("diff", "--check", *view, cwd=where, check=False)
+    return tuple(dict.fromkeys(m.group(1) for line in out.splitlines() if (m := _MARKER_LINE.match(line))))
 
 
 def _adds_nothing(info: WorktreeInfo) -> str:

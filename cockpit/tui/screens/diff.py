@@ -138,6 +138,14 @@ class DiffScreen(Screen):
         self.busy = False
         self.check_state = ""  # "" (not run) | running | passed | failed | conflict | error
         self.conflicts: tuple[str, ...] = ()  # of the last merge attempt
+        self.ended = False  # merged, kept or discarded here: no change left to act on
+
+    # what needs the change: gone from the footer (and inert) once it was merged, kept or discarded
+    _ON_THE_CHANGE = frozenset({"merge", "review", "discard", "comment", "reload", "check", "send_back",
+                                "pull_request", "shell"})
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (self.ended and action in self._ON_THE_CHANGE)
 
     def compose(self) -> ComposeResult:
         yield Label(self._title(), id="diff-title")
@@ -400,7 +408,8 @@ class DiffScreen(Screen):
             self.busy = False
         mark = "[b $text-success]✓[/]" if result.ok else "[b $text-error]✗[/]"
         self.result = Content.from_markup(f"{mark} $action: $msg", action=action, msg=result.message)
-        if action == "merge" and not result.ok and "conflict in" in result.message:
+        if action == "merge" and not result.ok and ("conflict in" in result.message
+                                                    or "conflicts in" in result.message):
             self.result += Content.from_markup("  [b]b[/] send it back to the session · [b]s[/] shell in the "
                                                "worktree · or leave it (nothing was merged)")
         self.notify(f"{action}: {result.message}", severity="information" if result.ok else "error",
@@ -408,6 +417,8 @@ class DiffScreen(Screen):
         self._status(self.result)
         if result.ok:  # the worktree is gone: say what happened rather than reload "nothing to diff"
             self.diff = None
+            self.ended = True
+            self.refresh_bindings()
             self._show_nothing(f"{action}: {result.message}")
 
     def action_comment(self) -> None:
