@@ -251,6 +251,36 @@ async def test_scrollback_holds_while_text_streams_in():
         await until(pilot, lambda: "tail" in body.plain_text() and body.scroll_y == body.max_scroll_y, "pinned again")
 
 
+async def test_a_pane_at_its_end_stays_there_when_the_terminal_shrinks_and_grows():
+    """A resize (or a spawn that reflows the grid) must not leave a following pane behind: the
+    last lines stay in view and text that arrives afterwards is followed. A reader scrolled up
+    keeps their place."""
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=(160, 45)) as pilot:
+        for sid in ("r00001", "r00002"):
+            mgr.emit(ev.SessionSpawned(sid, "t", "m", "/ws", "/t", True), ev.StatusChanged(sid, S.STREAMING))
+            mgr.emit(*(ev.TextDelta(sid, f"line {i} of a fairly long answer that wraps when narrow\n\n")
+                       for i in range(60)))
+        await until(pilot, lambda: "r00002" in app.panes, "panes")
+        follow = app.panes["r00001"].query_one("#pane-body")
+        reader = app.panes["r00002"].query_one("#pane-body")
+        for body in (follow, reader):
+            await until(pilot, lambda b=body: b.max_scroll_y > 0 and b.scroll_y == b.max_scroll_y, "at the end")
+        app.screen.focus_pane(app.panes["r00002"])
+        await pilot.press("pageup", "pageup")
+        await until(pilot, lambda: reader.scroll_y < reader.max_scroll_y, "scrolled back")
+        await pilot.wait_for_scheduled_animations()
+        for size in ((100, 30), (80, 24), (160, 45)):
+            await pilot.resize_terminal(*size)
+            await until(pilot, lambda: follow.max_scroll_y > 0 and follow.scroll_y == follow.max_scroll_y,
+                        f"still at the end at {size}")
+            mgr.emit(ev.TextDelta("r00001", f"after {size[0]}\n\n"))
+            await until(pilot, lambda s=size: f"after {s[0]}" in follow.plain_text()
+                        and follow.scroll_y == follow.max_scroll_y, f"new text followed at {size}")
+        assert reader.scroll_y < reader.max_scroll_y  # the reader's place is not given up to a resize
+
+
 async def test_status_colours_follow_the_theme():
     mgr = FakeManager()
     app = CockpitApp(mgr)

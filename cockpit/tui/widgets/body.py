@@ -55,6 +55,9 @@ class PaneBody(ScrollView, can_focus=False):
         self._line_style: Style | None = None  # the style the cached lines were cut with
         self._frame_style: Style | None = None  # this widget's style, once per render_lines
         self._theme_key: tuple | None = None  # what the rendered blocks' colours came from
+        # following the end: kept from the last scroll (the reader's or ours), not recomputed
+        # after a resize — a shrunk viewport with the old content size reads as "scrolled up"
+        self._follow = True
 
     # -- content ---------------------------------------------------------------------
     def show(self, blocks: list[Block], epoch: int) -> None:
@@ -75,8 +78,8 @@ class PaneBody(ScrollView, can_focus=False):
             if cached.version != block.version:
                 self._render_block(block, cached, width)
                 changed = True
-        if changed:
-            at_end = self.scroll_y >= self.max_scroll_y
+        if changed or (self._follow and self.scroll_y < self.max_scroll_y):
+            at_end = self._follow
             top, height = self.scroll_offset.y, self.scrollable_content_region.height
             before = self._lines[top : top + height]
             lines: list[Strip] = []
@@ -99,6 +102,10 @@ class PaneBody(ScrollView, can_focus=False):
                 # arriving below the view moves nothing but the scrollbar; a re-rendered tail
                 # gives new but equal lines)
                 self.refresh()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._follow = new_value >= self.max_scroll_y
 
     def plain_text(self) -> str:
         """What the body shows, as plain text (one string; for tests and copying)."""
