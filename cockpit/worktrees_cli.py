@@ -384,7 +384,11 @@ def run(args: argparse.Namespace) -> int:
             print("not discarded")
             return 1
     is_kept = not Path(info.path).is_dir() and wt.branch_exists(info)
-    message = f"cockpit session {info.session_id}: {info.task.splitlines()[0][:60] if info.task else ''}"
+    from cockpit.runtime import ship
+
+    def message() -> str:  # Cockpit's commit of the session's work (read from its transcript)
+        return ship.commit_message(info, _notes_dir(args, info))
+
     try:
         if args.action == "diff":
             return _print_diff(info, tuple(_config().protected))
@@ -392,11 +396,9 @@ def run(args: argparse.Namespace) -> int:
             res = _run_check(args, info)
             return 0 if res is not None and res.ok else 1
         if args.action == "pr":
-            from cockpit.runtime import ship
-
             check = _run_check(args, info) if args.check else None
             title, body = ship.pr_text(info, check)
-            ok, line = ship.open_pr(info, args.title or title, args.body or body, message)
+            ok, line = ship.open_pr(info, args.title or title, args.body or body, message())
             print(line)
             return 0 if ok else 1
         if args.action == "merge" and not _confirm_protected(info, args.yes, tuple(_config().protected)):
@@ -420,15 +422,13 @@ def run(args: argparse.Namespace) -> int:
         return routed
     try:
         if args.action == "merge":
-            from cockpit.runtime import ship
-
-            res = wt.merge(info, message, ship.merge_message(info, _notes_dir(args, info)))
+            res = wt.merge(info, message(), ship.merge_message(info, _notes_dir(args, info)))
             print(res.message)
             if res.conflicts:
                 _conflict_hint(info.session_id, info.base_branch, info.branch if is_kept else None)
             return 0 if res.ok else 1
         if args.action == "keep":
-            print(wt.keep(info, message))
+            print(wt.keep(info, message()))
             return 0
         print(wt.discard(info))
         return 0

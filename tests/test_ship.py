@@ -615,6 +615,32 @@ def test_a_conventional_commits_note_shapes_the_merge_message(repo, capsys):
     assert ship.merge_message(info2, repo / "notes").startswith("feat: add a multiply function")
 
 
+@pytest.mark.parametrize("style", ["conventional", "none"])
+def test_a_fast_forward_gives_main_a_whole_subject_the_task_and_the_session_as_a_trailer(repo, style):
+    """The usual merge fast-forwards: what lands on main is Cockpit's own commit of the session's
+    work. Its subject is the task (Conventional Commits when a note says so), cut at a word; the
+    whole task is its body; the session id is a trailer, not the subject."""
+    if style == "conventional":
+        (repo / "notes").mkdir()
+        (repo / "notes" / "commit-style.md").write_text("We write Conventional Commits.\n")
+        git(repo, "add", "notes")
+        git(repo, "commit", "-q", "-m", "notes")
+    task = ("Fix Cart.total: apply the discount once on the subtotal and round half-up to cents, "
+            "never per line\n\nSee the money-decimal note.")
+    info = wt.create(repo, "s1", task, worktrees_dir())
+    fixed(info)
+    assert main(["worktrees", "merge", "s1"]) == 0
+    subject, body = git(repo, "log", "-1", "--format=%s"), git(repo, "log", "-1", "--format=%b")
+    assert git(repo, "log", "-1", "--format=%P").strip().count(" ") == 0  # a fast-forward: the session's commit
+    want = "fix: fix Cart.total: apply the discount once" if style == "conventional" else "Fix Cart.total: apply"
+    assert subject.startswith(want) and subject.strip().endswith("…") and len(subject.strip()) <= 72, subject
+    assert "s1" not in subject and "cockpit session" not in subject
+    assert "never per line" in body and "See the money-decimal note." in body
+    assert body.strip().endswith("Cockpit-Session: s1")
+    short = wt.create(repo, "s2", "add a multiply function", worktrees_dir())
+    assert ship.commit_message(short, None) == "add a multiply function\n\nCockpit-Session: s2"
+
+
 # -- where a session will work --------------------------------------------------------------------
 async def test_a_bare_repository_is_refused(api, tmp_path, repo):
     bare = tmp_path / "bare.git"

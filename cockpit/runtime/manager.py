@@ -602,7 +602,8 @@ class SessionManager:
             if x.status.value != "waiting for you":
                 raise ValueError(f"session {x.id} works in this worktree (resumed from {s.id}) and is "
                                  f"{x.status.value}: wait until it waits for you")
-        message = f"cockpit session {s.id}: {s.task.splitlines()[0][:60]}"
+        notes = getattr(s.engine, "notes_dir", None)
+        message = await asyncio.to_thread(ship.commit_message, info, notes)
         for x in (s, *sharing):
             if not x.status.is_final:
                 # none of its processes (a shell's background job, an ACP agent) may run while
@@ -615,7 +616,6 @@ class SessionManager:
                                   "the session changed nothing: its worktree is already gone")
         try:
             if action == "merge":
-                notes = getattr(s.engine, "notes_dir", None)
                 res = await asyncio.to_thread(wt.merge, info, message, ship.merge_message(info, notes))
                 ok, text = res.ok, res.message
             elif action == "keep":
@@ -678,7 +678,7 @@ class SessionManager:
         else:  # pr
             if not title:
                 title, body = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
-            message = f"cockpit session {s.id}: {s.task.splitlines()[0][:60]}"
+            message = await asyncio.to_thread(ship.commit_message, info, getattr(s.engine, "notes_dir", None))
             ok, text = await asyncio.to_thread(ship.open_pr, info, title, body, message)
         return self._reviewed(s, shown, ok, text)
 

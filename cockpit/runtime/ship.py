@@ -219,14 +219,53 @@ def commit_style(notes_dir: Path | str | None) -> str | None:
     return None
 
 
+SUBJECT_MAX = 72  # git's customary subject line
+
+
+def _fit(text: str, width: int = SUBJECT_MAX) -> str:
+    """``text`` in ``width`` characters, cut at a word with "…" when it is longer."""
+    if len(text) <= width:
+        return text
+    head = text[: width - 1]
+    if " " in head[width // 2:]:
+        head = head.rsplit(" ", 1)[0]
+    return head.rstrip(" ,;:-") + "…"
+
+
+def subject(info: wt.WorktreeInfo, notes_dir: Path | str | None) -> str:
+    """The subject line of the session's change: the task's first line, as ``fix: …``/``feat: …``
+    when a note says the project writes Conventional Commits; at most :data:`SUBJECT_MAX`."""
+    first = (info.task.strip().splitlines() or [""])[0].strip() or info.branch
+    if commit_style(notes_dir) != "conventional":
+        return _fit(first)
+    kind = "fix" if _FIX.match(first) else "feat"
+    return _fit(f"{kind}: {first[0].lower()}{first[1:].rstrip('.')}")
+
+
+def commit_message(info: wt.WorktreeInfo, notes_dir: Path | str | None) -> str:
+    """The message of Cockpit's commit of the session's work — what the base branch gets when the
+    merge fast-forwards: :func:`subject`, the whole task when the subject could not hold it, the
+    notes the session was given, and the session as a trailer."""
+    import textwrap
+
+    head = subject(info, notes_dir)
+    task = info.task.strip()
+    parts = [head]
+    if task and (len(task.splitlines()) > 1 or head.endswith("…")):
+        parts.append("\n".join(textwrap.fill(line, SUBJECT_MAX) if line.strip() else ""
+                               for line in task.splitlines()))
+    _answer, notes = session_facts(info)
+    if notes:
+        parts.append(textwrap.fill("Notes given: " + ", ".join(notes), SUBJECT_MAX))
+    parts.append(f"Cockpit-Session: {info.session_id}")
+    return "\n\n".join(parts)
+
+
 def merge_message(info: wt.WorktreeInfo, notes_dir: Path | str | None) -> str | None:
     """The merge commit's message under the project's commit style (None: the default)."""
     if commit_style(notes_dir) != "conventional":
         return None
-    subject = (info.task.strip().splitlines() or ["change"])[0][:68].rstrip(".")
-    kind = "fix" if _FIX.match(subject) else "feat"
-    subject = subject[0].lower() + subject[1:] if subject else subject
-    return f"{kind}: {subject}\n\nMerge {info.branch} (cockpit session {info.session_id})"
+    return f"{subject(info, notes_dir)}\n\nMerge {info.branch} (cockpit session {info.session_id})"
 
 
 # -- pull requests ------------------------------------------------------------------------------
@@ -268,7 +307,7 @@ def open_pr(info: wt.WorktreeInfo, title: str, body: str, message: str = "") -> 
     """Push the branch, then open a pull request with ``gh`` when it is installed (else GitHub's
     compare URL, or just "pushed"). Returns (ok, one line)."""
     try:
-        remote, url = wt.push(info, message or f"cockpit session {info.session_id}: {title[:60]}")
+        remote, url = wt.push(info, message or commit_message(info, None))
     except wt.WorktreeError as exc:
         return False, f"not pushed: {exc}"
     gh = shutil.which("gh")
