@@ -333,6 +333,23 @@ async def test_no_unix_socket_and_no_capabilities_inside(boxed, tmp_path):
         server.close()
 
 
+async def test_the_kernel_keyring_is_out_of_reach(boxed):
+    """The kernel keyring is not namespaced (run as root, the host's user keyring): add_key,
+    request_key and keyctl are refused inside."""
+    import platform
+
+    if platform.machine() != "x86_64":
+        pytest.skip("the probe calls x86-64 system call numbers")
+    _, shell, _ = boxed
+    probe = ("import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+             "print('add_key', libc.syscall(248, b'user', b'cockpit-probe', b'x', 1, -4), ctypes.get_errno()); "
+             "print('keyctl', libc.syscall(250, 0, -4, 0), ctypes.get_errno()); "
+             "print('request_key', libc.syscall(249, b'user', b'cockpit-probe', None, 0), ctypes.get_errno())")
+    r = await shell.run(f"python3 -c \"{probe}\"")
+    for call in ("add_key", "keyctl", "request_key"):
+        assert f"{call} -1 1" in r.output, r.output  # -1, EPERM
+
+
 async def test_a_nested_repository_the_session_planted_runs_nothing_in_cockpits_git(boxed, tmp_path):
     """A gitlink to a nested repository whose own .git/config names a clean filter: git status
     outside would descend into it and run the filter — Cockpit's own git never does."""

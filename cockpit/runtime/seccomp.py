@@ -1,4 +1,4 @@
-"""A seccomp filter for the sandbox: no Unix domain sockets, no io_uring.
+"""A seccomp filter for the sandbox: no Unix domain sockets, no io_uring, no kernel keyring.
 
 A network namespace does not cut off path Unix sockets: a read-only bind of ``/tmp`` still lets a
 command ``connect()`` to the user's tmux server, Docker, an X server or an ssh-agent socket and
@@ -7,7 +7,10 @@ way: ``socket(AF_UNIX, …)`` fails with ``EPERM`` inside (a stream ``socketpair
 between processes use, works; a datagram one, which could ``sendto`` any socket path, does not),
 so does ``socket(AF_VSOCK, …)``, and so does ``io_uring_setup`` (io_uring can create sockets without
 the ``socket`` system call). On 32-bit x86, ``socketcall`` is refused whole (its family cannot be
-read by a filter), and x32 system calls are refused.
+read by a filter), and x32 system calls are refused. The kernel keyring is not namespaced (run
+as root, bwrap makes no user namespace: the host's user keyring, where cached disk passphrases and
+Kerberos tickets live, would be the session's): ``add_key``, ``request_key`` and ``keyctl`` fail
+with ``EPERM``, as in Docker's and Flatpak's default profiles.
 
 :data:`LAUNCHER` is the Python the sandbox runs first (``python -I -S -c LAUNCHER cmd …``): it sets
 ``no_new_privs``, loads the filter and ``exec``s the command, so everything the session starts
@@ -54,12 +57,18 @@ def program() -> bytes:
     ins(_LD_ABS, 0)  # nr
     ins(_JSET, 0x40000000, "deny", None)  # x32
     ins(_JEQ, 425, "deny", None)  # io_uring_setup
+    ins(_JEQ, 248, "deny", None)  # add_key
+    ins(_JEQ, 249, "deny", None)  # request_key
+    ins(_JEQ, 250, "deny", None)  # keyctl
     ins(_JEQ, 41, "family", None)  # socket
     ins(_JEQ, 53, "pair", None)  # socketpair
     ins(_RET, RET_ALLOW)
     at("arm")
     ins(_LD_ABS, 0)
     ins(_JEQ, 425, "deny", None)
+    ins(_JEQ, 217, "deny", None)  # add_key
+    ins(_JEQ, 218, "deny", None)  # request_key
+    ins(_JEQ, 219, "deny", None)  # keyctl
     ins(_JEQ, 198, "family", None)
     ins(_JEQ, 199, "pair", None)
     ins(_RET, RET_ALLOW)
@@ -67,6 +76,9 @@ def program() -> bytes:
     ins(_LD_ABS, 0)
     ins(_JEQ, 102, "deny", None)  # socketcall
     ins(_JEQ, 425, "deny", None)
+    ins(_JEQ, 286, "deny", None)  # add_key
+    ins(_JEQ, 287, "deny", None)  # request_key
+    ins(_JEQ, 288, "deny", None)  # keyctl
     ins(_JEQ, 359, "family", None)
     ins(_JEQ, 360, "pair", None)
     ins(_RET, RET_ALLOW)
