@@ -228,19 +228,21 @@ def _print_diff(info, extra: tuple[str, ...]) -> int:
 
 def _confirm_protected(info, yes: bool, extra: tuple[str, ...]) -> bool:
     """Before a merge: print the warnings for changed protected paths (``extra``: the config's
-    globs); in a terminal (without ``yes``) ask whether to merge anyway. True: go on."""
+    globs); in a terminal (without ``yes``) ask whether to merge anyway, elsewhere only ``yes``
+    merges them (as a failed check). True: go on."""
     from cockpit.runtime import worktree as wt
 
-    if not Path(info.path).is_dir():
-        return True
     try:
         lines = protected_lines(wt.diff(info, patches=False, extra_protected=extra))
     except wt.WorktreeError:  # the merge reports what is wrong
         return True
     for line in lines:
         print(line)
-    if not lines or yes or not sys.stdin.isatty():
+    if not lines or yes:
         return True
+    if not sys.stdin.isatty():
+        print("(review them; --yes merges anyway)")
+        return False
     return input("merge anyway? [y/N] ").strip().lower() in ("y", "yes")
 
 

