@@ -120,6 +120,16 @@ async def next_event(sub, pred, timeout: float = 60):
     return await asyncio.wait_for(first(), timeout)
 
 
+async def wait_for(check, what: str, tries: int = 1200) -> None:
+    """Wait until ``check()`` is true; fail the test naming ``what`` (after ~60 s: a bound for a
+    failing test only, never a budget a loaded machine can break)."""
+    for _ in range(tries):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 async def wait_gone(pid: int, what: str, tries: int = 1200) -> None:
     """Wait until process ``pid`` no longer exists; fail the test naming ``what`` (after ~60 s: a
     bound for a failing test only, never a budget a loaded machine can break)."""

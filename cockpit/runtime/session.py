@@ -107,6 +107,8 @@ class Session(SessionBase):
         need_model = not self.messages or self.messages[-1]["role"] == "user"
         while True:
             kind, detail = await self._turns() if need_model else ("resumed", "")
+            if need_model:
+                await self._protected_at_rest()
             need_model = True
             if not self.interactive:
                 if kind == "turn_cap":
@@ -510,6 +512,21 @@ class Session(SessionBase):
             note += " Not put back: " + "; ".join(f"{p} ({why})" for p, why in sorted(skipped.items())[:20]) + "."
         return ToolOutcome(out.content + note + (f" The user said: {reason}" if reason else ""), out.is_error,
                            exit_code=out.exit_code)
+
+    async def _protected_at_rest(self) -> None:
+        """After the model's last turn: a protected path changed since the last command's check (a
+        job a command left running) is caught as a command's change is — asked, and put back when
+        denied. Headless, the session's shell, and every job in its sandbox, is ended first: nothing
+        of the session runs on unseen, and the change is put back."""
+        if not self._protected_git:
+            return
+        from cockpit.runtime.permissions import Action
+
+        if not self.interactive:
+            await self.tools.bash.close()
+        what = "what the session's commands left running, after its last command"
+        call = PreparedCall("bash", {"command": what}, Action("bash", what), what, what)
+        await self._protected_after("protected-at-rest", call, ToolOutcome("", False))
 
     async def _protected_unchecked(self, tool_use_id: str, call: PreparedCall, out: ToolOutcome,
                                    error: str) -> ToolOutcome:
