@@ -446,19 +446,32 @@ def test_ordinary_file_names_are_not_secret(name):
     assert not sb.SECRET_FILE.match(name)
 
 
-def test_secret_files_are_found_three_levels_deep_and_home_paths_listed(tmp_path):
-    deep = tmp_path / "infra" / "prod"  # infra/prod/terraform.tfstate: three levels
+def test_secret_files_are_found_six_levels_deep_shallowest_first_and_home_paths_listed(tmp_path, monkeypatch):
+    deep = tmp_path / "services" / "api" / "config" / "prod" / "eu"  # services/api/config/prod/eu/.env: six levels
     (deep / "x").mkdir(parents=True)
-    (deep / "terraform.tfstate").write_text("{}")
+    (deep / ".env").write_text("DB_PASSWORD=x\n")
     (deep / "x" / "too-deep.tfvars").write_text("")
+    (tmp_path / "node_modules" / "pkg").mkdir(parents=True)
+    (tmp_path / "node_modules" / "pkg" / "key.pem").write_text("")
     found = sb._secret_files(str(tmp_path))
-    assert str(deep / "terraform.tfstate") in found
-    assert not any(f.endswith("too-deep.tfvars") for f in found)
+    assert str(deep / ".env") in found
+    assert not any(f.endswith(("too-deep.tfvars", "key.pem")) for f in found)
+    # past the cap, the shallow secrets are the ones kept (hundreds of test fixtures come later)
+    fixtures = tmp_path / "tests" / "fixtures"
+    fixtures.mkdir(parents=True)
+    for i in range(30):
+        (fixtures / f"cert{i}.pem").write_text("")
+    (tmp_path / ".env").write_text("TOKEN=x\n")
+    monkeypatch.setattr(sb, "SECRET_SCAN_MAX", 10)
+    found = sb._secret_files(str(tmp_path))
+    assert len(found) == 10 and found[0] == str(tmp_path / ".env")
     for p in (".config/glab-cli", ".composer/auth.json", ".config/composer/auth.json", ".pulumi", ".ngrok2",
               ".config/ngrok", ".config/rclone", ".config/sops", ".sops", ".age", ".config/age", ".bash_aliases",
               ".local/share/fish/fish_history", ".dbt/profiles.yml", ".config/pypoetry/auth.toml", ".yarnrc",
               ".m2/settings-security.xml", ".histfile", ".sqlite_history", ".psql_history", ".mysql_history",
-              ".node_repl_history", ".lesshst", ".viminfo"):
+              ".node_repl_history", ".lesshst", ".viminfo", ".zlogin", ".local/share/zsh", ".env",
+              ".config/environment.d", ".config/io.datasette.llm", ".mozilla", ".config/google-chrome", ".Xauthority",
+              ".ollama", ".config/opencode"):
         assert str(Path.home() / p) in sb.secret_paths(), p
 
 
@@ -481,3 +494,14 @@ async def test_the_repository_config_reads_without_its_credentials(tmp_path, hom
     finally:
         await shell.close()
     assert "SECRET-HEADER" in (repo / ".git" / "config").read_text()  # the user's own file as it was
+
+
+def test_cockpits_default_folders_are_hidden_whatever_the_data_folder():
+    """With COCKPIT_DATA_DIR set (as in every test), another run's transcripts and worktrees in the
+    default folders stay hidden too."""
+    import platformdirs
+
+    folders = sb.cockpit_folders()
+    assert os.environ["COCKPIT_DATA_DIR"] in folders
+    for default in (platformdirs.user_data_path("cockpit"), platformdirs.user_cache_path("cockpit")):
+        assert str(default) in folders

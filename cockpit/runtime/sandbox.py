@@ -67,6 +67,17 @@ SECRET_PATHS = (
     ".local/share/fish/fish_history", ".dbt/profiles.yml", ".config/pypoetry/auth.toml", ".yarnrc",
     ".m2/settings-security.xml", ".histfile", ".sqlite_history", ".psql_history", ".mysql_history",
     ".node_repl_history", ".lesshst", ".viminfo",
+    # other shells' rc files and histories, environment files
+    ".bash_login", ".bash_logout", ".zlogin", ".zlogout", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".xonshrc",
+    ".config/nushell", ".local/share/zsh", ".zsh_sessions", ".local/share/nushell", ".ipython",
+    ".local/share/tmux/resurrect", ".tmux/resurrect", ".env", ".envrc", ".config/environment.d",
+    # other AI tools' keys and settings
+    ".aider.conf.yml", ".aider", ".config/io.datasette.llm", ".continue", ".config/zed", ".config/Code/User",
+    ".config/Cursor/User", ".config/goose", ".config/opencode", ".local/share/opencode", ".litellm_config.yaml",
+    ".ollama", ".config/claude", ".config/Claude",
+    # browsers' saved passwords and session cookies, the X server's cookie
+    ".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".config/microsoft-edge",
+    ".Xauthority",
 )
 # untracked files in the user's own checkout that hold secrets (a worktree session sees the rest of
 # the checkout read-only; these not at all)
@@ -307,14 +318,13 @@ def cockpit_folders() -> list[str]:
     data = os.environ.get("COCKPIT_DATA_DIR")
     if data:
         out.append(data)
-    else:
-        try:
-            import platformdirs
+    try:  # the default folders too (another run's transcripts and worktrees, whatever $COCKPIT_DATA_DIR says)
+        import platformdirs
 
-            out += [str(platformdirs.user_cache_path("cockpit")), str(platformdirs.user_state_path("cockpit")),
-                    str(platformdirs.user_data_path("cockpit"))]
-        except ImportError:  # pragma: no cover - a dependency
-            pass
+        out += [str(platformdirs.user_cache_path("cockpit")), str(platformdirs.user_state_path("cockpit")),
+                str(platformdirs.user_data_path("cockpit"))]
+    except ImportError:  # pragma: no cover - a dependency
+        pass
     out.append(places.user_temp_dir())  # a socket whose path would be too long elsewhere
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg:
@@ -408,22 +418,31 @@ def private_objects(admin: str) -> str:
     return os.path.join(admin, "cockpit-objects")
 
 
-def _secret_files(checkout: str, depth: int = 3) -> list[str]:
-    """Files of the user's checkout whose names say they hold secrets (``.env``, ``*.pem``…), three
-    levels deep, ``.git`` and dependency folders left out."""
+SECRET_SCAN_DEPTH = 6  # levels of the checkout searched for secret files (a monorepo's services/api/config/.env)
+SECRET_SCAN_MAX = 1000  # files hidden at most (each is a mount); the shallowest first
+_NOT_SCANNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache",
+                          ".pytest_cache", ".ruff_cache", "target", ".gradle", ".cache"})
+
+
+def _secret_files(checkout: str, depth: int = SECRET_SCAN_DEPTH) -> list[str]:
+    """Files of the user's checkout whose names say they hold secrets (``.env``, ``*.pem``…),
+    ``depth`` levels deep, level by level (at most :data:`SECRET_SCAN_MAX`, the shallowest first),
+    ``.git``, dependency and cache folders left out."""
+    from collections import deque
+
     out: list[str] = []
-    todo = [(checkout, 0)]
-    while todo and len(out) < 200:
-        folder, level = todo.pop()
+    todo = deque([(checkout, 0)])
+    while todo and len(out) < SECRET_SCAN_MAX:
+        folder, level = todo.popleft()
         try:
-            entries = list(os.scandir(folder))
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             continue
         for e in entries:
             if e.is_dir(follow_symlinks=False):
-                if level + 1 < depth and e.name not in (".git", "node_modules", ".venv", "venv", "__pycache__"):
+                if level + 1 < depth and e.name not in _NOT_SCANNED:
                     todo.append((e.path, level + 1))
-            elif SECRET_FILE.match(e.name):
+            elif SECRET_FILE.match(e.name) and len(out) < SECRET_SCAN_MAX:
                 out.append(e.path)
     return out
 
