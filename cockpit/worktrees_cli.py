@@ -66,6 +66,8 @@ def add_parser(sub) -> None:
                         description="A shell in a session's worktree; back where you were when it exits.")
     sh.add_argument("session", help="session id (or a unique prefix, or suffix of ≥ 4 characters)")
     sh.add_argument("--edit", metavar="FILE", help="open $EDITOR on FILE (relative to the worktree) instead")
+    sh.add_argument("--force", action="store_true",
+                    help="open it even where the session made git repositories of its own in its worktree")
     add_host_argument(sh)
     sh.set_defaults(func=run_shell)
 
@@ -108,8 +110,27 @@ def run_shell(args: argparse.Namespace) -> int:
     info = _one(_root(), args.session)
     if not Path(info.cwd).is_dir():
         raise CockpitError(f"{info.branch} has no worktree (kept branch): nothing to open a shell in")
+    if not getattr(args, "force", False) and (why := planted_warning(info.path)):
+        raise CockpitError(f"{why}; or open the shell anyway: cockpit shell --force {info.session_id}")
     print(f"shell in {info.cwd} ({info.branch}); exit to come back", file=sys.stderr)
     return subprocess.call(shell_argv(args.edit), cwd=info.cwd)
+
+
+def planted_warning(tree: str) -> str:
+    """Why not to open a shell in ``tree`` yet ("" when nothing is in the way): the git
+    repositories the session made inside its worktree, and how to remove them."""
+    import shlex
+
+    from cockpit.runtime import worktree as wt
+
+    planted = wt.planted_repos(tree)
+    if not planted:
+        return ""
+    names = ", ".join(planted[:5]) + (f" (+{len(planted) - 5} more)" if len(planted) > 5 else "")
+    remove = " ".join(shlex.quote(str(Path(tree) / p / ".git")) for p in planted[:5])
+    return (f"the session made git repositories of its own at {names} in its worktree: their config, which the "
+            f"session wrote, runs commands when your git or a shell prompt looks inside them; remove them first "
+            f"(rm -rf {remove})")
 
 
 def _notes_dir(args: argparse.Namespace, info) -> Path | None:

@@ -706,6 +706,35 @@ def test_shell_opens_in_the_worktree(repo, monkeypatch, tmp_path):
     asyncio.get_event_loop_policy()  # (keeps the asyncio import used by the async tests' fixtures)
 
 
+def test_no_shell_opens_over_a_git_repository_the_session_planted(repo, monkeypatch, capsys, tmp_path):
+    """A session turns a folder (or an empty submodule folder) into a repository of its own with
+    core.fsmonitor set: the user's prompt or `git status` inside it would run that unconfined. The
+    shell is not opened until it is removed (or --force); a real submodule's .git file is fine."""
+    import subprocess
+
+    lib = make_repo(tmp_path / "lib", {"lib.txt": "lib\n"})
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/lib")
+    git(repo, "commit", "-qm", "a submodule")
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    tree = Path(info.path)
+    git(tree, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q")  # git's own .git file
+    assert (tree / "vendor" / "lib" / ".git").is_file() and wt.planted_repos(tree) == []
+    for where in ("tools/x", "vendor/lib/inner"):
+        (tree / where).mkdir(parents=True)
+        git(tree / where, "init", "-q")
+        git(tree / where, "config", "core.fsmonitor", "touch /tmp/never")
+    (tree / "docs").mkdir()
+    (tree / "docs" / ".git").write_text(f"gitdir: {tmp_path / 'elsewhere'}\n")  # a .git file pointing out
+    assert wt.planted_repos(tree) == ["docs", "tools/x", "vendor/lib/inner"]
+    ran = []
+    monkeypatch.setattr(subprocess, "call", lambda argv, cwd: ran.append((argv, cwd)) or 0)
+    assert main(["shell", "s1"]) != 0
+    err = capsys.readouterr().err
+    assert "git repositories of its own at docs, tools/x, vendor/lib/inner" in err and "rm -rf" in err
+    assert "cockpit shell --force s1" in err and ran == []
+    assert main(["shell", "--force", "s1"]) == 0 and len(ran) == 1
+
+
 # -- conflict radar -------------------------------------------------------------------------------
 async def test_conflict_radar_two_sessions_editing_one_file(api, repo, tmp_path):
     from cockpit import events as ev

@@ -369,6 +369,26 @@ async def test_s_where_the_app_cannot_suspend_says_so_and_runs_nothing(api, tmp_
         await app.shutdown()
 
 
+async def test_s_over_a_repository_the_session_planted_says_so_and_runs_nothing(api, tmp_path, repo, monkeypatch,
+                                                                                suspendable):
+    log, state = suspendable
+    out = state["out"] = recording_shell(tmp_path, monkeypatch)
+    api.script(Reply("", [ToolUse("bash", {"command": "mkdir -p tools/x && cd tools/x && git init -q && echo made"})]),
+               Reply("Made a repository."))
+    app = app_for(manager(api, tmp_path), repo)
+    notes: list[str] = []
+    async with app.run_test(size=SIZE) as pilot:
+        app.spawn("make a repo")
+        await until(pilot, lambda: app.views and only_view(app).status is S.WAITING, "the session waits")
+        real_notify = app.notify
+        monkeypatch.setattr(app, "notify", lambda message, **kw: notes.append(str(message)) or real_notify(message, **kw))
+        await pilot.press("s")
+        await until(pilot, lambda: notes, "the notification")
+        assert "no shell opened" in notes[0] and "tools/x" in notes[0] and "--force" in notes[0]
+        assert not out.exists() and log == []
+        await app.shutdown()
+
+
 # -- 5. the spawn dialog: where the session will work --------------------------------------------
 async def open_spawn(pilot, app) -> SpawnDialog:
     await pilot.press("n")

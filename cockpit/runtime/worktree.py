@@ -338,6 +338,49 @@ def refuse_planted_repos(info: WorktreeInfo, env: dict | None = None) -> None:
                             "remove it from the index (git rm --cached) or discard the session")
 
 
+PLANTED_SCAN_MAX = 300_000  # entries of a worktree looked at for planted repositories
+
+
+def planted_repos(tree: str | Path) -> list[str]:
+    """Git repositories below the worktree's root that git did not make (relative paths): a
+    ``.git`` folder, or a ``.git`` file that points outside the repository's own submodule store.
+    The user's git — a shell prompt showing the branch, ``git status`` run there — works inside
+    them under their own config, which the session wrote and which can name an fsmonitor, a pager
+    or a filter that runs unconfined."""
+    root = os.path.realpath(tree)
+    common = git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=root, check=False).strip()
+    stores = [os.path.join(os.path.realpath(common), "modules"), os.path.join(os.path.realpath(common), "worktrees")] \
+        if common else []
+    found: list[str] = []
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        seen += len(dirs) + len(files)
+        if folder == root and ".git" in dirs:
+            dirs.remove(".git")  # the worktree's own (a file in a linked worktree)
+        if folder != root and ".git" in dirs + files:
+            where = os.path.join(folder, ".git")
+            if ".git" in dirs or not _points_into(where, stores):
+                found.append(os.path.relpath(folder, root))
+            if ".git" in dirs:
+                dirs.remove(".git")
+        if seen > PLANTED_SCAN_MAX:
+            break
+    return sorted(found)
+
+
+def _points_into(dotgit: str, stores: list[str]) -> bool:
+    """Whether the ``.git`` file ``dotgit`` says ``gitdir: X`` with X inside one of ``stores``."""
+    try:
+        with open(dotgit, encoding="utf-8", errors="replace") as f:
+            line = f.readline(4096).strip()
+    except OSError:
+        return False
+    if not line.startswith("gitdir:"):
+        return False
+    target = os.path.realpath(os.path.join(os.path.dirname(dotgit), line[len("gitdir:"):].strip()))
+    return any(target.startswith(store.rstrip("/") + "/") for store in stores)
+
+
 def _with_temp_index(info: WorktreeInfo, *args: str) -> str:
     refuse_planted_repos(info)
     tmp = _temp_index(info)

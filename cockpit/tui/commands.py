@@ -260,6 +260,17 @@ class SessionCommands(App):
                    "its folder is gone")
             self.notify(f"session {session_id} has no folder to open a shell in: {why}", severity="warning")
             return
+        if there is None and view.worktree is not None:  # a worktree here: nothing planted in the way
+            from cockpit.worktrees_cli import planted_warning
+
+            try:
+                why = planted_warning(where)
+            except Exception as exc:  # (git gone, the folder unreadable): say so rather than open blind
+                why = f"its worktree could not be checked ({exc})"
+            if why:
+                self.notify(f"no shell opened: {why}; or from a terminal: cockpit shell --force {session_id}",
+                            severity="warning", timeout=20)
+                return
         code = 0
         try:
             with self.suspend():
