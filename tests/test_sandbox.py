@@ -73,6 +73,19 @@ async def test_secrets_are_hidden(boxed, home):
     assert (home / ".ssh" / "id_ed25519").read_text() == "PRIVATE-KEY-MATERIAL\n"  # outside: untouched
 
 
+async def test_run_as_root_the_hosts_own_keys_are_hidden(boxed):
+    """Root inside (Cockpit run by root) has no capability but still owns root's 0600 files: the
+    ssh host keys (and the other ROOT_SECRETS) are hidden."""
+    import glob
+
+    keys = glob.glob("/etc/ssh/ssh_host_*_key")
+    if os.geteuid() != 0 or not keys:
+        pytest.skip("not root, or no ssh host key here")
+    _, shell, _ = boxed
+    r = await shell.run(f"head -c 40 {keys[0]}")
+    assert "PRIVATE KEY" not in r.output, r.output
+
+
 async def test_the_server_socket_and_other_sessions_are_hidden(boxed, tmp_path):
     from cockpit.server import paths
 
@@ -494,6 +507,28 @@ async def test_the_repository_config_reads_without_its_credentials(tmp_path, hom
     finally:
         await shell.close()
     assert "SECRET-HEADER" in (repo / ".git" / "config").read_text()  # the user's own file as it was
+
+
+def test_credentials_in_any_spelling_git_accepts_leave_the_config_copy(tmp_path):
+    """A key on its section's line, a value continued over lines, credential keys of other names,
+    an included file: git reads them all, so the copy is rebuilt from what git parses."""
+    extra = tmp_path / "extra.cfg"
+    extra.write_text("[gitlab]\n\tprivate-token = INCLUDED-SECRET\n[user]\n\tname = Dev\n")
+    config = tmp_path / "config"
+    config.write_text(
+        "[core]\n\tbare = false\n\tlogallrefupdates\n[http] extraheader = AUTHORIZATION: basic ONE-LINE-SECRET\n"
+        '[remote "origin"]\n\turl = https://x-access-token:\\\nghp_CONTINUED_SECRET@github.com/o/r\n'
+        "\tfetch = +refs/heads/*:refs/remotes/origin/*\n[sendemail]\n\tsmtpPass = SMTP-SECRET\n"
+        "[credential] helper = store --file=/x/HELPER-SECRET\n[http]\n\tcookieFile = /home/me/.gitcookies\n"
+        f'[include]\n\tpath = {extra}\n[alias]\n\tlg = log --graph "--format=%h %s"\n')
+    clean = tmp_path / "clean"
+    clean.write_text(sb.sanitized_git_config(str(config)))
+    assert "SECRET" not in clean.read_text() and "gitcookies" not in clean.read_text()
+    listed = git(tmp_path, "config", "-f", str(clean), "--list")
+    assert "remote.origin.url=https://github.com/o/r" in listed and "user.name=Dev" in listed
+    assert "alias.lg=log --graph --format=%h %s" in listed and "core.bare=false" in listed
+    assert git(tmp_path, "config", "-f", str(clean), "--bool", "core.logallrefupdates").strip() == "true"
+    assert sb.sanitized_git_config(str(tmp_path / "missing")) == ""
 
 
 def test_cockpits_default_folders_are_hidden_whatever_the_data_folder():

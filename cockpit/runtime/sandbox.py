@@ -33,6 +33,7 @@ or user namespaces switched off; or not Linux).
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -77,8 +78,13 @@ SECRET_PATHS = (
     ".ollama", ".config/claude", ".config/Claude",
     # browsers' saved passwords and session cookies, the X server's cookie
     ".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".config/microsoft-edge",
-    ".Xauthority",
+    ".Xauthority", ".gitcookies",
 )
+# files only root can read that hold secrets: hidden when Cockpit runs as root (root inside, with no
+# capability, still owns them)
+ROOT_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers.d", "/root/.ssh",
+                "/etc/ssl/private", "/etc/wireguard", "/etc/NetworkManager/system-connections", "/etc/letsencrypt",
+                "/etc/krb5.keytab", "/etc/ipsec.secrets", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets")
 # untracked files in the user's own checkout that hold secrets (a worktree session sees the rest of
 # the checkout read-only; these not at all)
 SECRET_FILE = re.compile(r"(?i)^(\.env(\..*)?|.*\.(pem|key|p12|pfx|jks|keystore)|id_(rsa|dsa|ecdsa|ed25519)|"
@@ -203,8 +209,7 @@ class Bubblewrap:
         args += ["--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind", "/proc/sysrq-trigger", "/proc/sysrq-trigger"] \
             if os.path.exists("/proc/sysrq-trigger") else ["--ro-bind", "/proc/sys", "/proc/sys"]
         if os.geteuid() == 0:  # root's own secret files are still root's: hidden
-            args += _hide(["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers.d",
-                           "/root/.ssh"])
+            args += _hide(ROOT_SECRETS + tuple(glob.glob("/etc/ssh/ssh_host_*_key")))
         inside = [p for p in conf.hidden if _inside(conf.tree, p)]
         # hidden before the binds (a worktree inside Cockpit's data folder is bound back), except
         # what lies inside the tree (a session in place in $HOME: ~/.ssh hidden after the bind)
@@ -523,33 +528,50 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
 
 
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
-_SECRET_KEY = re.compile(r"(?i)^\s*(extraheader|password|token|pass|helper|oauth\w*|bearer)\s*=")
+# variable names that hold a credential, whatever their section (http.*.extraheader, sendemail.smtpPass,
+# gitlab.private-token, a credential helper); include paths are inlined instead of kept
+_SECRET_NAME = re.compile(r"(?i)^(extraheader|password|passwd|pass|smtppass|token|private-?token|secret\w*|"
+                          r"helper|oauth\w*|bearer\w*|api-?key|cookiefile)$")
 
 
 def sanitized_git_config(path: str) -> str:
-    """A repository's config as a session may read it: no ``http.*.extraheader`` (actions/checkout
-    leaves the job's token there), no credential helper or password keys, no user:token@ in a URL;
-    the rest (remotes, branches, core settings) as it is."""
+    """A repository's config as a session may read it, rebuilt from what git itself parses (``git
+    config --list``, includes inlined — so a key on its section's line, a value continued over
+    lines, any spelling git accepts is seen): no credential section, no variable whose name says it
+    holds a credential (``http.*.extraheader``, where actions/checkout leaves the job's token;
+    passwords, tokens, helpers, cookie files), no user:token@ in any value; the rest (remotes,
+    branches, core settings) as it is. Empty when git cannot read it."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError:
+        out = subprocess.run(["git", "config", "-f", path, "--includes", "--list", "-z"], capture_output=True,
+                             timeout=20, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1",
+                                              "GIT_CONFIG_GLOBAL": os.devnull})
+    except (OSError, subprocess.SubprocessError):
         return ""
-    out = []
-    section = ""
-    for line in lines:
-        stripped = line.strip()
-        if stripped.startswith("["):
-            section = stripped.lower()
-            if section.startswith("[credential"):
-                out.append(line)
-                continue
-        if section.startswith("[credential") and "=" in stripped:
+    if out.returncode != 0:
+        return ""
+    lines: list[str] = []
+    current = None
+    for entry in out.stdout.decode("utf-8", "replace").split("\0"):
+        key, valued, value = entry.partition("\n")
+        first, last = key.find("."), key.rfind(".")
+        if first <= 0 or last == len(key) - 1:
             continue
-        if _SECRET_KEY.match(stripped):
+        section, name = key[:first].lower(), key[last + 1:]
+        sub = key[first + 1:last] if last > first else None
+        if section in ("credential", "include", "includeif") or _SECRET_NAME.match(name):
             continue
-        out.append(_URL_USERINFO.sub(r"\1", line))
-    return "\n".join(out) + "\n"
+        header = f'[{section} "{_quoted(sub)}"]' if sub is not None else f"[{section}]"
+        if header != current:
+            lines.append(header)
+            current = header
+        clean = _quoted(_URL_USERINFO.sub(r"\1", value))
+        lines.append(f'\t{name} = "{clean}"' if valued else f"\t{name}")  # (no value: a true boolean)
+    return "\n".join(lines) + "\n"
+
+
+def _quoted(text: str) -> str:
+    """``text`` inside a git config double-quoted string."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _inside(tree: str, path: str) -> bool:
