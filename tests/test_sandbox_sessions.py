@@ -215,7 +215,8 @@ async def test_runner_rules_never_stand_for_unwritten_options(tmp_path):
     assert {c: g.check(Action("bash", c)).verdict for c in git_cases} == git_cases
     # third round: broad rules for git, find and sed never vouch for what runs or writes unseen
     w = PermissionPolicy("default", allow=["Bash(git *)", "Bash(find *)", "Bash(sed *)", "Bash(tar *)",
-                                           "Bash(rsync *)", "Bash(ls *)", "Bash(cat *)"])
+                                           "Bash(rsync *)", "Bash(ls *)", "Bash(cat *)", "Bash(sort *)", "Bash(rg *)",
+                                           "Bash(tree *)"])
     wide_cases = {
         "git config protocol.ext.allow always": "ask",
         "git config core.fsmonitor 'touch /tmp/x'": "ask",
@@ -281,6 +282,19 @@ async def test_runner_rules_never_stand_for_unwritten_options(tmp_path):
         "tar xzf a.tgz": "allow",
         "rsync -avz a b": "allow",
         "cat < file.txt": "allow",
+        # the red team's fourth round: sort and rg run programs, sort and tree write files
+        "sort --compress-program=sh -S 1 -T . data.txt": "ask",
+        "sort --compress-prog=sh data.txt": "ask",
+        "sort -o /home/u/.bashrc data.txt": "ask",
+        "sort -uo out.txt data.txt": "ask",
+        "sort --output=/tmp/x data.txt": "ask",
+        "rg --pre ./x.sh PATTERN": "ask",
+        "rg --pre=sh x": "ask",
+        "tree -o /home/u/.bashrc": "ask",
+        "sort -k2 -t, data.txt": "allow",
+        "sort -rn data.txt": "allow",
+        "rg -n TODO src": "allow",
+        "tree -L 2 src": "allow",
     }
     assert {c: w.check(Action("bash", c)).verdict for c in wide_cases} == wide_cases
 

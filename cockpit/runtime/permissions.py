@@ -503,6 +503,13 @@ def _program_runs(name: str, texts: list[str]) -> str:
         return "man told which program to run"
     if name == "env" and _skip_options("env", args)[1] is not None:
         return "env -S splits a string into a command"
+    if name in ("sort", "gsort") and (_long(args, {"--compress-program", "--output", "--files0-from",
+                                                   "--temporary-directory"}) or _short(args, "oT", "kSt")):
+        return "sort running a compressor, or writing or reading files the rule does not name"
+    if name in ("rg", "ripgrep") and _long(args, {"--pre"}):
+        return "rg running a preprocessor on every file"
+    if name == "tree" and _short(args, "o", "LPIHT"):
+        return "tree writing its listing to a file"
     return ""
 
 
