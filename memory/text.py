@@ -74,7 +74,20 @@ def fts_terms(query: str) -> tuple[list[str], list[str]]:
         for p in parts:
             if (len(p) > 1 and p not in STOPWORDS) or p.isdigit():
                 terms.append(p)
+                root = derivation_root(p)
+                if root:
+                    terms.append(root)
     return list(dict.fromkeys([*phrases, *terms])), list(dict.fromkeys(idents))
+
+
+_DERIVED = re.compile(r"^([a-z]{4,}?)(ification|ifying|ified|ifies|ify|ization|isation|izing|ized|izes|ize)$")
+
+
+def derivation_root(term: str) -> str:
+    """The word a verb was made from, when the porter stemmer does not reach it: ``slugify`` →
+    ``slug``, ``tokenize`` → ``token``, ``stringify`` → ``string`` ("" for other words)."""
+    m = _DERIVED.match(term)
+    return m.group(1) if m else ""
 
 
 def title_text(name: str, description: str) -> str:

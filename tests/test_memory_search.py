@@ -276,3 +276,27 @@ def test_multi_fact_body_is_searchable(seed):
     seed.sync()
     names = [h.name for h in seed.search("how do I release my print job on the third floor printer", 3)]
     assert "vpn-access" in names
+
+
+def test_a_verb_made_from_a_notes_word_finds_it_by_keyword(tmp_path, model):
+    """`slugify` meets a note about slugs, `tokenize` one about tokens: the porter stemmer leaves
+    -ify/-ize words whole, so the keyword lane adds the word they were made from."""
+    from memory.text import derivation_root, fts_terms
+
+    assert [derivation_root(w) for w in ("slugify", "tokenize", "serialization", "minify", "size", "deploy")] == \
+        ["slug", "token", "serial", "", "", ""]
+    assert "slug" in fts_terms("Add a slugify(text) function")[0]
+    notes = tmp_path / "notes"
+    note(notes, "slug-rules", "Slugs are lowercase ASCII, words joined by single hyphens, max 60 chars",
+         "Strip accents, drop anything that is not [a-z0-9], collapse runs into one hyphen.")
+    note(notes, "test-command", "Tests run with python -m pytest -q from the repository root")
+    note(notes, "money-decimal", "Money is Decimal with two places, never float")
+    eng = MemoryEngine(notes, index_path=tmp_path / "idx.sqlite")
+    eng.sync()
+    try:
+        pre = eng.build_preseed("Add a slugify(text) function to shop/textutils.py with tests")
+        judged = {h.name: h for h in pre.considered}
+        assert judged["slug-rules"].probability > judged["money-decimal"].probability
+        assert judged["slug-rules"].probability >= 0.05  # high in the index, not at its tail
+    finally:
+        eng.close()
