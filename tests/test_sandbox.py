@@ -312,6 +312,32 @@ async def test_the_shared_object_store_is_read_only_and_a_forged_object_never_en
     assert git(repo, "cat-file", "-p", "main:a.txt") == "one\n"
 
 
+async def test_a_refused_take_in_writes_no_reflog_line_through_a_link_the_session_keeps_planting(boxed, tmp_path):
+    """New commits that fail their check put the branch back at its base — a ref update, and git
+    appends a reflog line. The session made its reflog a link to a file outside and a job keeps
+    planting it: nothing is written while it runs (take-in only refuses), and the reset, once its
+    shell ended, removes the link first."""
+    info, shell, _ = boxed
+    repo = tmp_path / "repo"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("ORIGINAL\n")
+    r = await shell.run(
+        "echo evil > a.txt && git add a.txt && git -c user.name=s -c user.email=s@x commit -qm forged "
+        "&& B=$(git rev-parse HEAD:a.txt) && F=$GIT_OBJECT_DIRECTORY/${B:0:2}/${B:2} "
+        "&& chmod u+w $F && printf 'blob 5\\0good\\n' | python3 -c "
+        "'import sys, zlib; sys.stdout.buffer.write(zlib.compress(sys.stdin.buffer.read()))' > $F "
+        "&& L=$(git rev-parse --git-common-dir)/logs/$(git symbolic-ref HEAD) "
+        f"&& (while :; do ln -sfn {victim} $L; sleep 0.01; done) >/dev/null 2>&1 & sleep 0.2; echo planted")
+    assert "planted" in r.output, r.output
+    with pytest.raises(wt.AbsorbRefused):
+        await asyncio.to_thread(wt.absorb_objects, info)
+    assert victim.read_text() == "ORIGINAL\n"
+    await shell.close()  # as the session does before the reset: its job ends with its sandbox
+    await asyncio.to_thread(wt.reset_branch, info)
+    assert victim.read_text() == "ORIGINAL\n"
+    assert git(repo, "rev-parse", f"refs/heads/{info.branch}").strip() == info.base_commit
+
+
 async def test_a_branch_made_a_symbolic_ref_to_main_is_refused(boxed, tmp_path):
     info, shell, _ = boxed
     repo = tmp_path / "repo"

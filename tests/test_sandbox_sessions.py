@@ -405,6 +405,30 @@ async def test_a_protected_path_a_background_job_changes_after_the_last_command_
     assert any(".envrc" in a.summary for a in asked), [a.summary for a in asked]
 
 
+@needs_sandbox
+async def test_a_pull_request_ends_the_sessions_jobs_before_cockpit_commits(api, repo, tmp_path, monkeypatch):
+    """A waiting session left a job planting COMMIT_EDITMSG and its reflog as links to files
+    outside: `pr` commits what is pending in the worktree — only once its shell (and the job) ended,
+    so git writes through no link."""
+    from helpers import fake_gh, with_remote
+
+    with_remote(repo, tmp_path)
+    fake_gh(tmp_path, monkeypatch)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("ORIGINAL\n")
+    plant = ("echo new > new.txt; G=$(git rev-parse --absolute-git-dir); "
+             f"(while :; do ln -sfn {victim} $G/COMMIT_EDITMSG; ln -sfn {victim} $G/logs/HEAD; sleep 0.005; done) "
+             ">/dev/null 2>&1 & echo planting")
+    api.script(Reply("", [ToolUse("bash", {"command": plant})]), Reply("Done, waiting for you."))
+    mgr = make_mgr(api, tmp_path)
+    s = await mgr.spawn(SpawnSpec("add a file", workspace=repo, permission_mode="auto", preseed=False))
+    assert await mgr.wait_idle(timeout=60) and s.status.value == "waiting for you"
+    res = await mgr.review(s.id, "pr")
+    assert res.ok, res.message
+    assert victim.read_text() == "ORIGINAL\n"
+    await mgr.aclose()
+
+
 @pytest.mark.parametrize("argv, env, says", [
     (["--permission-mode", "auto", "--no-sandbox", "--no-server"], {}, "drop --no-sandbox"),
     (["--permission-mode", "auto", "--no-server"], {"COCKPIT_BWRAP": "/nonexistent/bwrap"},

@@ -592,25 +592,9 @@ class SessionManager:
                                  f"merge or discard it{hint}")
         if action in ("check", "check-confirmed", "send-back", "pr"):
             return await self._ship(s, info, action)
-        if not s.status.is_final and s.status.value != "waiting for you":
-            raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you or ends")
-        # a session resumed in the same worktree (a send-back) is ended with it, never left in a
-        # worktree that is gone
-        sharing = [x for x in self._sessions.values() if x is not s and not x.status.is_final
-                   and x.worktree is not None and x.worktree.path == info.path]
-        for x in sharing:
-            if x.status.value != "waiting for you":
-                raise ValueError(f"session {x.id} works in this worktree (resumed from {s.id}) and is "
-                                 f"{x.status.value}: wait until it waits for you")
+        sharing = await self._quiesced(s, info)
         notes = getattr(s.engine, "notes_dir", None)
         message = await asyncio.to_thread(ship.commit_message, info, notes)
-        for x in (s, *sharing):
-            if not x.status.is_final:
-                # none of its processes (a shell's background job, an ACP agent) may run while
-                # Cockpit's git works in its worktree: it could plant links git writes through. Its
-                # shell is ended (our loop: the session lives on), else the session is (a conflict
-                # is then sent back by resuming it)
-                await x.quiesce()
         if not kept and not Path(info.path).is_dir():
             return self._reviewed(s, action, action == "discard",
                                   "the session changed nothing: its worktree is already gone")
@@ -631,6 +615,27 @@ class SessionManager:
                     if x._task is not None:
                         await asyncio.wait([x._task])
         return self._reviewed(s, action, ok, text)
+
+    async def _quiesced(self, s: SessionBase, info: wt.WorktreeInfo) -> list[SessionBase]:
+        """Before Cockpit's git commits in the session's worktree (merge, keep, pr): nothing of the
+        session — nor of a session resumed in the same worktree (a send-back), returned — runs
+        there any more. Raises ValueError while one is working."""
+        if not s.status.is_final and s.status.value != "waiting for you":
+            raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you or ends")
+        sharing = [x for x in self._sessions.values() if x is not s and not x.status.is_final
+                   and x.worktree is not None and x.worktree.path == info.path]
+        for x in sharing:
+            if x.status.value != "waiting for you":
+                raise ValueError(f"session {x.id} works in this worktree (resumed from {s.id}) and is "
+                                 f"{x.status.value}: wait until it waits for you")
+        for x in (s, *sharing):
+            if not x.status.is_final:
+                # none of its processes (a shell's background job, an ACP agent) may run while
+                # Cockpit's git works in its worktree: it could plant links git writes through (a
+                # commit writes COMMIT_EDITMSG and reflogs). Its shell is ended (our loop: the
+                # session lives on), else the session is (a conflict is then sent back by resuming it)
+                await x.quiesce()
+        return sharing
 
     async def _ship(self, s: SessionBase, info: wt.WorktreeInfo, action: str, title: str = "",
                     body: str = "") -> Reviewed:
@@ -675,7 +680,8 @@ class SessionManager:
                 text = (f"sent back to session {s.id}{resumed}: merge {info.base_branch or 'the base'} into its "
                         f"branch, resolving {', '.join(conflicts)}" if conflicts else
                         f"sent back to session {s.id}{resumed}: resolve what is left unresolved in {', '.join(stuck)}")
-        else:  # pr
+        else:  # pr: Cockpit commits what is pending in the worktree, then pushes
+            await self._quiesced(s, info)
             if not title:
                 title, body = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
             message = await asyncio.to_thread(ship.commit_message, info, getattr(s.engine, "notes_dir", None))

@@ -407,6 +407,13 @@ class Session(SessionBase):
             return out
         try:
             await asyncio.to_thread(wt.absorb_objects, w)
+        except wt.AbsorbRefused as exc:
+            # its branch goes back to its base — written by Cockpit's git only once nothing of the
+            # session runs (a job left running could plant a link in the reflog folder git follows)
+            await self.tools.bash.close()
+            await asyncio.to_thread(wt.reset_branch, w)
+            return ToolOutcome(out.content + f"\n[Cockpit did not take in this branch's new commits: {exc}; "
+                               "the shell was restarted]", out.is_error, exit_code=out.exit_code)
         except wt.WorktreeError as exc:
             return ToolOutcome(out.content + f"\n[Cockpit did not take in this branch's new commits: {exc}]",
                                out.is_error, exit_code=out.exit_code)

@@ -516,6 +516,11 @@ def _identity(cwd: str) -> tuple[str, ...]:
     return () if email else FALLBACK_IDENTITY
 
 
+class AbsorbRefused(WorktreeError):
+    """The session's new commits failed their check: the caller, with nothing of the session
+    running any more, puts its branch back with :func:`reset_branch`."""
+
+
 def absorb_objects(info: WorktreeInfo) -> int:
     """Take the objects a sandboxed session wrote into its own store (``cockpit-objects`` in its
     worktree's admin folder: the shared store is read-only in the sandbox) into the repository's,
@@ -576,8 +581,7 @@ def absorb_objects(info: WorktreeInfo) -> int:
             if rc != (0, 0):
                 errs.seek(0)
                 why = errs.read().decode(errors="replace").strip()[-300:]
-                _reset_branch(info)
-                raise WorktreeError(f"the session's new commits failed their check and were not taken in ({why}); "
+                raise AbsorbRefused(f"the session's new commits failed their check and were not taken in ({why}); "
                                     f"its branch is back at its base, its files stay in the worktree")
     except subprocess.TimeoutExpired:
         raise WorktreeError("taking in the session's git objects timed out") from None
@@ -598,17 +602,7 @@ def sanitize_admin(info: WorktreeInfo) -> None:
     merge/cherry-pick/bisect state the session left (it would steer the commit)."""
     admin = git("rev-parse", "--absolute-git-dir", cwd=info.path).strip()
     common = os.path.realpath(os.path.join(info.path, git("rev-parse", "--git-common-dir", cwd=info.path).strip()))
-    parent = info.branch.rsplit("/", 1)[0] if "/" in info.branch else ""
-    folders = [admin] + ([os.path.join(common, "refs", "heads", parent), os.path.join(common, "logs", "refs", "heads",
-                                                                                       parent)] if parent else [])
-    for folder in folders:
-        if os.path.islink(folder):
-            raise WorktreeError(f"{folder} is a symbolic link (the session made it): refusing to run git there")
-        for root, dirs, files in os.walk(folder, followlinks=False):
-            for name in dirs + files:
-                path = os.path.join(root, name)
-                if os.path.islink(path) or (not os.path.isdir(path) and not os.path.isfile(path)):
-                    os.unlink(path)  # a link, a FIFO, a device: git writes only plain files here
+    _unlink_links([admin, *_branch_folders(common, info.branch)])
     keep: set[str] = set()
     merging = os.path.join(admin, "MERGE_HEAD")
     if os.path.isfile(merging) and _merging_base(info, merging):  # the session merging its base in
@@ -625,10 +619,35 @@ def sanitize_admin(info: WorktreeInfo) -> None:
 MAX_ABSORB_BYTES = 2 * 1024**3  # what one take-in of a session's new objects may add to the repository
 
 
-def _reset_branch(info: WorktreeInfo) -> None:
+def reset_branch(info: WorktreeInfo) -> None:
     """The session's branch back at its base commit (its new commits could not be taken in: the
-    repository must not keep a branch whose objects it lacks)."""
+    repository must not keep a branch whose objects it lacks). Only once nothing of the session
+    runs: git appends a reflog line, and no link in its ref or reflog folder is followed."""
+    common = os.path.realpath(os.path.join(info.path, git("rev-parse", "--git-common-dir", cwd=info.path).strip())) \
+        if Path(info.path).is_dir() else os.path.realpath(
+            git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=info.repo).strip())
+    _unlink_links(_branch_folders(common, info.branch))
     git("update-ref", "--no-deref", f"refs/heads/{info.branch}", info.base_commit, cwd=info.repo, check=False)
+
+
+def _branch_folders(common: str, branch: str) -> list[str]:
+    """The folders of ``branch``'s ref and reflog (a session may write there: its own branch's)."""
+    parent = branch.rsplit("/", 1)[0] if "/" in branch else ""
+    return [os.path.join(common, "refs", "heads", parent), os.path.join(common, "logs", "refs", "heads", parent)] \
+        if parent else []
+
+
+def _unlink_links(folders: list[str]) -> None:
+    """No symbolic link (nor FIFO or device) anywhere in ``folders``: git writes only plain files
+    there, and would write *through* a link, outside the sandbox."""
+    for folder in folders:
+        if os.path.islink(folder):
+            raise WorktreeError(f"{folder} is a symbolic link (the session made it): refusing to run git there")
+        for root, dirs, files in os.walk(folder, followlinks=False):
+            for name in dirs + files:
+                path = os.path.join(root, name)
+                if os.path.islink(path) or (not os.path.isdir(path) and not os.path.isfile(path)):
+                    os.unlink(path)
 
 
 def _merging_base(info: WorktreeInfo, merge_head_file: str) -> str:
@@ -682,7 +701,11 @@ def commit_pending(info: WorktreeInfo, message: str) -> str | None:
     sanitize_admin(info)
     ensure_on_branch(info)
     refuse_planted_repos(info)
-    absorb_objects(info)
+    try:
+        absorb_objects(info)
+    except AbsorbRefused:  # (its caller made sure nothing of the session runs)
+        reset_branch(info)
+        raise
     if not git("status", "--porcelain", "--ignore-submodules=all", cwd=info.path).strip():
         return None
     git("add", "-A", cwd=info.path)
