@@ -263,6 +263,33 @@ def protected_snapshot(tree: Path | str, hooks_path: str | None = None, extra: I
     return {rel: f"{fingerprint(tree, rel)}|i:{staged.get(rel, '-')}|h:{tip.get(rel, '-')}" for rel in paths}
 
 
+PLAIN_SCAN_MAX = 50_000  # entries of a folder outside git looked at for protected paths
+_PLAIN_SKIPPED = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".cache", ".npm", ".tox", ".mypy_cache"})
+
+
+def plain_snapshot(tree: Path | str, hooks_path: str | None = None, extra: Iterable[str] = ()) -> dict[str, str]:
+    """Outside git (a session in place in a plain folder): the protected paths found by walking
+    ``tree`` — a protected folder and each file in it — with their fingerprints (at most
+    :data:`PLAIN_SCAN_MAX` entries; never through a symlink; dependency folders skipped)."""
+    extra = tuple(extra)
+    root = str(tree)
+    found: set[str] = set()
+    seen = 0
+    for top, dirs, files in os.walk(root):
+        rel_top = os.path.relpath(top, root).replace(os.sep, "/")
+        rel_top = "" if rel_top == "." else rel_top + "/"
+        links = [d for d in dirs if os.path.islink(os.path.join(top, d))]
+        dirs[:] = [d for d in dirs if d not in links and d not in _PLAIN_SKIPPED]
+        for name in dirs + files + links:
+            rel = rel_top + name
+            if protected_reason(rel, hooks_path, extra):
+                found.add(rel)
+        seen += len(dirs) + len(files)
+        if seen > PLAIN_SCAN_MAX:
+            break
+    return {rel: fingerprint(tree, rel) for rel in sorted(found)}
+
+
 def path_fingerprint(tree: Path | str, rel: str) -> str:
     """One path's entry as :func:`protected_snapshot` writes it (the file, the index, the tip)."""
     spec = f":(literal){rel}"
@@ -327,11 +354,15 @@ def _remove(tree: Path | str, rel: str) -> str:
         os.close(fd)
 
 
-def revert(tree: Path | str, paths: Iterable[str], base: str | None = None) -> dict[str, str]:
+def revert(tree: Path | str, paths: Iterable[str], base: str | None = None, plain: bool = False) -> dict[str, str]:
     """Put protected ``paths`` back as the ``base`` commit has them (HEAD when None): a path the
     base holds is checked out from it (git replaces a symlink on the way, never writes through
-    one), any other is deleted without following a symlink. Never runs a hook. The paths not put
-    back, each with why."""
+    one), any other is deleted without following a symlink. ``plain``: a folder outside git (what
+    a command made there is deleted; what was there is read-only in the sandbox). Never runs a
+    hook. The paths not put back, each with why."""
+    if plain:
+        gone = {rel: _remove(tree, rel) for rel in paths}
+        return {rel: why for rel, why in gone.items() if why}
     ref = base or "HEAD"
     try:
         in_base = set(_names(_git(tree, "ls-tree", "-r", "-z", "--name-only", ref)))

@@ -448,12 +448,12 @@ class Session(SessionBase):
             self._protected_seen = {}
 
     def _protected_snapshot(self) -> dict[str, str]:
-        """Fingerprints of the tree's protected paths; ``{}`` outside a git tree. Raises
-        :class:`~cockpit.runtime.protected.ProtectedCheckError` when git fails in a git tree."""
-        from cockpit.runtime.protected import protected_snapshot
+        """Fingerprints of the tree's protected paths (outside git: found by walking the folder).
+        Raises :class:`~cockpit.runtime.protected.ProtectedCheckError` when git fails in a git tree."""
+        from cockpit.runtime.protected import plain_snapshot, protected_snapshot
 
         if not self._protected_git:
-            return {}
+            return plain_snapshot(self._tree(), self.policy.hooks_path, self.policy.protected)
         return protected_snapshot(self._tree(), self.policy.hooks_path, self.policy.protected,
                                   base=self._protected_base)
 
@@ -461,14 +461,21 @@ class Session(SessionBase):
         """The editor wrote ``target`` (relative to the workspace) after the user was asked: its
         entry only is brought up to date — a change to any other protected path (a command left
         running in the background) is still caught after the next command."""
-        from cockpit.runtime.protected import ProtectedCheckError, path_fingerprint, protected_reason
+        from cockpit.runtime.protected import ProtectedCheckError, fingerprint, path_fingerprint, protected_reason
 
-        if not self._protected_git or not target:
+        if not target:
             return
         tree = os.path.realpath(self._tree())
         rel = os.path.relpath(os.path.join(os.path.realpath(self.spec.cwd), target), tree).replace(os.sep, "/")
         if rel.startswith("../") or rel in ("..", ".") or not protected_reason(rel, self.policy.hooks_path,
                                                                                self.policy.protected):
+            return
+        if not self._protected_git:  # a plain folder: the path and the protected folders it made on the way
+            parts = rel.split("/")
+            for i in range(1, len(parts) + 1):
+                sub = "/".join(parts[:i])
+                if protected_reason(sub, self.policy.hooks_path, self.policy.protected):
+                    self._protected_seen[sub] = fingerprint(tree, sub)
             return
         try:
             self._protected_seen[rel] = path_fingerprint(tree, rel)
@@ -478,8 +485,8 @@ class Session(SessionBase):
     async def _protected_after(self, tool_use_id: str, call: PreparedCall, out: ToolOutcome) -> ToolOutcome:
         """A command changed protected paths (a git hook, ``.envrc``, ``.vscode/``, ``CLAUDE.md``…,
         which run code outside the sandbox later): the user keeps or reverts the change (headless:
-        reverted), and the model is told which. Needs git (the tree's status); every mode, the
-        sandbox on or off."""
+        reverted), and the model is told which. Found by git in a git tree, by walking a plain
+        folder; every mode, the sandbox on or off."""
         from cockpit.runtime.protected import ProtectedCheckError, changed_paths, revert
 
         try:
@@ -499,7 +506,7 @@ class Session(SessionBase):
             self._protected_seen = snap
             return ToolOutcome(out.content + f"\n[the user kept this command's changes to protected paths: {listed}]",
                                out.is_error, exit_code=out.exit_code)
-        skipped = await asyncio.to_thread(revert, self._tree(), changed, self._protected_base)
+        skipped = await asyncio.to_thread(revert, self._tree(), changed, self._protected_base, not self._protected_git)
         before = self._protected_seen
         try:
             self._protected_seen = await asyncio.to_thread(self._protected_snapshot)
@@ -525,8 +532,6 @@ class Session(SessionBase):
         job a command left running) is caught as a command's change is — asked, and put back when
         denied. Headless, the session's shell, and every job in its sandbox, is ended first: nothing
         of the session runs on unseen, and the change is put back."""
-        if not self._protected_git:
-            return
         from cockpit.runtime.permissions import Action
 
         if not self.interactive:
