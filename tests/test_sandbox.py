@@ -338,6 +338,29 @@ async def test_a_refused_take_in_writes_no_reflog_line_through_a_link_the_sessio
     assert git(repo, "rev-parse", f"refs/heads/{info.branch}").strip() == info.base_commit
 
 
+async def test_a_ref_the_session_parks_beside_its_branch_never_outlives_it(boxed, tmp_path):
+    """Its ref folder is writable inside: a second ref there points at an object only its own store
+    holds (gone with the worktree: `git log --all` and `gc` would fail). It is dropped when
+    Cockpit takes the session's objects in, and with the worktree."""
+    info, shell, _ = boxed
+    repo = tmp_path / "repo"
+    r = await shell.run("REF=$(git symbolic-ref HEAD); D=$(dirname $REF); echo secret > p.txt; git add p.txt; "
+                        "C=$(git commit-tree $(git write-tree) -p HEAD -m persisted); git update-ref $D/persist $C; "
+                        "git rm -q --cached p.txt; rm p.txt; echo parked")
+    assert "parked" in r.output, r.output
+    heads = repo / ".git" / "refs" / "heads"
+    parked = heads / info.branch.rsplit("/", 1)[0] / "persist"
+    assert parked.is_file()  # (git's own listing fails on it: its object is missing here)
+    await asyncio.to_thread(wt.absorb_objects, info)
+    assert not parked.exists() and (heads / info.branch).is_file()  # its own branch stays
+    await shell.run("git update-ref $(dirname $(git symbolic-ref HEAD))/again HEAD")
+    await shell.close()
+    await asyncio.to_thread(wt.discard, info)
+    assert sorted(p.relative_to(heads).as_posix() for p in heads.rglob("*") if p.is_file()) == ["main"]
+    git(repo, "fsck", "--no-progress")  # a sound repository
+    git(repo, "log", "--all", "--oneline")
+
+
 async def test_a_branch_made_a_symbolic_ref_to_main_is_refused(boxed, tmp_path):
     info, shell, _ = boxed
     repo = tmp_path / "repo"

@@ -516,6 +516,31 @@ def _identity(cwd: str) -> tuple[str, ...]:
     return () if email else FALLBACK_IDENTITY
 
 
+def drop_other_refs(info: WorktreeInfo) -> list[str]:
+    """Delete every ref in the session's own ref folder (``refs/heads/cockpit/<id>/``, writable in
+    its sandbox) but its branch: one it made there points at objects never taken in (``git log
+    --all`` and ``gc`` then fail) or parks a branch beyond the session. The refs deleted."""
+    if "/" not in info.branch or not Path(info.repo).is_dir():
+        return []
+    parent = info.branch.rsplit("/", 1)[0]
+    common = git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=info.repo, check=False).strip()
+    folder = os.path.join(common, "refs", "heads", parent)
+    others = []
+    # the files themselves (a sandbox writes loose refs only): git's own listing stops at a ref
+    # whose object is missing, which is the case to catch
+    for top, dirs, files in os.walk(folder):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
+            path = os.path.join(top, name)
+            ref = "refs/heads/" + os.path.relpath(path, os.path.join(common, "refs", "heads")).replace(os.sep, "/")
+            if ref != f"refs/heads/{info.branch}":
+                others.append(ref)
+    for ref in others:
+        git("update-ref", "--no-deref", "-d", ref, cwd=info.repo, check=False)
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(common, *ref.split("/")))
+    return others
+
+
 class AbsorbRefused(WorktreeError):
     """The session's new commits failed their check: the caller, with nothing of the session
     running any more, puts its branch back with :func:`reset_branch`."""
@@ -528,6 +553,7 @@ def absorb_objects(info: WorktreeInfo) -> int:
     recomputes every hash, so an object stored under a name that is not its content's never
     enters the repository (the merge then fails on the missing object instead). Returns how many
     objects were taken in. Raises WorktreeError."""
+    drop_other_refs(info)
     admin = git("rev-parse", "--absolute-git-dir", cwd=info.path).strip()
     private = os.path.join(admin, "cockpit-objects")
     if not os.path.isdir(private) or not any(os.scandir(private)):
@@ -893,6 +919,7 @@ def _remove(info: WorktreeInfo, delete_branch: str | None) -> None:
         if Path(info.path).exists():
             shutil.rmtree(info.path, ignore_errors=True)
     git("worktree", "prune", cwd=info.repo, check=False)
+    drop_other_refs(info)
     if delete_branch:
         git("branch", delete_branch, info.branch, cwd=info.repo, check=False)
     for record in (info.meta_path, kept_path(info)):
