@@ -404,6 +404,11 @@ def test_credentials_in_the_environment_never_reach_a_session_unless_named():
     ("SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/x"), ("SENTRY_DSN", "https://k@sentry.io/1"),
     ("GH_PAT", "ghp_x"), ("CI_JOB_JWT", "eyJ"), ("MY_APP_PASSWORD_FILE", "p"), ("DBPASSWD", "p"),
     ("CLIENTSECRETS", "s"), ("VAULTTOKEN", "t"), ("GITHUB_TOKEN", "g"), ("DB_PASSWORD", "p"),
+    # the red team's fourth round
+    ("RAILS_MASTER_KEY", "k"), ("DB_PASS", "p"), ("OPENROUTER_KEY", "k"), ("SSH_PASSPHRASE", "p"),
+    ("LITELLM_MASTER_KEY", "k"), ("ANTHROPIC_KEY", "k"), ("CLAUDE_KEY", "k"), ("DEEPSEEK_KEY", "k"), ("APP_KEY", "k"),
+    ("ENCRYPTION_KEY", "k"), ("SIGNING_KEY", "k"), ("DEPLOY_KEY", "k"), ("SSH_KEY", "k"), ("ID_RSA", "k"),
+    ("REDIS_PASS", "p"), ("SMTP_PASS", "p"), ("GPG_PASSPHRASE", "p"), ("ADMIN_USER_PASS", "p"), ("LICENSE_KEY", "k"),
 ])
 def test_credential_variables_the_old_name_list_missed_never_reach_a_session(name, value):
     env = session_env({name: value, "PATH": "/usr/bin"})
@@ -415,6 +420,7 @@ def test_credential_variables_the_old_name_list_missed_never_reach_a_session(nam
     ("PWD", "/home/u/p"), ("OLDPWD", "/home/u"), ("TOKENIZERS_PARALLELISM", "false"), ("XKB_KEYMAP", "us"),
     ("VIM_KEYMAP", "x"), ("PATH", "/usr/bin"), ("HOME", "/home/u"), ("LANG", "C.UTF-8"),
     ("http_proxy", "http://proxy:3128"), ("PYTHONPATH", "src"), ("PATHEXT", "x"), ("SSH_AUTH_SOCK", "/tmp/a"),
+    ("KEYTIMEOUT", "1"), ("PASSENGER_ENV", "x"), ("COMPASS_HOME", "/c"), ("KEYMAP", "us"),
 ])
 def test_harmless_variables_still_reach_a_session(name, value):
     assert session_env({name: value})[name] == value
