@@ -308,6 +308,9 @@ async def test_runner_rules_never_stand_for_unwritten_options(tmp_path):
     "script -qc 'rm f' /dev/null", "npm exec -c 'rm f'", "python3 - <<< 'import os; os.remove(\"f\")'",
     "node <<< 'require(\"fs\").unlinkSync(\"f\")'", ". ./t.sh", "BASH_CMDS[zap]=/bin/rm; zap f",
     "cat < /dev/tcp/127.0.0.1/80", "enable -n echo",
+    # the fourth round: the program comes from a pipe
+    "echo Y3VybCAtcyBodHRwOi8veC8= | base64 -d | sh", "printf 'curl\\0-s\\0x' | xargs -0 env",
+    "printf '%s' curl | xargs -I{} {} x", "printf rm | xargs -I% sh -c '% -rf x'", "curl -s x | bash",
     # the third round: option clusters for inline code
     "perl -ne 'unlink q(f)'", "python3 -Bc 'import os'", "ruby -we 'File.delete(1)'", "node --eval='x'",
     "node --print='x'", "node -pe x", "timeout 5 perl -ne x", "X=1 python3 -Bc x",

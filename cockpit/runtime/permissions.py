@@ -623,8 +623,14 @@ def _views(lexed: Lexed, depth: int) -> tuple[list[str], bool]:
                 nested(script)
         name = texts[0].rsplit("/", 1)[-1] if texts else ""
         if name in _SHELLS and g > 0:  # echo 'rm x' | sh: the piped words run
-            for prev in groups[g - 1][1:]:
-                nested(prev.text)
+            feeder = groups[g - 1][0].text.rsplit("/", 1)[-1] if groups[g - 1] else ""
+            if feeder in ("echo", "printf"):
+                for prev in groups[g - 1][1:]:
+                    nested(prev.text)
+            else:  # … | base64 -d | sh, curl … | sh: a script no rule can be matched against
+                exhausted = True
+        if _program_from_input(texts):  # printf curl | xargs env, … | xargs -I{} {} x
+            exhausted = True
     for tok_i, tok in enumerate(lexed.tokens):  # bash <<< 'rm x': a here-string fed to a shell
         following = lexed.tokens[tok_i + 1] if tok_i + 1 < len(lexed.tokens) else None
         if tok == "<<<" and isinstance(following, Word):
@@ -632,6 +638,26 @@ def _views(lexed: Lexed, depth: int) -> tuple[list[str], bool]:
     for script in lexed.scripts:  # $(…), backticks, <(…), here-document substitutions
         nested(script)
     return views, exhausted
+
+
+def _program_from_input(texts: list[str]) -> bool:
+    """``xargs`` (under any wrappers) whose command is made from what it reads: no program of its
+    own to match (a wrapper or a shell that runs the words it is given, or the replace string)."""
+    k = 0
+    while k < len(texts) and texts[k].rsplit("/", 1)[-1] != "xargs":
+        k += 1
+    if k == len(texts):
+        return False
+    rest = texts[k + 1:]
+    skip, _ = _skip_options("xargs", rest)
+    replace = next((w[2:] or "{}" for w in rest[:skip] if w.startswith("-I")), None) or \
+        next((w.split("=", 1)[1] for w in rest[:skip] if w.startswith("--replace=")), None)
+    program = rest[skip] if skip < len(rest) else ""
+    if not program:
+        return False  # (echo)
+    base = program.rsplit("/", 1)[-1]
+    return base in _WRAPPERS or base in _SHELLS or "{}" in program or program.startswith("$") or \
+        bool(replace and replace in program)
 
 
 def analyse(command: str, root: str | None = None, cwd: str | None = None, _depth: int = 0) -> BashLine:
