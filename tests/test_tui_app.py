@@ -555,9 +555,31 @@ async def test_negative_scores_are_never_shown():
         notes = (InjectedNote("far-away", -0.12, False), InjectedNote("close", 0.7, False))
         mgr.emit(*session_script("n00001", "t", S.WAITING, text="x", notes=notes))
         await until(pilot, lambda: len(app.panes) == 1, "pane")
-        await until(pilot, lambda: "0.70" in text_of(app.panes["n00001"].query_one("#pane-strip")), "the notes strip")
+        await until(pilot, lambda: "c.70" in text_of(app.panes["n00001"].query_one("#pane-strip")), "the notes strip")
         strip = text_of(app.panes["n00001"].query_one("#pane-strip"))
-        assert "-0.12" not in strip and "0.00" in strip and "0.70" in strip
+        assert "-0.12" not in strip and "-.12" not in strip and "c.00" in strip and "c.70" in strip
+
+
+async def test_a_notes_figure_says_what_it_is_and_the_strip_names_the_index():
+    """The judge's probability (p), a priority note given by rule, or a cosine (cos): labelled, the
+    same in the spawn preview, the pane's strip and the review; the strip names a few index notes."""
+    from cockpit.events import InjectedNote
+    from cockpit.tui import format as fmt
+
+    assert (fmt.note_figure(0.87, 0.5), fmt.note_figure(None, 0.73), fmt.note_figure(None, 0.4, True)) == \
+        ("p 0.87", "cos 0.73", "rule")
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=(160, 50)) as pilot:
+        notes = (InjectedNote("discount-order", 0.73, False, probability=0.87),
+                 InjectedNote("money-decimal", 0.5, True),
+                 *(InjectedNote(f"idx-{i}", 0.3, False, kind="index", probability=0.1) for i in range(6)))
+        mgr.emit(*session_script("n00001", "t", S.WAITING, text="x", notes=notes))
+        await until(pilot, lambda: len(app.panes) == 1, "pane")
+        await until(pilot, lambda: "p.87" in text_of(app.panes["n00001"].query_one("#pane-strip")), "the strip")
+        strip = text_of(app.panes["n00001"].query_one("#pane-strip"))
+        assert "rule" in strip and "index: 6 listed" in strip
+        assert all(f"idx-{i}" in strip for i in range(4)) and "idx-4" not in strip and "+2 more (r)" in strip
 
 
 async def test_a_missing_notes_folder_is_said_in_the_header_and_the_spawn_dialog(tmp_path):

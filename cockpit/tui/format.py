@@ -54,6 +54,22 @@ def usd(x: float | None) -> str:
     return f"${x:,.2f}"
 
 
+def note_figure(probability: float | None, cosine: float | None, priority: bool = False,
+                compact: bool = False) -> str:
+    """The one figure shown beside a note given to a session, labelled: the judge's probability
+    that it matters (``p 0.87``), else ``rule`` for a priority note given by rule, else its cosine
+    with the task (``cos 0.73``). ``compact`` (the pane's strip): four characters (``p.87``)."""
+    if probability is not None:
+        v = max(0.0, min(float(probability), 1.0))
+        return ("p1.0" if v >= 0.995 else "p" + f"{v:.2f}"[1:]) if compact else f"p {v:.2f}"
+    if priority:
+        return "rule"
+    if cosine is None:
+        return "–"
+    v = max(0.0, min(float(cosine), 1.0))
+    return ("c1.0" if v >= 0.995 else "c" + f"{v:.2f}"[1:]) if compact else f"cos {v:.2f}"
+
+
 def score(x: float | None) -> str:
     """A relevance score (cosine, 0–1) with two decimals; below 0 shows as 0.00 (a negative
     cosine means "unrelated", not a figure to read)."""

@@ -64,7 +64,8 @@ def _preseeded(e: ev.Preseeded) -> list[str]:
         star = "★" if note.priority else " "
         kind = "" if note.kind == "line" else "(index) "
         succ = f" (superseded by {note.superseded_by})" if note.superseded_by else ""
-        out.append(f"{star} {kind}{note.name}  {fmt.score(note.score)}  {note.description}{succ}")
+        figure = fmt.note_figure(note.probability, note.score, note.priority)
+        out.append(f"{star} {kind}{note.name}  {figure}  {note.description}{succ}")
     out.extend(f"  ✗ not a line: {why}" for why in e.left_out)
     if e.error:
         out.append(f"✗ preseed failed: {e.error}")

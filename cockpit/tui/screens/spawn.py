@@ -81,7 +81,8 @@ def preview_markup(preseed: Any) -> str:
     for hit in hits:
         star = "[$accent]★[/]" if hit.priority else " "
         desc = escape(fmt.short(hit.description, 60))
-        lines.append(f"{star} {escape(fmt.short(hit.name, 60))} [dim]{fmt.score(hit.score)}[/]  [dim]{desc}[/]")
+        figure = fmt.note_figure(getattr(hit, "probability", None), hit.score, hit.priority)
+        lines.append(f"{star} {escape(fmt.short(hit.name, 60))} [dim]{figure}[/]  [dim]{desc}[/]")
     return "\n".join(lines)
 
 

@@ -14,6 +14,8 @@ from textual.markup import escape
 from cockpit.tui import format as fmt
 from cockpit.tui.model import SessionView
 
+INDEX_NAMES = 4  # names of the index listed in the strip (the rest: the review screen, r)
+
 
 def strip_markup(view: SessionView, width: int = 22) -> str:
     """The strip's content as Textual markup (theme variables for colour)."""
@@ -36,16 +38,23 @@ def strip_markup(view: SessionView, width: int = 22) -> str:
             continue
         star = "[$accent]★[/]" if note.priority else " "
         name = escape(fmt.short(note.name, name_w - 1))
-        p = fmt.score(note.probability if note.probability is not None else note.score)
-        lines.append(f"{star}{name:<{name_w - 1}} [dim]{p}[/]")
+        figure = fmt.note_figure(note.probability, note.score, note.priority, compact=True)
+        lines.append(f"{star}{name:<{name_w - 1}} [dim]{figure}[/]")
     index = [n for n in view.notes if n.kind == "index"]
     if index:
         lines.append(f"[dim]index: {len(index)} listed[/]")
-        for note in index:  # a superseded decision is listed only here, with its successor
-            if note.superseded_by or note.status in ("superseded", "deprecated"):
-                lines.append(f"[dim] {escape(fmt.short(note.name, width - 2))}[/]")
+        shown_index = 0
+        for note in index:  # the names (a few), a superseded decision with its successor
+            retired = note.superseded_by or note.status in ("superseded", "deprecated")
+            if not retired and shown_index >= INDEX_NAMES:
+                continue
+            lines.append(f"[dim] {escape(fmt.short(note.name, width - 2))}[/]")
+            shown_index += 1
+            if retired:
                 succ = f"→{note.superseded_by}" if note.superseded_by else f"({note.status})"
                 lines.append(f"[dim]  {escape(fmt.short(succ, width - 3))}[/]")
+        if len(index) > shown_index:
+            lines.append(f"[dim] +{len(index) - shown_index} more (r)[/]")
     shown = 0
     for entry in view.left_out:  # the closest candidates that got no line, and why
         name, _, why = entry.partition(": ")
