@@ -113,7 +113,7 @@ def run_shell(args: argparse.Namespace) -> int:
     if not getattr(args, "force", False) and (why := planted_warning(info.path)):
         raise CockpitError(f"{why}; or open the shell anyway: cockpit shell --force {info.session_id}")
     print(f"shell in {info.cwd} ({info.branch}); exit to come back", file=sys.stderr)
-    return subprocess.call(shell_argv(args.edit), cwd=info.cwd)
+    return subprocess.call(shell_argv(args.edit), cwd=info.cwd, env=shell_env())
 
 
 def planted_warning(tree: str) -> str:
@@ -126,11 +126,33 @@ def planted_warning(tree: str) -> str:
     planted = wt.planted_repos(tree)
     if not planted:
         return ""
-    names = ", ".join(planted[:5]) + (f" (+{len(planted) - 5} more)" if len(planted) > 5 else "")
-    remove = " ".join(shlex.quote(str(Path(tree) / p / ".git")) for p in planted[:5])
+    if planted == ["…"]:
+        return (f"{tree} holds more than {wt.PLANTED_SCAN_MAX:,} files and folders: it could not all be checked for "
+                "git repositories the session made there (their config would run commands when your git looks inside)")
+    real = [p for p in planted if p != "…"]
+    names = ", ".join(real[:5]) + (f" (+{len(real) - 5} more)" if len(real) > 5 else "")
+    remove = " ".join(shlex.quote(str(Path(tree) / p / ".git")) for p in real[:5])
     return (f"the session made git repositories of its own at {names} in its worktree: their config, which the "
             f"session wrote, runs commands when your git or a shell prompt looks inside them; remove them first "
-            f"(rm -rf {remove})")
+            f"(rm -rf {remove}; a bare one: the folder)")
+
+
+def shell_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a shell opened in a session's worktree: yours, and git told to run no
+    fsmonitor and to use no bare repository it only finds by looking (a session could have made
+    either) — added to any ``GIT_CONFIG_COUNT`` entries you set."""
+    import os
+
+    env = dict(os.environ if base is None else base)
+    try:
+        n = int(env.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        n = 0
+    for key, value in (("core.fsmonitor", "false"), ("safe.bareRepository", "explicit")):
+        env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value
+        n += 1
+    env["GIT_CONFIG_COUNT"] = str(n)
+    return env
 
 
 def _notes_dir(args: argparse.Namespace, info) -> Path | None:

@@ -696,7 +696,7 @@ def test_shell_opens_in_the_worktree(repo, monkeypatch, tmp_path):
     ran = []
     import subprocess
 
-    monkeypatch.setattr(subprocess, "call", lambda argv, cwd: ran.append((argv, cwd)) or 0)
+    monkeypatch.setattr(subprocess, "call", lambda argv, cwd, env=None: ran.append((argv, cwd)) or 0)
     assert main(["shell", "s1"]) == 0
     assert ran == [(["/bin/sh"], info.cwd)]
     monkeypatch.setenv("EDITOR", "nano -w")
@@ -709,7 +709,9 @@ def test_shell_opens_in_the_worktree(repo, monkeypatch, tmp_path):
 def test_no_shell_opens_over_a_git_repository_the_session_planted(repo, monkeypatch, capsys, tmp_path):
     """A session turns a folder (or an empty submodule folder) into a repository of its own with
     core.fsmonitor set: the user's prompt or `git status` inside it would run that unconfined. The
-    shell is not opened until it is removed (or --force); a real submodule's .git file is fine."""
+    shell is not opened until it is removed (or --force) — a .git folder, a .git file pointing into
+    the session's own (writable) admin folder, a bare repository's shape; the shell's git runs no
+    fsmonitor and no bare repository it only finds."""
     import subprocess
 
     lib = make_repo(tmp_path / "lib", {"lib.txt": "lib\n"})
@@ -717,22 +719,33 @@ def test_no_shell_opens_over_a_git_repository_the_session_planted(repo, monkeypa
     git(repo, "commit", "-qm", "a submodule")
     info = wt.create(repo, "s1", "fix add", worktrees_dir())
     tree = Path(info.path)
-    git(tree, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q")  # git's own .git file
-    assert (tree / "vendor" / "lib" / ".git").is_file() and wt.planted_repos(tree) == []
+    assert wt.planted_repos(tree) == []
+    admin = Path(git(tree, "rev-parse", "--absolute-git-dir").strip())
+    (tree / "vendor" / "lib").rmdir()
+    (admin / "modules").mkdir()
+    git(tree, "init", "-q", f"--separate-git-dir={admin / 'modules' / 'lib'}", "vendor/lib")  # the bypass
     for where in ("tools/x", "vendor/lib/inner"):
         (tree / where).mkdir(parents=True)
         git(tree / where, "init", "-q")
         git(tree / where, "config", "core.fsmonitor", "touch /tmp/never")
-    (tree / "docs").mkdir()
-    (tree / "docs" / ".git").write_text(f"gitdir: {tmp_path / 'elsewhere'}\n")  # a .git file pointing out
-    assert wt.planted_repos(tree) == ["docs", "tools/x", "vendor/lib/inner"]
+    git(tmp_path, "init", "-q", "--bare", str(tree / "docs" / "bare"))
+    assert wt.planted_repos(tree) == ["docs/bare", "tools/x", "vendor/lib", "vendor/lib/inner"]
     ran = []
-    monkeypatch.setattr(subprocess, "call", lambda argv, cwd: ran.append((argv, cwd)) or 0)
+    monkeypatch.setattr(subprocess, "call", lambda argv, cwd, env=None: ran.append((argv, cwd, env)) or 0)
     assert main(["shell", "s1"]) != 0
     err = capsys.readouterr().err
-    assert "git repositories of its own at docs, tools/x, vendor/lib/inner" in err and "rm -rf" in err
+    assert "git repositories of its own at docs/bare, tools/x, vendor/lib, vendor/lib/inner" in err and "rm -rf" in err
     assert "cockpit shell --force s1" in err and ran == []
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.name")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "Me")
     assert main(["shell", "--force", "s1"]) == 0 and len(ran) == 1
+    env = ran[0][2]
+    assert env["GIT_CONFIG_COUNT"] == "3" and env["GIT_CONFIG_KEY_0"] == "user.name"
+    assert (env["GIT_CONFIG_KEY_1"], env["GIT_CONFIG_VALUE_1"]) == ("core.fsmonitor", "false")
+    assert (env["GIT_CONFIG_KEY_2"], env["GIT_CONFIG_VALUE_2"]) == ("safe.bareRepository", "explicit")
+    monkeypatch.setattr(wt, "PLANTED_SCAN_MAX", 3)
+    assert wt.planted_repos(tree)[-1] == "…"
 
 
 # -- conflict radar -------------------------------------------------------------------------------

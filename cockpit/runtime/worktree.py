@@ -343,14 +343,15 @@ PLANTED_SCAN_MAX = 300_000  # entries of a worktree looked at for planted reposi
 
 def planted_repos(tree: str | Path) -> list[str]:
     """Git repositories below the worktree's root that git did not make (relative paths): a
-    ``.git`` folder, or a ``.git`` file that points outside the repository's own submodule store.
+    ``.git`` folder, a ``.git`` file that points anywhere but the repository's own submodule store
+    (``<common>/modules``: the session's admin folder is writable in its sandbox), or a folder
+    shaped like a bare repository (``HEAD``, ``objects/``, ``refs/``: git finds it when you cd in).
     The user's git — a shell prompt showing the branch, ``git status`` run there — works inside
     them under their own config, which the session wrote and which can name an fsmonitor, a pager
-    or a filter that runs unconfined."""
+    or a filter that runs unconfined. A last entry ``…`` says the walk stopped before the end."""
     root = os.path.realpath(tree)
     common = git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=root, check=False).strip()
-    stores = [os.path.join(os.path.realpath(common), "modules"), os.path.join(os.path.realpath(common), "worktrees")] \
-        if common else []
+    stores = [os.path.join(os.path.realpath(common), "modules")] if common else []
     found: list[str] = []
     seen = 0
     for folder, dirs, files in os.walk(root):
@@ -363,8 +364,10 @@ def planted_repos(tree: str | Path) -> list[str]:
                 found.append(os.path.relpath(folder, root))
             if ".git" in dirs:
                 dirs.remove(".git")
+        elif folder != root and "HEAD" in files and "objects" in dirs and "refs" in dirs:
+            found.append(os.path.relpath(folder, root))  # a bare repository's shape
         if seen > PLANTED_SCAN_MAX:
-            break
+            return [*sorted(found), "…"]
     return sorted(found)
 
 

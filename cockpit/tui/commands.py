@@ -235,7 +235,7 @@ class SessionCommands(App):
         a host reached through ssh, the user's own ``ssh -t`` opens that shell in the folder there."""
         import subprocess
 
-        from cockpit.worktrees_cli import shell_argv
+        from cockpit.worktrees_cli import shell_argv, shell_env
 
         view = self.views[session_id]
         where = view.cwd or (view.worktree.path if view.worktree else "")
@@ -280,7 +280,7 @@ class SessionCommands(App):
                     code = there(where, edit)
                 else:
                     print(f"cockpit: shell in {where} for session {session_id}; exit to come back", flush=True)
-                    subprocess.call(shell_argv(edit), cwd=where)
+                    subprocess.call(shell_argv(edit), cwd=where, env=shell_env())
         except Exception as exc:  # SuspendNotSupported (a web or test driver), a missing shell or ssh
             self.notify(f"cannot open a shell here: {exc or type(exc).__name__}", severity="warning")
             return
