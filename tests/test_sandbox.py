@@ -580,6 +580,32 @@ def test_credentials_in_any_spelling_git_accepts_leave_the_config_copy(tmp_path)
     assert sb.sanitized_git_config(str(tmp_path / "missing")) == ""
 
 
+async def test_your_own_git_config_reads_without_its_credentials(tmp_path, home, monkeypatch):
+    """~/.gitconfig and $XDG_CONFIG_HOME/git/config often carry a token (url.*.insteadOf, a
+    credential helper's file): read through a sanitized copy; your name and aliases still work."""
+    from cockpit.runtime import scratch
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    (home / ".gitconfig").write_text('[user]\n\tname = Dev\n\temail = d@x\n[url "https://ghp_HOMESECRET@github.com/"]\n'
+                                     '\tinsteadOf = https://github.com/\n[credential]\n\thelper = store\n')
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".config" / "git" / "config").write_text("[alias]\n\tst = status\n[sendemail]\n\tsmtpPass = XDGSECRET\n")
+    repo = make_repo(tmp_path / "repo", {"a.txt": "x\n"})
+    info = await asyncio.to_thread(wt.create, repo, "s8", "config", worktrees_dir())
+    tmp = sb.session_tmp()
+    conf = await asyncio.to_thread(sb.confinement_for, info.path, info.cwd, tmp, sb.SandboxSettings(), info.branch)
+    backend = AVAIL.backend
+    assert backend is not None
+    shell = BashSession(info.cwd, session_env(dict(os.environ)), timeout=30, wrap=lambda argv: backend.command(conf, argv))
+    try:
+        r = await shell.run("git config --global -l; cat ~/.gitconfig ~/.config/git/config; git config alias.st")
+        assert "SECRET" not in r.output and "user.name=Dev" in r.output and r.output.strip().endswith("status"), r.output
+    finally:
+        await shell.close()
+    assert "HOMESECRET" in (home / ".gitconfig").read_text()  # yours as it was
+    assert {suffix for suffix, _ in sb.USER_GIT_CONFIGS} <= set(scratch.COMPANIONS)  # removed with the temp folder
+
+
 def test_cockpits_default_folders_are_hidden_whatever_the_data_folder():
     """With COCKPIT_DATA_DIR set (as in every test), another run's transcripts and worktrees in the
     default folders stay hidden too."""

@@ -80,6 +80,9 @@ SECRET_PATHS = (
     ".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".config/microsoft-edge",
     ".Xauthority", ".gitcookies",
 )
+# your git configs a session reads through a sanitized copy (written beside its temp folder, that
+# suffix): ~/.gitconfig and $XDG_CONFIG_HOME/git/config
+USER_GIT_CONFIGS = ((".home.gitconfig", ".gitconfig"), (".xdg.gitconfig", "$XDG_CONFIG_HOME/git/config"))
 # files only root can read that hold secrets: hidden when Cockpit runs as root (root inside, with no
 # capability, still owns them)
 ROOT_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers.d", "/root/.ssh",
@@ -521,6 +524,15 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
         with open(clean, "w", encoding="utf-8") as f:
             f.write(sanitized_git_config(config))
         overlays.append((clean, config))
+    # your own git config too (a token in a url.*.insteadOf, a credential helper): read through a copy
+    for suffix, mine in USER_GIT_CONFIGS:
+        path = os.path.join(os.path.expanduser("~"), mine) if not mine.startswith("$") else \
+            os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "git", "config")
+        if os.path.isfile(path) and not os.path.islink(path):
+            clean = tmp.rstrip("/") + suffix
+            with open(clean, "w", encoding="utf-8") as f:
+                f.write(sanitized_git_config(path))
+            overlays.append((clean, path))
     return Confinement(tree, os.path.realpath(cwd), str(tmp), tuple(dict.fromkeys(writable)),
                        tuple(dict.fromkeys(readonly)), tuple(dict.fromkeys(hidden)), network,
                        tuple(settings.allow_hosts), proxy_socket if network == "allow" else None, env,
@@ -560,7 +572,8 @@ def sanitized_git_config(path: str) -> str:
         sub = key[first + 1:last] if last > first else None
         if section in ("credential", "include", "includeif") or _SECRET_NAME.match(name):
             continue
-        header = f'[{section} "{_quoted(sub)}"]' if sub is not None else f"[{section}]"
+        subsection = _quoted(_URL_USERINFO.sub(r"\1", sub)) if sub is not None else None  # url."https://t@h/"
+        header = f'[{section} "{subsection}"]' if subsection is not None else f"[{section}]"
         if header != current:
             lines.append(header)
             current = header

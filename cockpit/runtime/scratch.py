@@ -21,7 +21,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-COMPANIONS = (".gitconfig",)  # files a folder's user writes beside it (sandbox.confinement_for)
+# files a folder's user writes beside it (sandbox.confinement_for: the git configs' sanitized copies)
+COMPANIONS = (".gitconfig", ".home.gitconfig", ".xdg.gitconfig")
 
 
 @functools.lru_cache(maxsize=1)
