@@ -606,6 +606,28 @@ async def test_your_own_git_config_reads_without_its_credentials(tmp_path, home,
     assert {suffix for suffix, _ in sb.USER_GIT_CONFIGS} <= set(scratch.COMPANIONS)  # removed with the temp folder
 
 
+@pytest.mark.parametrize("git_repo", [True, False])
+async def test_a_session_in_place_sees_none_of_the_folders_secret_files(tmp_path, home, git_repo):
+    """In place (--no-worktree, or a folder outside git) the tree is your own: its .env and keys
+    are hidden there as a worktree session's checkout's are."""
+    folder = make_repo(tmp_path / "repo", {"a.txt": "x\n"}) if git_repo else tmp_path / "plain"
+    folder.mkdir(exist_ok=True)
+    (folder / ".env").write_text("DB_PASSWORD=IN-PLACE-SECRET\n")
+    (folder / "config").mkdir()
+    (folder / "config" / "deploy.pem").write_text("PEM-SECRET\n")
+    conf = await asyncio.to_thread(sb.confinement_for, str(folder), str(folder), sb.session_tmp(), sb.SandboxSettings())
+    backend = AVAIL.backend
+    assert backend is not None
+    shell = BashSession(str(folder), session_env(dict(os.environ)), timeout=30,
+                        wrap=lambda argv: backend.command(conf, argv))
+    try:
+        r = await shell.run("cat .env config/deploy.pem; echo stolen > .env; cat a.txt 2>/dev/null; echo done")
+        assert "SECRET" not in r.output and "done" in r.output, r.output
+    finally:
+        await shell.close()
+    assert (folder / ".env").read_text() == "DB_PASSWORD=IN-PLACE-SECRET\n"
+
+
 def test_cockpits_default_folders_are_hidden_whatever_the_data_folder():
     """With COCKPIT_DATA_DIR set (as in every test), another run's transcripts and worktrees in the
     default folders stay hidden too."""

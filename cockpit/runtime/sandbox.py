@@ -497,6 +497,8 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
     tree = os.path.realpath(tree)
     dirs = _git_dirs(tree)
     writable, readonly, git_hidden = _git_paths(tree, branch, dirs)
+    if dirs is None or _linked_admin(dirs) is None:  # in place: the tree is your own checkout or folder
+        git_hidden += _secret_files(tree)  # its .env, *.pem… hidden as a worktree session's checkout's are
     hooks = hooks_path_of(tree)
     readonly += [str(p) for p in existing_protected(tree, hooks, settings.protected)]
     hidden = [p for p in cockpit_folders() + list(also_hidden) + git_hidden + secret_paths(settings.hide)
