@@ -21,7 +21,10 @@ from pathlib import Path
 
 # folders whose every file is protected, at any depth
 PROTECTED_DIRS = (".git", ".githooks", ".husky", ".vscode", ".idea", ".claude", ".codex", ".gemini", ".cursor",
-                  ".github", ".gitlab", ".circleci", ".devcontainer", ".gitea", ".forgejo", ".buildkite", ".zed")
+                  ".github", ".gitlab", ".circleci", ".devcontainer", ".gitea", ".forgejo", ".buildkite", ".zed",
+                  # other agents' and editors' settings and instructions
+                  ".windsurf", ".roo", ".continue", ".kiro", ".junie", ".amazonq", ".opencode", ".helix", ".nvim",
+                  ".fleet", ".theia")
 # files protected by name, at any depth
 PROTECTED_FILES = (".envrc", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml", "CONVENTIONS.md", ".gitattributes",
                    ".gitmodules", "CLAUDE.md",
@@ -36,7 +39,18 @@ PROTECTED_FILES = (".envrc", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml"
                    ".aider.conf.yml",
                    # what Cockpit (and Claude Code) copy from the checkout into every new worktree —
                    # untracked files, often the secrets the sandbox hides (.env, *.pem)
-                   ".worktreeinclude")
+                   ".worktreeinclude",
+                   # git-hook managers' configs (run at your next commit), git-lfs's endpoint
+                   "lefthook.yml", "lefthook.yaml", "lefthook-local.yml", ".lefthook.yml", ".overcommit.yml",
+                   ".simple-git-hooks.json", ".simple-git-hooks.js", "simple-git-hooks.json", ".lintstagedrc",
+                   ".lintstagedrc.json", ".lintstagedrc.js", ".lintstagedrc.cjs", ".lintstagedrc.mjs",
+                   ".lintstagedrc.yml", ".lintstagedrc.yaml", "lint-staged.config.js", "lint-staged.config.cjs",
+                   "lint-staged.config.mjs", "commitlint.config.js", ".lfsconfig",
+                   # run by a shell, a package manager or a debugger from the project folder
+                   ".rvmrc", ".pnpmfile.cjs", "bunfig.toml", ".lvimrc", ".kakrc", ".gdbinit",
+                   # other agents' instructions
+                   "AGENT.md", "CRUSH.md", ".crush.json", "opencode.json", ".goosehints", ".rules",
+                   ".augment-guidelines")
 
 
 def protected_reason(rel: str, hooks_path: str | None = None, extra: Iterable[str] = ()) -> str:
