@@ -279,13 +279,13 @@ def _fmt_row(r: dict) -> str:
     done = r.get("reviewed") or {}
     if done.get("ok") and done.get("action") in REVIEW_ENDS:  # the branch is gone or kept as a branch only
         branch = REVIEW_ENDS[done["action"]].format(base=(w or {}).get("base_branch") or "the base", branch=branch)
-    from cockpit.textsafe import one_line
+    from cockpit.textsafe import short
 
-    task = one_line(r.get("task", ""))
-    branch = one_line(branch)
-    agent = one_line(str(r.get("backend") or "cockpit"))
-    return (f"{r['id']:<13}{r['status']:<16}{agent[:13]:<14}{str(r.get('model', ''))[:22]:<23}{branch[:34]:<35}"
-            f"{fmt.tokens(usage.get('total')):>7} {fmt.usd(r.get('cost_usd')):>9}  {task[:60]}")
+    prefix = f"cockpit/{r['id']}/"  # the id is its own column: the branch shows what follows it
+    branch = "…/" + branch[len(prefix):] if branch.startswith(prefix) else branch
+    agent, model = short(str(r.get("backend") or "cockpit"), 13), short(str(r.get("model", "")), 22)
+    return (f"{r['id']:<13}{r['status']:<16}{agent:<14}{model:<23}{short(branch, 34):<35}"
+            f"{fmt.tokens(usage.get('total')):>7} {fmt.usd(r.get('cost_usd')):>9}  {short(r.get('task', ''), 60)}")
 
 
 def cmd_ls(args: argparse.Namespace) -> int:

@@ -197,11 +197,11 @@ def run(args: argparse.Namespace) -> int:
 
 def detached_message(live: int, waiting: int = 0, host: str | None = None) -> str:
     """What the shell shows after the app detaches from ``live`` (> 0) sessions that are not
-    over, ``waiting`` of them waiting for a follow-up or an answer (not working meanwhile);
+    over, ``waiting`` of them needing you — a follow-up or an approval (not working meanwhile);
     ``host``: they are in that host's server."""
     working = live - waiting
     parts = [f"{working} working"] if working else []
-    parts += [f"{waiting} waiting for you"] if waiting else []
+    parts += [f"{waiting} need{'s' if waiting == 1 else ''} you (a follow-up or an approval)"] if waiting else []
     there, flag = (f"host {host}'s server", f" --host {host}") if host else ("the server", "")
     return (f"cockpit: {live} session{'s stay' if live != 1 else ' stays'} in {there} ({', '.join(parts)}; "
             f"cockpit ls{flag} · cockpit attach{flag} ID · cockpit{flag} to come back)")

@@ -326,9 +326,20 @@ def test_ls_says_how_a_reviewed_worktree_ended_instead_of_its_gone_branch():
 
     base = {"id": "abc", "status": "done", "model": "m", "task": "t", "placement": "worktree",
             "worktree": {"branch": "cockpit/abc/t", "base_branch": "main"}, "usage": {"total": 1}, "cost_usd": 0.0}
-    assert "cockpit/abc/t" in _fmt_row(base)
+    assert " …/t " in _fmt_row(base)  # (the id is its own column)
     merged = _fmt_row({**base, "reviewed": {"action": "merge", "ok": True, "message": "merged"}})
-    assert "merged into main" in merged and "cockpit/abc/t" not in merged
+    assert "merged into main" in merged and "…/t" not in merged
     assert "discarded" in _fmt_row({**base, "reviewed": {"action": "discard", "ok": True, "message": ""}})
     failed = _fmt_row({**base, "reviewed": {"action": "merge", "ok": False, "message": "conflict"}})
-    assert "cockpit/abc/t" in failed  # a refused merge left the branch where it was
+    assert " …/t " in failed  # a refused merge left the branch where it was
+
+
+def test_ls_cuts_long_fields_with_an_ellipsis():
+    from cockpit.server_cli import _fmt_row
+
+    row = _fmt_row({"id": "abc", "status": "done", "model": "claude-sonnet-4-5-20250929-extra", "placement": "worktree",
+                    "task": "Fix Cart.total: apply the discount once on the subtotal and round half-up to cents",
+                    "worktree": {"branch": "cockpit/abc/fix-cart-total-apply-the-discount-once-on-the-subtotal"},
+                    "usage": {"total": 1}, "cost_usd": 0.0})
+    assert "…/fix-cart-total-apply-the-discou… " in row and "claude-sonnet-4-5-202… " in row
+    assert row.endswith("once on the subtotal and…")

@@ -28,7 +28,9 @@ def test_an_ambiguous_prefix_lists_the_matches_with_their_tasks(mgr):
     with pytest.raises(KeyError) as err:
         mgr.get("1nh1")
     assert err.value.args[0] == ("session id '1nh1' is ambiguous: it matches 1nh1txh4364c (fix the flaky test "
-                                 "in the par…), 1nh1wq4r7mza (write docs); give more characters")
+                                 "in the par…), 1nh1wq4r7mza (write docs); give more characters — ids begin with "
+                                 "the time they were made, their ends tell them apart: 364c, 7mza")
+    assert mgr.get("7mza").id == "1nh1wq4r7mza"
     assert mgr.get("1nh1t").id == "1nh1txh4364c"
 
 
@@ -45,4 +47,5 @@ def test_a_too_short_prefix_says_how_many_characters_it_needs(mgr):
 def test_many_matches_are_counted_not_all_listed():
     found = [(f"1nh1{i:08d}", "t") for i in range(7)]
     line = ids.not_one("1nh1", found)
-    assert line.endswith("1nh100000004 (t) and 2 more; give more characters") and "\n" not in line
+    assert "1nh100000004 (t) and 2 more; give more characters" in line and "\n" not in line
+    assert line.endswith("their ends tell them apart: 0000, 0001, 0002, 0003, 0004")

@@ -34,5 +34,5 @@ def test_closing_an_engine_never_used_builds_nothing(tmp_path):
 
 def test_the_detach_line_counts_sessions_in_english():
     assert detached_message(1).startswith("cockpit: 1 session stays in the server (1 working; ")
-    assert detached_message(3, 2).startswith("cockpit: 3 sessions stay in the server (1 working, 2 waiting for you; ")
-    assert detached_message(2, 2).startswith("cockpit: 2 sessions stay in the server (2 waiting for you; ")
+    assert detached_message(3, 2).startswith("cockpit: 3 sessions stay in the server (1 working, 2 need you (a follow-up or an approval); ")
+    assert detached_message(2, 2).startswith("cockpit: 2 sessions stay in the server (2 need you (a follow-up or an approval); ")

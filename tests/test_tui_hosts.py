@@ -289,7 +289,7 @@ async def test_cockpit_host_local_host_box_from_the_config(two_servers, tmp_path
             await app.shutdown()
     # what the shell shows when q detaches from live sessions
     assert detached_message(["local", "box"], 2).startswith("cockpit: 2 sessions stay in their servers (2 working; ")
-    assert detached_message(["local"], 1, 1).endswith("(1 waiting for you; cockpit ls · cockpit attach ID · "
+    assert detached_message(["local"], 1, 1).endswith("(1 needs you (a follow-up or an approval); cockpit ls · cockpit attach ID · "
                                                      "cockpit to come back)")
 
 

@@ -51,4 +51,16 @@ def not_one(query: str, found: list[tuple[str, str]], what: str = "session", see
         return f"no {what} {query!r} (see {see})"
     shown = ", ".join(f"{sid} ({short(task, 30)})" for sid, task in found[:5])
     more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-    return f"session id {query!r} is ambiguous: it matches {shown}{more}; give more characters"
+    ends = ", ".join(unique_suffix(sid, [other for other, _ in found]) for sid, _ in found[:5])
+    return (f"session id {query!r} is ambiguous: it matches {shown}{more}; give more characters — ids begin with "
+            f"the time they were made, their ends tell them apart: {ends}")
+
+
+def unique_suffix(session_id: str, others: list[str]) -> str:
+    """The shortest end of ``session_id`` (at least :data:`MIN_QUERY` characters) no other of
+    ``others`` ends with."""
+    for n in range(MIN_QUERY, len(session_id) + 1):
+        end = session_id[-n:]
+        if not any(o != session_id and o.endswith(end) for o in others):
+            return end
+    return session_id
