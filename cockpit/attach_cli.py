@@ -83,8 +83,20 @@ class _Shower:
             outside = "ran outside the sandbox: " if fmt.ran_outside(e.content) else ""
             out.write(f"  → {outside}{fmt.tool_result(e.content, e.is_error, 100)}\n")
         elif isinstance(e, ev.ApprovalRequested):
-            out.write(f"\n! needs approval: {e.summary}\n{e.detail}\n")
+            detail = e.detail.strip()  # (a command's ask: its summary is the command)
+            shown = "" if not detail or detail == e.summary.strip() else f"{e.detail}\n"
+            out.write(f"\n! needs approval: {e.summary}\n{shown}")
             self._asked = e.request_id
+        elif isinstance(e, ev.Preseeded) and (e.memory or e.error):  # the notes given, before its first turn
+            lines = [n.name for n in e.notes if n.kind == "line"]
+            listed = [n.name for n in e.notes if n.kind != "line"]
+            if e.error:
+                out.write(f"[preseed failed: {e.error}]\n")
+            elif not e.notes:
+                out.write("[notes given: none qualified]\n")
+            else:
+                out.write(f"[notes given: {', '.join(lines) or 'no line'}"
+                          + (f"; index: {', '.join(listed)}" if listed else "") + "]\n")
         elif isinstance(e, ev.ApprovalResolved):  # how the ask was answered (and by what)
             how = ("allowed" + (" for the session" if e.scope == "session" else "")) if e.allowed else "denied"
             out.write(f"  [{how}{': ' + e.reason if e.reason else ''}]\n")

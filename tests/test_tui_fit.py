@@ -67,6 +67,23 @@ async def test_a_command_run_again_outside_the_sandbox_shows_the_outcome_that_co
     assert "→ ran outside the sandbox: ok" in out.getvalue() and "Read-only" not in out.getvalue()
 
 
+def test_attach_shows_the_notes_given_and_a_commands_ask_once():
+    import io
+
+    from cockpit.attach_cli import _Shower
+
+    out = io.StringIO()
+    shower = _Shower("a00001", out)
+    notes = (ev.InjectedNote("deploy-cmd", 0.7, False, probability=0.8),
+             ev.InjectedNote("staging-env", 0.5, False, kind="index"))
+    shower.show(ev.Preseeded("a00001", notes, 40, "block"))
+    shower.show(ev.ApprovalRequested("a00001", "tu_1", "bash", "bash", "python -m shop.report --json",
+                                     "python -m shop.report --json", ""))
+    text = out.getvalue()
+    assert "[notes given: deploy-cmd; index: staging-env]" in text
+    assert text.count("python -m shop.report --json") == 1 and "! needs approval: python -m shop.report" in text
+
+
 async def test_a_confirmed_check_command_is_no_error_and_a_failed_check_has_one_glyph():
     mgr = FakeManager()
     app = CockpitApp(mgr, notify_os=False)
