@@ -1211,3 +1211,33 @@ async def test_question_mark_and_f1_show_the_keys_and_hide_them_again_but_type_i
         await pilot.press("question_mark")  # in the search box: a character
         await pilot.pause()
         assert screen.query_one("#memory-query", Input).value == "?" and not screen.query("HelpPanel")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (60, 20), (120, 40)])
+async def test_the_approval_dialog_keeps_its_reason_box_and_buttons_on_screen(size):
+    """A long command in the dialog: the detail scrolls in the room left, the reason box and the
+    three buttons stay on the screen (at 80×24 they were below its edge: a reason typed blind)."""
+    from cockpit.tui.screens.approval import ApprovalDialog
+
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=size) as pilot:
+        cmd = "cat > deploy.sh <<'EOF'\n" + "\n".join(f"step {i} --with an argument" for i in range(40)) + "\nEOF"
+        ask = ev.ApprovalRequested("r00001", "tu_1", "bash", "bash", "outside the sandbox: curl -sS https://pypi.org",
+                                   "The sandbox blocked network access. Run it again outside?\n\n" + cmd, "")
+        mgr.emit(ev.SessionSpawned("r00001", "deploy", "m", "/ws", "/t", True),
+                 ev.ToolCall("r00001", "tu_1", "bash", {"command": cmd}), ask,
+                 ev.StatusChanged("r00001", S.NEEDS_APPROVAL, "deploy"))
+        await until(pilot, lambda: "r00001" in app.panes and app.views["r00001"].pending is ask, "the ask")
+        await until(pilot, lambda: app.panes["r00001"].query_one("#pane-approval").display, "the ask in the pane")
+        await pilot.press("enter")
+        dialog = app.screen
+        assert isinstance(dialog, ApprovalDialog)
+        await settled(pilot, app)
+        height = size[1]
+        for wid in ("#approval-reason", "#once", "#session", "#deny"):
+            region = dialog.query_one(wid).region
+            assert region.height and region.bottom <= height, (wid, region, size)
+        assert dialog.query_one("#approval-detail").region.height >= 3
+        await pilot.press("d", *"use requests", "enter")
+        await until(pilot, lambda: mgr.answers, "the denial")

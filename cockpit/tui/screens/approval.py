@@ -73,6 +73,24 @@ class ApprovalDialog(ModalScreen[Answer | None]):
 
     def on_mount(self) -> None:
         self.query_one("#approval-detail").focus()
+        self.call_after_refresh(self._fit)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """The detail scrolls in the rows the rest of the box leaves on the screen (3 to 30): the
+        reason box and the buttons always show."""
+        box = self.query_one("#approval-box")
+        detail = self.query_one("#approval-detail")
+        rest = box.outer_size.height - box.size.height  # the box's border and padding
+        for child in box.children:
+            if child is not detail and child.display:
+                rest += child.outer_size.height + child.styles.margin.top + child.styles.margin.bottom
+        rest += detail.outer_size.height - detail.size.height  # the detail's own border
+        room = max(3, min(30, int(self.size.height * 0.9) - rest))
+        if detail.styles.max_height is None or detail.styles.max_height.value != room:
+            detail.styles.max_height = room
 
     def action_allow(self, scope: str) -> None:
         self.dismiss(Answer(True, scope))
