@@ -101,13 +101,15 @@ def event_from_json(obj: Any) -> ev.Event:
 
 
 def diff_to_json(diff: Any) -> dict:
-    return {"files": [_plain(f) for f in diff.files]}
+    return {"files": [_plain(f) for f in diff.files], "conflicts": list(diff.conflicts),
+            "unresolved": list(diff.unresolved)}
 
 
 def diff_from_json(obj: dict) -> Any:
     from cockpit.runtime.worktree import Diff, FileChange
 
-    return Diff(tuple(FileChange(**f) for f in obj.get("files", [])))
+    return Diff(tuple(FileChange(**f) for f in obj.get("files", [])), tuple(obj.get("conflicts", ())),
+                tuple(obj.get("unresolved", ())))  # (an older server sends neither)
 
 
 def to_plain(value: Any) -> Any:

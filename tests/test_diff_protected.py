@@ -171,6 +171,39 @@ async def test_the_diff_screen_marks_protected_files_and_merge_asks_again():
         await app.shutdown()
 
 
+async def test_the_diff_screen_says_a_merge_would_refuse_before_m_is_pressed():
+    """A change that conflicts with the base branch now, or holds conflict markers the session
+    left: the banner says so when the diff opens (and what b does), not only after a refused m."""
+    mgr = FakeManager()
+    mgr.diffs["d00001"] = Diff((CODE_CHANGE,), conflicts=("src/a.py",), unresolved=("src/b.py",))
+    app = CockpitApp(mgr, FakeEngine())
+    async with app.run_test(size=(140, 36)) as pilot:
+        screen = await open_diff_screen(pilot, app, mgr)
+        banner = screen.query_one("#diff-protected")
+        await until(pilot, lambda: banner.display, "the banner")
+        text = text_of(banner)
+        assert "conflicts with the base in src/a.py" in text or "conflicts with main in src/a.py" in text
+        assert "conflict markers left in src/b.py" in text and "b sends it back" in text and "protected" not in text
+
+
+def test_the_diff_names_a_conflict_with_the_base_and_markers_left_in(repo, tmp_path):
+    from cockpit import wire
+
+    info = wt.create(repo, "s1", "t", tmp_path / "worktrees")
+    (Path(info.path) / "src" / "a.py").write_text("a = 2\n")
+    (repo / "src" / "a.py").write_text("a = 3\n")
+    git(repo, "commit", "-qam", "main changes a")
+    d = wt.diff(info)
+    assert d.conflicts == ("src/a.py",) and d.unresolved == ()
+    assert wt.diff(info, patches=False).conflicts == ()  # (the stat after each edit stays cheap)
+    info2 = wt.create(repo, "s2", "t", tmp_path / "worktrees")
+    (Path(info2.path) / "notes.txt").write_text("<<<<<<< HEAD\nx\n=======\ny\n>>>>>>> main\n")
+    d2 = wt.diff(info2)
+    assert d2.conflicts == () and d2.unresolved == ("notes.txt",)
+    back = wire.diff_from_json(wire.diff_to_json(d))
+    assert back.conflicts == ("src/a.py",) and wire.diff_from_json({"files": []}).conflicts == ()
+
+
 async def test_without_protected_files_no_banner_and_merge_asks_nothing():
     mgr = FakeManager()
     mgr.diffs["d00001"] = diff_with(CODE_CHANGE)

@@ -104,6 +104,10 @@ class DiffStat:
 @dataclass(frozen=True)
 class Diff:
     files: tuple[FileChange, ...] = field(default_factory=tuple)
+    # (read with the patches, for the diff screen) the files a merge into the base branch would
+    # conflict in now, and those holding conflict markers the session left: a merge is refused
+    conflicts: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()
 
     @property
     def stat(self) -> DiffStat:
@@ -464,7 +468,15 @@ def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str
             room = max(0, room - len(patch))
         why = protected_reason(path, hooks, extra_protected) or protected_reason(old or "", hooks, extra_protected)
         files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old, why))
-    return Diff(tuple(files))
+    conflicts: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()
+    if patches and files and view is None and info.base_branch:
+        conflicts = preview_merge(info, state)[1]
+    elif patches and files and view is not None:
+        where = info.path if Path(info.path).is_dir() else info.repo
+        out = git("diff", "--check", start, end, cwd=where, check=False)
+        unresolved = tuple(dict.fromkeys(m.group(1) for line in out.splitlines() if (m := _MARKER_LINE.match(line))))
+    return Diff(tuple(files), conflicts, unresolved)
 
 
 def _capped(patch: str, limit: int) -> str:

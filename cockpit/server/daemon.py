@@ -657,7 +657,8 @@ class Server:
         return {"id": session.id, "tool": ask.tool if ask else "", "summary": ask.summary if ask else "",
                 "suggestion": ask.suggestion if ask else ""}
 
-    @method("diff", result="`files`: [{path, status, added, removed, patch, old_path}]")
+    @method("diff", result="`files`: [{path, status, added, removed, patch, old_path, protected}]; `conflicts`: "
+            "the files a merge would conflict in now; `unresolved`: those holding conflict markers")
     async def h_diff(self, req: Request, id: SessionId) -> dict:
         return wire.diff_to_json(await self.mgr.diff(id))
 

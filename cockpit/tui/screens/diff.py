@@ -202,7 +202,7 @@ class DiffScreen(Screen):
             self._show_nothing("no changes against the base commit yet")
             return
         files.add_options([Option(self._file_label(f)) for f in diff.files])
-        self._show_protected(len(diff.protected))
+        self._show_protected(len(diff.protected), getattr(diff, "conflicts", ()), getattr(diff, "unresolved", ()))
         stat = diff.stat
         self.query_one("#diff-files-label", Label).update(Content.from_markup(
             "[b]Files[/b] $n  [$text-success]+$a[/] [$text-error]-$r[/]", n=stat.files, a=stat.added, r=stat.removed))
@@ -232,11 +232,23 @@ class DiffScreen(Screen):
         views = getattr(self.app, "views", {}) or {}
         return overlaps(views).get(self.session_id, {}).get(path, [])
 
-    def _show_protected(self, count: int) -> None:
-        """The banner above the files: how many protected paths changed (hidden when none)."""
+    def _show_protected(self, count: int, conflicts: tuple[str, ...] = (), unresolved: tuple[str, ...] = ()) -> None:
+        """The banner above the files: how many protected paths changed, and what a merge would
+        refuse now — a conflict with the base branch, conflict markers left in (hidden when none)."""
+        base = (self.view.worktree.base_branch if self.view.worktree else "") or "the base"
+        lines = []
+        if count:
+            lines.append(Content.from_markup("[b]⚠ $msg[/b]", msg=protected_warning(count)))
+        if conflicts:
+            lines.append(Content.from_markup("[b]⚠ conflicts with $base in $files[/b] — m would refuse; b sends it "
+                                             "back to the session, s opens a shell", base=base,
+                                             files=fmt.short(", ".join(conflicts), 120)))
+        if unresolved:
+            lines.append(Content.from_markup("[b]⚠ conflict markers left in $files[/b] — m would refuse; b sends it "
+                                             "back to resolve them", files=fmt.short(", ".join(unresolved), 120)))
         banner = self.query_one("#diff-protected", Static)
-        banner.update(Content.from_markup("[b]⚠ $msg[/b]", msg=protected_warning(count)) if count else "")
-        banner.display = count > 0
+        banner.update(Content("\n").join(lines) if lines else "")
+        banner.display = bool(lines)
 
     def _show_nothing(self, why: str) -> None:
         self._show_protected(0)
