@@ -125,7 +125,7 @@ class SpawnDialog(ModalScreen[SpawnChoice | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="spawn-box"):
             yield Label("[b]New session[/b] — the task (Enter or ctrl+s spawns, Esc cancels, Tab: options)")
-            yield Input(placeholder="e.g. what port does staging run on?", id="spawn-task")
+            yield Input(placeholder="e.g. fix the failing test in tests/test_cart.py", id="spawn-task")
             if self.hosts:
                 chosen = self.hosts[self.host or ""]
                 with Horizontal(id="spawn-host-row"):
