@@ -645,6 +645,17 @@ async def test_spawn_dialog_passes_the_backend_and_options_the_runtime_offers():
         options = mgr.spawn_options[0]
         assert options["backend"] == "claude-code" and options["model"] == "m2"
         assert options["permission_mode"] == "acceptEdits" and options["worktree"] is True
+        # the mode chosen is the next spawn's default (it went back to the configured one each time)
+        await until(pilot, lambda: not isinstance(app.screen, SpawnDialog), "the dialog closed")
+        await pilot.press("n")
+        dialog = app.screen
+        assert isinstance(dialog, SpawnDialog)
+        dialog.query_one("#spawn-mode").value = "plan"
+        await pilot.press(*"task two", "enter")
+        await until(pilot, lambda: len(mgr.spawned) == 2, "the second spawn")
+        await until(pilot, lambda: not isinstance(app.screen, SpawnDialog), "the dialog closed")
+        await pilot.press("n")
+        assert app.screen.query_one("#spawn-mode").value == "plan"
 
 
 async def test_a_value_the_spawn_spec_refuses_is_said_in_the_dialog_which_stays_open():

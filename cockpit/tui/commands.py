@@ -93,7 +93,9 @@ class SessionCommands(App):
             hosts["host"] = again.host
         self.push_screen(
             SpawnDialog(self.engine, self.top_k, self.preseed, model=self.model or "",
-                        permission_mode=self.permission_mode, worktree=self.worktree,
+                        # the mode last chosen here (this app), else the configured one
+                        permission_mode=getattr(self, "_spawn_mode", None) or self.permission_mode,
+                        worktree=self.worktree,
                         backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing,
                         budget_usd=budget if isinstance(budget, (int, float)) else None,
                         sandbox=self.manager.config.sandbox is not False,
@@ -103,6 +105,7 @@ class SessionCommands(App):
 
     def _spawn_chosen(self, choice: SpawnChoice | None) -> None:
         if choice:
+            self._spawn_mode = choice.spec.permission_mode or getattr(self, "_spawn_mode", None)
             self.spawn(choice.spec, host=choice.host, again=choice)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
