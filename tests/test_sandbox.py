@@ -637,3 +637,49 @@ def test_cockpits_default_folders_are_hidden_whatever_the_data_folder():
     assert os.environ["COCKPIT_DATA_DIR"] in folders
     for default in (platformdirs.user_data_path("cockpit"), platformdirs.user_cache_path("cockpit")):
         assert str(default) in folders
+
+
+async def test_the_allowlist_proxy_bounds_what_one_session_can_make_it_hold(tmp_path, monkeypatch):
+    """It runs in the server: refused hosts are remembered distinct and bounded (a flood of 60 kB
+    names grew the server by 590 MB), and open tunnels are capped (3,000 held used 2,000 files)."""
+    from cockpit.runtime import netproxy
+    from cockpit.runtime.netproxy import AllowlistProxy
+
+    held: list[asyncio.StreamWriter] = []
+
+    async def hold(reader, writer):
+        held.append(writer)
+        await reader.read()
+
+    upstream = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = upstream.sockets[0].getsockname()[1]
+    sock = str(tmp_path / "p.sock")
+    proxy = AllowlistProxy((f"127.0.0.1:{port}",), sock)
+    await proxy.start()
+
+    async def ask(target: str) -> tuple[bytes, asyncio.StreamWriter]:
+        r, w = await asyncio.open_unix_connection(sock)
+        w.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        await w.drain()
+        return await asyncio.wait_for(r.readline(), 10), w
+
+    try:
+        for i in range(300):
+            line, w = await ask(f"{i}{'x' * 20_000}.example:443")
+            assert b"403" in line
+            w.close()
+        assert proxy.refusals == 300 and len(proxy.blocked) == netproxy.MAX_BLOCKED
+        assert all(len(b) <= netproxy.MAX_HOST + 4 for b in proxy.blocked)
+        monkeypatch.setattr(netproxy, "MAX_TUNNELS", 3)
+        open_ = [await ask(f"127.0.0.1:{port}") for _ in range(3)]
+        assert all(b"200" in line for line, _ in open_)
+        line, w = await ask(f"127.0.0.1:{port}")
+        assert b"503" in line and b"too many open connections" in line
+        w.close()
+        for _, w in open_:
+            w.close()
+    finally:
+        await proxy.close()
+        for w in held:
+            w.close()
+        upstream.close()

@@ -60,13 +60,21 @@ async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
             writer.close()
 
 
+MAX_TUNNELS = 128  # open connections through one session's proxy (it runs in the server: its memory and files)
+MAX_BLOCKED = 100  # distinct refused hosts remembered (each cut to MAX_HOST characters); the rest counted
+MAX_HOST = 253  # the longest DNS name
+
+
 class AllowlistProxy:
-    """The proxy of one session: ``await start()``, ``await close()``. ``blocked``: hosts refused."""
+    """The proxy of one session: ``await start()``, ``await close()``. ``blocked``: the distinct
+    hosts refused (the first :data:`MAX_BLOCKED`), ``refusals``: how many requests were refused."""
 
     def __init__(self, allow: tuple[str, ...], socket_path: str):
         self.allow = tuple(allow)
         self.socket_path = socket_path
         self.blocked: list[str] = []
+        self.refusals = 0
+        self._open = 0
         self._server: asyncio.AbstractServer | None = None
 
     async def start(self) -> None:
@@ -81,6 +89,26 @@ class AllowlistProxy:
             self._server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._open >= MAX_TUNNELS:  # a session holding hundreds of connections open: no more
+            writer.write(b"HTTP/1.1 503 Service Unavailable (cockpit sandbox: too many open connections)\r\n"
+                         b"Connection: close\r\n\r\n")
+            with contextlib.suppress(Exception):
+                await writer.drain()
+            writer.close()
+            return
+        self._open += 1
+        try:
+            await self._relay(reader, writer)
+        finally:
+            self._open -= 1
+
+    def _refused(self, host: str, port: int) -> None:
+        self.refusals += 1
+        entry = f"{host[:MAX_HOST]}:{port}"
+        if len(self.blocked) < MAX_BLOCKED and entry not in self.blocked:
+            self.blocked.append(entry)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
@@ -113,9 +141,9 @@ class AllowlistProxy:
             port = int(port_s)
         except ValueError:
             port = -1
-        if not host_allowed(host, port, self.allow):
-            self.blocked.append(f"{host}:{port}")
-            writer.write(_forbidden(host))
+        if len(host) > MAX_HOST or not host_allowed(host, port, self.allow):
+            self._refused(host, port)
+            writer.write(_forbidden(host[:MAX_HOST]))
             with contextlib.suppress(Exception):
                 await writer.drain()
             writer.close()
