@@ -377,6 +377,18 @@ def test_conflict_marker_lines_main_already_had_or_a_file_declares_are_not_flagg
     assert wt.leftover_conflicts(info) == ()
 
 
+def test_a_worktree_the_session_locked_is_discarded_whole(repo):
+    """A `locked` file the session wrote in its admin folder kept the branch and the worktree's
+    entry while discard said it removed them."""
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    admin = Path(git(Path(info.path), "rev-parse", "--absolute-git-dir").strip())
+    (admin / "locked").write_text("mine\n")
+    assert "discarded" in wt.discard(info)
+    assert info.branch not in git(repo, "branch", "--list") and info.path not in git(repo, "worktree", "list")
+    assert not Path(info.path).exists()
+
+
 def test_an_empty_merge_is_reported_not_committed(repo):
     info = wt.create(repo, "s1", "fix add", worktrees_dir())
     fixed(info)

@@ -930,9 +930,14 @@ def _remove(info: WorktreeInfo, delete_branch: str | None) -> None:
         info.meta_path.unlink(missing_ok=True)
         return
     if Path(info.path).exists():
-        git("worktree", "remove", "--force", info.path, cwd=info.repo, check=False)
+        # twice: a worktree locked (a `locked` file the session wrote in its admin folder) is removed too
+        git("worktree", "remove", "--force", "--force", info.path, cwd=info.repo, check=False)
         if Path(info.path).exists():
             shutil.rmtree(info.path, ignore_errors=True)
+    admin = _admin_of(info)
+    if admin is not None:  # else prune keeps a locked entry, and the branch it holds cannot be deleted
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(admin, "locked"))
     git("worktree", "prune", cwd=info.repo, check=False)
     drop_other_refs(info)
     if delete_branch:
@@ -942,6 +947,24 @@ def _remove(info: WorktreeInfo, delete_branch: str | None) -> None:
             record.unlink()
         except OSError:
             pass
+
+
+def _admin_of(info: WorktreeInfo) -> str | None:
+    """The admin folder git keeps for the session's worktree (``<common>/worktrees/<name>``), by
+    its ``gitdir`` file pointing at the worktree; None when there is none."""
+    common = git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=info.repo, check=False).strip()
+    folder = os.path.join(common, "worktrees") if common else ""
+    if not folder or not os.path.isdir(folder):
+        return None
+    want = os.path.realpath(os.path.join(info.path, ".git"))
+    for entry in os.scandir(folder):
+        try:
+            with open(os.path.join(entry.path, "gitdir"), encoding="utf-8") as f:
+                if os.path.realpath(f.read().strip()) == want:
+                    return entry.path
+        except OSError:
+            continue
+    return None
 
 
 def remove_if_unchanged(info: WorktreeInfo) -> bool:
