@@ -146,7 +146,7 @@ async def test_a_browser_shows_the_grid_and_a_key_press_spawns_a_session(web: We
         await browser.wait_for_text("No sessions yet", "Spawn", timeout=120)  # the grid, empty, and its keys
         assert len(_app_children(web.proc.pid)) == 1  # this tab's app
         await browser.press("n")
-        await browser.wait_for_text("New session", "what port does staging run on", timeout=60)  # the spawn dialog
+        await browser.wait_for_text("New session", "fix the failing test", timeout=60)  # the spawn dialog
         await browser.type("say hello from the browser")
         await browser.press("enter")
         deadline = time.monotonic() + 120
