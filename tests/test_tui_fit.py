@@ -238,3 +238,22 @@ async def test_a_long_lint_warning_wraps_in_the_warnings_tab():
         await pilot.pause()
         shown = " ".join(line.strip() for line in screen_lines(app))
         assert tail in shown  # wrapped onto the next lines, not cut at the edge
+
+
+async def test_a_command_the_sandbox_stopped_says_so_on_its_line():
+    """`curl … | head` exits 0 (head's status): nothing was asked, but the sandbox blocked the
+    network — the pane's line says so, not only the note the model reads."""
+    mgr = FakeManager()
+    app = CockpitApp(mgr, notify_os=False)
+    content = ("curl: (6) Could not resolve host: pypi.org\n"
+               "[the sandbox blocked network access (off for this session)]")
+    events = [ev.SessionSpawned("f00003", "fetch", "m", "/ws", "/t", True),
+              ev.ToolCall("f00003", "tu_1", "bash", {"command": "curl -sS https://pypi.org/x | head -c 300"}),
+              ev.ToolResult("f00003", "tu_1", "bash", content, False)]
+    async with app.run_test(size=SMALL) as pilot:
+        mgr.emit(*events)
+        await until(pilot, lambda: "f00003" in app.panes and any(b.result for b in app.views["f00003"].blocks),
+                    "the result")
+        await settled(pilot, app)
+        body = " ".join(app.panes["f00003"].query_one("#pane-body").plain_text().split())
+        assert "[⛔ the sandbox blocked network access (off for this session)]" in body

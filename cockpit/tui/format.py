@@ -7,6 +7,7 @@ US dollars (``$0.0123``), or ``n/a`` when the model has no price.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from cockpit import textsafe
@@ -133,6 +134,16 @@ def tool_label(name: str, value: Any, limit: int = 60) -> tuple[str, str]:
         if name == EDITOR_TOOL and "command" in value:
             return f"✎ {value.get('command')}", short(str(value.get("path", "")), limit)
     return f"⚙ {name}", f"({tool_args(value, limit)})"
+
+
+_BLOCKED_NOTE = re.compile(r"\n\[the sandbox blocked ([^\]\n]{1,200})\]")
+
+
+def sandbox_blocked(content: str) -> str:
+    """What the sandbox stopped in a command, from the note the session adds to its result (the
+    model reads it): ``"network access (off for this session)"``; "" when nothing was stopped."""
+    found = _BLOCKED_NOTE.findall(content or "")
+    return found[-1] if found else ""
 
 
 def ran_outside(content: str) -> bool:

@@ -154,6 +154,9 @@ class PaneBody(ScrollView, can_focus=False):
             text = Text.assemble((label, self._colour("accent")), (" " if args[:1] != "(" else "", ""),
                                  (args, "dim" if args[:1] == "(" else ""))
             outside = block.result is not None and fmt.ran_outside(block.result)
+            stopped = "" if block.result is None or outside else fmt.sandbox_blocked(block.result)
+            if stopped:  # said on the line, not only to the model (a pipeline's exit status hid it)
+                text.append(f" [⛔ the sandbox blocked {stopped}]", self._colour("warning"))
             if block.approval or outside:
                 approval = " · ".join(filter(None, (block.approval, "ran outside the sandbox" if outside else "")))
                 allowed = approval.startswith(("allowed", "ran outside"))
