@@ -454,3 +454,29 @@ def test_a_header_narrower_still_puts_the_spend_before_the_states():
     line = Content.from_markup(totals_markup(views, MemoryState(model_state="ready", notes=6), 1, 3,
                                              width=60)).plain
     assert line.startswith("cockpit │ page 2/3 │ 6 notes │ 15.4k tok  $0.0154"), line  # what a cut end cannot take
+
+
+async def test_the_diff_view_pans_sideways_over_long_lines():
+    from textual.app import App
+    from textual.content import Content
+    from tui_fakes import until
+
+    from cockpit.tui.diffrender import DiffLine
+    from cockpit.tui.widgets.diffview import DiffView
+
+    class Host(App):
+        def compose(self):
+            yield DiffView()
+
+    app = Host()
+    async with app.run_test(size=(60, 10)) as pilot:
+        view = app.query_one(DiffView)
+        long = "+" + "x" * 200
+        view.set_lines([DiffLine("add", long, None, 1)], [Content(long)])
+        view.focus()
+        await until(pilot, lambda: view.max_scroll_x > 100 and app.focused is view, "laid out and focused")
+        await pilot.pause()
+        for key, x in (("right", 8), ("right", 16), ("shift+right", 56), ("left", 48), ("shift+left", 8),
+                       ("shift+left", 0)):
+            await pilot.press(key)
+            await until(pilot, lambda x=x: view.scroll_offset.x == x, f"{key} → {x}")

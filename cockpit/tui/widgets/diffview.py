@@ -32,6 +32,11 @@ class DiffView(ScrollView, can_focus=True):
         Binding("home", "edge(-1)", "Top", show=False, id="diff.top"),
         Binding("end", "edge(1)", "Bottom", show=False, id="diff.bottom"),
         Binding("v", "mark", "Select", id="diff.mark"),
+        # long lines: the view pans sideways (shift: further)
+        Binding("right", "pan(8)", "Right", show=False, id="diff.right"),
+        Binding("left", "pan(-8)", "Left", show=False, id="diff.left"),
+        Binding("shift+right", "pan(40)", "Far right", show=False, id="diff.far_right"),
+        Binding("shift+left", "pan(-40)", "Far left", show=False, id="diff.far_left"),
     ]
 
     CURSOR_STYLE = "on $primary 35%"
@@ -95,6 +100,9 @@ class DiffView(ScrollView, can_focus=True):
 
     def action_page(self, step: int) -> None:
         self.action_move(step * max(1, self.scrollable_content_region.height - 1))
+
+    def action_pan(self, columns: int) -> None:
+        self.scroll_to(x=max(0, self.scroll_target_x + columns), animate=False, immediate=True)
 
     def action_edge(self, step: int) -> None:
         self.action_move(step * len(self.lines))
