@@ -1250,5 +1250,11 @@ async def test_the_approval_dialog_keeps_its_reason_box_and_buttons_on_screen(si
             region = dialog.query_one(wid).region
             assert region.height and region.bottom <= height, (wid, region, size)
         assert dialog.query_one("#approval-detail").region.height >= 3
+        from tui_fakes import screen_lines
+
+        # the buttons' labels too (squeezed, they showed bare bars; too wide, Deny was cut off)
+        await until(pilot, lambda: "Deny (d)" in "\n".join(screen_lines(app)), "the buttons' labels")
+        shown = "\n".join(screen_lines(app))
+        assert "once (y)" in shown.lower() and "session (a)" in shown.lower(), shown
         await pilot.press("d", *"use requests", "enter")
         await until(pilot, lambda: mgr.answers, "the denial")

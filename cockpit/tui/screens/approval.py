@@ -62,14 +62,15 @@ class ApprovalDialog(ModalScreen[Answer | None]):
                 yield Static(Content("\n").join(detail_lines(ask)), id="approval-text")
             yield Label(Content.from_markup("[dim]Reason for a denial — press d, then type (the model reads it); "
                                             "y and a answer at once:[/]"), id="approval-reason-label")
-            yield Input(placeholder="e.g. run the tests first; Enter denies with this reason", id="approval-reason")
+            yield Input(placeholder="a reason for a denial (d, then type; Enter denies): e.g. run the tests first",
+                        id="approval-reason")
             if ask.suggestion:  # on its own line, wrapped: inside a button it pushed Deny off a narrow screen
                 yield Label(Content.from_markup("[dim]Allow for session adds the rule:[/] $rule", rule=ask.suggestion),
                             id="approval-rule")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Allow once (y)", variant="success", id="once")
-                yield Button("Allow for session (a)", variant="primary", id="session")
-                yield Button("Deny (d)", variant="error", id="deny")
+                yield Button(self.LABELS["once"], variant="success", id="once")
+                yield Button(self.LABELS["session"], variant="primary", id="session")
+                yield Button(self.LABELS["deny"], variant="error", id="deny")
 
     def on_mount(self) -> None:
         self.query_one("#approval-detail").focus()
@@ -78,17 +79,36 @@ class ApprovalDialog(ModalScreen[Answer | None]):
     def on_resize(self) -> None:
         self.call_after_refresh(self._fit)
 
+    SMALL = 32  # rows below which the buttons and the reason box go compact (one row each)
+    NARROW = 76  # columns below which the buttons' labels are short
+    LABELS = {"once": "Allow once (y)", "session": "Allow for session (a)", "deny": "Deny (d)"}
+    SHORT = {"once": "Once (y)", "session": "Session (a)", "deny": "Deny (d)"}
+
     def _fit(self) -> None:
         """The detail scrolls in the rows the rest of the box leaves on the screen (3 to 30): the
-        reason box and the buttons always show."""
+        reason box and the buttons always show — compact (one row each), without the reason's
+        label, on a small screen (squeezed, the buttons lost their labels)."""
+        small = self.size.height < self.SMALL
+        for widget in (*self.query(Button), self.query_one("#approval-reason", Input)):
+            if widget.compact != small:
+                widget.compact = small
+        narrow = self.size.width < self.NARROW  # the three buttons in one row: short labels
+        for button in self.query(Button):
+            label = (self.SHORT if narrow else self.LABELS)[button.id or ""]
+            if str(button.label) != label:
+                button.label = label
+        self.query_one("#approval-reason-label").display = not small
         box = self.query_one("#approval-box")
         detail = self.query_one("#approval-detail")
         rest = box.outer_size.height - box.size.height  # the box's border and padding
         for child in box.children:
-            if child is not detail and child.display:
-                rest += child.outer_size.height + child.styles.margin.top + child.styles.margin.bottom
-        rest += detail.outer_size.height - detail.size.height  # the detail's own border
-        room = max(3, min(30, int(self.size.height * 0.9) - rest))
+            if child is detail or not child.display or child.id == "approval-reason-label" and small:
+                continue
+            # the reason box and the buttons: their height as they are about to be (laid out later)
+            rows = (1 if small else 3) if child.id == "approval-reason" or isinstance(child, Horizontal) \
+                else child.outer_size.height
+            rest += rows + child.styles.margin.top + child.styles.margin.bottom
+        room = max(3, min(30, int(self.size.height * 0.9) - rest))  # (the detail's border included)
         if detail.styles.max_height is None or detail.styles.max_height.value != room:
             detail.styles.max_height = room
 
