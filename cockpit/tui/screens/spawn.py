@@ -43,7 +43,7 @@ PERMISSION_MODES = (  # (label, value): Claude Code's names
     ("acceptEdits · commands ask", "acceptEdits"),
     ("plan · read-only", "plan"),
     ("bypassPermissions · no asks", "bypassPermissions"),
-    ("auto · sandboxed commands run, no asks", "auto"),
+    ("auto · sandboxed, asks to leave it", "auto"),
 )
 
 
