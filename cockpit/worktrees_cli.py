@@ -131,10 +131,14 @@ def planted_warning(tree: str) -> str:
                 "git repositories the session made there (their config would run commands when your git looks inside)")
     real = [p for p in planted if p != "…"]
     names = ", ".join(real[:5]) + (f" (+{len(real) - 5} more)" if len(real) > 5 else "")
-    remove = " ".join(shlex.quote(str(Path(tree) / p / ".git")) for p in real[:5])
+    def what(rel: str) -> Path:  # the link itself, the .git, or a bare repository's folder
+        path = Path(tree) / rel
+        return path if path.is_symlink() or not (path / ".git").exists() else path / ".git"
+
+    remove = " ".join(shlex.quote(str(what(p))) for p in real[:5])
     return (f"the session made git repositories of its own at {names} in its worktree: their config, which the "
             f"session wrote, runs commands when your git or a shell prompt looks inside them; remove them first "
-            f"(rm -rf {remove}; a bare one: the folder)")
+            f"(rm -rf {remove})")
 
 
 def shell_env(base: dict[str, str] | None = None) -> dict[str, str]:

@@ -741,12 +741,17 @@ def test_no_shell_opens_over_a_git_repository_the_session_planted(repo, monkeypa
         git(tree / where, "init", "-q")
         git(tree / where, "config", "core.fsmonitor", "touch /tmp/never")
     git(tmp_path, "init", "-q", "--bare", str(tree / "docs" / "bare"))
-    assert wt.planted_repos(tree) == ["docs/bare", "tools/x", "vendor/lib", "vendor/lib/inner"]
+    git(tmp_path, "init", "-q", str(admin / "plant"))  # a repository in the admin folder, reached by a link
+    (tree / "linked").symlink_to(admin / "plant", target_is_directory=True)
+    (tmp_path / "plain").mkdir()
+    (tree / "elsewhere").symlink_to(tmp_path / "plain", target_is_directory=True)  # a plain folder: fine
+    assert wt.planted_repos(tree) == ["docs/bare", "linked", "tools/x", "vendor/lib", "vendor/lib/inner"]
     ran = []
     monkeypatch.setattr(subprocess, "call", lambda argv, cwd, env=None: ran.append((argv, cwd, env)) or 0)
     assert main(["shell", "s1"]) != 0
     err = capsys.readouterr().err
-    assert "git repositories of its own at docs/bare, tools/x, vendor/lib, vendor/lib/inner" in err and "rm -rf" in err
+    assert "git repositories of its own at docs/bare, linked, tools/x, vendor/lib, vendor/lib/inner" in err
+    assert f"rm -rf {tree / 'docs' / 'bare'} {tree / 'linked'} {tree / 'tools' / 'x' / '.git'}" in err
     assert "cockpit shell --force s1" in err and ran == []
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.name")

@@ -360,6 +360,10 @@ def planted_repos(tree: str | Path) -> list[str]:
     seen = 0
     for folder, dirs, files in os.walk(root):
         seen += len(dirs) + len(files)
+        for name in dirs:  # a link to a folder: os.walk does not follow it, a user's cd does
+            path = os.path.join(folder, name)
+            if os.path.islink(path) and _leads_to_a_repository(path, root, common):
+                found.append(os.path.relpath(path, root))
         if folder == root and ".git" in dirs:
             dirs.remove(".git")  # the worktree's own (a file in a linked worktree)
         if folder != root and ".git" in dirs + files:
@@ -373,6 +377,25 @@ def planted_repos(tree: str | Path) -> list[str]:
         if seen > PLANTED_SCAN_MAX:
             return [*sorted(found), "…"]
     return sorted(found)
+
+
+def _leads_to_a_repository(link: str, root: str, common: str) -> bool:
+    """Whether the folder ``link`` (a symbolic link in the worktree) leads into the repository's
+    git folder (the session's admin folder is writable in its sandbox), or to a repository (a
+    ``.git`` in it or above it, outside the worktree, or a bare repository's shape)."""
+    target = os.path.realpath(link)
+    if common and (target + "/").startswith(os.path.realpath(common).rstrip("/") + "/"):
+        return True
+    if (target + "/").startswith(root.rstrip("/") + "/"):
+        return False  # inside the worktree: the walk sees what is there
+    if all(os.path.exists(os.path.join(target, part)) for part in ("HEAD", "objects", "refs")):
+        return True
+    here = target
+    while here and here != os.path.dirname(here):
+        if os.path.exists(os.path.join(here, ".git")):
+            return True
+        here = os.path.dirname(here)
+    return False
 
 
 def _points_into(dotgit: str, stores: list[str]) -> bool:
