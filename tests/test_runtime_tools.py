@@ -409,6 +409,12 @@ def test_credentials_in_the_environment_never_reach_a_session_unless_named():
     ("LITELLM_MASTER_KEY", "k"), ("ANTHROPIC_KEY", "k"), ("CLAUDE_KEY", "k"), ("DEEPSEEK_KEY", "k"), ("APP_KEY", "k"),
     ("ENCRYPTION_KEY", "k"), ("SIGNING_KEY", "k"), ("DEPLOY_KEY", "k"), ("SSH_KEY", "k"), ("ID_RSA", "k"),
     ("REDIS_PASS", "p"), ("SMTP_PASS", "p"), ("GPG_PASSPHRASE", "p"), ("ADMIN_USER_PASS", "p"), ("LICENSE_KEY", "k"),
+    # the fix's re-test
+    ("SSHPASS", "p"), ("DB_PW", "p"), ("LDAP_BIND_PW", "p"), ("DOCKER_AUTH_CONFIG", '{"auths": {}}'),
+    ("AUTHORIZATION", "Bearer x"), ("COOKIE", "session=x"), ("SSH_KEY_B64", "c3No"), ("HMAC_KEY_BASE64", "x"),
+    ("PGPASS", "p"), ("KEYSTOREPASS", "p"), ("BASIC_AUTH_CREDS", "u:p"), ("OTP_SEED", "s"), ("AZURE_STORAGE_SAS", "s"),
+    ("DB_URL", "postgresql://db/x?user=app&password=q"), ("DB_CONN", "Server=h;User Id=u;Password=m;"),
+    ("SEARCH_URL", "https://api.example/?api_key=abc"),
 ])
 def test_credential_variables_the_old_name_list_missed_never_reach_a_session(name, value):
     env = session_env({name: value, "PATH": "/usr/bin"})
@@ -420,7 +426,8 @@ def test_credential_variables_the_old_name_list_missed_never_reach_a_session(nam
     ("PWD", "/home/u/p"), ("OLDPWD", "/home/u"), ("TOKENIZERS_PARALLELISM", "false"), ("XKB_KEYMAP", "us"),
     ("VIM_KEYMAP", "x"), ("PATH", "/usr/bin"), ("HOME", "/home/u"), ("LANG", "C.UTF-8"),
     ("http_proxy", "http://proxy:3128"), ("PYTHONPATH", "src"), ("PATHEXT", "x"), ("SSH_AUTH_SOCK", "/tmp/a"),
-    ("KEYTIMEOUT", "1"), ("PASSENGER_ENV", "x"), ("COMPASS_HOME", "/c"), ("KEYMAP", "us"),
+    ("KEYTIMEOUT", "1"), ("PASSENGER_ENV", "x"), ("COMPASS_HOME", "/c"), ("KEYMAP", "us"), ("COMPASS", "x"),
+    ("BYPASS", "1"), ("PYTHONHASHSEED", "0"), ("PIP_OPTS", "--password-store=basic"),
 ])
 def test_harmless_variables_still_reach_a_session(name, value):
     assert session_env({name: value})[name] == value

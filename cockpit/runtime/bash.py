@@ -396,12 +396,17 @@ SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TO
 # PGPASSWORD, MYSQL_PWD, SENTRY_DSN, GH_PAT, CI_JOB_JWT, SLACK_WEBHOOK_URL…); PWD, OLDPWD and
 # TOKENIZERS_PARALLELISM are not
 SECRET_NAME = re.compile(r"(?i)PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN(?!IZ)|JWT|WEBHOOK|CONNECTION_?STRING|_AUTH$|"
-                         r"__AUTH|KUBECONFIG_DATA|_KEY$|^KEY$|(^|_)PASS$|(^|_)ID_(RSA|DSA|ECDSA|ED25519)(_|$)|"
+                         r"__AUTH|KUBECONFIG_DATA|_KEY$|^KEY$|(^|_|SSH|DB|PG|KEY|STORE|MY|REDIS|SMTP|MAIL|FTP|LDAP)PASS$|"
+                         r"(^|_)PW$|(^|_)KEY_(B64|BASE64|PEM|FILE)$|"
+                         r"AUTHORIZATION|COOKIE|BEARER|(^|_)CREDS?$|_AUTH_CONFIG$|_SEED$|(^|_)SAS$|"
+                         r"(^|_)ID_(RSA|DSA|ECDSA|ED25519)(_|$)|"
                          r"_PWD(_|$)|(^|_)(DSN|PAT|CREDENTIALS?|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
                          r"SESSION_?KEY)(_|$)|^(AWS|AZURE|GOOGLE|GCP|DO|HF|HUGGING_?FACE|"
                          r"OPENAI|GEMINI|MISTRAL|COHERE|GROQ|STRIPE|SLACK|TWILIO|SENTRY)_.*KEY")
-# a value carrying a password in a URL: postgres://user:pass@host, redis://:pass@host
-SECRET_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@")
+# a value carrying a password: in a URL (postgres://user:pass@host, redis://:pass@host, ?password=…), or in a
+# connection string (Server=h;Password=…)
+SECRET_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@|"
+                        r"(^|[?&;\s])(?i:password|pwd|passwd|api_?key|access_?token|token)\s*=\s*[^&;\s]")
 
 
 def _path_absolute(path: str) -> str:
