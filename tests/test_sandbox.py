@@ -586,8 +586,13 @@ async def test_your_own_git_config_reads_without_its_credentials(tmp_path, home,
     from cockpit.runtime import scratch
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    (home / ".gitconfig.local").write_text("[github]\n\ttoken = INCLUDEDSECRET\n")
+    (home / ".my-creds").write_text("https://u:STORESECRET@github.com\n")
     (home / ".gitconfig").write_text('[user]\n\tname = Dev\n\temail = d@x\n[url "https://ghp_HOMESECRET@github.com/"]\n'
-                                     '\tinsteadOf = https://github.com/\n[credential]\n\thelper = store\n')
+                                     '\tinsteadOf = https://github.com/\n[credential]\n\thelper = store --file ~/.my-creds\n'
+                                     '[include]\n\tpath = ~/.gitconfig.local\n')
+    alt = tmp_path / "alt.gitconfig"  # $GIT_CONFIG_GLOBAL: git reads it instead
+    alt.write_text("[user]\n\tname = Alt\n[hub]\n\toauthtoken = GLOBALENVSECRET\n")
     (home / ".config" / "git").mkdir(parents=True)
     (home / ".config" / "git" / "config").write_text("[alias]\n\tst = status\n[sendemail]\n\tsmtpPass = XDGSECRET\n")
     repo = make_repo(tmp_path / "repo", {"a.txt": "x\n"})
@@ -598,8 +603,18 @@ async def test_your_own_git_config_reads_without_its_credentials(tmp_path, home,
     assert backend is not None
     shell = BashSession(info.cwd, session_env(dict(os.environ)), timeout=30, wrap=lambda argv: backend.command(conf, argv))
     try:
-        r = await shell.run("git config --global -l; cat ~/.gitconfig ~/.config/git/config; git config alias.st")
+        r = await shell.run("git config --global -l; cat ~/.gitconfig ~/.config/git/config ~/.gitconfig.local "
+                            "~/.my-creds; git config alias.st")
         assert "SECRET" not in r.output and "user.name=Dev" in r.output and r.output.strip().endswith("status"), r.output
+    finally:
+        await shell.close()
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(alt))
+    conf = await asyncio.to_thread(sb.confinement_for, info.path, info.cwd, sb.session_tmp(), sb.SandboxSettings(),
+                                   info.branch)
+    shell = BashSession(info.cwd, session_env(dict(os.environ)), timeout=30, wrap=lambda argv: backend.command(conf, argv))
+    try:
+        r = await shell.run(f"git config --global -l; cat {alt}")
+        assert "SECRET" not in r.output and "user.name=Alt" in r.output, r.output
     finally:
         await shell.close()
     assert "HOMESECRET" in (home / ".gitconfig").read_text()  # yours as it was

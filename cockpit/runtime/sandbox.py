@@ -82,7 +82,9 @@ SECRET_PATHS = (
 )
 # your git configs a session reads through a sanitized copy (written beside its temp folder, that
 # suffix): ~/.gitconfig and $XDG_CONFIG_HOME/git/config
-USER_GIT_CONFIGS = ((".home.gitconfig", ".gitconfig"), (".xdg.gitconfig", "$XDG_CONFIG_HOME/git/config"))
+USER_GIT_CONFIGS = ((".home.gitconfig", "~/.gitconfig"), (".xdg.gitconfig", "$XDG_CONFIG_HOME/git/config"),
+                    (".global.gitconfig", "$GIT_CONFIG_GLOBAL"), (".system.gitconfig", "/etc/gitconfig"),
+                    (".sysenv.gitconfig", "$GIT_CONFIG_SYSTEM"))
 # files only root can read that hold secrets: hidden when Cockpit runs as root (root inside, with no
 # capability, still owns them)
 ROOT_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers.d", "/root/.ssh",
@@ -526,19 +528,63 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
         with open(clean, "w", encoding="utf-8") as f:
             f.write(sanitized_git_config(config))
         overlays.append((clean, config))
-    # your own git config too (a token in a url.*.insteadOf, a credential helper): read through a copy
-    for suffix, mine in USER_GIT_CONFIGS:
-        path = os.path.join(os.path.expanduser("~"), mine) if not mine.startswith("$") else \
-            os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "git", "config")
-        if os.path.isfile(path) and not os.path.islink(path):
+    # your own and the system's git config too (a token in a url.*.insteadOf, a credential helper): read
+    # through a copy (includes inlined, sanitized); the files they include and a credential store hidden
+    for suffix, spec in USER_GIT_CONFIGS:
+        path = _config_file(spec)
+        if path and os.path.isfile(path) and not os.path.islink(path):
             clean = tmp.rstrip("/") + suffix
             with open(clean, "w", encoding="utf-8") as f:
                 f.write(sanitized_git_config(path))
             overlays.append((clean, path))
+            hidden += [p for p in _config_side_files(path) if os.path.realpath(p) != os.path.realpath(path)]
     return Confinement(tree, os.path.realpath(cwd), str(tmp), tuple(dict.fromkeys(writable)),
                        tuple(dict.fromkeys(readonly)), tuple(dict.fromkeys(hidden)), network,
                        tuple(settings.allow_hosts), proxy_socket if network == "allow" else None, env,
                        tuple(overlays))
+
+
+def _config_file(spec: str) -> str:
+    """A :data:`USER_GIT_CONFIGS` entry's path here ("" when its variable is unset)."""
+    if spec.startswith("~"):
+        return os.path.expanduser(spec)
+    if spec == "$XDG_CONFIG_HOME/git/config":
+        return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "git", "config")
+    if spec.startswith("$"):
+        return os.environ.get(spec[1:], "")
+    return spec
+
+
+def _config_side_files(path: str) -> list[str]:
+    """The files a git config file leads to that hold what its copy leaves out: the ones it
+    includes (``include.path``, ``includeIf.*.path``, read raw they would give the credentials
+    back) and a credential store's (``credential.helper = store --file X``)."""
+    import shlex
+
+    try:
+        out = subprocess.run(["git", "config", "-f", path, "--includes", "--get-regexp",
+                              r"^(include\.path|includeif\..*\.path|credential\.(.*\.)?helper)$"],
+                             capture_output=True, text=True, timeout=20,
+                             env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found = []
+    base = os.path.dirname(os.path.abspath(path))
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        if key.endswith(".path"):
+            found.append(os.path.join(base, os.path.expanduser(value)))
+            continue
+        try:
+            words = shlex.split(value)
+        except ValueError:
+            continue
+        for i, word in enumerate(words):
+            if word == "--file" and i + 1 < len(words):
+                found.append(os.path.expanduser(words[i + 1]))
+            elif word.startswith("--file="):
+                found.append(os.path.expanduser(word[len("--file="):]))
+    return found
 
 
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")

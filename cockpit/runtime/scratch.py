@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 # files a folder's user writes beside it (sandbox.confinement_for: the git configs' sanitized copies)
-COMPANIONS = (".gitconfig", ".home.gitconfig", ".xdg.gitconfig")
+COMPANIONS = (".gitconfig", ".home.gitconfig", ".xdg.gitconfig", ".global.gitconfig", ".system.gitconfig",
+              ".sysenv.gitconfig")
 
 
 @functools.lru_cache(maxsize=1)
