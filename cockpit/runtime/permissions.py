@@ -169,7 +169,11 @@ _MOVES = {"cd", "pushd", "popd", "ln", "cp", "mv", "rsync", "tar", "unzip", "git
 # for this session" must not turn into a prefix rule (`Bash(timeout *)` would allow anything)
 _WRAPPERS = {"command", "builtin", "exec", "nohup", "sudo", "doas", "env", "nice", "timeout", "xargs", "stdbuf",
              "ionice", "chrt", "taskset", "strace", "ltrace", "setsid", "flock", "unbuffer", "time", "watch",
-             "chroot", "runuser", "su", "nsenter", "unshare", "firejail", "caffeinate", "systemd-run"}
+             "chroot", "runuser", "su", "nsenter", "unshare", "firejail", "caffeinate", "systemd-run",
+             # util-linux, libcap and friends (installed by default: a deny rule must see through them too)
+             "prlimit", "setpriv", "choom", "setarch", "linux32", "linux64", "numactl", "uclampset", "cgexec",
+             "fakeroot", "faketime", "proxychains", "proxychains4", "torsocks", "catchsegv", "valgrind", "chronic",
+             "dbus-run-session", "capsh"}
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish", "busybox", "mksh", "ash"}
 _OPT_VALUE = {  # options that take the next word as their value (short letters and long names)
     "timeout": set("sk") | {"--signal", "--kill-after"}, "nice": set("n") | {"--adjustment"},
@@ -183,8 +187,11 @@ _OPT_VALUE = {  # options that take the next word as their value (short letters 
     "strace": set("oeEpPsuaIbX") | {"--output"}, "ltrace": set("oeEpsua"), "exec": set("a"),
     "chrt": set(), "taskset": set(), "time": set("fo") | {"--format", "--output"},
     "systemd-run": {"--unit", "-u", "-p", "--property", "--uid", "--gid"}, "unshare": set(), "nsenter": set("tS"),
+    "choom": set("np"), "cgexec": set("g"), "uclampset": set("mMp"), "numactl": set("CNmip"), "prlimit": set("p"),
+    "faketime": set("f"), "proxychains": set("f"), "proxychains4": set("f"),
 }
-_POSITIONAL = {"timeout": 1, "chrt": 1, "taskset": 1, "flock": 1, "chroot": 1}  # words before the command
+_POSITIONAL = {"timeout": 1, "chrt": 1, "taskset": 1, "flock": 1, "chroot": 1, "setarch": 1,  # words before the command
+               "faketime": 1}
 _SCRIPT_OPTS = {"su": {"-c", "--command"}, "runuser": {"-c", "--command"}, "flock": {"-c", "--command"},
                 "env": {"-S", "--split-string"}}
 _SHELL_OPT_VALUE = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
@@ -282,6 +289,11 @@ def _unwrap(words: list[str]) -> tuple[list[str], list[str]] | None:
                     scripts.append(value)
             k += 2 if rest[k] in _GIT_OPT_VALUE else 1
         return (["git", *rest[k:]], scripts) if k else None
+    if name == "busybox" and rest and not rest[0].startswith("-") and rest[0] not in ("sh", "ash", "hush"):
+        return rest, []  # busybox wget …: the applet is the command
+    if name == "capsh":  # capsh [options] -- ARGS: bash's arguments (-c SCRIPT runs SCRIPT)
+        tail = rest[rest.index("--") + 1:] if "--" in rest else []
+        return ([], [tail[1]]) if tail[:1] == ["-c"] and len(tail) > 1 else ([], [])
     if name in _SHELLS:
         k = 0
         while k < len(rest) and rest[k][:1] in ("-", "+") and rest[k] != "--":
