@@ -143,8 +143,10 @@ def planted_warning(tree: str) -> str:
 
 def shell_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a shell opened in a session's worktree: yours, and git told to run no
-    fsmonitor and to use no bare repository it only finds by looking (a session could have made
-    either) — added to any ``GIT_CONFIG_COUNT`` entries you set."""
+    fsmonitor, to use no bare repository it only finds by looking and not to look into
+    submodules from the worktree's root (a session still running could plant a repository there
+    after the check: its config would run at your prompt's `git status`) — added to any
+    ``GIT_CONFIG_COUNT`` entries you set."""
     import os
 
     env = dict(os.environ if base is None else base)
@@ -152,7 +154,9 @@ def shell_env(base: dict[str, str] | None = None) -> dict[str, str]:
         n = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:
         n = 0
-    for key, value in (("core.fsmonitor", "false"), ("safe.bareRepository", "explicit")):
+    for key, value in (("core.fsmonitor", "false"), ("safe.bareRepository", "explicit"),
+                       ("diff.ignoreSubmodules", "all"), ("status.submoduleSummary", "false"),
+                       ("submodule.recurse", "false")):
         env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value
         n += 1
     env["GIT_CONFIG_COUNT"] = str(n)

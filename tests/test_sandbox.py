@@ -518,15 +518,18 @@ def test_secret_files_are_found_six_levels_deep_shallowest_first_and_home_paths_
     found = sb._secret_files(str(tmp_path))
     assert str(deep / ".env") in found
     assert not any(f.endswith(("too-deep.tfvars", "key.pem")) for f in found)
-    # past the cap, the shallow secrets are the ones kept (hundreds of test fixtures come later)
-    fixtures = tmp_path / "tests" / "fixtures"
+    # past the cap, environment and credential files first, then the shallowest (a thousand test
+    # fixtures' keys in a/ do not push b/.env out)
+    fixtures = tmp_path / "a"
     fixtures.mkdir(parents=True)
     for i in range(30):
         (fixtures / f"cert{i}.pem").write_text("")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / ".env").write_text("TOKEN=x\n")
     (tmp_path / ".env").write_text("TOKEN=x\n")
     monkeypatch.setattr(sb, "SECRET_SCAN_MAX", 10)
     found = sb._secret_files(str(tmp_path))
-    assert len(found) == 10 and found[0] == str(tmp_path / ".env")
+    assert len(found) == 10 and found[:2] == [str(tmp_path / ".env"), str(tmp_path / "b" / ".env")]
     for p in (".config/glab-cli", ".composer/auth.json", ".config/composer/auth.json", ".pulumi", ".ngrok2",
               ".config/ngrok", ".config/rclone", ".config/sops", ".sops", ".age", ".config/age", ".bash_aliases",
               ".local/share/fish/fish_history", ".dbt/profiles.yml", ".config/pypoetry/auth.toml", ".yarnrc",
@@ -543,6 +546,8 @@ async def test_the_repository_config_reads_without_its_credentials(tmp_path, hom
     git(repo, "config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic SECRET-HEADER")
     git(repo, "remote", "add", "origin", "https://x-access-token:SECRET-URL-TOKEN@github.com/acme/calc.git")
     git(repo, "config", "credential.helper", "store --file /tmp/SECRET-HELPER")
+    (repo / ".git" / "inc.cfg").write_text("[gitlab]\n\tprivate-token = SECRET-INCLUDED\n")
+    git(repo, "config", "include.path", "inc.cfg")  # inlined in the copy, and the file itself hidden
     info = await asyncio.to_thread(wt.create, repo, "s7", "config", worktrees_dir())
     conf = await asyncio.to_thread(sb.confinement_for, info.path, info.cwd, sb.session_tmp(), sb.SandboxSettings(),
                                    info.branch)
@@ -551,7 +556,8 @@ async def test_the_repository_config_reads_without_its_credentials(tmp_path, hom
     shell = BashSession(info.cwd, session_env(dict(os.environ)), timeout=30,
                         wrap=lambda argv: backend.command(conf, argv))
     try:
-        r = await shell.run("git config -l; cat $(git rev-parse --git-common-dir)/config; git remote -v")
+        r = await shell.run("git config -l; cat $(git rev-parse --git-common-dir)/config; git remote -v; "
+                            "cat $(git rev-parse --git-common-dir)/inc.cfg")
         assert "SECRET" not in r.output and "github.com/acme/calc.git" in r.output
     finally:
         await shell.close()
@@ -630,13 +636,18 @@ async def test_a_session_in_place_sees_none_of_the_folders_secret_files(tmp_path
     (folder / ".env").write_text("DB_PASSWORD=IN-PLACE-SECRET\n")
     (folder / "config").mkdir()
     (folder / "config" / "deploy.pem").write_text("PEM-SECRET\n")
+    for name in ("prod.env", ".env-prod", ".envrc", ".secrets", "secret_key.txt", "key.ppk", "local.settings.json",
+                 ".git-credentials", "id_ed25519_sk"):
+        (folder / name).write_text(f"{name} SECRET\n")
     conf = await asyncio.to_thread(sb.confinement_for, str(folder), str(folder), sb.session_tmp(), sb.SandboxSettings())
     backend = AVAIL.backend
     assert backend is not None
     shell = BashSession(str(folder), session_env(dict(os.environ)), timeout=30,
                         wrap=lambda argv: backend.command(conf, argv))
     try:
-        r = await shell.run("cat .env config/deploy.pem; echo stolen > .env; cat a.txt 2>/dev/null; echo done")
+        r = await shell.run("cat .env config/deploy.pem prod.env .env-prod .envrc .secrets secret_key.txt key.ppk "
+                            "local.settings.json .git-credentials id_ed25519_sk; echo stolen > .env; "
+                            "cat a.txt 2>/dev/null; echo done")
         assert "SECRET" not in r.output and "done" in r.output, r.output
     finally:
         await shell.close()

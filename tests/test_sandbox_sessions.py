@@ -357,7 +357,9 @@ async def test_protected_paths_ask_in_every_mode_but_plan_denies():
                      ".gemini/settings.json", ".cursor/rules/a.mdc", ".envrc", ".pre-commit-config.yaml",
                      ".gitattributes", "CLAUDE.md", "sub/AGENTS.md", ".worktreeinclude", "lefthook.yml",
                      ".overcommit.yml", ".rvmrc", "AGENT.md", ".windsurf/rules.md", ".roo/rules.md", ".lfsconfig",
-                     "bunfig.toml", ".pnpmfile.cjs", "web/.lintstagedrc.json", ".continue/config.json"):
+                     "bunfig.toml", ".pnpmfile.cjs", "web/.lintstagedrc.json", ".continue/config.json",
+                     ".lefthook.yaml", "lefthook.toml", ".devcontainer.json", ".clinerules/a.md", "proj.code-workspace",
+                     ".huskyrc", "commitlint.config.ts", ".pdbrc", ".Rprofile"):
             assert p.check(Action("edit", path)).verdict == "ask", (mode, path)
         assert p.check(Action("edit", "src/app.py")).verdict in ("allow", "ask")
     assert PermissionPolicy("plan").check(Action("edit", ".envrc")).verdict == "deny"

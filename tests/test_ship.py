@@ -758,9 +758,10 @@ def test_no_shell_opens_over_a_git_repository_the_session_planted(repo, monkeypa
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "Me")
     assert main(["shell", "--force", "s1"]) == 0 and len(ran) == 1
     env = ran[0][2]
-    assert env["GIT_CONFIG_COUNT"] == "3" and env["GIT_CONFIG_KEY_0"] == "user.name"
+    assert env["GIT_CONFIG_COUNT"] == "6" and env["GIT_CONFIG_KEY_0"] == "user.name"
     assert (env["GIT_CONFIG_KEY_1"], env["GIT_CONFIG_VALUE_1"]) == ("core.fsmonitor", "false")
     assert (env["GIT_CONFIG_KEY_2"], env["GIT_CONFIG_VALUE_2"]) == ("safe.bareRepository", "explicit")
+    assert (env["GIT_CONFIG_KEY_3"], env["GIT_CONFIG_VALUE_3"]) == ("diff.ignoreSubmodules", "all")
     monkeypatch.setattr(wt, "PLANTED_SCAN_MAX", 3)
     assert wt.planted_repos(tree)[-1] == "…"
 

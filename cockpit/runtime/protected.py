@@ -24,7 +24,9 @@ PROTECTED_DIRS = (".git", ".githooks", ".husky", ".vscode", ".idea", ".claude", 
                   ".github", ".gitlab", ".circleci", ".devcontainer", ".gitea", ".forgejo", ".buildkite", ".zed",
                   # other agents' and editors' settings and instructions
                   ".windsurf", ".roo", ".continue", ".kiro", ".junie", ".amazonq", ".opencode", ".helix", ".nvim",
-                  ".fleet", ".theia")
+                  ".fleet", ".theia", ".clinerules")
+# files protected by how their names end (an editor opens a workspace file's tasks and settings)
+PROTECTED_SUFFIXES = (".code-workspace",)
 # files protected by name, at any depth
 PROTECTED_FILES = (".envrc", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml", "CONVENTIONS.md", ".gitattributes",
                    ".gitmodules", "CLAUDE.md",
@@ -41,7 +43,9 @@ PROTECTED_FILES = (".envrc", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml"
                    # untracked files, often the secrets the sandbox hides (.env, *.pem)
                    ".worktreeinclude",
                    # git-hook managers' configs (run at your next commit), git-lfs's endpoint
-                   "lefthook.yml", "lefthook.yaml", "lefthook-local.yml", ".lefthook.yml", ".overcommit.yml",
+                   "lefthook.yml", "lefthook.yaml", "lefthook.json", "lefthook.toml", "lefthook-local.yml",
+                   "lefthook-local.yaml", ".lefthook.yml", ".lefthook.yaml", ".overcommit.yml", ".huskyrc",
+                   "commitlint.config.ts", ".devcontainer.json", ".pdbrc", ".Rprofile",
                    ".simple-git-hooks.json", ".simple-git-hooks.js", "simple-git-hooks.json", ".lintstagedrc",
                    ".lintstagedrc.json", ".lintstagedrc.js", ".lintstagedrc.cjs", ".lintstagedrc.mjs",
                    ".lintstagedrc.yml", ".lintstagedrc.yaml", "lint-staged.config.js", "lint-staged.config.cjs",
@@ -69,6 +73,9 @@ def protected_reason(rel: str, hooks_path: str | None = None, extra: Iterable[st
     for f in PROTECTED_FILES:
         if name.lower() == f.lower():
             return f"{f} is a protected file (it steers git, a shell or an agent)"
+    for suffix in PROTECTED_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return f"*{suffix} is a protected file (it steers an editor)"
     if hooks_path:
         hp = hooks_path.replace("\\", "/").strip("/")
         while hp.startswith("./"):

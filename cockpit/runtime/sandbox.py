@@ -92,10 +92,15 @@ ROOT_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", 
                 "/etc/krb5.keytab", "/etc/ipsec.secrets", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets")
 # untracked files in the user's own checkout that hold secrets (a worktree session sees the rest of
 # the checkout read-only; these not at all)
-SECRET_FILE = re.compile(r"(?i)^(\.env(\..*)?|.*\.(pem|key|p12|pfx|jks|keystore)|id_(rsa|dsa|ecdsa|ed25519)|"
-                         r"credentials(\..*)?|secrets?(\..*)?|\.npmrc|\.pypirc|\.netrc|service-account.*\.json|"
+SECRET_FILE = re.compile(r"(?i)^(\.env([.\-_].*)?|.*\.env|\.envrc|\.flaskenv|.*\.(pem|key|p12|pfx|jks|keystore|ppk)|"
+                         r"id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials(\..*)?|\.?secrets?([.\-_].*)?|secret_?key.*|"
+                         r"\.npmrc|\.pypirc|\.netrc|\.git-credentials|service-account.*\.json|"
                          r"client_secret.*\.json|.*\.tfstate(\.backup)?|.*\.tfvars(\.json)?|token\.json|\.dev\.vars|"
-                         r"database\.yml|.*\.kdbx|\.htpasswd|auth\.json|\.sentryclirc)$")
+                         r"database\.yml|.*\.kdbx|\.htpasswd|auth\.json|\.sentryclirc|local\.settings\.json|"
+                         r"wp-config\.php|appsettings\.(production|staging)\.json)$")
+# files that hold a project's secrets first, when there are more than SECRET_SCAN_MAX (fixtures' keys after)
+_LIKELY_SECRET = re.compile(r"(?i)^(\.env.*|.*\.env|\.envrc|\.flaskenv|credentials.*|\.?secrets?.*|\.git-credentials|"
+                            r"local\.settings\.json|wp-config\.php|appsettings\..*)$")
 # variables that point at a way out of the sandbox (a Unix socket of a server outside): not passed in
 SOCKET_ENV = ("TMUX", "TMUX_PANE", "STY", "DISPLAY", "WAYLAND_DISPLAY", "DOCKER_HOST", "SSH_AUTH_SOCK",
               "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "GPG_AGENT_INFO", "KRB5CCNAME",
@@ -436,25 +441,28 @@ _NOT_SCANNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__"
 
 def _secret_files(checkout: str, depth: int = SECRET_SCAN_DEPTH) -> list[str]:
     """Files of the user's checkout whose names say they hold secrets (``.env``, ``*.pem``…),
-    ``depth`` levels deep, level by level (at most :data:`SECRET_SCAN_MAX`, the shallowest first),
-    ``.git``, dependency and cache folders left out."""
+    ``depth`` levels deep, ``.git``, dependency and cache folders left out; at most
+    :data:`SECRET_SCAN_MAX`: the likeliest first (environment and credential files, then keys),
+    the shallowest first (a thousand test fixtures' keys do not push a real ``.env`` out)."""
     from collections import deque
 
-    out: list[str] = []
+    found: list[tuple[int, int, str]] = []
     todo = deque([(checkout, 0)])
-    while todo and len(out) < SECRET_SCAN_MAX:
+    seen = 0
+    while todo and seen < SECRET_SCAN_MAX * 50:
         folder, level = todo.popleft()
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             continue
+        seen += len(entries)
         for e in entries:
             if e.is_dir(follow_symlinks=False):
                 if level + 1 < depth and e.name not in _NOT_SCANNED:
                     todo.append((e.path, level + 1))
-            elif SECRET_FILE.match(e.name) and len(out) < SECRET_SCAN_MAX:
-                out.append(e.path)
-    return out
+            elif SECRET_FILE.match(e.name):
+                found.append((0 if _LIKELY_SECRET.match(e.name) else 1, level, e.path))
+    return [path for _, _, path in sorted(found)[:SECRET_SCAN_MAX]]
 
 
 def session_tmp(worktrees: Path | str | None = None) -> str:
@@ -528,6 +536,7 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
         with open(clean, "w", encoding="utf-8") as f:
             f.write(sanitized_git_config(config))
         overlays.append((clean, config))
+        hidden += [p for p in _config_side_files(config) if os.path.realpath(p) != os.path.realpath(config)]
     # your own and the system's git config too (a token in a url.*.insteadOf, a credential helper): read
     # through a copy (includes inlined, sanitized); the files they include and a credential store hidden
     for suffix, spec in USER_GIT_CONFIGS:
@@ -538,6 +547,8 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
                 f.write(sanitized_git_config(path))
             overlays.append((clean, path))
             hidden += [p for p in _config_side_files(path) if os.path.realpath(p) != os.path.realpath(path)]
+    gone = {os.path.realpath(h) for h in hidden}  # hidden wins over read-only (an .envrc among your secrets)
+    readonly = [r for r in readonly if os.path.realpath(r) not in gone]
     return Confinement(tree, os.path.realpath(cwd), str(tmp), tuple(dict.fromkeys(writable)),
                        tuple(dict.fromkeys(readonly)), tuple(dict.fromkeys(hidden)), network,
                        tuple(settings.allow_hosts), proxy_socket if network == "allow" else None, env,
