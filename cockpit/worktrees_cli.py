@@ -110,6 +110,7 @@ def run_shell(args: argparse.Namespace) -> int:
     info = _one(_root(), args.session)
     if not Path(info.cwd).is_dir():
         raise CockpitError(f"{info.branch} has no worktree (kept branch): nothing to open a shell in")
+    _quiesce(info.session_id)  # a live session's shell and jobs ended: nothing plants after the check
     if not getattr(args, "force", False) and (why := planted_warning(info.path)):
         raise CockpitError(f"{why}; or open the shell anyway: cockpit shell --force {info.session_id}")
     print(f"shell in {info.cwd} ({info.branch}); exit to come back", file=sys.stderr)
@@ -354,6 +355,22 @@ def _conflict_hint(session_id: str, base: str, kept: str | None = None) -> None:
         return
     print(f"    send it back: cockpit worktrees{on} send-back {session_id} (or in the app: d, then b); "
           f"resolve by hand: cockpit shell{on} {session_id}; or leave it: nothing was merged")
+
+
+def _quiesce(session_id: str) -> None:
+    """When a running server holds the session and it has not ended: its shell and jobs ended
+    (``quiesce``). Raises CockpitError while it works."""
+    if session_id not in _live_sessions():
+        return
+    from cockpit.server.client import BlockingClient, RemoteError, ServerError
+
+    try:
+        with BlockingClient() as client:
+            client.call("quiesce", id=session_id)
+    except RemoteError as exc:
+        raise CockpitError(f"no shell opened: {exc}", code=1) from None
+    except (ServerError, OSError):  # the server went away meanwhile: nothing of it runs there
+        pass
 
 
 def _live_sessions() -> dict[str, str]:

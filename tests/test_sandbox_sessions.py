@@ -441,6 +441,41 @@ async def test_a_protected_path_a_background_job_changes_after_the_last_command_
 
 
 @needs_sandbox
+async def test_quiesce_ends_a_waiting_sessions_jobs_and_it_lives_on(api, repo, tmp_path):
+    """Before you open a shell in its worktree: the jobs a waiting session left (one could plant a
+    repository there after the shell's check) are ended; the session stays, its next command runs
+    in a new shell. A working session is refused."""
+    job = "(while :; do date +%s%N > tick; sleep 0.05; done) >/dev/null 2>&1 & echo started"
+    api.script(Reply("", [ToolUse("bash", {"command": job})]), Reply("Waiting."),
+               Reply("", [ToolUse("bash", {"command": "echo again"})]), Reply("Done."))
+    mgr = make_mgr(api, tmp_path)
+    s = await mgr.spawn(SpawnSpec("tick", workspace=repo, permission_mode="auto", preseed=False))
+    assert await mgr.wait_idle(timeout=60) and s.status.value == "waiting for you"
+    tick = Path(s.worktree.path) / "tick"
+    await wait_for(lambda: tick.exists(), "the job ticking")
+
+    def its_processes() -> list[str]:  # every process of the session's shell carries its id
+        mark = f"COCKPIT_SESSION_ID={s.id}".encode()
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if mark in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                    found.append(pid)
+            except OSError:
+                pass
+        return found
+
+    assert its_processes()
+    await mgr.quiesce(s.id)
+    await wait_for(lambda: not its_processes(), "the session's shell and job ended")
+    assert s.status.value == "waiting for you"
+    await mgr.send(s.id, "once more")
+    assert await mgr.wait_idle(timeout=60)
+    assert "again" in tool_results(api)[-1]
+    await mgr.aclose()
+
+
+@needs_sandbox
 async def test_a_pull_request_ends_the_sessions_jobs_before_cockpit_commits(api, repo, tmp_path, monkeypatch):
     """A waiting session left a job planting COMMIT_EDITMSG and its reflog as links to files
     outside: `pr` commits what is pending in the worktree — only once its shell (and the job) ended,

@@ -48,6 +48,7 @@ class FakeManager:
         self.sent: list[tuple[str, str]] = []
         self.killed: list[str] = []
         self.answers: list[tuple] = []
+        self.quiesced: list[str] = []
         self.reviews: list[tuple[str, str]] = []
         self.forgotten: list[str] = []
         self.budgets: list[tuple] = []  # (session id or None for the server, usd, tokens, clear)
@@ -122,6 +123,9 @@ class FakeManager:
     async def forget(self, session_id):
         self.forgotten.append(session_id)
         self.emit(ev.SessionForgotten(session_id))
+
+    async def quiesce(self, session_id):
+        self.quiesced.append(session_id)
 
     async def set_budget(self, session_id, usd=None, tokens=None, clear=False):
         self.budgets.append((session_id, usd, tokens, clear))

@@ -272,6 +272,16 @@ class SessionManager:
             return self._total_usage, None
         return self._total_usage, self._total_cost
 
+    async def quiesce(self, session_id: str) -> None:
+        """See :meth:`Runtime.quiesce`: a session that waits for you has its shell and jobs ended;
+        one that ended has none. Raises KeyError; ValueError while it works."""
+        s = self.get(session_id)
+        if s.status.is_final or type(s).quiesce is SessionBase.quiesce:
+            return  # (an agent whose processes cannot be stopped alone would be ended: left as it is)
+        if s.status.value != "waiting for you":
+            raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you")
+        await s.quiesce()
+
     async def forget(self, session_id: str) -> None:
         """Drop a finished session from this manager (``cockpit ls``, every client's grid) and
         publish :class:`~cockpit.events.SessionForgotten`. Its transcript, worktree and branch

@@ -251,6 +251,12 @@ class Runtime(Protocol):
         """Drop a finished session from every client's list (``SessionForgotten``)."""
         ...
 
+    async def quiesce(self, session_id: str) -> None:
+        """Before you work in a session's worktree yourself (a shell): nothing of it runs there any
+        more — its shell and the jobs it left are ended (it lives on: the next command starts a new
+        shell). Raises ValueError while it works."""
+        ...
+
     async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,
                          clear: bool = False) -> dict:
         """Set (raise) a session's spend cap, or the server's when ``session_id`` is None; a

@@ -597,6 +597,14 @@ class Server:
         await self.mgr.forget(id)
         return {}
 
+    @method("quiesce", result="`{}` — before you work in the session's worktree yourself (`cockpit shell`): its "
+            "shell and the jobs it left are ended (it lives on). Refused (code 2) while it works")
+    async def h_quiesce(self, req: Request, id: SessionId) -> dict:
+        if id in self.ghosts:  # interrupted: nothing of it runs (the previous server's end reaped it)
+            return {}
+        await self.mgr.quiesce(id)
+        return {}
+
     @method("spawn", doc="The first params are the fields of `cockpit.runtime.spawn.SpawnSpec` (null = the "
             "config's value; `workspace` is required here and absolute; `max_budget_usd` / `max_budget_tokens`: "
             "the session's spend cap, over the config's). `notes`: the notes folder; `config`: the client's "

@@ -457,6 +457,10 @@ class MultiHostRuntime:
         _, sid, runtime = self._owner(session_id)
         await runtime.forget(sid)
 
+    async def quiesce(self, session_id: str) -> None:
+        _, sid, runtime = self._owner(session_id)
+        await runtime.quiesce(sid)
+
     async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,
                          clear: bool = False) -> dict:
         """A session's cap on its host; the server's cap (``session_id`` None): the default host's."""

@@ -237,6 +237,9 @@ class RemoteRuntime:
     async def forget(self, session_id: str) -> None:
         await self.client.call("forget", id=session_id)
 
+    async def quiesce(self, session_id: str) -> None:
+        await self.client.call("quiesce", id=session_id)
+
     async def list(self) -> list[dict]:
         return (await self.client.call("list"))["sessions"]
 

@@ -232,10 +232,12 @@ class SessionCommands(App):
         site = next((h for h in self.manager.hosts if h.name == name), None)
         return name if site is not None and not site.same_machine else ""
 
-    def open_shell(self, session_id: str, edit: str | None = None) -> None:
+    def open_shell(self, session_id: str, edit: str | None = None, quiesced: bool = False) -> None:
         """Suspend the app and run ``$SHELL`` (or ``$EDITOR edit``) in the session's working folder
         (its worktree, or the workspace for a session in place); back to the app when it exits. On
-        a host reached through ssh, the user's own ``ssh -t`` opens that shell in the folder there."""
+        a host reached through ssh, the user's own ``ssh -t`` opens that shell in the folder there.
+        A session of this machine still live has its shell and jobs ended first (``quiesced``:
+        done): nothing of it may plant a repository in the worktree after the check below."""
         import subprocess
 
         from cockpit.worktrees_cli import shell_argv, shell_env
@@ -263,6 +265,9 @@ class SessionCommands(App):
                    "its folder is gone")
             self.notify(f"session {session_id} has no folder to open a shell in: {why}", severity="warning")
             return
+        if there is None and view.worktree is not None and not quiesced and not view.status.is_final:
+            self._quiesce_for_shell(session_id, edit)
+            return
         if there is None and view.worktree is not None:  # a worktree here: nothing planted in the way
             from cockpit.worktrees_cli import planted_warning
 
@@ -289,6 +294,15 @@ class SessionCommands(App):
             return
         if there is not None and code == SSH_FAILED:
             self.notify(f"ssh to host {host} failed (exit {code}): try ssh to it from a terminal", severity="warning")
+
+    @work(group="manager", name="shell", exit_on_error=False)
+    async def _quiesce_for_shell(self, session_id: str, edit: str | None) -> None:
+        try:
+            await self.manager.quiesce(session_id)
+        except ValueError as exc:  # it works: its commands may still be writing there
+            self.notify(f"no shell opened: {exc}", severity="warning")
+            return
+        self.open_shell(session_id, edit, quiesced=True)
 
     def confirm_continue(self, session_id: str) -> None:
         view = self.views[session_id]
