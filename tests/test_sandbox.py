@@ -702,6 +702,12 @@ async def test_the_allowlist_proxy_bounds_what_one_session_can_make_it_hold(tmp_
         line, w = await ask(f"127.0.0.1:{port}")
         assert b"503" in line and b"too many open connections" in line
         w.close()
+        # and the server's cap over every session's proxy together
+        monkeypatch.setattr(netproxy, "MAX_TUNNELS", 10)
+        monkeypatch.setattr(netproxy, "MAX_TUNNELS_ALL", 3)
+        line, w = await ask(f"127.0.0.1:{port}")
+        assert b"503" in line
+        w.close()
         for _, w in open_:
             w.close()
     finally:

@@ -61,6 +61,7 @@ async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
 
 
 MAX_TUNNELS = 128  # open connections through one session's proxy (it runs in the server: its memory and files)
+MAX_TUNNELS_ALL = 384  # … and through all the sessions' proxies of the server together (two files each)
 MAX_BLOCKED = 100  # distinct refused hosts remembered (each cut to MAX_HOST characters); the rest counted
 MAX_HOST = 253  # the longest DNS name
 
@@ -68,6 +69,8 @@ MAX_HOST = 253  # the longest DNS name
 class AllowlistProxy:
     """The proxy of one session: ``await start()``, ``await close()``. ``blocked``: the distinct
     hosts refused (the first :data:`MAX_BLOCKED`), ``refusals``: how many requests were refused."""
+
+    open_all = 0  # tunnels open through every proxy of this process
 
     def __init__(self, allow: tuple[str, ...], socket_path: str):
         self.allow = tuple(allow)
@@ -89,7 +92,7 @@ class AllowlistProxy:
             self._server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._open >= MAX_TUNNELS:  # a session holding hundreds of connections open: no more
+        if self._open >= MAX_TUNNELS or AllowlistProxy.open_all >= MAX_TUNNELS_ALL:  # no more held open
             writer.write(b"HTTP/1.1 503 Service Unavailable (cockpit sandbox: too many open connections)\r\n"
                          b"Connection: close\r\n\r\n")
             with contextlib.suppress(Exception):
@@ -97,10 +100,12 @@ class AllowlistProxy:
             writer.close()
             return
         self._open += 1
+        AllowlistProxy.open_all += 1
         try:
             await self._relay(reader, writer)
         finally:
             self._open -= 1
+            AllowlistProxy.open_all -= 1
 
     def _refused(self, host: str, port: int) -> None:
         self.refusals += 1
