@@ -67,7 +67,8 @@ def add_parser(sub) -> None:
     sh.add_argument("session", help="session id (or a unique prefix, or suffix of ≥ 4 characters)")
     sh.add_argument("--edit", metavar="FILE", help="open $EDITOR on FILE (relative to the worktree) instead")
     sh.add_argument("--force", action="store_true",
-                    help="open it even where the session made git repositories of its own in its worktree")
+                    help="open it as it is: a waiting session's jobs not ended first, and even where the "
+                         "session made git repositories of its own in its worktree")
     add_host_argument(sh)
     sh.set_defaults(func=run_shell)
 
@@ -110,8 +111,10 @@ def run_shell(args: argparse.Namespace) -> int:
     info = _one(_root(), args.session)
     if not Path(info.cwd).is_dir():
         raise CockpitError(f"{info.branch} has no worktree (kept branch): nothing to open a shell in")
-    _quiesce(info.session_id)  # a live session's shell and jobs ended: nothing plants after the check
-    if not getattr(args, "force", False) and (why := planted_warning(info.path)):
+    forced = getattr(args, "force", False)
+    if not forced:  # a live session's shell and jobs ended: nothing plants after the check
+        _quiesce(info.session_id)
+    if not forced and (why := planted_warning(info.path)):
         raise CockpitError(f"{why}; or open the shell anyway: cockpit shell --force {info.session_id}")
     print(f"shell in {info.cwd} ({info.branch}); exit to come back", file=sys.stderr)
     return subprocess.call(shell_argv(args.edit), cwd=info.cwd, env=shell_env())
@@ -368,7 +371,8 @@ def _quiesce(session_id: str) -> None:
         with BlockingClient() as client:
             client.call("quiesce", id=session_id)
     except RemoteError as exc:
-        raise CockpitError(f"no shell opened: {exc}", code=1) from None
+        raise CockpitError(f"no shell opened: {exc} (or open it anyway: cockpit shell --force {session_id})",
+                           code=1) from None
     except (ServerError, OSError):  # the server went away meanwhile: nothing of it runs there
         pass
 

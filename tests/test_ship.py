@@ -766,6 +766,44 @@ def test_no_shell_opens_over_a_git_repository_the_session_planted(repo, monkeypa
     assert wt.planted_repos(tree)[-1] == "…"
 
 
+def test_cockpit_shell_ends_a_live_sessions_jobs_through_the_server_first(repo, monkeypatch, capsys):
+    """The session is the server's and waits for you: `quiesce` is asked for before the shell
+    opens; while it works the shell is refused, saying why; --force opens it as it is."""
+    import subprocess
+
+    from cockpit import worktrees_cli
+    from cockpit.server import client as server_client
+
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    calls: list[tuple] = []
+    answer: dict = {"error": None}
+
+    class FakeClient:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def call(self, method, **params):
+            calls.append((method, params))
+            if answer["error"]:
+                raise server_client.RemoteError(2, answer["error"])
+            return {}
+
+    monkeypatch.setattr(worktrees_cli, "_live_sessions", lambda: {"s1": "waiting for you"})
+    monkeypatch.setattr(server_client, "BlockingClient", FakeClient)
+    ran = []
+    monkeypatch.setattr(subprocess, "call", lambda argv, cwd, env=None: ran.append(cwd) or 0)
+    assert main(["shell", "s1"]) == 0
+    assert calls == [("quiesce", {"id": "s1"})] and ran == [info.cwd]
+    answer["error"] = "session s1 is working: wait until it waits for you"
+    assert main(["shell", "s1"]) != 0
+    assert "no shell opened: session s1 is working" in capsys.readouterr().err and len(ran) == 1
+    calls.clear()
+    assert main(["shell", "--force", "s1"]) == 0 and calls == [] and len(ran) == 2
+
+
 # -- conflict radar -------------------------------------------------------------------------------
 async def test_conflict_radar_two_sessions_editing_one_file(api, repo, tmp_path):
     from cockpit import events as ev
