@@ -342,6 +342,13 @@ def refuse_planted_repos(info: WorktreeInfo, env: dict | None = None) -> None:
                             "remove it from the index (git rm --cached) or discard the session")
 
 
+def _common_dir(cwd: str | Path, check: bool = True) -> str:
+    """The repository's common git folder (``.git`` of the main checkout), absolute and resolved;
+    "" when git cannot say and ``check`` is False."""
+    common = git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=cwd, check=check).strip()
+    return os.path.realpath(common) if common else ""
+
+
 PLANTED_SCAN_MAX = 300_000  # entries of a worktree looked at for planted repositories
 
 
@@ -354,8 +361,8 @@ def planted_repos(tree: str | Path) -> list[str]:
     them under their own config, which the session wrote and which can name an fsmonitor, a pager
     or a filter that runs unconfined. A last entry ``…`` says the walk stopped before the end."""
     root = os.path.realpath(tree)
-    common = git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=root, check=False).strip()
-    stores = [os.path.join(os.path.realpath(common), "modules")] if common else []
+    common = _common_dir(root, check=False)
+    stores = [os.path.join(common, "modules")] if common else []
     found: list[str] = []
     seen = 0
     for folder, dirs, files in os.walk(root):
@@ -384,7 +391,7 @@ def _leads_to_a_repository(link: str, root: str, common: str) -> bool:
     git folder (the session's admin folder is writable in its sandbox), or to a repository (a
     ``.git`` in it or above it, outside the worktree, or a bare repository's shape)."""
     target = os.path.realpath(link)
-    if common and (target + "/").startswith(os.path.realpath(common).rstrip("/") + "/"):
+    if common and (target + "/").startswith(common.rstrip("/") + "/"):
         return True
     if (target + "/").startswith(root.rstrip("/") + "/"):
         return False  # inside the worktree: the walk sees what is there
@@ -438,14 +445,28 @@ def merge_view(info: WorktreeInfo, state: str | None = None) -> tuple[str, str] 
     branch's history (a conflict resolved by dropping base-branch lines, a merge of the base branch
     left uncommitted, a base branch reset or rewritten behind the session, criss-cross merges).
     None when there is no base branch, or the merge would conflict (it is refused then)."""
+    return _view(_merged(info, state or snapshot(info)))
+
+
+def _view(merged: tuple[str, str | None, tuple[str, ...]] | None) -> tuple[str, str] | None:
+    """:func:`merge_view`'s answer from :func:`_merged`'s."""
+    if merged is None:
+        return None
+    base, tree, conflicts = merged
+    return (base, tree) if tree and not conflicts else None
+
+
+def _merged(info: WorktreeInfo, state: str) -> tuple[str, str | None, tuple[str, ...]] | None:
+    """(the base branch's tree, the tree merging ``state`` into it or None, the conflicting
+    paths); None when there is no base branch."""
     if not info.base_branch or not Path(info.repo).is_dir():
         return None
     base = git("rev-parse", "--verify", "-q", f"refs/heads/{info.base_branch}^{{tree}}", cwd=info.repo,
                check=False).strip()
     if not base:
         return None
-    tree, conflicts = preview_merge(info, state or snapshot(info))
-    return (base, tree) if tree and not conflicts else None
+    tree, conflicts = preview_merge(info, state)
+    return base, tree, conflicts
 
 
 def diff_base(info: WorktreeInfo, state: str | None = None) -> str:
@@ -469,7 +490,8 @@ def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str
     if not Path(info.repo).is_dir():
         raise WorktreeError(f"{info.repo} no longer exists (deleted by hand?)")
     state = snapshot(info)
-    view = merge_view(info, state)
+    merged = _merged(info, state)
+    view = _view(merged)
     start, end = view if view is not None else (diff_base(info, state), state)
 
     def run(*args: str) -> str:
@@ -493,12 +515,10 @@ def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str
         files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old, why))
     conflicts: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
-    if patches and files and view is None and info.base_branch:
-        conflicts = preview_merge(info, state)[1]
+    if patches and files and view is None and merged is not None:
+        conflicts = merged[2]
     elif patches and files and view is not None:
-        where = info.path if Path(info.path).is_dir() else info.repo
-        out = git("diff", "--check", start, end, cwd=where, check=False)
-        unresolved = tuple(dict.fromkeys(m.group(1) for line in out.splitlines() if (m := _MARKER_LINE.match(line))))
+        unresolved = _markers_added(info, start, end)
     return Diff(tuple(files), conflicts, unresolved)
 
 
@@ -561,7 +581,7 @@ def drop_other_refs(info: WorktreeInfo) -> list[str]:
     if "/" not in info.branch or not Path(info.repo).is_dir():
         return []
     parent = info.branch.rsplit("/", 1)[0]
-    common = git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=info.repo, check=False).strip()
+    common = _common_dir(info.repo, check=False)
     folder = os.path.join(common, "refs", "heads", parent)
     others = []
     # the files themselves (a sandbox writes loose refs only): git's own listing stops at a ref
@@ -665,8 +685,7 @@ def sanitize_admin(info: WorktreeInfo) -> None:
     reflog line or a ref *through* it, outside the sandbox: over any file of the user's), and no
     merge/cherry-pick/bisect state the session left (it would steer the commit)."""
     admin = git("rev-parse", "--absolute-git-dir", cwd=info.path).strip()
-    common = os.path.realpath(os.path.join(info.path, git("rev-parse", "--git-common-dir", cwd=info.path).strip()))
-    _unlink_links([admin, *_branch_folders(common, info.branch)])
+    _unlink_links([admin, *_branch_folders(_common_dir(info.path), info.branch)])
     keep: set[str] = set()
     merging = os.path.join(admin, "MERGE_HEAD")
     if os.path.isfile(merging) and _merging_base(info, merging):  # the session merging its base in
@@ -687,10 +706,7 @@ def reset_branch(info: WorktreeInfo) -> None:
     """The session's branch back at its base commit (its new commits could not be taken in: the
     repository must not keep a branch whose objects it lacks). Only once nothing of the session
     runs: git appends a reflog line, and no link in its ref or reflog folder is followed."""
-    common = os.path.realpath(os.path.join(info.path, git("rev-parse", "--git-common-dir", cwd=info.path).strip())) \
-        if Path(info.path).is_dir() else os.path.realpath(
-            git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=info.repo).strip())
-    _unlink_links(_branch_folders(common, info.branch))
+    _unlink_links(_branch_folders(_common_dir(info.repo), info.branch))
     git("update-ref", "--no-deref", f"refs/heads/{info.branch}", info.base_commit, cwd=info.repo, check=False)
 
 
@@ -874,10 +890,14 @@ def leftover_conflicts(info: WorktreeInfo) -> tuple[str, ...]:
     to hold such lines says so with git's ``conflict-marker-size``). An unmerged path whose file no
     longer holds markers is resolved: Cockpit's commit takes the file as it is."""
     view = merge_view(info)
-    if view is None:
-        return ()
+    return _markers_added(info, *view) if view is not None else ()
+
+
+def _markers_added(info: WorktreeInfo, start: str, end: str) -> tuple[str, ...]:
+    """The files to which going from ``start`` to ``end`` adds conflict-marker lines (``git diff
+    --check``, with the session's own attributes when it has a worktree)."""
     where = info.path if Path(info.path).is_dir() else info.repo
-    out = git("diff", "--check", *view, cwd=where, check=False)
+    out = git("diff", "--check", start, end, cwd=where, check=False)
     return tuple(dict.fromkeys(m.group(1) for line in out.splitlines() if (m := _MARKER_LINE.match(line))))
 
 
@@ -975,7 +995,7 @@ def _remove(info: WorktreeInfo, delete_branch: str | None) -> None:
 def _admin_of(info: WorktreeInfo) -> str | None:
     """The admin folder git keeps for the session's worktree (``<common>/worktrees/<name>``), by
     its ``gitdir`` file pointing at the worktree; None when there is none."""
-    common = git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=info.repo, check=False).strip()
+    common = _common_dir(info.repo, check=False)
     folder = os.path.join(common, "worktrees") if common else ""
     if not folder or not os.path.isdir(folder):
         return None
