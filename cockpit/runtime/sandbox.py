@@ -529,30 +529,37 @@ def confinement_for(tree: Path | str, cwd: Path | str, tmp: Path | str, settings
         env.update({"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy,
                     "ALL_PROXY": proxy, "NO_PROXY": "localhost,127.0.0.1", "npm_config_proxy": proxy,
                     "npm_config_https_proxy": proxy, "PIP_PROXY": proxy})
-    overlays = []
+    overlays: list[tuple[str, str]] = []
     config = os.path.join(dirs[1], "config") if dirs is not None else ""
     if config and os.path.isfile(config):  # the repository's config without the credentials it may carry
-        clean = tmp.rstrip("/") + ".gitconfig"  # beside the temp folder: hidden, not writable inside
-        with open(clean, "w", encoding="utf-8") as f:
-            f.write(sanitized_git_config(config))
-        overlays.append((clean, config))
-        hidden += [p for p in _config_side_files(config) if os.path.realpath(p) != os.path.realpath(config)]
-    # your own and the system's git config too (a token in a url.*.insteadOf, a credential helper): read
-    # through a copy (includes inlined, sanitized); the files they include and a credential store hidden
+        _read_through_copy(config, tmp.rstrip("/") + ".gitconfig", overlays, hidden)
+    # your own and the system's git config too (a token in a url.*.insteadOf, a credential helper)
     for suffix, spec in USER_GIT_CONFIGS:
         path = _config_file(spec)
         if path and os.path.isfile(path) and not os.path.islink(path):
-            clean = tmp.rstrip("/") + suffix
-            with open(clean, "w", encoding="utf-8") as f:
-                f.write(sanitized_git_config(path))
-            overlays.append((clean, path))
-            hidden += [p for p in _config_side_files(path) if os.path.realpath(p) != os.path.realpath(path)]
+            _read_through_copy(path, tmp.rstrip("/") + suffix, overlays, hidden)
     gone = {os.path.realpath(h) for h in hidden}  # hidden wins over read-only (an .envrc among your secrets)
     readonly = [r for r in readonly if os.path.realpath(r) not in gone]
     return Confinement(tree, os.path.realpath(cwd), str(tmp), tuple(dict.fromkeys(writable)),
                        tuple(dict.fromkeys(readonly)), tuple(dict.fromkeys(hidden)), network,
                        tuple(settings.allow_hosts), proxy_socket if network == "allow" else None, env,
                        tuple(overlays))
+
+
+def _read_through_copy(config: str, clean: str, overlays: list[tuple[str, str]], hidden: list[str]) -> None:
+    """The session reads git config file ``config`` through ``clean`` (beside its temp folder:
+    hidden, not writable inside), :func:`sanitized_git_config`'s copy with its includes inlined;
+    the files it includes and a credential store's file are hidden."""
+    with open(clean, "w", encoding="utf-8") as f:
+        f.write(sanitized_git_config(config))
+    overlays.append((clean, config))
+    hidden += [p for p in _config_side_files(config) if os.path.realpath(p) != os.path.realpath(config)]
+
+
+def _git_config_of(path: str, *args: str) -> subprocess.CompletedProcess:
+    """``git config -f path --includes ARGS`` reading that file alone (no system or global config)."""
+    return subprocess.run(["git", "config", "-f", path, "--includes", *args], capture_output=True, timeout=20,
+                          env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull})
 
 
 def _config_file(spec: str) -> str:
@@ -573,10 +580,8 @@ def _config_side_files(path: str) -> list[str]:
     import shlex
 
     try:
-        out = subprocess.run(["git", "config", "-f", path, "--includes", "--get-regexp",
-                              r"^(include\.path|includeif\..*\.path|credential\.(.*\.)?helper)$"],
-                             capture_output=True, text=True, timeout=20,
-                             env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}).stdout
+        out = _git_config_of(path, "--get-regexp", r"^(include\.path|includeif\..*\.path|credential\.(.*\.)?helper)$"
+                             ).stdout.decode("utf-8", "replace")
     except (OSError, subprocess.SubprocessError):
         return []
     found = []
@@ -613,9 +618,7 @@ def sanitized_git_config(path: str) -> str:
     passwords, tokens, helpers, cookie files), no user:token@ in any value; the rest (remotes,
     branches, core settings) as it is. Empty when git cannot read it."""
     try:
-        out = subprocess.run(["git", "config", "-f", path, "--includes", "--list", "-z"], capture_output=True,
-                             timeout=20, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1",
-                                              "GIT_CONFIG_GLOBAL": os.devnull})
+        out = _git_config_of(path, "--list", "-z")
     except (OSError, subprocess.SubprocessError):
         return ""
     if out.returncode != 0:
