@@ -323,7 +323,9 @@ def _through_server(session_id: str, action: str, kept: str | None = None) -> in
         return None
     data = result["data"]
     print(data["message"])
-    if action == "merge" and str(data["message"]).startswith("merge conflict in"):
+    from cockpit.runtime.worktree import refused_for_a_conflict
+
+    if action == "merge" and refused_for_a_conflict(str(data["message"])):
         _conflict_hint(session_id, "the base branch", kept)
     return 0 if data["ok"] else 1
 

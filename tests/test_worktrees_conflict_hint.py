@@ -7,6 +7,8 @@ from cockpit.server import client as client_module
 
 
 class _Client:
+    message = "merge conflict in app.py: nothing was merged; the branch cockpit/1nh2abcd/x is kept"
+
     def __init__(self, *_a, **_k):
         pass
 
@@ -18,8 +20,7 @@ class _Client:
 
     def call(self, method, **params):
         assert (method, params) == ("review", {"id": "1nh2abcd", "action": "merge"})
-        return {"type": "Reviewed", "data": {"action": "merge", "ok": False, "message":
-                "merge conflict in app.py: nothing was merged; the branch cockpit/1nh2abcd/x is kept"}}
+        return {"type": "Reviewed", "data": {"action": "merge", "ok": False, "message": self.message}}
 
 
 def test_a_conflicting_merge_through_the_server_names_the_next_steps(monkeypatch, capsys):
@@ -30,6 +31,11 @@ def test_a_conflicting_merge_through_the_server_names_the_next_steps(monkeypatch
     out = capsys.readouterr().out
     assert out.startswith("merge conflict in app.py: nothing was merged")
     assert "send it back: cockpit worktrees send-back 1nh2abcd" in out and "cockpit shell 1nh2abcd" in out
+    # a conflict the session left (markers): the same way on, as the merge without a server says
+    monkeypatch.setattr(_Client, "message", "unresolved conflicts in app.py (unmerged, or conflict markers left in): "
+                        "nothing was merged; the branch cockpit/1nh2abcd/x is kept")
+    assert worktrees_cli._through_server("1nh2abcd", "merge") == 1
+    assert "send it back: cockpit worktrees send-back 1nh2abcd" in capsys.readouterr().out
 
 
 def test_a_kept_branchs_conflict_hint_names_what_can_work_on_it(capsys):

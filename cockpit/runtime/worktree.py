@@ -140,6 +140,16 @@ class MergeResult:
     conflicts: tuple[str, ...] = ()
 
 
+CONFLICT_REFUSALS = ("merge conflict in", "unresolved conflicts in")  # how a merge refused for a conflict begins
+
+
+def refused_for_a_conflict(message: str) -> bool:
+    """Whether a merge's one line (:attr:`MergeResult.message`, also as a client gets it from the
+    server) says it was refused for a conflict — with the base branch, or one the session left:
+    sending it back to the session is the way on."""
+    return message.startswith(CONFLICT_REFUSALS)
+
+
 def git(*args: str, cwd: str | Path, env: dict | None = None, check: bool = True, timeout: float = 120) -> str:
     """Run git (never a repository hook: :data:`NO_HOOKS`); stdout as text. Raises WorktreeError
     (with git's first error line) when it fails."""

@@ -44,7 +44,7 @@ from textual.widgets import Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from cockpit.runtime.protocols import Runtime
-from cockpit.runtime.worktree import protected_line, protected_warning
+from cockpit.runtime.worktree import protected_line, protected_warning, refused_for_a_conflict
 from cockpit.tui import format as fmt
 from cockpit.tui.diffrender import DiffLine, parse_patch, render_diff
 from cockpit.tui.model import SessionView
@@ -420,8 +420,7 @@ class DiffScreen(Screen):
             self.busy = False
         mark = "[b $text-success]✓[/]" if result.ok else "[b $text-error]✗[/]"
         self.result = Content.from_markup(f"{mark} $action: $msg", action=action, msg=result.message)
-        if action == "merge" and not result.ok and ("conflict in" in result.message
-                                                    or "conflicts in" in result.message):
+        if action == "merge" and not result.ok and refused_for_a_conflict(result.message):
             self.result += Content.from_markup("  [b]b[/] send it back to the session · [b]s[/] shell in the "
                                                "worktree · or leave it (nothing was merged)")
         self.notify(f"{action}: {result.message}", severity="information" if result.ok else "error",
