@@ -48,6 +48,22 @@ def tree_digest(path: Path) -> dict[str, str]:
     return out
 
 
+def edit_calc(new: str = "a + b") -> Reply:
+    """The model's turn that fixes add (``a - b`` → ``new``) with the editor."""
+    return Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b", "new_str": new})])
+
+
+async def fixed_then_main_moved(api, repo: Path, tmp_path: Path):
+    """(manager, session): a session that fixed add and waits; then main fixed the same line its
+    own way (the two conflict)."""
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
+    s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
+    assert await mgr.wait_idle(timeout=30) and s.status == S.WAITING
+    (repo / "calc.py").write_text(CALC.replace("a - b", "b + a  # fixed on main"))
+    git(repo, "commit", "-q", "-am", "a fix on main")
+    return mgr, s
+
+
 def fixed(info: wt.WorktreeInfo) -> None:
     (Path(info.path) / "calc.py").write_text(CALC.replace("a - b", "a + b"))
 
@@ -407,8 +423,7 @@ def test_an_empty_merge_is_reported_not_committed(repo):
 
 async def test_conflict_sent_back_to_the_session_then_the_merge_succeeds(api, repo, tmp_path):
     api.script(
-        Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
-                                  "new_str": "a + b"})]),
+        edit_calc(),
         Reply("Fixed add."),
         # the follow-up naming calc.py: merge main, resolve, commit
         Reply("", [ToolUse("bash", {"command": "git add -A && git commit -qm 'fix add'; git merge main; "
@@ -416,11 +431,7 @@ async def test_conflict_sent_back_to_the_session_then_the_merge_succeeds(api, re
                                                "git add calc.py && git commit -qm 'merge main' && git status --short"})]),
         Reply("Merged main into my branch and resolved calc.py."),
     )
-    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
-    s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
-    assert await mgr.wait_idle(timeout=30) and s.status == S.WAITING
-    (repo / "calc.py").write_text(CALC.replace("a - b", "b + a  # fixed on main"))
-    git(repo, "commit", "-q", "-am", "a fix on main")
+    mgr, s = await fixed_then_main_moved(api, repo, tmp_path)
     before = tree_digest(repo)
     res = await mgr.review(s.id, "merge")
     assert not res.ok and "conflict in calc.py" in res.message and tree_digest(repo) == before
@@ -441,19 +452,14 @@ async def test_a_merge_the_session_claimed_but_left_in_conflict_is_sent_back_to_
     """A model that answers "merged" too early: its worktree holds the conflict. Merge is refused
     (main untouched) and send-back gives the session a follow-up naming the file to resolve."""
     api.script(
-        Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
-                                  "new_str": "a + b"})]),
+        edit_calc(),
         Reply("Fixed add."),
         Reply("", [ToolUse("bash", {"command": "git add -A && git commit -qm 'fix add'; git merge main; "
                                                "git status --short"})]),
         Reply("I merged main."),  # it did not resolve anything
         Reply("Resolved."),
     )
-    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
-    s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
-    assert await mgr.wait_idle(timeout=30) and s.status == S.WAITING
-    (repo / "calc.py").write_text(CALC.replace("a - b", "b + a  # fixed on main"))
-    git(repo, "commit", "-q", "-am", "a fix on main")
+    mgr, s = await fixed_then_main_moved(api, repo, tmp_path)
     assert not (await mgr.review(s.id, "merge")).ok
     assert (await mgr.review(s.id, "send-back")).ok
     assert await mgr.wait_idle(timeout=30)
@@ -473,8 +479,7 @@ async def test_a_merge_the_session_claimed_but_left_in_conflict_is_sent_back_to_
 async def test_a_send_back_that_resumes_an_ended_session_says_both_ids_and_a_review_ends_both(api, repo,
                                                                                                   tmp_path):
     api.script(
-        Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
-                                  "new_str": "a + b"})]),
+        edit_calc(),
         Reply("Fixed add."),
         Reply("On it."),  # the resumed session's answer to the follow-up
     )
@@ -495,8 +500,7 @@ async def test_a_send_back_that_resumes_an_ended_session_says_both_ids_and_a_rev
 
 
 async def test_a_kept_branch_of_a_session_still_waiting_is_merged_through_the_runtime(api, repo, tmp_path):
-    api.script(Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
-                                         "new_str": "a + b"})]), Reply("Fixed add."))
+    api.script(edit_calc(), Reply("Fixed add."))
     mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
     s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
     assert await mgr.wait_idle(timeout=30) and s.status == S.WAITING
@@ -528,8 +532,7 @@ async def test_check_through_the_manager_reports_pass_and_fail(api, repo, tmp_pa
 # -- kept branches --------------------------------------------------------------------------------
 async def test_a_kept_branch_is_listed_after_the_session_and_a_new_manager_then_merged(api, repo, tmp_path,
                                                                                         capsys):
-    api.script(Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
-                                         "new_str": "a + b"})]), Reply("Fixed."))
+    api.script(edit_calc(), Reply("Fixed."))
     mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
     s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
     assert await mgr.wait_idle(timeout=30)
@@ -812,8 +815,7 @@ async def test_conflict_radar_two_sessions_editing_one_file(api, repo, tmp_path)
     from cockpit.tui.widgets.totals import radar_markup
 
     def edit(new: str) -> list[Reply]:
-        return [Reply("", [ToolUse(EDIT, {"command": "str_replace", "path": "calc.py", "old_str": "a - b",
-                                          "new_str": new})]), Reply("Done.")]
+        return [edit_calc(new), Reply("Done.")]
 
     api.script(*edit("a + b"), *edit("b + a"))
     mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")

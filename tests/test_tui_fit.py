@@ -36,6 +36,16 @@ async def test_the_approval_dialog_shows_all_three_answers_and_the_rule_at_80_co
         assert rule in shown  # the rule "allow for session" adds is still named
 
 
+async def tool_line_shown(pilot, app, mgr, events) -> str:
+    """``events`` of one session (its spawn first) emitted; its pane's text once the tool's result
+    shows, lines unwrapped."""
+    sid = events[0].session_id
+    mgr.emit(*events)
+    await until(pilot, lambda: sid in app.panes and any(b.result for b in app.views[sid].blocks), "the result")
+    await settled(pilot, app)
+    return " ".join(app.panes[sid].query_one("#pane-body").plain_text().split())
+
+
 async def test_a_command_run_again_outside_the_sandbox_shows_the_outcome_that_counts():
     import io
 
@@ -53,11 +63,7 @@ async def test_a_command_run_again_outside_the_sandbox_shows_the_outcome_that_co
               ev.ApprovalResolved("f00002", "tu_1", True, "once"),
               ev.ToolResult("f00002", "tu_1", "bash", content, False)]
     async with app.run_test(size=SMALL) as pilot:
-        mgr.emit(*events)
-        await until(pilot, lambda: "f00002" in app.panes and any(b.result for b in app.views["f00002"].blocks),
-                    "the result")
-        await settled(pilot, app)
-        body = " ".join(app.panes["f00002"].query_one("#pane-body").plain_text().split())  # unwrapped
+        body = await tool_line_shown(pilot, app, mgr, events)
         assert "[✓ allowed once · ran outside the sandbox] → ok" in body
         assert "Read-only" not in body
         assert app.views["f00002"].blocks[-1].result == content  # the sandboxed failure stays in the full result
@@ -251,9 +257,5 @@ async def test_a_command_the_sandbox_stopped_says_so_on_its_line():
               ev.ToolCall("f00003", "tu_1", "bash", {"command": "curl -sS https://pypi.org/x | head -c 300"}),
               ev.ToolResult("f00003", "tu_1", "bash", content, False)]
     async with app.run_test(size=SMALL) as pilot:
-        mgr.emit(*events)
-        await until(pilot, lambda: "f00003" in app.panes and any(b.result for b in app.views["f00003"].blocks),
-                    "the result")
-        await settled(pilot, app)
-        body = " ".join(app.panes["f00003"].query_one("#pane-body").plain_text().split())
+        body = await tool_line_shown(pilot, app, mgr, events)
         assert "[⛔ the sandbox blocked network access (off for this session)]" in body
