@@ -54,6 +54,7 @@ class SessionCommands(App):
     permission_mode: str | None
     worktree: bool | None
     backend: str | None
+    _spawn_mode: str | None = None  # the permission mode last chosen in the spawn dialog (this app)
     workspace: str | None
 
     @property
@@ -93,8 +94,7 @@ class SessionCommands(App):
             hosts["host"] = again.host
         self.push_screen(
             SpawnDialog(self.engine, self.top_k, self.preseed, model=self.model or "",
-                        # the mode last chosen here (this app), else the configured one
-                        permission_mode=getattr(self, "_spawn_mode", None) or self.permission_mode,
+                        permission_mode=self._spawn_mode or self.permission_mode,
                         worktree=self.worktree,
                         backends=backends, backend=self.backend, notes_missing=self.memory.notes_missing,
                         budget_usd=budget if isinstance(budget, (int, float)) else None,
@@ -105,7 +105,7 @@ class SessionCommands(App):
 
     def _spawn_chosen(self, choice: SpawnChoice | None) -> None:
         if choice:
-            self._spawn_mode = choice.spec.permission_mode or getattr(self, "_spawn_mode", None)
+            self._spawn_mode = choice.spec.permission_mode or self._spawn_mode
             self.spawn(choice.spec, host=choice.host, again=choice)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
