@@ -53,7 +53,7 @@ from cockpit.runtime.permissions import PermissionMode
 from cockpit.runtime.pricing import PricingTable, load_pricing
 from cockpit.runtime.protocols import MemoryBackend
 from cockpit.runtime.session import SessionSpec
-from cockpit.runtime.session_base import SessionBase
+from cockpit.runtime.session_base import EndedSession, SessionBase
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.runtime.summary import continuation_message
 from cockpit.runtime.transcript import new_transcript_path, read_events
@@ -490,11 +490,46 @@ class SessionManager:
                 resumed=h, config=cfg, **extra)
         return self._start(s)
 
+    def restore(self, transcript_path: str | Path, events: list[Event] | None = None) -> SessionBase | None:
+        """A session that ended, under an earlier server, with its change still in its worktree
+        (not merged, kept or discarded): listed as it ended, its events kept for a late-attaching
+        client, diffed, reviewed, resumed and closed as before; nothing of it runs (resuming it is
+        a new session). None when its worktree is gone (reviewed from a terminal meanwhile).
+        Reads the transcript here unless given its ``events`` (a new server's start, before any
+        client). Raises OSError / ValueError for a missing or damaged transcript, ValueError for
+        one that never ended."""
+        path = Path(transcript_path)
+        events = read_events(path) if events is None else events
+        h = fold(events)
+        if not events or not any(isinstance(e, SessionDone) for e in events) or not h.status.is_final:
+            raise ValueError(f"{path}: the session never ended")
+        if h.worktree is None or h.session_id in self._sessions:
+            return None
+        info = wt.load_meta(Path(h.worktree.path).with_suffix(".json"))
+        if info is None or not Path(info.path).is_dir():
+            return None
+        spec = SessionSpec(
+            task=h.task, model=h.model or self.config.model, workspace=Path(h.workspace or info.repo),
+            cwd=Path(info.cwd), preseed_enabled=h.preseed_enabled, interactive=False,
+            permission_mode=PermissionMode.parse(h.permission_mode or self.config.permission_mode),
+            tools_style=h.tools, worktree=info, placement=h.placement, backend=h.backend or "cockpit",
+            sandbox=h.sandbox, sandbox_note=h.sandbox_note)
+        s = EndedSession(self, spec, session_id=h.session_id, transcript_path=path, engine=None)
+        s.history, s.status, s.detail, s.final_text = h, h.status, h.detail, h.answer
+        s.acct.usage, s.acct.cost_usd = h.usage, h.cost_usd
+        s.rec.close()  # a review appends to the finished transcript
+        self._sessions[s.id] = s
+        for event in events:
+            self._log(event)
+        return s
+
     async def continue_fresh(self, session_id: str) -> SessionBase:
         """Continue a session whose context is full (or any session) in a fresh one: same worktree
         and settings, a first message that summarises the old conversation. The old session ends
         ``done`` ("continued in …"). Raises KeyError for an unknown id."""
         old = self.get(session_id)
+        if isinstance(old, EndedSession):
+            raise ValueError(f"session {old.id} ended before this server started: resume it to go on")
         sid = self._new_id()
         spec = old.spec
         try:  # what it did, from its transcript (the one history)
@@ -603,7 +638,7 @@ class SessionManager:
         if action in ("check", "check-confirmed", "send-back", "pr"):
             return await self._ship(s, info, action)
         sharing = await self._quiesced(s, info)
-        notes = getattr(s.engine, "notes_dir", None)
+        notes = _notes_of(s)
         message = await asyncio.to_thread(ship.commit_message, info, notes)
         if not kept and not Path(info.path).is_dir():
             return self._reviewed(s, action, action == "discard",
@@ -651,7 +686,7 @@ class SessionManager:
                     body: str = "") -> Reviewed:
         """check / send-back / pr (see :meth:`review`)."""
         cfg = getattr(s, "_cfg", None) or self.config
-        notes = getattr(s.engine, "notes_dir", None)
+        notes = _notes_of(s)
         ok, text, shown = False, "", action
         if action in ("check", "check-confirmed"):
             command, source = ship.check_command(cfg, notes)
@@ -694,7 +729,7 @@ class SessionManager:
             await self._quiesced(s, info)
             if not title:
                 title, body = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
-            message = await asyncio.to_thread(ship.commit_message, info, getattr(s.engine, "notes_dir", None))
+            message = await asyncio.to_thread(ship.commit_message, info, _notes_of(s))
             ok, text = await asyncio.to_thread(ship.open_pr, info, title, body, message)
         return self._reviewed(s, shown, ok, text)
 
@@ -827,6 +862,15 @@ async def _with_key(cfg: RuntimeConfig) -> RuntimeConfig:
     return await asyncio.to_thread(keyhelper.keyed, cfg, f"api_key_helper of {config_path()}")
 
 __all__ = ["SessionManager", "Subscription", "SessionClosed"]
+
+
+def _notes_of(s: SessionBase) -> str | Path | None:
+    """The notes folder of the session: its engine's, or (a session restored from its transcript
+    has no engine) the one its transcript recorded; None without one."""
+    notes = getattr(s.engine, "notes_dir", None)
+    if notes is None and s.history.started is not None:
+        return s.history.started.notes or None
+    return notes
 
 
 def _worktree_gone(s: SessionBase) -> str:

@@ -640,4 +640,14 @@ class SessionBase:
         return session_row(self.history)
 
 
-__all__ = ["SessionBase", "SessionSpec", "SessionFailure", "headless_denial", "denial_message", "HOST_ENGINE"]
+
+class EndedSession(SessionBase):
+    """A session that ended under an earlier server, restored from its transcript for its review
+    (:meth:`SessionManager.restore`): its row and worktree, nothing that runs."""
+
+    async def _main(self) -> None:
+        raise RuntimeError(f"session {self.id} ended before this server started: resume it to go on")
+
+
+__all__ = ["SessionBase", "EndedSession", "SessionSpec", "SessionFailure", "headless_denial", "denial_message",
+           "HOST_ENGINE"]

@@ -13,7 +13,8 @@ at once; a stale socket from a dead server is replaced. SIGTERM/SIGINT end sessi
 (finished ones ``done``, working ones ``killed`` with "server stopped"). After a SIGKILL or a power
 loss, the next start finds the sessions that were live in ``live.json`` and marks them
 ``interrupted`` (an ``end`` record is appended to their transcripts); clients see them and can
-resume them from their transcripts.
+resume them from their transcripts. After any end of the server, the sessions whose change is still
+in their worktree (interrupted, or ended before their review) are restored for that review.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from cockpit.events import (
     ApprovalRequested,
     ConversationMessage,
     Event,
+    Reviewed,
     SessionDone,
     SessionForgotten,
     SessionSpawned,
@@ -55,6 +57,7 @@ from cockpit.runtime.claude_code import looks_like_session_id
 from cockpit.runtime.config import ConfigError, load_config, read_config_file
 from cockpit.runtime.history import SessionHistory, fold
 from cockpit.runtime.manager import SessionClosed
+from cockpit.runtime.session_base import EndedSession
 from cockpit.runtime.spawn import Count, Dollars, SpawnSpec
 from cockpit.runtime.transcript import append_event, list_transcripts, read_events, transcript_row
 from cockpit.runtime.worktree import WorktreeError
@@ -127,30 +130,36 @@ LIVE_ONLY_METHODS = frozenset({"send", "answer", "budget", "continue"})
 
 class LiveRegistry:
     """``live.json``: session id → transcript path of every session not yet ended
-    (``sessions``), and of those a dead server left ``interrupted`` that nobody resumed or closed
-    yet (they stay listed across restarts). Written atomically (fsync before rename) whenever
-    one starts or ends."""
+    (``sessions``), of those a dead server left ``interrupted`` that nobody resumed or closed
+    yet (they stay listed across restarts), and of those that ended with their change still in
+    their worktree (``review``: not merged, kept, discarded or closed — the next server lists them
+    again). Written atomically (fsync before rename) whenever one of these changes."""
+
+    SECTIONS = ("sessions", "interrupted", "review")
 
     def __init__(self, path: Path):
         self.path = path
         self.live: dict[str, str] = {}
         self.interrupted: dict[str, str] = {}
+        self.review: dict[str, str] = {}
 
-    def load(self) -> tuple[dict[str, str], dict[str, str]]:
-        """What the file says: ``(sessions live, sessions interrupted)``, id → transcript path
-        (empty when it is missing or damaged)."""
+    def load(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+        """What the file says: ``(sessions live, sessions interrupted, sessions awaiting review)``,
+        id → transcript path (empty when it is missing or damaged)."""
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            live, interrupted = (data.get(key, {}) for key in ("sessions", "interrupted"))
-            return ({str(k): str(v) for k, v in live.items()}, {str(k): str(v) for k, v in interrupted.items()})
+            live, interrupted, review = ({str(k): str(v) for k, v in data.get(key, {}).items()}
+                                         for key in self.SECTIONS)
+            return live, interrupted, review
         except (OSError, ValueError, AttributeError):
-            return {}, {}
+            return {}, {}, {}
 
     def _write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"pid": os.getpid(), "sessions": self.live, "interrupted": self.interrupted}, fh)
+            json.dump({"pid": os.getpid(), "sessions": self.live, "interrupted": self.interrupted,
+                       "review": self.review}, fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
@@ -159,18 +168,29 @@ class LiveRegistry:
         self.live[sid] = transcript
         self._write()
 
-    def remove(self, sid: str) -> None:
-        if self.live.pop(sid, None) is not None:
+    def remove(self, sid: str, awaits_review: bool = False) -> None:
+        """``sid`` ended; ``awaits_review``: its change is still in its worktree."""
+        was = self.live.pop(sid, None)
+        if awaits_review and was is not None:
+            self.review[sid] = was
+        if was is not None:
             self._write()
 
-    def clear(self, interrupted: dict[str, str] | None = None) -> None:
-        """No live sessions (a new server); ``interrupted``: the ones still waiting for a resume."""
+    def clear(self, interrupted: dict[str, str] | None = None, review: dict[str, str] | None = None) -> None:
+        """No live sessions (a new server); ``interrupted``: the ones still waiting for a resume,
+        ``review``: for a review."""
         self.live = {}
         self.interrupted = dict(interrupted or {})
+        self.review = dict(review or {})
         self._write()
 
     def drop_interrupted(self, sid: str) -> None:
         if self.interrupted.pop(sid, None) is not None:
+            self._write()
+
+    def reviewed(self, sid: str) -> None:
+        """``sid``'s change was merged, kept or discarded, or the session was closed."""
+        if self.review.pop(sid, None) is not None:
             self._write()
 
 
@@ -287,18 +307,30 @@ class Server:
         self._watch_task = asyncio.get_running_loop().create_task(self._track_live())
 
     def _recover(self) -> None:
-        live, interrupted = self.registry.load()
+        """The sessions the previous server left: those live then are ``interrupted`` (their end
+        written now); each whose change is still in its worktree — interrupted, or ended without
+        a review — is restored into the manager (listed, diffed, reviewed as before); the other
+        interrupted ones stay listed from their transcripts until resumed or closed."""
+        assert self.manager is not None
+        live, interrupted, review = self.registry.load()
         reaped = reap_orphans(set(live))
         if reaped:
             log.warning("killed %d processes the interrupted sessions left running: %s", len(reaped), reaped)
-        for sid, transcript in {**interrupted, **live}.items():
+        waiting = {}
+        for sid, transcript in {**review, **interrupted, **live}.items():
             try:
-                self.ghosts[sid] = Ghost.load(sid, transcript)
-            except (OSError, ValueError):
+                ghost = Ghost.load(sid, transcript)
+                restored = self.manager.restore(transcript, ghost.history)
+            except (OSError, ValueError) as exc:
+                log.warning("session %s could not be read from its transcript: %s", sid, exc)
                 continue
             if sid in live:
                 log.info("session %s was interrupted by the previous server's end", sid)
-        self.registry.clear({g.id: g.transcript for g in self.ghosts.values()})
+            if restored is not None:
+                waiting[sid] = transcript
+            elif sid not in review:  # (one awaiting review whose worktree went: reviewed from a terminal)
+                self.ghosts[sid] = ghost
+        self.registry.clear({g.id: g.transcript for g in self.ghosts.values()}, waiting)
 
     async def _track_live(self) -> None:
         assert self.manager is not None
@@ -306,7 +338,32 @@ class Server:
             if isinstance(event, SessionSpawned):
                 self.registry.add(event.session_id, event.transcript_path)
             elif isinstance(event, SessionDone):
-                self.registry.remove(event.session_id)
+                self.registry.remove(event.session_id, self._awaits_review(event.session_id))
+            elif isinstance(event, SessionForgotten) or (
+                    isinstance(event, Reviewed) and event.ok and event.action in ("merge", "keep", "discard")):
+                self.registry.reviewed(event.session_id)
+
+    def _interrupted(self, id: str | None, path: str | None = None) -> tuple[str, str, str] | None:
+        """``(id, transcript, notes folder)`` of the session a previous server left interrupted
+        that ``id`` or ``path`` (its transcript) names: one known from its transcript only, or one
+        restored for its worktree's review; None when none is."""
+        found = [(g.id, g.transcript, g.state.started) for g in self.ghosts.values()]
+        found += [(x.id, str(x.transcript_path), x.history.started) for x in self.mgr.sessions
+                  if isinstance(x, EndedSession) and x.status is SessionStatus.INTERRUPTED]
+        for sid, transcript, started in found:
+            if sid == id or (id is None and path is not None
+                             and os.path.realpath(path) == os.path.realpath(transcript)):
+                return sid, transcript, started.notes if started else ""
+        return None
+
+    def _awaits_review(self, sid: str) -> bool:
+        """Whether session ``sid``, which just ended, left its change in its worktree."""
+        assert self.manager is not None
+        try:
+            w = self.manager.get(sid).worktree
+        except KeyError:
+            return False
+        return w is not None and os.path.isdir(w.path)
 
     async def serve_forever(self) -> None:
         loop = asyncio.get_running_loop()
@@ -407,7 +464,7 @@ class Server:
             bound = entry.bind(params)
             if isinstance(bound.get("id"), str):  # a prefix or suffix: the one session it names
                 bound["id"] = self._full_id(bound["id"])
-                if bound["id"] in self.ghosts and method in LIVE_ONLY_METHODS:
+                if method in LIVE_ONLY_METHODS and self._interrupted(bound["id"]) is not None:
                     raise rpc.RpcError(rpc.REFUSED, f"session {bound['id']} was interrupted (a server stopped "
                                                     "while it ran): resume it first — in the app r, then o on it")
             if isinstance(bound.get("ids"), list):
@@ -690,24 +747,22 @@ class Server:
     async def h_resume(self, req: Request, id: SessionId | None = None, path: NonEmpty | None = None,
                        interactive: bool = True, notes: AbsPath | None = None, index: AbsPath | None = None,
                        config: dict | None = None) -> dict:
-        ghost = self.ghosts.get(id) if id is not None else None
-        if ghost is None and path is not None:  # an interrupted session's transcript (the app's review: `o`)
-            ghost = next((g for g in self.ghosts.values() if os.path.realpath(path) == os.path.realpath(g.transcript)),
-                         None)
-        if ghost is None and path is None:
+        old = self._interrupted(id, path if id is None else None)
+        if old is None and path is None:
             raise wire.ParamError("path is required (or the id of an interrupted session)")
-        where = ghost.transcript if ghost else str(path)
-        if not ghost and not os.path.isabs(where) and not looks_like_session_id(where):
+        where = old[1] if old else str(path)
+        if not old and not os.path.isabs(where) and not looks_like_session_id(where):
             raise wire.ParamError(f"path must be an absolute transcript path or a Claude Code session id, "
                                   f"got {where!r}")
         cfg = self._config(config, interactive, req.conn)
-        notes = (ghost.to_dict()["notes"] if ghost else "") or notes
+        notes = (old[2] if old else "") or notes
         engine = await asyncio.to_thread(self.engines.get, str(notes), index) if notes else None
         s = await self.mgr.resume(where, interactive=interactive, config=cfg, engine=engine)
-        if ghost:  # resumed: it leaves the list and every client's grid, as when closed
-            self.ghosts.pop(ghost.id, None)
-            self.registry.drop_interrupted(ghost.id)
-            self.mgr.publish(SessionForgotten(ghost.id))
+        if old and self.ghosts.pop(old[0], None) is not None:  # resumed: it leaves the list and every
+            self.registry.drop_interrupted(old[0])  # client's grid, as when closed
+            self.mgr.publish(SessionForgotten(old[0]))
+        elif old:
+            await self.mgr.forget(old[0])
         return s.to_dict()
 
     @method("transcripts", result="`transcripts`: every transcript in this server's transcript folder (live and "
