@@ -440,6 +440,27 @@ def test_at_80_columns_the_header_keeps_the_spend_with_many_states():
     assert "waiting for you" not in plain  # the states by glyph and count
 
 
+def test_at_80_columns_a_few_states_are_said_in_a_word_each():
+    """The states by glyph alone ("? 1") are for when nothing else fits: a newcomer at 80×24 with
+    a few sessions reads what each count is."""
+    from textual.content import Content
+
+    from cockpit.tui.widgets.totals import MemoryState, totals_markup
+
+    views = []
+    for i, status in enumerate((S.WAITING, S.RUNNING_TOOL, S.RUNNING_TOOL)):
+        v = SessionView(f"s{i}")
+        v.status, v.usage, v.cost_usd = status, Usage(1000, 0), 0.01
+        views.append(v)
+    memory = MemoryState(notes_missing="/home/someone/projects/webshop/notes")
+    plain = Content.from_markup(totals_markup(views, memory, 0, 1, width=80)).plain
+    assert len(plain) <= 80 and "no notes folder" in plain and "3.0k tok" in plain, plain
+    assert "? 1 waiting" in plain and "⚙ 2 running" in plain, plain
+    views[2].status = S.NEEDS_APPROVAL
+    plain = Content.from_markup(totals_markup(views, MemoryState(model_state="ready", notes=6), 0, 1, width=80)).plain
+    assert "! 1 asking" in plain and "? 1 waiting" in plain and "⚙ 1 running" in plain, plain
+
+
 def test_a_header_narrower_still_puts_the_spend_before_the_states():
     from textual.content import Content
 

@@ -29,6 +29,14 @@ STATUS_GLYPH: dict[SessionStatus, str] = {
     SessionStatus.INTERRUPTED: "↯",
 }
 
+# a state in one short word, for a header with little room ("? 2 waiting" rather than "? 2")
+STATUS_SHORT: dict[SessionStatus, str] = {
+    SessionStatus.RUNNING_TOOL: "running",
+    SessionStatus.NEEDS_APPROVAL: "asking",
+    SessionStatus.WAITING: "waiting",
+    SessionStatus.BUDGET_REACHED: "at cap",
+}
+
 
 def status_class(status: SessionStatus) -> str:
     """CSS class for a status, e.g. ``status-running-tool`` (theme variable ``$status-…``)."""

@@ -84,17 +84,22 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
     narrow terminal cuts the end: a missing notes folder must stay in sight)."""
     counts = count_by_status(views)
 
-    def states_markup(named: bool) -> str:  # named: "? 2 waiting for you"; else "? 2" (a narrow terminal)
+    def states_markup(words: str) -> str:
+        """``words``: ``long`` ("? 2 waiting for you"), ``short`` ("? 2 waiting") or "" ("? 2")."""
         if not counts:
             return "[dim]no sessions — press n[/]"
-        return ("  " if named else " ").join(
-            f"[b $background on ${fmt.status_class(s)}] {fmt.STATUS_GLYPH[s]} {n}{' ' + s.value if named else ''} [/]"
+
+        def said(s: SessionStatus) -> str:
+            return {"long": " " + s.value, "short": " " + fmt.STATUS_SHORT.get(s, s.value)}.get(words, "")
+
+        return ("  " if words else " ").join(
+            f"[b $background on ${fmt.status_class(s)}] {fmt.STATUS_GLYPH[s]} {n}{said(s)} [/]"
             if s in (SessionStatus.NEEDS_APPROVAL, SessionStatus.BUDGET_REACHED)
-            else f"[{'$' + fmt.status_class(s)}]{fmt.STATUS_GLYPH[s]} {n}{' ' + s.value if named else ''}[/]"
+            else f"[{'$' + fmt.status_class(s)}]{fmt.STATUS_GLYPH[s]} {n}{said(s)}[/]"
             for s, n in counts.items()
         )
 
-    states = states_markup(True)
+    states = states_markup("long")
     usage, cost, unpriced = totals([*views, *closed])
     money = fmt.usd(cost) + (" + n/a" if unpriced and cost is not None else "")
     if cost is None and not unpriced:
@@ -102,15 +107,17 @@ def totals_markup(views: list[SessionView], memory: MemoryState, page: int, page
     spend = f"{fmt.tokens(usage.total)} tok  {money}"
     page_part = f" │ page {page + 1}/{pages}" if pages > 1 else ""  # early: a narrow terminal cuts the end
     rest = f"{hosts_markup(hosts)} │ {states}{sandbox_markup(views)}{radar_markup(views)} │ {spend}"
-    # narrower: the states by glyph and count only; narrowest: the spend before them (after the
-    # memory part: a missing notes folder must stay in sight)
-    short = f"{hosts_markup(hosts)} │ {states_markup(False)} │ {spend}{sandbox_markup(views)}{radar_markup(views)}"
+    # narrower: the states in a word each, then by glyph and count only; narrowest: the spend
+    # before them (after the memory part: a missing notes folder must stay in sight)
+    worded, short = (f"{hosts_markup(hosts)} │ {states_markup(words)} │ {spend}{sandbox_markup(views)}"
+                     f"{radar_markup(views)}" for words in ("short", ""))
     lines = [f"[b]cockpit[/b]{page_part}{rest} │ {memory_markup(memory)}",
              f"[b]cockpit[/b]{page_part}{rest} │ {memory_markup(memory, brief=True)}",
              f"[b]cockpit[/b]{page_part} │ {memory_short(memory)}{rest}",
+             f"[b]cockpit[/b]{page_part} │ {memory_short(memory)}{worded}",
              f"[b]cockpit[/b]{page_part} │ {memory_short(memory)}{short}",
              f"[b]cockpit[/b]{page_part} │ {memory_short(memory)} │ {spend}{hosts_markup(hosts)} │ "
-             f"{states_markup(False)}{sandbox_markup(views)}{radar_markup(views)}"]
+             f"{states_markup('')}{sandbox_markup(views)}{radar_markup(views)}"]
     return next((line for line in lines if not width or Content.from_markup(line).cell_length <= width), lines[-1])
 
 
