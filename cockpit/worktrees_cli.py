@@ -312,9 +312,18 @@ def _through_server(session_id: str, action: str, kept: str | None = None) -> in
 
     if not server_running():
         return None
+    params: dict = {"id": session_id, "action": action}
+    if action == "send-back":  # it may resume the session: with this terminal's settings, as a resume
+        from cockpit.runtime import keyhelper
+        from cockpit.server.remote import config_payload
+
+        cfg = _config()
+        if keyhelper.wanted(cfg):
+            cfg = keyhelper.keyed(cfg, "this machine's api_key_helper")
+        params["config"] = config_payload(cfg)
     try:
         with BlockingClient() as client:
-            result = client.call("review", id=session_id, action=action)
+            result = client.call("review", **params)
     except RemoteError as exc:
         if "no session" in exc.message:
             return None

@@ -238,3 +238,33 @@ def test_a_session_interrupted_with_a_change_is_diffed_and_resumed_by_the_next_s
         c.call("wait", ids=[new["id"]], until="final")
         assert [r["id"] for r in c.call("list")["sessions"]] == [new["id"]]
         assert new["worktree"]["path"] == row["worktree"]["path"]
+
+
+def test_a_restored_sessions_conflict_is_sent_back_with_the_reviewing_clients_settings(api, server_env, tmp_path,
+                                                                                      monkeypatch, capsys):
+    """Send-back of a change the previous server left for review resumes the session with the
+    settings of the client that sends it back (its model server and key), as a resume does: the
+    new server never held the session's own (it called the server's default URL and hung)."""
+    repo = make_repo(tmp_path / "repo")
+    cfg = {"api_key": "test-key", "base_url": api.base_url}
+    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "two.txt", "file_text": "two\n"})]),
+               Reply("Added two."))
+    start_server()
+    with BlockingClient() as c:
+        row = c.call("spawn", task="add two", workspace=str(repo), interactive=False,
+                     permission_mode="bypassPermissions", config=cfg)
+        c.call("wait", ids=[row["id"]], until="final")
+    stop_server()
+    (repo / "two.txt").write_text("two, on main\n")
+    git(repo, "add", "two.txt")
+    git(repo, "commit", "-q", "-m", "two on main")
+    start_server()
+    api.script(Reply("Merging main now."))
+    with BlockingClient() as c:
+        assert not reviewed(c.call("review", id=row["id"], action="merge")).ok  # a conflict
+    # as the conflict hint says, from a terminal whose settings name the stand-in
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+    assert cli_main(["worktrees", "send-back", row["id"]]) == 0
+    assert "resolving two.txt" in capsys.readouterr().out
+    wait_for(lambda: len(api.message_requests) == 3, "the resumed session's request")
+    assert "conflicts in these files:\n- two.txt" in last_user_text(api, 2)

@@ -606,7 +606,7 @@ class SessionManager:
         protected = tuple(getattr(getattr(s, "_cfg", None), "protected", None) or self.config.protected)
         return await asyncio.to_thread(wt.diff, s.worktree, True, protected)
 
-    async def review(self, session_id: str, action: str) -> Reviewed:
+    async def review(self, session_id: str, action: str, config: RuntimeConfig | None = None) -> Reviewed:
         """``merge`` | ``keep`` | ``discard`` the session's worktree (see :mod:`worktree`). A
         session still waiting for a follow-up is ended (``done``) first; a running one is refused.
         Also (:mod:`cockpit.runtime.ship`): ``check`` runs the check command on the change merged
@@ -615,6 +615,8 @@ class SessionManager:
         sends a conflicting change back to its session (a follow-up naming the files; a session
         that ended is resumed in its worktree first); ``pr`` pushes and opens a pull request with
         the drafted title and body. A kept branch (no worktree left) can be merged or discarded.
+        ``config``: the reviewing client's settings, for a send-back that resumes the session (else
+        the session's own: a session an earlier server left has only this server's).
         Publishes and returns a :class:`Reviewed`. Raises KeyError, ValueError (also when the
         worktree was already merged or discarded, or kept and the action is another)."""
         if action not in ("merge", "keep", "discard", "check", "check-confirmed", "send-back", "pr"):
@@ -636,7 +638,7 @@ class SessionManager:
                 raise ValueError(f"session {s.id}'s branch {info.branch} is kept without a worktree: "
                                  f"merge or discard it{hint}")
         if action in ("check", "check-confirmed", "send-back", "pr"):
-            return await self._ship(s, info, action)
+            return await self._ship(s, info, action, config=config)
         sharing = await self._quiesced(s, info)
         notes = _notes_of(s)
         message = await asyncio.to_thread(ship.commit_message, info, notes)
@@ -683,7 +685,7 @@ class SessionManager:
         return sharing
 
     async def _ship(self, s: SessionBase, info: wt.WorktreeInfo, action: str, title: str = "",
-                    body: str = "") -> Reviewed:
+                    body: str = "", config: RuntimeConfig | None = None) -> Reviewed:
         """check / send-back / pr (see :meth:`review`)."""
         cfg = getattr(s, "_cfg", None) or self.config
         notes = _notes_of(s)
@@ -716,7 +718,7 @@ class SessionManager:
                                     else ship.unresolved_followup(info, stuck))
                 target = s
                 if s.status.is_final:
-                    target = await self.resume(s.transcript_path, interactive=True, config=cfg)
+                    target = await self.resume(s.transcript_path, interactive=True, config=config or cfg)
                 elif s.status.value != "waiting for you":
                     raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you")
                 await self.send(target.id, text_for_session)

@@ -730,9 +730,11 @@ class Server:
     @method("review", doc="`action`: `merge`/`keep`/`discard`; `check` — the check command on the change merged "
             "onto the base: a command from a note not confirmed yet answers `action: \"check-confirm\"` with the "
             "command as `message`, then `check-confirmed` runs it; `send-back` — a conflicting change back to its "
-            "session as a follow-up; `pr`", result="a `Reviewed` event")
-    async def h_review(self, req: Request, id: SessionId, action: NonEmpty) -> dict:
-        return wire.event_to_json(await self.mgr.review(id, action))
+            "session as a follow-up (one that ended is resumed with `config`: the client's settings, as `spawn`'s); "
+            "`pr`", result="a `Reviewed` event")
+    async def h_review(self, req: Request, id: SessionId, action: NonEmpty, config: dict | None = None) -> dict:
+        cfg = self._config(config, True, req.conn) if config is not None else None
+        return wire.event_to_json(await self.mgr.review(id, action, config=cfg))
 
     @method("pr", doc="`title`, `body` empty: drafted; `draft` true: only the draft",
             result="`{title, body}` for a draft, else a `Reviewed` event (`action: \"pr\"`)")

@@ -204,7 +204,8 @@ class RemoteRuntime:
         return wire.diff_from_json(await self.client.call("diff", id=session_id))
 
     async def review(self, session_id: str, action: str) -> Reviewed:
-        return _reviewed(await self.client.call("review", id=session_id, action=action))
+        extra = {"config": await self._payload()} if action == "send-back" else {}  # it may resume the session
+        return _reviewed(await self.client.call("review", id=session_id, action=action, **extra))
 
     async def draft_pull_request(self, session_id: str) -> PullRequestDraft:
         from cockpit.runtime.ship import PullRequestDraft
