@@ -9,7 +9,7 @@ the prompt's last text picks what a turn does:
   for each.
 - ``MANY``: three permission requests at once; answers "many: yes, yes, no"-like outcomes.
 - ``EDIT name text``: writes ``name`` in its cwd (its own tool) and reports an ``edit`` tool call
-  with the diff.
+  (its title and input in an update after the call) with the diff.
 - ``WAIT``: waits until ``session/cancel``; ends the turn ``cancelled``.
 - ``CRASH``: writes a line to stderr and exits 3.
 - ``SILENT``: never answers the prompt and sends nothing.
@@ -122,8 +122,13 @@ class FakeAgent:
         if last.startswith("EDIT"):
             _, name, text = last.split(" ", 2)
             Path(name).write_text(text + "\n")
+            # as Claude Code's adapter does: the call first with no input (it is still streaming),
+            # then its title and input in an update
             await self.conn.session_update(session_id, s.ToolCallStart(
-                session_update="tool_call", tool_call_id="edit-1", title=f"Write {name}", kind="edit",
+                session_update="tool_call", tool_call_id="edit-1", title="Write", kind="edit",
+                status="pending", raw_input={}))
+            await self.conn.session_update(session_id, s.ToolCallProgress(
+                session_update="tool_call_update", tool_call_id="edit-1", title=f"Write {name}",
                 status="in_progress", raw_input={"path": name}))
             await self.conn.session_update(session_id, s.ToolCallProgress(
                 session_update="tool_call_update", tool_call_id="edit-1", status="completed",

@@ -192,9 +192,14 @@ class SessionHistory:
                 self.budget_usd, self.budget_tokens = event.limit_usd, event.limit_tokens
             self.blocks.append(Block("note", text=f"$ {event.message}"))
         elif isinstance(event, ev.ToolCall):
-            self.blocks.append(
-                Block("tool", name=event.name, tool_use_id=event.tool_use_id, input=event.input)
-            )
+            block = self._tool_block(event.tool_use_id)
+            if block is not None and block.result is None:  # the same call, its title or input now known
+                block.name, block.input = event.name, event.input
+                block.version += 1
+            else:
+                self.blocks.append(
+                    Block("tool", name=event.name, tool_use_id=event.tool_use_id, input=event.input)
+                )
         elif isinstance(event, ev.ToolResult):
             block = self._tool_block(event.tool_use_id)
             if block is not None:

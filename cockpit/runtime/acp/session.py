@@ -9,6 +9,7 @@ permission mode where it has that mode; then each user message is one ``session/
 first one carries the block before the task, as separate text blocks.
 
 What arrives (``session/update``): message chunks → ``TextDelta``; ``tool_call`` → ``ToolCall``
+(again when an update brings its title or input)
 and ``running tool``; a ``tool_call_update`` that completes or fails → ``ToolResult`` (its diff,
 for an edit) and ``WorktreeChanged``; ``plan`` → the pane's detail (``plan 2/5: …``) and a
 ``plan`` record; ``usage_update`` → context figures and, when the agent reports one, its
@@ -536,12 +537,20 @@ class AcpSession(SessionBase):
 
     def _on_tool_update(self, u: Any) -> None:
         tid = u.tool_call_id
+        shown = (self._names.get(tid), self._inputs.get(tid))
         if u.title:
             self._names[tid] = u.title
         if u.kind:
             self._kinds[tid] = u.kind
         if u.raw_input:
             self._inputs[tid] = u.raw_input
+        if shown[0] is not None and (self._names[tid], self._inputs.get(tid)) != shown:
+            # its title and input came after the call (an agent starts it while its input streams):
+            # the call again, with them — the pane's line and the transcript's call are updated
+            raw = self._inputs.get(tid)
+            self.rec.emit(ToolCall(self.id, tid, self._names[tid], raw if isinstance(raw, dict) else {}))
+            if self.status is S.RUNNING_TOOL:
+                self._set(S.RUNNING_TOOL, self._names[tid])
         if u.status not in ("completed", "failed"):
             return
         name = self._names.get(tid, "tool")
