@@ -294,6 +294,8 @@ def test_tool_labels_scores_and_places():
     assert fmt.tool_label("bash", {"command": "pytest -q"}) == ("$", "pytest -q")
     assert fmt.tool_label("str_replace_based_edit_tool", {"command": "create", "path": "a.py"}) == ("✎ create", "a.py")
     assert fmt.tool_label("memory_search", {"query": "x"}) == ("⚙ memory_search", "(query=x)")
+    # an ACP agent's terminal call, titled with its command: said once, as a command
+    assert fmt.tool_label("`make test`", {"command": "make test", "description": "run"}) == ("$", "make test")
     assert fmt.score(-0.3) == "0.00" and fmt.score(0.456) == "0.46"
     assert fmt.where("worktree", "cockpit/x") == "⎇ cockpit/x" and fmt.where("in place: --no-worktree", None) == "in place: --no-worktree"
     assert fmt.tool_result("\n\nfirst\nsecond", False) == "first (+1 line)"

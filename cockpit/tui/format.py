@@ -135,10 +135,12 @@ def tool_label(name: str, value: Any, limit: int = 60) -> tuple[str, str]:
     ``("$", "pytest -q")`` for bash, ``("✎ str_replace", "calc.py")`` for the text editor —
     other tools as ``("⚙ name", "(key=value, …)")``."""
     if isinstance(value, dict):
-        if name == "bash":
+        command = value.get("command")
+        # bash, and an ACP agent's terminal call (titled with its command, as Claude Code's adapter does)
+        if name == "bash" or (isinstance(command, str) and command and name.strip("`").strip() == command.strip()):
             if value.get("restart"):
                 return "$", "(restart the shell)"
-            return "$", short(str(value.get("command", "")), limit)
+            return "$", short(str(command or ""), limit)
         if name == EDITOR_TOOL and "command" in value:
             return f"✎ {value.get('command')}", short(str(value.get("path", "")), limit)
     return f"⚙ {name}", f"({tool_args(value, limit)})"

@@ -120,6 +120,7 @@ class AcpSession(SessionBase):
         self._names: dict[str, str] = {}
         self._inputs: dict[str, Any] = {}
         self._kinds: dict[str, str] = {}
+        self._open: set[str] = set()  # calls shown and not finished yet
         self._chunks: list[str] = []  # the turn's text so far (joined on demand: no quadratic +=)
         self._agent_cost: float | None = None  # the agent's cumulative figure (USD)
         self._always: set[str] = set()  # tool kinds allowed for this session
@@ -527,6 +528,7 @@ class AcpSession(SessionBase):
         self._names[tid] = name
         self._kinds[tid] = u.kind or "other"
         self._inputs[tid] = u.raw_input
+        self._open.add(tid)
         text = self._turn_text
         if text:  # text before the call: one assistant message, as our loop records it
             self._add_message("assistant", [{"type": "text", "text": text}])
@@ -535,7 +537,10 @@ class AcpSession(SessionBase):
         self.rec.emit(ToolCall(self.id, tid, name, u.raw_input if isinstance(u.raw_input, dict) else {}))
         self._set(S.RUNNING_TOOL, name)
 
-    def _on_tool_update(self, u: Any) -> None:
+    def _learn(self, u: Any) -> None:
+        """What a ``tool_call_update`` (or a permission request's call) tells of a call: its title,
+        kind and input. When they came after the call (an agent starts it while its input
+        streams), the call is emitted again with them: the pane's line and the transcript's call."""
         tid = u.tool_call_id
         shown = (self._names.get(tid), self._inputs.get(tid))
         if u.title:
@@ -544,13 +549,15 @@ class AcpSession(SessionBase):
             self._kinds[tid] = u.kind
         if u.raw_input:
             self._inputs[tid] = u.raw_input
-        if shown[0] is not None and (self._names[tid], self._inputs.get(tid)) != shown:
-            # its title and input came after the call (an agent starts it while its input streams):
-            # the call again, with them — the pane's line and the transcript's call are updated
+        if tid in self._open and (self._names[tid], self._inputs.get(tid)) != shown:
             raw = self._inputs.get(tid)
             self.rec.emit(ToolCall(self.id, tid, self._names[tid], raw if isinstance(raw, dict) else {}))
             if self.status is S.RUNNING_TOOL:
                 self._set(S.RUNNING_TOOL, self._names[tid])
+
+    def _on_tool_update(self, u: Any) -> None:
+        tid = u.tool_call_id
+        self._learn(u)
         if u.status not in ("completed", "failed"):
             return
         name = self._names.get(tid, "tool")
@@ -558,6 +565,7 @@ class AcpSession(SessionBase):
         text = _text_of(u.content)
         if not text and u.raw_output is not None:
             text = u.raw_output if isinstance(u.raw_output, str) else json.dumps(u.raw_output, default=str)[:20000]
+        self._open.discard(tid)
         self.rec.emit(ToolResult(self.id, tid, name, text, err))
         self.note_tool_use(name, self._inputs.pop(tid, None), err)
         self._set(S.STREAMING)
@@ -609,6 +617,7 @@ class AcpSession(SessionBase):
 
     async def _permission(self, tool_call: Any, options: list[Any]) -> s.RequestPermissionResponse:
         tid = tool_call.tool_call_id
+        self._learn(tool_call)
         kind = tool_call.kind or self._kinds.get(tid) or "other"
         title = tool_call.title or self._names.get(tid) or kind
         by_kind = {o.kind: o.option_id for o in options}
