@@ -147,6 +147,7 @@ def _tool_result_text(block) -> str:
 
 EDITOR = "str_replace_based_edit_tool"
 READ = "Read"  # Claude Code's file tool
+_HOOK_CONTEXT = re.compile(r"\w+ hook additional context: ")
 _SEARCH_FIRST = re.compile(r"start by calling (?:mcp__\w+?__)?memory_search")
 
 
@@ -155,7 +156,9 @@ class FactResponder:
 
     - The question is the latest user text (the task in the first message, or a follow-up).
     - Memory = text blocks of the first user message before the task (the preseed block; an
-      ``<env>`` block and Claude Code's ``<system-reminder>`` blocks are skipped) plus successful
+      ``<env>`` block and Claude Code's ``<system-reminder>`` blocks are skipped), what a prompt
+      hook added (Claude Code puts it in a message of role ``system``, after "UserPromptSubmit hook
+      additional context:"), successful
       ``memory_search`` results (any tool whose name ends in ``memory_search``, e.g. Claude Code's
       ``mcp__cockpit__memory_search``). If memory has lines relevant to the question
       (sharing a keyword), it answers with those lines ("Based on the project notes: …").
@@ -204,6 +207,9 @@ class FactResponder:
         file_tool = READ if READ in offered and EDITOR not in offered else EDITOR
         question, memory, files = "", [], []
         for i, m in enumerate(msgs):
+            if m["role"] == "system":  # Claude Code's context message: what a prompt hook added
+                memory.extend(part for t in _texts(m["content"]) for part in _HOOK_CONTEXT.split(t)[1:])
+                continue
             if m["role"] != "user":
                 continue
             texts = _user_texts(m["content"])

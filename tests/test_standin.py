@@ -97,6 +97,19 @@ def test_fact_responder_speaks_claude_code_tool_names():
     assert t.tool_uses[0].name == "Read" and t.tool_uses[0].input == {"file_path": "README.md"}
 
 
+def test_fact_responder_reads_what_a_prompt_hook_added_to_claude_codes_context_message():
+    """Claude Code (2.1) sends a prompt hook's context inside a message of role ``system``, after
+    its own environment text; the stand-in answered from the README as if the hook had failed."""
+    r = FactResponder()
+    q = "what port does staging run on?"
+    context = ("# Environment\n - Shell: bash, port numbers in commit messages\n"
+               "UserPromptSubmit hook additional context: <project-notes>\n"
+               "★ [staging-stack] Staging runs on host callisto, port 6443\n</project-notes>")
+    t = r({"messages": [{"role": "system", "content": [{"type": "text", "text": context}]},
+                        {"role": "user", "content": [{"type": "text", "text": q}]}]})
+    assert t.text == "Based on the project notes:\n- ★ [staging-stack] Staging runs on host callisto, port 6443"
+
+
 def test_log_file_has_every_request(tmp_path):
     log = tmp_path / "requests.jsonl"
     with StandIn(log_path=str(log)) as api:
