@@ -412,7 +412,11 @@ def check_agents() -> list[Check]:
                 where.append("user" if user else "project")
         hooked = f"hook installed ({', '.join(where)})" if where else "hook not installed"
         name = f"{label} on its own"
-        if not found:
+        bundled = _bundled_claude() if key == "claude" and not found else None
+        if bundled:  # not the user's Claude Code: the SDK's own copy, which only the backend runs
+            why = f"{install}; the claude-code backend runs the copy bundled with claude-agent-sdk, {bundled}"
+            out.append(Check(ABSENT, f"agent {key}", f"{name}: not on PATH ({why}); {hooked}"))
+        elif not found:
             out.append(Check(ABSENT, f"agent {key}", f"{name}: not installed ({install}); {hooked}"))
         elif where:
             out.append(Check(OK, f"agent {key}", f"{name} at {found}; {hooked}"))
@@ -420,6 +424,15 @@ def check_agents() -> list[Check]:
             out.append(Check(WARN, f"agent {key}", f"{name} at {found}; {hooked}",
                              f"cockpit memory hook --install --agent {key} (its sessions then start with the notes)"))
     return out
+
+
+def _bundled_claude() -> str | None:
+    """The Claude Code CLI bundled with claude-agent-sdk (what ``--backend claude-code`` runs), if any."""
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    exe = Path(next(iter(spec.submodule_search_locations))) / "_bundled" / "claude"
+    return str(exe) if exe.is_file() else None
 
 
 def check_acp_agents() -> list[Check]:

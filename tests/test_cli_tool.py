@@ -212,7 +212,11 @@ def test_doctor_names_each_agents_cli_and_hook(tmp_path, monkeypatch):
     (tmp_path / ".gemini" / "settings.json").write_text(
         '{"hooks": {"BeforeAgent": [{"hooks": [{"type": "command", "command": "cockpit memory hook"}]}]}}')
     checks = {c.label: c for c in d.check_agents()}
-    assert checks["agent claude"].state == d.ABSENT and "not installed (npm install -g" in checks["agent claude"].detail
+    claude = checks["agent claude"]
+    assert claude.state == d.ABSENT and "(npm install -g @anthropic-ai/claude-code" in claude.detail
+    if d._bundled_claude():  # the claude-code extra: its CLI is named, so nobody hunts for it
+        assert "not on PATH" in claude.detail and "bundled with claude-agent-sdk" in claude.detail
+        assert d._bundled_claude() in claude.detail
     assert checks["agent codex"].state == d.WARN and "--agent codex" in checks["agent codex"].fix
     assert checks["agent gemini"].state == d.OK and "hook installed (project)" in checks["agent gemini"].detail
     plugin = tmp_path / ".opencode" / "plugins" / "cockpit-memory.js"
