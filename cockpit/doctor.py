@@ -467,6 +467,14 @@ def check_backends() -> list[Check]:
     detail = ("claude-agent-sdk installed" if sdk else
               "not installed, and your config chooses it" if chosen else
               "not installed (optional: the default backend needs nothing)")
-    return [Check(OK if sdk else WARN if chosen else ABSENT, "backend claude-code", detail,
-                  "in a checkout: pip install -e '.[claude-code]'; as a tool: pipx inject cockpit claude-agent-sdk "
-                  "(uv: uv tool install --with claude-agent-sdk …)")]
+    out = [Check(OK if sdk else WARN if chosen else ABSENT, "backend claude-code", detail,
+                 "in a checkout: pip install -e '.[claude-code]'; as a tool: pipx inject cockpit claude-agent-sdk "
+                 "(uv: uv tool install --with claude-agent-sdk …)")]
+    if sdk:
+        from cockpit.runtime.backends import BUILTIN
+
+        missing = BUILTIN["claude-code"].own_sandbox_missing()
+        out.append(Check(WARN, "claude-code sandbox", f"{missing}: its sessions run unconfined, and not in auto",
+                         "install what it names") if missing else
+                   Check(OK, "claude-code sandbox", "Claude Code's own sandbox can run here"))
+    return out

@@ -84,3 +84,19 @@ def test_an_unknown_run_backend_is_one_line_exit_2(extra, backend, line, monkeyp
     code = main(["run", "hi", "--backend", backend, "--workspace", str(tmp_path), *extra])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and err.startswith(f"cockpit: error: {line}")
+
+
+@pytest.mark.parametrize("missing", ["socat", "bwrap"])
+def test_claude_codes_sandbox_without_what_it_needs_is_said_unconfined_not_sandboxed(missing, monkeypatch):
+    """Claude Code's own sandbox needs bubblewrap and socat on Linux; without one it runs every
+    command unsandboxed (a warning on its stderr only), while the pane said "sandboxed"."""
+    import shutil
+
+    from cockpit.runtime import RuntimeConfig
+    from cockpit.runtime.manager import sandbox_for
+
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda exe, *a, **k: None if exe == missing else which(exe, *a, **k))
+    box, note = sandbox_for(RuntimeConfig(), None, "claude-code")
+    package = {"bwrap": "bubblewrap"}.get(missing, missing)
+    assert box == "" and note.startswith("unconfined: Claude Code's own sandbox needs") and package in note, note

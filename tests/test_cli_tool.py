@@ -264,11 +264,24 @@ def test_doctor_warns_about_the_optional_claude_code_backend_only_when_it_is_cho
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "claude_agent_sdk" else real(name, *a))
     monkeypatch.delenv("COCKPIT_BACKEND", raising=False)
-    (check,) = doctor.check_backends()
+    (check,) = doctor.check_backends()  # (and no line about its sandbox)
     assert check.state == doctor.ABSENT and "optional" in check.detail and check.line().startswith("·")
     monkeypatch.setenv("COCKPIT_BACKEND", "claude-code")
     (check,) = doctor.check_backends()
     assert check.state == doctor.WARN and "chooses it" in check.detail
+
+
+def test_doctor_says_when_claude_codes_own_sandbox_cannot_run(monkeypatch):
+    import shutil
+
+    from cockpit import doctor
+
+    if not doctor.importlib.util.find_spec("claude_agent_sdk"):
+        pytest.skip("the claude-code extra is not installed")
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda exe, *a, **k: None if exe == "socat" else which(exe, *a, **k))
+    _backend, sandbox = doctor.check_backends()
+    assert sandbox.state == doctor.WARN and "needs socat" in sandbox.detail and "unconfined" in sandbox.detail
 
 
 def test_every_usage_line_lists_every_sub_command():

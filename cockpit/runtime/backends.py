@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
 class BackendSpec:
     """One session backend. ``load()``: its session class; ``unavailable(cfg)``: why it cannot
     run here (one line saying how to fix it), or None; ``own_sandbox(cfg)``: the line saying
-    which sandbox of its own confines it, or None when Cockpit's does; ``needs_api_key``: it
+    which sandbox of its own confines it, or None when Cockpit's does (``own_sandbox_missing()``:
+    what that sandbox lacks on this machine — the session is then unconfined —, or None); ``needs_api_key``: it
     calls the model through Cockpit's key (Claude Code may use its own login)."""
 
     name: str
@@ -35,6 +36,7 @@ class BackendSpec:
     load: Callable[[], Any]
     unavailable: Callable[[RuntimeConfig], str | None]
     own_sandbox: Callable[[RuntimeConfig], str] | None = None
+    own_sandbox_missing: Callable[[], str | None] = lambda: None  # what its own sandbox lacks here
     needs_api_key: bool = True
     confined: str = ""  # what Cockpit's sandbox allows it, when not the default line
 
@@ -57,13 +59,30 @@ def _claude_missing(cfg: RuntimeConfig) -> str | None:
     return None if claude_code.available() else claude_code.INSTALL_HINT
 
 
+def _claude_sandbox_missing() -> str | None:
+    """What Claude Code's own sandbox lacks here, or None: on Linux it needs bubblewrap (working)
+    and socat, or Claude Code runs every command unsandboxed (it only warns on stderr)."""
+    import shutil
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None  # macOS: Seatbelt, built in
+    gone = [pkg for exe, pkg in (("bwrap", "bubblewrap"), ("socat", "socat")) if shutil.which(exe) is None]
+    if gone:
+        return f"Claude Code's own sandbox needs {' and '.join(gone)} (e.g. apt install {' '.join(gone)})"
+    from cockpit.runtime.sandbox import detect
+
+    found = detect()
+    return None if found.backend is not None else f"Claude Code's own sandbox needs bubblewrap to work: {found.reason}"
+
+
 BUILTIN: dict[str, BackendSpec] = {
     "cockpit": BackendSpec("cockpit", "Cockpit's own agent loop (tools run in Cockpit's sandbox)", "pricing",
                            _cockpit_class, lambda cfg: None),
     "claude-code": BackendSpec("claude-code", "Claude Code through the claude-agent-sdk extra", "claude-code",
                                _claude_class, _claude_missing,
                                own_sandbox=lambda cfg: f"sandboxed by Claude Code's own sandbox, network {cfg.network}",
-                               needs_api_key=False),
+                               own_sandbox_missing=_claude_sandbox_missing, needs_api_key=False),
 }
 
 

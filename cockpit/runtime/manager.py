@@ -106,7 +106,8 @@ def sandbox_for(cfg: RuntimeConfig, requested: bool | None, backend: str) -> tup
 
     spec = resolve(backend, cfg)
     if spec.own_sandbox is not None:
-        return backend, spec.own_sandbox(cfg)
+        missing = spec.own_sandbox_missing()
+        return ("", f"unconfined: {missing}") if missing else (backend, spec.own_sandbox(cfg))
     found = detect()
     if found.backend is None:
         return "", f"unconfined: {found.reason}"
