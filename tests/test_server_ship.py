@@ -15,7 +15,7 @@ from standin import Reply, StandIn, ToolUse
 
 from cockpit import wire
 from cockpit.cli import main as cli_main
-from cockpit.events import Reviewed, SessionSpawned
+from cockpit.events import Reviewed
 from cockpit.runtime.config import config_path
 from cockpit.server import rpc
 from cockpit.server.client import BlockingClient, RemoteError, start_server
@@ -58,12 +58,6 @@ def wait_for(cond, what: str, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
-
-
-def streaming_with_a_change(c: BlockingClient, sid: str) -> bool:
-    """Session ``sid`` streams its answer after an edit that changed one file."""
-    row = c.call("get", id=sid)
-    return row["status"] == "streaming" and (row["diff"] or {}).get("files") == 1
 
 
 def test_check_send_back_and_pr_over_the_servers_socket(api, server_env, tmp_path, capsys):
@@ -158,113 +152,3 @@ def test_check_without_a_command_and_pr_without_a_remote_say_why(api, server_env
         res = reviewed(c.call("pr", id=sid, title="add x", body="b"))
         assert not res.ok and res.message.startswith("not pushed:") and "no remote" in res.message
         assert not server_env.exists()  # gh never ran
-
-
-def test_changes_left_unreviewed_come_back_when_the_server_starts_again(api, server_env, tmp_path):
-    """`cockpit server stop` (or a reboot) before the review: the next server lists each session
-    whose worktree still holds its change — one that finished, one the stop killed — as it ended,
-    with its events for an app's pane, and it is diffed, merged and closed as before; a merged or
-    closed one does not come back the time after."""
-    repo = make_repo(tmp_path / "repo")
-    cfg = {"api_key": "test-key", "base_url": api.base_url}
-    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "one.txt", "file_text": "one\n"})]),
-               Reply("Added one."),
-               Reply("", [ToolUse(EDIT, {"command": "create", "path": "two.txt", "file_text": "two\n"})]),
-               Reply("Adding two, and now a long explanation", stall_after=3))
-    start_server()
-    with BlockingClient() as c:
-        done = c.call("spawn", task="add one", workspace=str(repo), interactive=True,
-                      permission_mode="bypassPermissions", config=cfg)
-        c.call("wait", ids=[done["id"]], until="idle")
-        killed = c.call("spawn", task="add two", workspace=str(repo), interactive=True,
-                        permission_mode="bypassPermissions", config=cfg)
-        wait_for(lambda: streaming_with_a_change(c, killed["id"]), "the second session's edit")
-    stop_server()
-    api.release()
-    start_server()
-    with BlockingClient() as c:
-        rows = {r["id"]: r for r in c.call("list")["sessions"]}
-        assert {i: r["status"] for i, r in rows.items()} == {done["id"]: "done", killed["id"]: "killed"}
-        assert rows[done["id"]]["answer"] == "Added one." and rows[done["id"]]["diff"]["files"] == 1
-        assert rows[killed["id"]]["worktree"]["path"] == killed["worktree"]["path"]
-        snapshot = [wire.event_from_json(e) for e in c.call("subscribe")["events"]]
-        spawned = {e.session_id for e in snapshot if isinstance(e, SessionSpawned)}
-        assert spawned == {done["id"], killed["id"]}  # an attaching app gets a pane for each
-        assert [f["path"] for f in c.call("diff", id=killed["id"])["files"]] == ["two.txt"]
-        assert reviewed(c.call("review", id=done["id"], action="merge")).ok
-        assert (repo / "one.txt").read_text() == "one\n"
-    stop_server()
-    start_server()
-    with BlockingClient() as c:  # merged: gone; the other still waits for its review
-        assert [r["id"] for r in c.call("list")["sessions"]] == [killed["id"]]
-        c.call("forget", id=killed["id"])  # closed: its worktree stays (`cockpit worktrees`), no pane
-    stop_server()
-    start_server()
-    with BlockingClient() as c:
-        assert c.call("list")["sessions"] == []
-    assert Path(killed["worktree"]["path"], "two.txt").is_file()
-
-
-def test_a_session_interrupted_with_a_change_is_diffed_and_resumed_by_the_next_server(api, server_env, tmp_path):
-    """A server killed while a session worked in its worktree: the next server lists it
-    ``interrupted`` and its change can be diffed (an app's `d` said "no session"); it is resumed
-    by its id (the resumed session works on in the same worktree) and leaves the list."""
-    import os
-    import signal
-
-    from cockpit.server.client import wait_for_stop
-
-    repo = make_repo(tmp_path / "repo")
-    cfg = {"api_key": "test-key", "base_url": api.base_url}
-    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "two.txt", "file_text": "two\n"})]),
-               Reply("Adding two, and now a long explanation", stall_after=3))
-    start_server()
-    with BlockingClient() as c:
-        pid = c.call("server.status")["pid"]
-        row = c.call("spawn", task="add two", workspace=str(repo), interactive=True,
-                     permission_mode="bypassPermissions", config=cfg)
-        wait_for(lambda: streaming_with_a_change(c, row["id"]), "the session's edit")
-    os.kill(pid, signal.SIGKILL)
-    assert wait_for_stop(pid, 10)
-    api.release()
-    start_server()
-    with BlockingClient() as c:
-        assert [(r["id"], r["status"]) for r in c.call("list")["sessions"]] == [(row["id"], "interrupted")]
-        assert [f["path"] for f in c.call("diff", id=row["id"])["files"]] == ["two.txt"]
-        with pytest.raises(RemoteError, match="was interrupted .*resume it first"):
-            c.call("send", id=row["id"], text="go on")
-        api.script(Reply("Resumed: two.txt is there."))
-        new = c.call("resume", id=row["id"][:6], config=cfg, interactive=False)
-        c.call("wait", ids=[new["id"]], until="final")
-        assert [r["id"] for r in c.call("list")["sessions"]] == [new["id"]]
-        assert new["worktree"]["path"] == row["worktree"]["path"]
-
-
-def test_a_restored_sessions_conflict_is_sent_back_with_the_reviewing_clients_settings(api, server_env, tmp_path,
-                                                                                      monkeypatch, capsys):
-    """Send-back of a change the previous server left for review resumes the session with the
-    settings of the client that sends it back (its model server and key), as a resume does: the
-    new server never held the session's own (it called the server's default URL and hung)."""
-    repo = make_repo(tmp_path / "repo")
-    cfg = {"api_key": "test-key", "base_url": api.base_url}
-    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "two.txt", "file_text": "two\n"})]),
-               Reply("Added two."))
-    start_server()
-    with BlockingClient() as c:
-        row = c.call("spawn", task="add two", workspace=str(repo), interactive=False,
-                     permission_mode="bypassPermissions", config=cfg)
-        c.call("wait", ids=[row["id"]], until="final")
-    stop_server()
-    (repo / "two.txt").write_text("two, on main\n")
-    git(repo, "add", "two.txt")
-    git(repo, "commit", "-q", "-m", "two on main")
-    start_server()
-    api.script(Reply("Merging main now."))
-    with BlockingClient() as c:
-        assert not reviewed(c.call("review", id=row["id"], action="merge")).ok  # a conflict
-    # as the conflict hint says, from a terminal whose settings name the stand-in
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
-    assert cli_main(["worktrees", "send-back", row["id"]]) == 0
-    assert "resolving two.txt" in capsys.readouterr().out
-    wait_for(lambda: len(api.message_requests) == 3, "the resumed session's request")
-    assert "conflicts in these files:\n- two.txt" in last_user_text(api, 2)

@@ -491,24 +491,30 @@ class SessionManager:
                 resumed=h, config=cfg, **extra)
         return self._start(s)
 
-    def restore(self, transcript_path: str | Path, events: list[Event] | None = None) -> SessionBase | None:
+    def restore(self, transcript_path: str | Path, events: list[Event] | None = None,
+                folded: SessionHistory | None = None) -> SessionBase | None:
         """A session that ended, under an earlier server, with its change still in its worktree
         (not merged, kept or discarded): listed as it ended, its events kept for a late-attaching
         client, diffed, reviewed, resumed and closed as before; nothing of it runs (resuming it is
-        a new session). None when its worktree is gone (reviewed from a terminal meanwhile).
-        Reads the transcript here unless given its ``events`` (a new server's start, before any
-        client). Raises OSError / ValueError for a missing or damaged transcript, ValueError for
+        a new session). None when its worktree is gone (reviewed from a terminal meanwhile);
+        ValueError when the worktree's record beside it is missing or damaged.
+        Reads the transcript here unless given its ``events`` (and ``folded``, those folded).
+        Raises OSError / ValueError for a missing or damaged transcript, ValueError for
         one that never ended."""
         path = Path(transcript_path)
         events = read_events(path) if events is None else events
-        h = fold(events)
+        h = fold(events) if folded is None else folded
         if not events or not any(isinstance(e, SessionDone) for e in events) or not h.status.is_final:
             raise ValueError(f"{path}: the session never ended")
         if h.worktree is None or h.session_id in self._sessions:
             return None
-        info = wt.load_meta(Path(h.worktree.path).with_suffix(".json"))
-        if info is None or not Path(info.path).is_dir():
+        if not Path(h.worktree.path).is_dir():
             return None
+        meta = Path(h.worktree.path).with_suffix(".json")
+        info = wt.load_meta(meta)
+        if info is None or info.path != h.worktree.path:
+            raise ValueError(f"its worktree's record {meta} is missing or damaged; its change stays in "
+                             f"{h.worktree.path} (branch {h.worktree.branch})")
         spec = SessionSpec(
             task=h.task, model=h.model or self.config.model, workspace=Path(h.workspace or info.repo),
             cwd=Path(info.cwd), preseed_enabled=h.preseed_enabled, interactive=False,

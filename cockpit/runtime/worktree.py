@@ -1035,12 +1035,19 @@ def remove_if_unchanged(info: WorktreeInfo) -> bool:
 
 
 def load_meta(path: Path) -> WorktreeInfo | None:
+    """The worktree recorded in ``path``; None when it is missing, not JSON, or a field is not
+    of its type (a hand edit, another version)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         data["included"] = tuple(data.get("included") or ())
-        return WorktreeInfo(**data)
-    except (OSError, ValueError, TypeError):
+        info = WorktreeInfo(**data)
+    except (OSError, ValueError, TypeError, AttributeError):
         return None
+    texts = (info.session_id, info.path, info.cwd, info.branch, info.base_commit, info.repo, info.task,
+             info.transcript, *info.included)
+    if not all(isinstance(t, str) for t in texts) or not isinstance(info.base_branch, (str, type(None))):
+        return None
+    return info
 
 
 def list_all(root_dir: Path) -> list[WorktreeInfo]:

@@ -122,10 +122,28 @@ class Ghost:
                 "notes": h.started.notes if h.started else ""}
 
 
+# what a new server answers before it knows the sessions the last one left (see Server._recover)
+NO_RECOVERY_WAIT = frozenset({"hello", "server.status", "server.stop"})
+
 # what an interrupted session (known from its transcript only) cannot do until resumed; the others
 # answer for it (get, forget, resume) or say "no session" as before (kill, and the review methods,
 # whose CLI then works on the worktree itself)
 LIVE_ONLY_METHODS = frozenset({"send", "answer", "budget", "continue"})
+
+
+def _load_ghosts(left: dict[str, str]) -> dict[str, Ghost]:
+    """Each session id → its transcript read (an ``interrupted`` end written when it has none) and
+    folded; a transcript that cannot be read is logged and left out."""
+    out = {}
+    for sid, transcript in left.items():
+        try:
+            ghost = Ghost.load(sid, transcript)
+            ghost.state  # noqa: B018 (folded here, off the event loop)
+        except (OSError, ValueError) as exc:
+            log.warning("session %s could not be read from its transcript %s: %s", sid, transcript, exc)
+            continue
+        out[sid] = ghost
+    return out
 
 
 class LiveRegistry:
@@ -148,11 +166,19 @@ class LiveRegistry:
         id → transcript path (empty when it is missing or damaged)."""
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            live, interrupted, review = ({str(k): str(v) for k, v in data.get(key, {}).items()}
-                                         for key in self.SECTIONS)
-            return live, interrupted, review
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError) as exc:
+            if not isinstance(exc, FileNotFoundError):
+                log.warning("%s could not be read (%s): no session of the last server is recovered", self.path, exc)
             return {}, {}, {}
+        out: list[dict[str, str]] = []
+        for key in self.SECTIONS:  # a damaged section loses only itself
+            section = data.get(key, {}) if isinstance(data, dict) else None
+            if isinstance(section, dict):
+                out.append({str(k): v for k, v in section.items() if isinstance(v, str)})
+            else:
+                log.warning("%s: its %r section is damaged (%s): left out", self.path, key, type(section).__name__)
+                out.append({})
+        return out[0], out[1], out[2]
 
     def _write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -265,6 +291,9 @@ class Server:
         self.started_at = time.time()
         self.instance = secrets.token_hex(8)  # this server process, whatever name a client reached it by
         self._stop = asyncio.Event()
+        self._recovered = asyncio.Event()  # the last server's sessions are known (see _recover)
+        self._recovery: asyncio.Task | None = None
+        self._watch_task: asyncio.Task | None = None
         self._lock_fd: int | None = None
         self._servers: list[asyncio.AbstractServer] = []
         self.socket_path = paths.socket_path()
@@ -303,33 +332,49 @@ class Server:
             self._servers.append(await asyncio.start_server(
                 lambda r, w: self._accept(r, w, tcp=True), host=host, port=port, limit=rpc.MAX_LINE))
         self.manager = SessionManager(None, self.config)
-        self._recover()
-        self._watch_task = asyncio.get_running_loop().create_task(self._track_live())
+        # what the last server left is read off the loop: this server answers at once, and a
+        # request about sessions waits until it is known (a keepalive every second meanwhile)
+        self._recovery = asyncio.get_running_loop().create_task(self._recover())
 
-    def _recover(self) -> None:
+    async def _recover(self) -> None:
         """The sessions the previous server left: those live then are ``interrupted`` (their end
         written now); each whose change is still in its worktree — interrupted, or ended without
         a review — is restored into the manager (listed, diffed, reviewed as before); the other
-        interrupted ones stay listed from their transcripts until resumed or closed."""
+        interrupted ones stay listed from their transcripts until resumed or closed. Their
+        transcripts are read and folded in a thread; requests wait for :attr:`_recovered`."""
+        try:
+            await self._recover_sessions()
+        except Exception:  # never a server that waits forever: what could be recovered is
+            log.exception("recovering the last server's sessions failed")
+        finally:
+            self._recovered.set()
+            self._watch_task = asyncio.get_running_loop().create_task(self._track_live())
+
+    async def _recover_sessions(self) -> None:
         assert self.manager is not None
         live, interrupted, review = self.registry.load()
-        reaped = reap_orphans(set(live))
+        reaped = await asyncio.to_thread(reap_orphans, set(live))
         if reaped:
             log.warning("killed %d processes the interrupted sessions left running: %s", len(reaped), reaped)
+        left = {**review, **interrupted, **live}
+        loaded = await asyncio.to_thread(_load_ghosts, left)
         waiting = {}
-        for sid, transcript in {**review, **interrupted, **live}.items():
-            try:
-                ghost = Ghost.load(sid, transcript)
-                restored = self.manager.restore(transcript, ghost.history)
-            except (OSError, ValueError) as exc:
-                log.warning("session %s could not be read from its transcript: %s", sid, exc)
+        for sid, transcript in left.items():
+            ghost = loaded.get(sid)
+            if ghost is None:
                 continue
+            try:
+                restored = self.manager.restore(transcript, ghost.history, ghost.state)
+            except Exception as exc:  # one damaged session never keeps the server from starting
+                log.warning("session %s could not be restored for its review (%s): %s", sid, transcript, exc)
+                restored = None
             if sid in live:
                 log.info("session %s was interrupted by the previous server's end", sid)
             if restored is not None:
                 waiting[sid] = transcript
-            elif sid not in review:  # (one awaiting review whose worktree went: reviewed from a terminal)
+            elif ghost.state.status is SessionStatus.INTERRUPTED:  # listed until resumed or closed
                 self.ghosts[sid] = ghost
+            # (one that ended, awaiting review, whose worktree went: reviewed from a terminal)
         self.registry.clear({g.id: g.transcript for g in self.ghosts.values()}, waiting)
 
     async def _track_live(self) -> None:
@@ -375,6 +420,8 @@ class Server:
 
     async def shutdown(self) -> None:
         log.info("stopping: ending sessions")
+        if self._recovery is not None and not self._recovery.done():
+            await self._recovery  # (a thread reading transcripts: it ends by itself)
         for srv in self._servers:
             srv.close()
         if self.manager is not None:
@@ -461,6 +508,8 @@ class Server:
         try:
             if entry is None:
                 raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"unknown method {method!r}")
+            if not self._recovered.is_set() and method not in NO_RECOVERY_WAIT:
+                await self._recovered.wait()
             bound = entry.bind(params)
             if isinstance(bound.get("id"), str):  # a prefix or suffix: the one session it names
                 bound["id"] = self._full_id(bound["id"])
