@@ -515,6 +515,34 @@ async def test_closing_a_finished_pane_with_changes_offers_merge_keep_discard(ap
     assert isinstance(last, ev.Reviewed) and last.action == "keep"
 
 
+async def test_a_pane_whose_session_its_server_no_longer_holds_closes_from_the_close_dialog(api, tmp_path, repo,
+                                                                                           monkeypatch):
+    """An app open while its server restarted keeps the pane of a session merged from a terminal
+    meanwhile: every choice of the close dialog said "refused: no session …" and the pane stayed."""
+    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "a.txt", "file_text": "a"})]), Reply("made a"))
+    mgr = manager(api, tmp_path, permission_mode="acceptEdits")
+    app = app_for(mgr, repo)
+    async with app.run_test(size=SIZE) as pilot:
+        app.spawn("make a.txt")
+        await until(pilot, lambda: app.views and only_view(app).status is S.WAITING, "waiting")
+        view = only_view(app)
+        await until(pilot, lambda: view.changes is not None, "changes")
+        await pilot.press("x", "y")
+        await until(pilot, lambda: view.status is S.KILLED, "killed")
+        await settled(pilot, app)
+
+        async def gone(session_id, action, **_):
+            raise KeyError(f"no session {session_id!r} (see cockpit ls)")
+
+        monkeypatch.setattr(mgr, "review", gone)
+        await pilot.press("backspace")
+        assert isinstance(app.screen, ChoiceDialog)
+        await pilot.press("m")
+        await until(pilot, lambda: view.session_id not in app.panes, "the pane is closed")
+        assert any("no longer in the server" in str(n.message) for n in app._notifications)
+        await app.shutdown()
+
+
 async def test_a_resumed_session_shows_its_history_notes_and_worktree_changes(api, tmp_path, repo):
     api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "a.txt", "file_text": "a"})]), Reply("made a"),
                Reply("resumed and ready"))

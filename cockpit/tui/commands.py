@@ -77,7 +77,7 @@ class SessionCommands(App):
     def sessions_dir(self) -> Path:
         raise NotImplementedError
 
-    async def remove_pane(self, session_id: str) -> None:
+    async def remove_pane(self, session_id: str, forget: bool = True) -> None:
         raise NotImplementedError
 
     async def shutdown(self) -> None:
@@ -328,6 +328,15 @@ class SessionCommands(App):
         """``merge`` | ``keep`` | ``discard`` the session's worktree; ``close``: then close its pane."""
         try:
             result = await self.manager.review(session_id, action)
+        except KeyError:  # its server no longer holds it (reviewed from a terminal while this app was away)
+            if close:
+                self.notify(f"session {session_id} is no longer in the server (its change was reviewed elsewhere, "
+                            f"see cockpit worktrees): its pane is closed", severity="warning", timeout=10)
+                await self.remove_pane(session_id, forget=False)
+            else:
+                self.notify(f"{action} refused: session {session_id} is no longer in the server "
+                            f"(see cockpit worktrees)", severity="warning")
+            return
         except Exception as exc:
             self.notify(f"{action} refused: {exc}", severity="warning")
             return
