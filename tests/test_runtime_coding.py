@@ -501,3 +501,30 @@ async def test_a_command_that_prints_the_api_key_hands_on_stars(api, repo, tmp_p
     assert all(key not in repr(e) for e in events)
     assert key not in s.transcript_path.read_text() and "***" in s.transcript_path.read_text()
     await mgr.aclose()
+
+
+async def test_every_change_awaiting_review_keeps_its_events_for_an_attaching_app(api, repo, tmp_path):
+    """A late-attaching app gets the events of at most LOG_SESSIONS finished sessions: after a
+    restart with 74 changes awaiting review, the app had panes for 64 and said nothing of the
+    rest. A session whose change waits for its review keeps its events."""
+    from cockpit.runtime import manager as m
+
+    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "a.txt", "file_text": "a\n"})]),
+               Reply("made a"))
+    first = make_mgr(api, tmp_path)
+    s = await first.spawn(SpawnSpec("make a.txt", workspace=repo, permission_mode="acceptEdits"))
+    assert await first.wait_idle(timeout=30) and s.status == S.DONE
+    await first.aclose()
+    text = Path(s.transcript_path).read_text()
+    copies = []
+    for i in range(m.LOG_SESSIONS + 6):  # its transcript as many sessions' (the same worktree)
+        sid = f"copy{i:08d}"
+        path = tmp_path / f"{sid}.jsonl"
+        path.write_text(text.replace(f'"session_id": "{s.id}"', f'"session_id": "{sid}"'))
+        copies.append((sid, path))
+    later = make_mgr(api, tmp_path)
+    for _sid, path in copies:
+        assert later.restore(path) is not None
+    spawned = {e.session_id for e in later.snapshot() if isinstance(e, SessionSpawned)}
+    assert spawned == {sid for sid, _ in copies}
+    await later.aclose()

@@ -306,7 +306,8 @@ class SessionManager:
         state, output, notes, usage (a response still streaming included), a pending approval —
         for a client that attaches late. A session's log keeps at most
         :data:`LOG_EVENTS` events (the first ones and the newest; older output is in its
-        transcript); logs of the oldest finished sessions beyond :data:`LOG_SESSIONS` are dropped."""
+        transcript); logs of the oldest finished sessions beyond :data:`LOG_SESSIONS` are dropped
+        (never of one whose change waits for its review)."""
         out: list[Event] = list(self._forgotten)
         for sid, log in self._logs.items():
             out.extend(log)
@@ -329,7 +330,8 @@ class SessionManager:
             if len(self._logs) > LOG_SESSIONS:
                 for sid in list(self._logs):
                     s = self._sessions.get(sid)
-                    if s is not None and s.status.is_final and sid != event.session_id:
+                    # (never one whose change waits for its review: an app would have no pane for it)
+                    if s is not None and s.status.is_final and sid != event.session_id and not _awaits_review(s):
                         del self._logs[sid]
                         break
         if isinstance(event, TextDelta) and log and isinstance(log[-1], TextDelta):
@@ -871,6 +873,14 @@ async def _with_key(cfg: RuntimeConfig) -> RuntimeConfig:
     return await asyncio.to_thread(keyhelper.keyed, cfg, f"api_key_helper of {config_path()}")
 
 __all__ = ["SessionManager", "Subscription", "SessionClosed"]
+
+
+def _awaits_review(s: SessionBase) -> bool:
+    """The session's change is in its worktree, not merged, kept or discarded yet (as last reported;
+    no file-system call)."""
+    h = s.history
+    return s.worktree is not None and not (s.worktree_removed or h.worktree_removed) and (
+        h.reviewed is None or not h.reviewed.ok)
 
 
 def _notes_of(s: SessionBase) -> str | Path | None:
