@@ -205,3 +205,15 @@ def test_a_damaged_old_record_is_skipped_with_a_warning(tmp_path, workspace):
     h = fold(read_events(path, warnings))
     assert len(warnings) == 1 and "line 3 skipped" in warnings[0] and "dancing" in warnings[0]
     assert h.ended.status is S.DONE
+
+
+def test_a_call_whose_end_the_session_never_saw_is_not_shown_running_once_it_ended():
+    """A server killed while a command ran: the interrupted pane showed `$ sleep 1000 …` as if it
+    still ran. At the session's end an open call says it got no result; a call that got its
+    result keeps it."""
+    sid = "s1"
+    h = fold([ev.ToolCall(sid, "t1", "bash", {"command": "ls"}), ev.ToolResult(sid, "t1", "bash", "a.txt", False),
+              ev.ToolCall(sid, "t2", "bash", {"command": "sleep 1000"}),
+              ev.SessionDone(sid, S.INTERRUPTED, reason="the server stopped while it ran")])
+    assert [(b.input["command"], b.result) for b in h.blocks if b.kind == "tool"] == [
+        ("ls", "a.txt"), ("sleep 1000", "(no result: the session ended interrupted)")]

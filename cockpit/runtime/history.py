@@ -291,6 +291,10 @@ class SessionHistory:
             self.status = event.status
             self.pending = None
             self.ended = event
+            for block in self.blocks:  # a call it never saw the end of (its server died) is not running
+                if block.kind == "tool" and block.result is None:
+                    block.result = f"(no result: the session ended {event.status.value})"
+                    block.version += 1
             self.stop_reason = event.stop_reason
             if event.final_text:
                 self.final_text = event.final_text
