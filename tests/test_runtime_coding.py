@@ -294,7 +294,10 @@ def test_merge_and_discard_when_the_base_branch_the_worktree_or_the_repo_went_aw
     assert wt.discard(by_hand).startswith("discarded") and wt.find(root, "s3") is None
     other = make_repo(tmp_path / "other", {"a.txt": "a"})
     orphan = wt.create(other, "s4", "t", root)
+    (Path(orphan.path) / "b.txt").write_text("b\n")
     shutil.rmtree(other)
+    with pytest.raises(wt.WorktreeError, match=f"its repository {other} is gone"):  # (not "the branch …")
+        wt.merge(orphan, "m")
     assert wt.discard(orphan).startswith("discarded")
     assert not Path(orphan.path).exists() and wt.find(root, "s4") is None
 

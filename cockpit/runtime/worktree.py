@@ -785,6 +785,9 @@ def commit_pending(info: WorktreeInfo, message: str) -> str | None:
     when nothing was pending."""
     if not Path(info.path).is_dir():
         return None
+    if not Path(info.repo).is_dir():
+        raise WorktreeError(f"its repository {info.repo} is gone (moved or deleted?): nothing was committed; the "
+                            f"change stays in {info.path}")
     if not branch_exists(info):  # (a commit "on" it would start an unrelated history holding the whole tree)
         raise WorktreeError(f"the session branch {info.branch} no longer exists (deleted by hand?): nothing was "
                             "committed; discard the session, or recreate the branch")
