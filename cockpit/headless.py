@@ -16,7 +16,8 @@ its transcript, folded, gives the same report. ``--json`` prints the same as one
                    "stop_reason", "answer", "error": {"kind", "message"} | null, "preseed",
                    "preseed_error", "injected": [{"name", "priority", "score"}], "preseed_tokens",
                    "usage": {"input", "output", "cache_write", "cache_read", "total"}, "cost_usd",
-                   "cost_source": "pricing" | "claude-code", "requests", "denied": [ask summary],
+                   "cost_source": "pricing" | "claude-code" | "acp:NAME", "requests" (model responses;
+                   an ACP agent's prompt turns: it reports no model calls), "denied": [ask summary],
                    "budget": {"usd", "tokens"}, "sandbox", "sandbox_note",
                    "transcript", "reviewed": {"action", "ok", "message"} | null,
                    "claude_session_id" (claude-code sessions only)}],
@@ -535,7 +536,9 @@ def format_report(report: dict, host: str | None = None) -> str:
         out.extend("  " + line for line in (s["answer"] or "(none)").splitlines())
         out.append(
             f"tokens: in {u['input']} · out {u['output']} · cache write {u['cache_write']} · "
-            f"cache read {u['cache_read']} · cost {_cost(s['cost_usd'])}{_source(s)} · {_n(s['requests'], 'request')}"
+            f"cache read {u['cache_read']} · cost {_cost(s['cost_usd'])}{_source(s)} · "
+            # an ACP agent reports its prompt turns, not its model calls
+            f"{_n(s['requests'], 'prompt turn' if str(s.get('backend', '')).startswith('acp:') else 'request')}"
         )
         if s.get("claude_session_id"):
             out.append(f"claude code session: {s['claude_session_id']}")

@@ -219,6 +219,22 @@ def test_text_report_says_what_to_do_with_a_change_until_it_is_reviewed():
     assert "next:" not in format_report(merged)
 
 
+def test_an_acp_agents_report_counts_prompt_turns_not_model_requests():
+    """An ACP agent reports its prompt turns, not its model calls: "1 request" where the model
+    server logged two read as a miscount."""
+    from cockpit.headless import format_report
+
+    report = _report(1)
+    report["sessions"][0]["requests"] = 1
+
+    def tokens_line(backend: str) -> str:
+        report["sessions"][0]["backend"] = backend
+        return next(x for x in format_report(report).splitlines() if x.startswith("tokens:"))
+
+    assert tokens_line("acp:opencode").endswith("· 1 prompt turn")
+    assert tokens_line("cockpit").endswith("· 1 request")
+
+
 def test_detach_names_the_commands_that_reach_the_sessions(capsys):
     from argparse import Namespace
 
