@@ -148,6 +148,7 @@ class SessionManager:
         self._last_check: dict[str, wt.CheckResult] = {}  # session id → its last check (for a PR's body)
         self._cm_supported: bool | None = None
         self._logs: dict[str, list[Event]] = {}
+        self._streamed: dict[str, list[str]] = {}  # text streamed after a log's last TextDelta, not joined yet
         self._live_usage: dict[str, UsageUpdate] = {}  # a streaming response's latest partial figures
         self._forgotten: list[SessionForgotten] = []  # closed sessions' spend, for snapshot()
         self.server_budget = Budget(self.config.server_budget_usd, self.config.server_budget_tokens)
@@ -295,6 +296,7 @@ class SessionManager:
         gone = SessionForgotten(s.id, s.usage, s.cost_usd)
         self.publish(gone)
         self._logs.pop(s.id, None)  # after publish: a late-attaching client never sees it again…
+        self._streamed.pop(s.id, None)
         self._live_usage.pop(s.id, None)
         self._forgotten.append(gone)  # …but its spend: the snapshot carries what closed sessions spent
         del self._forgotten[:-FORGOTTEN_KEPT]
@@ -310,6 +312,7 @@ class SessionManager:
         (never of one whose change waits for its review)."""
         out: list[Event] = list(self._forgotten)
         for sid, log in self._logs.items():
+            self._join_streamed(sid, log)
             out.extend(log)
             live = self._live_usage.get(sid)
             if live is not None:
@@ -333,13 +336,23 @@ class SessionManager:
                     # (never one whose change waits for its review: an app would have no pane for it)
                     if s is not None and s.status.is_final and sid != event.session_id and not _awaits_review(s):
                         del self._logs[sid]
+                        self._streamed.pop(sid, None)
                         break
         if isinstance(event, TextDelta) and log and isinstance(log[-1], TextDelta):
-            log[-1] = TextDelta(event.session_id, log[-1].text + event.text)
+            # joined when read (snapshot) or when another event comes: a long answer streamed delta by
+            # delta costs its length, not its length squared
+            self._streamed.setdefault(event.session_id, []).append(event.text)
             return
+        self._join_streamed(event.session_id, log)
         log.append(event)
         if len(log) > LOG_EVENTS:
             del log[LOG_HEAD : LOG_HEAD + LOG_EVENTS // 4]
+
+    def _join_streamed(self, sid: str, log: list[Event]) -> None:
+        parts = self._streamed.pop(sid, None)
+        last = log[-1] if log else None
+        if parts and isinstance(last, TextDelta):
+            log[-1] = TextDelta(sid, "".join((last.text, *parts)))
 
     # -- spawning ----------------------------------------------------------------------------
     async def spawn(self, spec: SpawnSpec, *, host: str | None = None, config: RuntimeConfig | None = None,
