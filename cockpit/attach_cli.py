@@ -19,6 +19,7 @@ from cockpit.errors import CockpitError
 
 if TYPE_CHECKING:  # pragma: no cover
     from cockpit import events as ev
+    from cockpit.runtime.sessionlog import SessionLog
     from cockpit.server.client import AsyncClient
     from cockpit.server.transport import Transport
 
@@ -166,8 +167,8 @@ def _only(listed: dict) -> str:
 async def _attach(query: str | None, tr: Transport, host: str | None = None) -> int:
     from cockpit import events as ev
     from cockpit import wire
+    from cockpit.runtime.sessionlog import SessionLog
     from cockpit.server.client import AsyncClient, RemoteError
-    from cockpit.server.replay import fold
 
     client = await AsyncClient.over(tr)
     try:
@@ -179,10 +180,10 @@ async def _attach(query: str | None, tr: Transport, host: str | None = None) -> 
         if not isinstance(sid, str) or not sid:
             raise CockpitError(f"{client.path} sent a malformed answer to 'get' (is it the same Cockpit version?)")
         shower = _Shower(sid, sys.stdout, host)
-        seen: list[ev.Event] = []  # this session's events shown so far, folded as the server logs them
+        seen = SessionLog()  # this session's events shown so far, as the server logs them
         last: ev.Event | None = None
         for e in await _subscribe(client, sid):  # the output so far, then where it stands now
-            fold(seen, e)
+            seen.add(e)
             if isinstance(e, ev.StatusChanged):
                 last = e
             else:
@@ -210,7 +211,7 @@ async def _attach(query: str | None, tr: Transport, host: str | None = None) -> 
             except wire.WireError:
                 continue
             if e.session_id == sid:
-                fold(seen, e)
+                seen.add(e)
             result = shower.show(e)
             if result is not None:
                 return result
@@ -218,7 +219,7 @@ async def _attach(query: str | None, tr: Transport, host: str | None = None) -> 
         await client.close()
 
 
-async def _reconnect(tr: Transport, sid: str, seen: list[ev.Event], shower: _Shower,
+async def _reconnect(tr: Transport, sid: str, seen: SessionLog, shower: _Shower,
                      why: Exception | None) -> tuple[AsyncClient, int | None]:
     """Connect again (with back-off) and show what happened since the drop. Returns the new
     client and an exit code when the session meanwhile waits or ended (else None). Raises
@@ -226,7 +227,7 @@ async def _reconnect(tr: Transport, sid: str, seen: list[ev.Event], shower: _Sho
     import asyncio
 
     from cockpit.server.client import AsyncClient, ServerError
-    from cockpit.server.replay import fold, since
+    from cockpit.server.replay import since
 
     out = shower.out
     out.write(f"\n[connection to host {tr.label} lost ({why or 'the ssh connection ended'}); "
@@ -255,7 +256,7 @@ async def _reconnect(tr: Transport, sid: str, seen: list[ev.Event], shower: _Sho
     out.write(f"[reconnected to host {tr.label}: {len(new)} event{'' if len(new) == 1 else 's'} since the drop]\n")
     out.flush()
     for e in new:
-        fold(seen, e)
+        seen.add(e)
         result = shower.show(e)
         if result is not None:
             return client, result

@@ -731,7 +731,8 @@ async def test_a_big_history_still_fits_the_subscribe_reply(monkeypatch):
             sid = f"s{i:05d}"
             log = [ev.SessionSpawned(sid, "t", "m", "/ws", "/t", True)]
             log += [ev.ToolResult(sid, f"t{j}", "bash", f"out {j} " + "x" * 100_000, False) for j in range(6)]
-            srv.mgr._logs[sid] = log
+            for event in log:
+                srv.mgr._log(event)
         c = await AsyncClient.connect(srv.socket_path)
         snapshot = [wire.event_from_json(e) for e in (await c.call("subscribe"))["events"]]
         results = [e for e in snapshot if isinstance(e, ev.ToolResult)]

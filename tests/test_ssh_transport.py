@@ -20,7 +20,8 @@ from cockpit.events import SessionStatus, StatusChanged, TextDelta, ToolCall, Us
 from cockpit.events import Usage as U
 from cockpit.host_cli import host_name, without_host
 from cockpit.runtime.config import ConfigError, HostEntry, config_path, host_entry, parse_hosts
-from cockpit.server.replay import fold, since
+from cockpit.runtime.sessionlog import SessionLog
+from cockpit.server.replay import since
 from cockpit.server.ssh import HostError, SshTransport, check_hello, failure_message
 from cockpit.server.transport import Transport, UnixTransport, transport_for
 
@@ -92,15 +93,14 @@ def test_failure_lines():
 
 def test_since_gives_what_came_after_the_drop_once():
     s = "s1"
-    seen: list = []
-    for e in [StatusChanged(s, SessionStatus.STREAMING), TextDelta(s, "hel"), UsageUpdate(s, U(), U(), None, None, partial=True)]:
-        fold(seen, e)
-    assert len(seen) == 2  # a partial usage update is not logged (as the server does not)
+    seen = SessionLog([StatusChanged(s, SessionStatus.STREAMING), TextDelta(s, "he"), TextDelta(s, "l"),
+                 UsageUpdate(s, U(), U(), None, None, partial=True)])
+    assert seen.events == [StatusChanged(s, SessionStatus.STREAMING), TextDelta(s, "hel")]  # as the server logs
     later = [StatusChanged(s, SessionStatus.STREAMING), TextDelta(s, "hello world"),
              ToolCall(s, "t1", "bash", {"command": "ls"}), StatusChanged(s, SessionStatus.WAITING)]
     assert since(seen, later) == [TextDelta(s, "lo world"), *later[2:]]
-    assert since(later, later) == []
-    assert since(seen + later, later) == [later[-1]]  # the server's log was trimmed: where it stands
+    assert since(SessionLog(later), later) == []
+    assert since(SessionLog([*seen.events, *later]), later) == [later[-1]]  # the server's log was trimmed
 
 
 def test_the_bridge_relays_the_protocol_over_pipes(monkeypatch):

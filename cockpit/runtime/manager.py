@@ -39,7 +39,6 @@ from cockpit.events import (
     SessionForgotten,
     SessionSpawned,
     SessionStatus,
-    TextDelta,
     Usage,
     UsageUpdate,
     WorktreeRef,
@@ -54,6 +53,7 @@ from cockpit.runtime.pricing import PricingTable, load_pricing
 from cockpit.runtime.protocols import MemoryBackend
 from cockpit.runtime.session import SessionSpec
 from cockpit.runtime.session_base import EndedSession, SessionBase
+from cockpit.runtime.sessionlog import SessionLog
 from cockpit.runtime.spawn import SpawnSpec
 from cockpit.runtime.summary import continuation_message
 from cockpit.runtime.transcript import new_transcript_path, read_events
@@ -147,8 +147,7 @@ class SessionManager:
         self._closed = False
         self._last_check: dict[str, wt.CheckResult] = {}  # session id → its last check (for a PR's body)
         self._cm_supported: bool | None = None
-        self._logs: dict[str, list[Event]] = {}
-        self._streamed: dict[str, list[str]] = {}  # text streamed after a log's last TextDelta, not joined yet
+        self._logs: dict[str, SessionLog] = {}
         self._live_usage: dict[str, UsageUpdate] = {}  # a streaming response's latest partial figures
         self._forgotten: list[SessionForgotten] = []  # closed sessions' spend, for snapshot()
         self.server_budget = Budget(self.config.server_budget_usd, self.config.server_budget_tokens)
@@ -296,7 +295,6 @@ class SessionManager:
         gone = SessionForgotten(s.id, s.usage, s.cost_usd)
         self.publish(gone)
         self._logs.pop(s.id, None)  # after publish: a late-attaching client never sees it again…
-        self._streamed.pop(s.id, None)
         self._live_usage.pop(s.id, None)
         self._forgotten.append(gone)  # …but its spend: the snapshot carries what closed sessions spent
         del self._forgotten[:-FORGOTTEN_KEPT]
@@ -312,8 +310,7 @@ class SessionManager:
         (never of one whose change waits for its review)."""
         out: list[Event] = list(self._forgotten)
         for sid, log in self._logs.items():
-            self._join_streamed(sid, log)
-            out.extend(log)
+            out.extend(log.events)
             live = self._live_usage.get(sid)
             if live is not None:
                 out.append(live)
@@ -329,30 +326,17 @@ class SessionManager:
             self._live_usage.pop(event.session_id, None)
         log = self._logs.get(event.session_id)
         if log is None:
-            log = self._logs[event.session_id] = []
+            log = self._logs[event.session_id] = SessionLog()
             if len(self._logs) > LOG_SESSIONS:
                 for sid in list(self._logs):
                     s = self._sessions.get(sid)
                     # (never one whose change waits for its review: an app would have no pane for it)
                     if s is not None and s.status.is_final and sid != event.session_id and not _awaits_review(s):
                         del self._logs[sid]
-                        self._streamed.pop(sid, None)
                         break
-        if isinstance(event, TextDelta) and log and isinstance(log[-1], TextDelta):
-            # joined when read (snapshot) or when another event comes: a long answer streamed delta by
-            # delta costs its length, not its length squared
-            self._streamed.setdefault(event.session_id, []).append(event.text)
-            return
-        self._join_streamed(event.session_id, log)
-        log.append(event)
+        log.add(event)
         if len(log) > LOG_EVENTS:
-            del log[LOG_HEAD : LOG_HEAD + LOG_EVENTS // 4]
-
-    def _join_streamed(self, sid: str, log: list[Event]) -> None:
-        parts = self._streamed.pop(sid, None)
-        last = log[-1] if log else None
-        if parts and isinstance(last, TextDelta):
-            log[-1] = TextDelta(sid, "".join((last.text, *parts)))
+            del log.events[LOG_HEAD : LOG_HEAD + LOG_EVENTS // 4]
 
     # -- spawning ----------------------------------------------------------------------------
     async def spawn(self, spec: SpawnSpec, *, host: str | None = None, config: RuntimeConfig | None = None,
