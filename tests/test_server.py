@@ -722,7 +722,9 @@ async def test_relative_paths_and_wrong_types_are_refused_not_read_against_the_s
 
 async def test_a_big_history_still_fits_the_subscribe_reply(monkeypatch):
     """The snapshot is one protocol line: long tool output is cut (the transcript has it) and the
-    oldest finished sessions are left out, so a client can always attach."""
+    output of the oldest finished sessions is left out, so a client can always attach — and still
+    has a pane for every session (whole sessions were left out: an app restored after a restart
+    with long unreviewed sessions showed "no sessions", `cockpit ls` listed them)."""
     monkeypatch.setattr(rpc, "MAX_LINE", 1 << 20)  # 1 MiB lines for client and server
     srv = Server(RuntimeConfig(api_key="test-key", base_url="http://127.0.0.1:9"))
     await srv.start()
@@ -738,8 +740,16 @@ async def test_a_big_history_still_fits_the_subscribe_reply(monkeypatch):
         results = [e for e in snapshot if isinstance(e, ev.ToolResult)]
         assert results and all(len(e.content) < 20_000 and "more characters in the transcript" in e.content
                                for e in results)
-        kept = sorted({e.session_id for e in snapshot})
-        assert kept[-1] == "s00011" and 0 < len(kept) < 12  # the newest kept, the oldest left out
+        spawned = [e.session_id for e in snapshot if isinstance(e, ev.SessionSpawned)]
+        assert spawned == [f"s{i:05d}" for i in range(12)]  # a pane for each
+        with_output = sorted({e.session_id for e in results})
+        assert with_output[-1] == "s00011" and 0 < len(with_output) < 12  # the newest keep their output
+        said = [e for e in snapshot if isinstance(e, ev.TextDelta)]
+        assert {e.session_id for e in said} == {f"s{i:05d}" for i in range(12)} - set(with_output)
+        assert all("r shows its transcript" in e.text for e in said)
+        monkeypatch.setattr(rpc, "MAX_LINE", 4000)  # not even the rest of each fits: the oldest go whole
+        kept = [wire.event_from_json(e).session_id for e in srv._snapshot_json(srv.mgr.snapshot())]
+        assert kept and kept[-1] == "s00011" and len(set(kept)) < 12
         assert (await c.call("hello"))["server"] == "cockpit"
         await c.close()
     finally:

@@ -41,16 +41,24 @@ from typing import Annotated, Any, Literal
 from cockpit import wire
 from cockpit.events import (
     ApprovalRequested,
+    ApprovalResolved,
+    BackendRecord,
     ConversationMessage,
     Event,
+    InstructionsLoaded,
+    MemoryMiss,
+    Retrying,
     Reviewed,
+    RuleApplied,
     SessionDone,
     SessionForgotten,
     SessionSpawned,
     SessionStatus,
     StatusChanged,
+    TextDelta,
     ToolCall,
     ToolResult,
+    UserMessage,
 )
 from cockpit.runtime import RuntimeConfig, SessionManager, ids, keyguard
 from cockpit.runtime.claude_code import looks_like_session_id
@@ -652,8 +660,10 @@ class Server:
 
     def _snapshot_json(self, events: list[Event]) -> list[dict]:
         """``events`` as JSON for a subscribe reply, small enough for one protocol line: long tool
-        output, tool input and approval details are cut (each session's transcript has them whole),
-        and if that is still too much, the oldest finished sessions are left out (oldest first)."""
+        output, tool input and approval details are cut (each session's transcript has them whole);
+        if that is still too much, the output of the oldest finished sessions is left out (oldest
+        first: their pane keeps its state, notes, changes and cost, and says where the output is),
+        and only then whole finished sessions, oldest first."""
         budget = rpc.MAX_LINE * 3 // 4  # the reply is one line: it must fit a client's line limit
         rows = [wire.event_to_json(_cut(e)) for e in events]
         sizes = [len(json.dumps(r, ensure_ascii=False, default=str).encode()) for r in rows]
@@ -661,20 +671,44 @@ class Server:
         if total <= budget:
             return rows
         live = {s.id for s in self.mgr.sessions if not s.status.is_final}
-        by_session: dict[str, int] = {}
+        whole: dict[str, int] = {}
+        output: dict[str, int] = {}
         for e, size in zip(events, sizes, strict=True):
-            by_session[e.session_id] = by_session.get(e.session_id, 0) + size
-        dropped: set[str] = set()
-        for sid, size in by_session.items():  # first seen = oldest
+            whole[e.session_id] = whole.get(e.session_id, 0) + size
+            if isinstance(e, _OUTPUT):
+                output[e.session_id] = output.get(e.session_id, 0) + size
+        finished = [sid for sid in whole if sid not in live]  # first seen = oldest
+        thin: set[str] = set()
+        for sid in finished:
             if total <= budget:
                 break
-            if sid not in live:
-                dropped.add(sid)
-                total -= size
-        if dropped:
-            log.warning("snapshot: %d finished session(s) left out to fit one line (see their transcripts)",
-                        len(dropped))
-        return [r for e, r in zip(events, rows, strict=True) if e.session_id not in dropped]
+            if output.get(sid):
+                thin.add(sid)
+                total -= output[sid] - 200  # (the line saying so)
+        dropped: set[str] = set()
+        for sid in finished:
+            if total <= budget:
+                break
+            dropped.add(sid)
+            total -= whole[sid] - (output.get(sid, 0) - 200 if sid in thin else 0)
+        if thin or dropped:
+            log.warning("snapshot: the output of %d finished session(s) and %d whole one(s) left out to fit "
+                        "one line (see their transcripts)", len(thin - dropped), len(dropped))
+        out = []
+        said: set[str] = set()
+        for e, r in zip(events, rows, strict=True):
+            sid = e.session_id
+            if sid in dropped:
+                continue
+            if sid in thin and isinstance(e, _OUTPUT):
+                if sid not in said:
+                    said.add(sid)
+                    note = ("[its output is left out here, too long to send with every other session's: r shows "
+                            "its transcript]\n")
+                    out.append(wire.event_to_json(TextDelta(sid, note)))
+                continue
+            out.append(r)
+        return out
 
     @method("list", result="`sessions`: each as `get`")
     async def h_list(self, req: Request) -> dict:
@@ -958,6 +992,11 @@ class Server:
     async def h_stop(self, req: Request) -> dict:
         asyncio.get_running_loop().call_soon(self._stop.set)
         return {"stopping": True}
+
+
+# a session's output: what a finished session's snapshot leaves out first when it is too long
+_OUTPUT = (TextDelta, ToolCall, ToolResult, ConversationMessage, UserMessage, ApprovalRequested, ApprovalResolved,
+           BackendRecord, MemoryMiss, InstructionsLoaded, RuleApplied, Retrying)
 
 
 def _cut(event: Event, limit: int = SNAPSHOT_FIELD_CHARS) -> Event:
