@@ -219,14 +219,17 @@ async def test_a_new_server_answers_while_it_reads_what_the_last_one_left(monkey
     from cockpit.server.client import AsyncClient
 
     reading, release = threading.Event(), threading.Event()
-    real = daemon._load_ghosts
+    real = daemon._load_ghost
 
-    def slow(left):
+    def slow(sid, transcript):
         reading.set()
         release.wait(60)
-        return real(left)
+        return real(sid, transcript)
 
-    monkeypatch.setattr(daemon, "_load_ghosts", slow)
+    monkeypatch.setattr(daemon, "_load_ghost", slow)
+    registry = paths.registry_path()  # one session left by the last server (its transcript gone since)
+    registry.parent.mkdir(parents=True, exist_ok=True)
+    registry.write_text('{"sessions": {"s1": "%s"}}' % (tmp_path / "gone.jsonl"))
     srv = daemon.Server(RuntimeConfig(api_key="test-key"))
     await srv.start()
     try:

@@ -139,19 +139,16 @@ NO_RECOVERY_WAIT = frozenset({"hello", "server.status", "server.stop"})
 LIVE_ONLY_METHODS = frozenset({"send", "answer", "budget", "continue"})
 
 
-def _load_ghosts(left: dict[str, str]) -> dict[str, Ghost]:
-    """Each session id → its transcript read (an ``interrupted`` end written when it has none) and
-    folded; a transcript that cannot be read is logged and left out."""
-    out = {}
-    for sid, transcript in left.items():
-        try:
-            ghost = Ghost.load(sid, transcript)
-            ghost.state  # noqa: B018 (folded here, off the event loop)
-        except (OSError, ValueError) as exc:
-            log.warning("session %s could not be read from its transcript %s: %s", sid, transcript, exc)
-            continue
-        out[sid] = ghost
-    return out
+def _load_ghost(sid: str, transcript: str) -> Ghost | None:
+    """Session ``sid``'s transcript read (an ``interrupted`` end written when it has none) and
+    folded; None (logged) when it cannot be read."""
+    try:
+        ghost = Ghost.load(sid, transcript)
+        ghost.state  # noqa: B018 (folded here, off the event loop)
+    except (OSError, ValueError) as exc:
+        log.warning("session %s could not be read from its transcript %s: %s", sid, transcript, exc)
+        return None
+    return ghost
 
 
 class LiveRegistry:
@@ -364,11 +361,9 @@ class Server:
         reaped = await asyncio.to_thread(reap_orphans, set(live))
         if reaped:
             log.warning("killed %d processes the interrupted sessions left running: %s", len(reaped), reaped)
-        left = {**review, **interrupted, **live}
-        loaded = await asyncio.to_thread(_load_ghosts, left)
         waiting = {}
-        for sid, transcript in left.items():
-            ghost = loaded.get(sid)
+        for sid, transcript in {**review, **interrupted, **live}.items():
+            ghost = await asyncio.to_thread(_load_ghost, sid, transcript)  # one at a time: memory for one
             if ghost is None:
                 continue
             try:
