@@ -162,14 +162,17 @@ def _two_sessions_with_changes(api, repo: Path) -> tuple[dict, dict]:
 
 def test_a_damaged_record_or_registry_section_loses_only_itself_and_the_server_starts(api, server_env, tmp_path):
     """A worktree record with a field of the wrong type (`"cwd": null`) kept every server from
-    starting (a TypeError at recovery); a damaged section of live.json lost the other two."""
+    starting (a TypeError at recovery); a damaged section of live.json lost the other two. A record
+    missing what names the worktree (its branch) leaves that session out, logged; one missing
+    what can be told without it (where the session works: its root) is read."""
     import json
 
     repo = make_repo(tmp_path / "repo")
     one, two = _two_sessions_with_changes(api, repo)
     meta = Path(one["worktree"]["path"]).with_suffix(".json")
-    record = json.loads(meta.read_text())
-    meta.write_text(json.dumps({**record, "cwd": None}))
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "branch": None}))
+    other = Path(two["worktree"]["path"]).with_suffix(".json")
+    other.write_text(json.dumps({**json.loads(other.read_text()), "cwd": None}))
     registry = paths.registry_path()
     data = json.loads(registry.read_text())
     registry.write_text(json.dumps({**data, "interrupted": None}))  # another section damaged

@@ -35,7 +35,7 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from cockpit.runtime.protected import NO_HOOKS, hooks_path_of, protected_reason
@@ -1038,19 +1038,23 @@ def remove_if_unchanged(info: WorktreeInfo) -> bool:
 
 
 def load_meta(path: Path) -> WorktreeInfo | None:
-    """The worktree recorded in ``path``; None when it is missing, not JSON, or a field is not
-    of its type (a hand edit, another version)."""
+    """The worktree recorded in ``path``; None when it is missing, not JSON, or one of the fields
+    that name it (session, folder, branch, base commit, repository) is not text (a hand edit,
+    another version); the others, when damaged, are taken as unknown."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        data["included"] = tuple(data.get("included") or ())
+        data["included"] = tuple(x for x in data.get("included") or () if isinstance(x, str))
         info = WorktreeInfo(**data)
     except (OSError, ValueError, TypeError, AttributeError):
         return None
-    texts = (info.session_id, info.path, info.cwd, info.branch, info.base_commit, info.repo, info.task,
-             info.transcript, *info.included)
-    if not all(isinstance(t, str) for t in texts) or not isinstance(info.base_branch, (str, type(None))):
+    if not all(isinstance(t, str) and t for t in (info.session_id, info.path, info.branch, info.base_commit,
+                                                  info.repo)):
         return None
-    return info
+    # what can be told without them: the session works at the root, no task or transcript known
+    return replace(info, cwd=info.cwd if isinstance(info.cwd, str) and info.cwd else info.path,
+                   task=info.task if isinstance(info.task, str) else "",
+                   transcript=info.transcript if isinstance(info.transcript, str) else "",
+                   base_branch=info.base_branch if isinstance(info.base_branch, str) else None)
 
 
 def list_all(root_dir: Path) -> list[WorktreeInfo]:
