@@ -510,6 +510,19 @@ async def test_closing_a_finished_pane_with_changes_offers_merge_keep_discard(ap
         await until(pilot, lambda: second.status is S.KILLED, "killed")
         await pilot.press("backspace")
         await until(pilot, lambda: not app.views, "closed")
+        # a change left for later: the pane closes, the worktree stays as it is
+        api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "later.txt", "file_text": "y"})]),
+                   Reply("made later"))
+        app.spawn("make later.txt")
+        await until(pilot, lambda: len(app.views) == 1 and only_view(app).changes is not None, "third changed")
+        third = only_view(app)
+        await until(pilot, lambda: third.status is S.WAITING, "third waits")
+        await pilot.press("x", "y")
+        await until(pilot, lambda: third.status is S.KILLED, "killed")
+        await settled(pilot, app)
+        await pilot.press("backspace", "l")
+        await until(pilot, lambda: not app.views, "the pane is closed")
+        assert (Path(third.worktree.path) / "later.txt").read_text() == "y"
         await app.shutdown()
     last = read_events(Path(view.transcript_path))[-1]
     assert isinstance(last, ev.Reviewed) and last.action == "keep"

@@ -357,7 +357,7 @@ class SessionCommands(App):
     # -- closing a pane --------------------------------------------------------------
     def close_pane(self, session_id: str) -> None:
         """Close a finished session's pane; a worktree still holding changes is dealt with first
-        (merge / keep / discard, or open the diff)."""
+        (merge / keep / discard, or open the diff), or left as it is for later (``cockpit worktrees``)."""
         view = self.views.get(session_id)
         if view is None or not view.status.is_final:
             return
@@ -369,7 +369,8 @@ class SessionCommands(App):
         branch = view.worktree.branch if view.worktree else ""
         question = Content.from_markup(
             "[b]$sid[/b] left changes in its worktree ($stat on [b]$branch[/b]).\n"
-            "Merge them, keep the branch, discard them, or look at the diff first?",
+            "Merge them, keep the branch, discard them, look at the diff first, or close the pane and "
+            "leave the worktree as it is (cockpit worktrees lists it)?",
             sid=session_id, stat=stat, branch=branch)
 
         def discard(yes: bool | None) -> None:
@@ -384,9 +385,12 @@ class SessionCommands(App):
                                  discard)
             elif choice == "diff":
                 self.open_diff(session_id)
+            elif choice == "leave":  # the server forgets it; its worktree and branch stay for later
+                self.call_later(self.remove_pane, session_id)
 
-        self.push_screen(ChoiceDialog(question, [("merge", "Merge", "m"), ("keep", "Keep branch", "k"),
-                                                 ("discard", "Discard", "x"), ("diff", "Diff", "d")]), done)
+        self.push_screen(ChoiceDialog(question, [("merge", "Merge", "m"), ("keep", "Keep", "k"),
+                                                 ("discard", "Discard", "x"), ("diff", "Diff", "d"),
+                                                 ("leave", "Leave", "l")]), done)
 
     # -- review of transcripts, resume, memory ---------------------------------------
     def open_review(self, session_id: str | None = None) -> None:
