@@ -306,9 +306,19 @@ async def test_theme_switch_persists(api, tmp_path, workspace):
         await again.shutdown()
 
 
-async def test_notes_edits_are_reindexed_while_the_app_runs(api, tmp_path):
-    from memory import MemoryEngine
+async def test_notes_edits_are_reindexed_while_the_app_runs(api, tmp_path, monkeypatch):
+    import time
 
+    from memory import MemoryEngine
+    from memory import watch as watch_module
+
+    real_watch = watch_module.watchfiles.watch
+
+    def slow_to_arm(*args, **kwargs):  # the OS watch takes a moment to be in place, as under load
+        time.sleep(1.0)
+        yield from real_watch(*args, **kwargs)
+
+    monkeypatch.setattr(watch_module.watchfiles, "watch", slow_to_arm)
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "one.md").write_text("---\nname: one\ndescription: the first note\n---\nbody one\n")
@@ -318,7 +328,8 @@ async def test_notes_edits_are_reindexed_while_the_app_runs(api, tmp_path):
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.memory.notes == 1 and app.memory.watching, "indexed and watching", 60)
             totals = app.screen.query_one("#totals")
-            await until(pilot, lambda: "watching notes" in text_of(totals), "the header says so")
+            # said once the OS watch is in place (it was said before: an edit then was missed, under load)
+            await until(pilot, lambda: "watching notes" in text_of(totals), "the header says so", 60)
             (notes / "two.md").write_text("---\nname: two\ndescription: a second note\n---\nbody two\n")
             await until(pilot, lambda: app.memory.notes == 2, "re-indexed after an edit", 30)
             await until(pilot, lambda: "2 notes" in text_of(totals) and "+1" in text_of(totals), "the header's count")

@@ -57,8 +57,8 @@ def memory_markup(m: MemoryState, brief: bool = False) -> str:
         parts.append(f"synced {m.last_sync}{change}")
     if missing:
         parts.append(missing)
-    elif m.watching:
-        line = escape(m.watch_status or "watching notes")
+    elif m.watching and m.watch_status:  # (said once the watcher says so: its OS watch is in place)
+        line = escape(m.watch_status)
         parts.append(f"[$warning]{line}[/]" if m.watch_problem else line)
     if m.warnings:
         parts.append(f"[$warning]⚠ {m.warnings} warning{'' if m.warnings == 1 else 's'}[/] [dim](w)[/]")
