@@ -13,7 +13,9 @@ Each state change is reported through ``on_status(state, detail)`` and kept in
 ``"missing"`` or ``"recovered"`` (watching again after the folder came back), ``detail`` one line
 for a header. ``"watching"``/``"recovered"`` are reported once the OS-level watch is in place
 (watchfiles' first yield, at most ``POLL_S`` after it starts): a change made after that is seen —
-what a test or a client waits on instead of sleeping.
+what a test or a client waits on instead of sleeping. At that moment the folder is walked once
+more (a ``stat`` per file when nothing changed): a note changed between the first sync and the
+watch being in place is indexed too (it was missed until its next change).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
             on_sync(report)
 
     run_sync()
+    catch_up = True  # a change made after that sync and before the watch is in place: one more walk
     lost = False  # the folder went away while being watched
     while not stop.is_set():
         if _identity(folder) is None:
@@ -119,6 +122,9 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
                 deferred = full  # (a failed sync: the next quiet moment tries again)
                 if deferred:
                     continue
+            if catch_up and not full:  # the watch is in place: what changed since the first sync
+                catch_up = False
+                run_sync()
             if announce is not None:  # the OS watch is in place (changes are seen), resync done
                 status(*announce)
                 announce = None
