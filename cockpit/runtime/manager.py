@@ -331,7 +331,7 @@ class SessionManager:
                 for sid in list(self._logs):
                     s = self._sessions.get(sid)
                     # (never one whose change waits for its review: an app would have no pane for it)
-                    if s is not None and s.status.is_final and sid != event.session_id and not _awaits_review(s):
+                    if s is not None and s.status.is_final and sid != event.session_id and not awaits_review(s):
                         del self._logs[sid]
                         break
         log.add(event)
@@ -869,12 +869,12 @@ async def _with_key(cfg: RuntimeConfig) -> RuntimeConfig:
         return cfg  # (the usual case: no thread)
     return await asyncio.to_thread(keyhelper.keyed, cfg, f"api_key_helper of {config_path()}")
 
-__all__ = ["SessionManager", "Subscription", "SessionClosed"]
+__all__ = ["SessionManager", "Subscription", "SessionClosed", "awaits_review"]
 
 
-def _awaits_review(s: SessionBase) -> bool:
-    """The session's change is in its worktree, not merged, kept or discarded yet (as last reported;
-    no file-system call)."""
+def awaits_review(s: SessionBase) -> bool:
+    """The session's change is in its worktree, not merged, kept or discarded yet (as its events
+    say; no file-system call)."""
     h = s.history
     return s.worktree is not None and not (s.worktree_removed or h.worktree_removed) and (
         h.reviewed is None or not h.reviewed.ok)

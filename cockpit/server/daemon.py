@@ -64,7 +64,7 @@ from cockpit.runtime import RuntimeConfig, SessionManager, ids, keyguard
 from cockpit.runtime.claude_code import looks_like_session_id
 from cockpit.runtime.config import ConfigError, load_config, read_config_file
 from cockpit.runtime.history import SessionHistory, fold
-from cockpit.runtime.manager import SessionClosed
+from cockpit.runtime.manager import SessionClosed, awaits_review
 from cockpit.runtime.session_base import EndedSession
 from cockpit.runtime.spawn import Count, Dollars, SpawnSpec
 from cockpit.runtime.transcript import append_event, list_transcripts, read_events, transcript_row
@@ -386,7 +386,7 @@ class Server:
             if isinstance(event, SessionSpawned):
                 self.registry.add(event.session_id, event.transcript_path)
             elif isinstance(event, SessionDone):
-                self.registry.remove(event.session_id, self._awaits_review(event.session_id))
+                self.registry.remove(event.session_id, self._left_for_review(event.session_id))
             elif isinstance(event, SessionForgotten) or (
                     isinstance(event, Reviewed) and event.ok and event.action in ("merge", "keep", "discard")):
                 self.registry.reviewed(event.session_id)
@@ -404,14 +404,14 @@ class Server:
                 return sid, transcript, started.notes if started else ""
         return None
 
-    def _awaits_review(self, sid: str) -> bool:
+    def _left_for_review(self, sid: str) -> bool:
         """Whether session ``sid``, which just ended, left its change in its worktree."""
         assert self.manager is not None
         try:
-            w = self.manager.get(sid).worktree
+            s = self.manager.get(sid)
         except KeyError:
             return False
-        return w is not None and os.path.isdir(w.path)
+        return awaits_review(s) and s.worktree is not None and os.path.isdir(s.worktree.path)
 
     async def serve_forever(self) -> None:
         loop = asyncio.get_running_loop()
