@@ -643,7 +643,8 @@ async def test_tcp_needs_the_token_printed_at_start(tmp_path):
 
 
 def test_an_interrupted_session_keeps_what_its_transcript_says_it_spent(tmp_path):
-    from cockpit.server.daemon import Ghost
+    from cockpit.runtime import SessionManager
+    from cockpit.server.daemon import events_left
 
     header = {"type": "header", "session_id": "x", "task": "t", "model": "m", "workspace": "/w", "cwd": "/wt/x",
               "worktree": {"path": "/wt/x", "branch": "cockpit/x-t", "base_commit": "abc", "base_branch": "main"}}
@@ -653,16 +654,21 @@ def test_an_interrupted_session_keeps_what_its_transcript_says_it_spent(tmp_path
                {"type": "usage", "usage": {"input": 1, "output": 7, "cache_write": 0, "cache_read": 100}, "cost_usd": 0.002}]
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    ghost = Ghost.load("x", str(path))
-    row = ghost.to_dict()
+    events = events_left("x", str(path))
+    mgr = SessionManager(None)
+    restored = mgr.restore(path, events)  # its worktree is gone: restored without it, to be resumed
+    assert restored is not None
+    with pytest.raises(ValueError, match=r"worktree /wt/x is gone \(branch cockpit/x-t"):
+        asyncio.run(mgr.diff("x"))
+    row = restored.to_dict()
     assert row["usage"] == {"input": 11, "output": 12, "cache_write": 100, "cache_read": 100, "total": 223}
     assert row["cost_usd"] == pytest.approx(0.012) and row["status"] == "interrupted"
-    events = ghost.events()  # what an attaching client replays: its output too, then the end
+    # what an attaching client replays: its output too, then the end
     assert isinstance(events[0], ev.SessionSpawned) and events[0].worktree.branch == "cockpit/x-t"
     assert any(isinstance(e, ev.TextDelta) and e.text == "half an answer" for e in events)
     assert isinstance(events[-1], ev.SessionDone) and events[-1].status is ev.SessionStatus.INTERRUPTED
-    again = Ghost.load("x", str(path))  # the end was written: a second start reads it, adds none
-    assert again.events() == events and again.state.usage.total == 223
+    again = events_left("x", str(path))  # the end was written: a second start reads it, adds none
+    assert again == events
 
 
 @pytest.mark.parametrize("command", ["send", "kill", "attach", "approve", "deny"])

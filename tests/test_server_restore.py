@@ -222,14 +222,14 @@ async def test_a_new_server_answers_while_it_reads_what_the_last_one_left(monkey
     from cockpit.server.client import AsyncClient
 
     reading, release = threading.Event(), threading.Event()
-    real = daemon._load_ghost
+    real = daemon._read_left
 
     def slow(sid, transcript):
         reading.set()
         release.wait(60)
         return real(sid, transcript)
 
-    monkeypatch.setattr(daemon, "_load_ghost", slow)
+    monkeypatch.setattr(daemon, "_read_left", slow)
     registry = paths.registry_path()  # one session left by the last server (its transcript gone since)
     registry.parent.mkdir(parents=True, exist_ok=True)
     registry.write_text('{"sessions": {"s1": "%s"}}' % (tmp_path / "gone.jsonl"))

@@ -1136,13 +1136,12 @@ async def test_an_interrupted_session_attaches_with_its_output_once(tmp_path):
     # a session a dead server left: the new server replays its transcript's events (an old-format
     # one here, cut before its end) and the app folds them like a live session's — no transcript
     # read of its own, nothing shown twice
-    from cockpit.server.daemon import Ghost
+    from cockpit.server.daemon import events_left
 
     old = Path(__file__).parent / "data" / "old_transcript_v2.jsonl"
     path = tmp_path / "t.jsonl"
     path.write_text("".join(old.read_text().splitlines(keepends=True)[:-1]))
-    ghost = Ghost.load("1nh0vypdz4fw", str(path))
-    app = CockpitApp(FakeManager(ghost.events()))
+    app = CockpitApp(FakeManager(events_left("1nh0vypdz4fw", str(path))))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: "1nh0vypdz4fw" in app.panes, "its pane")
         view = app.views["1nh0vypdz4fw"]

@@ -331,7 +331,8 @@ class SessionManager:
                 for sid in list(self._logs):
                     s = self._sessions.get(sid)
                     # (never one whose change waits for its review: an app would have no pane for it)
-                    if s is not None and s.status.is_final and sid != event.session_id and not awaits_review(s):
+                    if (s is not None and s.status.is_final and sid != event.session_id and not awaits_review(s)
+                            and not isinstance(s, EndedSession)):  # (restored: listed until closed)
                         del self._logs[sid]
                         break
         log.add(event)
@@ -492,32 +493,38 @@ class SessionManager:
 
     def restore(self, transcript_path: str | Path, events: list[Event] | None = None,
                 folded: SessionHistory | None = None) -> SessionBase | None:
-        """A session that ended, under an earlier server, with its change still in its worktree
-        (not merged, kept or discarded): listed as it ended, its events kept for a late-attaching
-        client, diffed, reviewed, resumed and closed as before; nothing of it runs (resuming it is
-        a new session). None when its worktree is gone (reviewed from a terminal meanwhile);
-        ValueError when the worktree's record beside it is missing or damaged.
-        Reads the transcript here unless given its ``events`` (and ``folded``, those folded).
-        Raises OSError / ValueError for a missing or damaged transcript, ValueError for
-        one that never ended."""
+        """A session an earlier server left, from its transcript: one that ended with its change
+        still in its worktree (not merged, kept or discarded), or one that server's end
+        interrupted. Listed as it ended, its events kept for a late-attaching client, diffed,
+        reviewed, resumed and closed as before; nothing of it runs (resuming it is a new session).
+        None for one that ended with no change left to review (its worktree gone: reviewed from a
+        terminal meanwhile); ValueError for such a one whose worktree's record is missing or
+        damaged (an interrupted one is then restored without its worktree). Reads the transcript
+        here unless given its ``events`` (and ``folded``, those folded). Raises OSError /
+        ValueError for a missing or damaged transcript, ValueError for one that never ended."""
         path = Path(transcript_path)
         events = read_events(path) if events is None else events
         h = fold(events) if folded is None else folded
         if not events or not any(isinstance(e, SessionDone) for e in events) or not h.status.is_final:
             raise ValueError(f"{path}: the session never ended")
-        if h.worktree is None or h.session_id in self._sessions:
+        if h.session_id in self._sessions:
             return None
-        if not Path(h.worktree.path).is_dir():
+        interrupted = h.status is SessionStatus.INTERRUPTED
+        info = None
+        if h.worktree is not None and Path(h.worktree.path).is_dir():
+            meta = Path(h.worktree.path).with_suffix(".json")
+            info = wt.load_meta(meta)
+            if (info is None or info.path != h.worktree.path) and not interrupted:
+                raise ValueError(f"its worktree's record {meta} is missing or damaged; its change stays in "
+                                 f"{h.worktree.path} (branch {h.worktree.branch})")
+            info = info if info is not None and info.path == h.worktree.path else None
+        if info is None and not interrupted:
             return None
-        meta = Path(h.worktree.path).with_suffix(".json")
-        info = wt.load_meta(meta)
-        if info is None or info.path != h.worktree.path:
-            raise ValueError(f"its worktree's record {meta} is missing or damaged; its change stays in "
-                             f"{h.worktree.path} (branch {h.worktree.branch})")
+        workspace = Path(h.workspace or (info.repo if info else "") or "/")
         spec = SessionSpec(
-            task=h.task, model=h.model or self.config.model, workspace=Path(h.workspace or info.repo),
-            cwd=Path(info.cwd), preseed_enabled=h.preseed_enabled, interactive=False,
-            permission_mode=PermissionMode.parse(h.permission_mode or self.config.permission_mode),
+            task=h.task, model=h.model or self.config.model, workspace=workspace,
+            cwd=Path(info.cwd) if info else Path(h.cwd or workspace), preseed_enabled=h.preseed_enabled,
+            interactive=False, permission_mode=PermissionMode.parse(h.permission_mode or self.config.permission_mode),
             tools_style=h.tools, worktree=info, placement=h.placement, backend=h.backend or "cockpit",
             sandbox=h.sandbox, sandbox_note=h.sandbox_note)
         s = EndedSession(self, spec, session_id=h.session_id, transcript_path=path, engine=None)
@@ -606,7 +613,7 @@ class SessionManager:
         change was merged or discarded."""
         s = self.get(session_id)
         if s.worktree is None:
-            raise ValueError(f"session {s.id} runs in place ({s.spec.placement}): there is no diff to review")
+            raise ValueError(_no_worktree(s, "there is no diff to review"))
         if not Path(s.worktree.path).is_dir() and not await asyncio.to_thread(wt.branch_exists, s.worktree):
             raise ValueError(_worktree_gone(s))
         protected = tuple(getattr(getattr(s, "_cfg", None), "protected", None) or self.config.protected)
@@ -630,7 +637,7 @@ class SessionManager:
         s = self.get(session_id)
         info = s.worktree
         if info is None:
-            raise ValueError(f"session {s.id} runs in place: nothing to {action}")
+            raise ValueError(_no_worktree(s, f"nothing to {action}"))
         kept = False
         if not Path(info.path).is_dir():
             # a kept branch (its worktree removed) can still be merged or discarded — here, so every
@@ -878,6 +885,14 @@ def awaits_review(s: SessionBase) -> bool:
     h = s.history
     return s.worktree is not None and not (s.worktree_removed or h.worktree_removed) and (
         h.reviewed is None or not h.reviewed.ok)
+
+
+def _no_worktree(s: SessionBase, what: str) -> str:
+    """Why a session without a worktree has ``what`` (nothing to diff, merge…)."""
+    ref = s.history.worktree
+    if ref is not None:  # restored by a later server after its worktree went (pruned, removed by hand)
+        return f"session {s.id}'s worktree {ref.path} is gone (branch {ref.branch}; see cockpit worktrees): {what}"
+    return f"session {s.id} runs in place ({s.spec.placement}): {what}"
 
 
 def _notes_of(s: SessionBase) -> str | Path | None:

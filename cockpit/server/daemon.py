@@ -12,9 +12,10 @@ up; at most :data:`MAX_CONNECTIONS` connections at once; one lock file makes a s
 at once; a stale socket from a dead server is replaced. SIGTERM/SIGINT end sessions cleanly
 (finished ones ``done``, working ones ``killed`` with "server stopped"). After a SIGKILL or a power
 loss, the next start finds the sessions that were live in ``live.json`` and marks them
-``interrupted`` (an ``end`` record is appended to their transcripts); clients see them and can
-resume them from their transcripts. After any end of the server, the sessions whose change is still
-in their worktree (interrupted, or ended before their review) are restored for that review.
+``interrupted`` (an ``end`` record is appended to their transcripts). After any end of the server,
+those, and the sessions that ended with their change still in their worktree, are restored from
+their transcripts into the new server's manager (:meth:`SessionManager.restore`): listed, replayed
+to clients, reviewed, resumed and closed as any session that ended.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import asyncio
 import contextlib
 import dataclasses
 import fcntl
-import functools
 import json
 import logging
 import os
@@ -34,7 +34,6 @@ import struct
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -87,68 +86,40 @@ class AlreadyRunning(RuntimeError):
     """Another server holds the lock for this data folder."""
 
 
-@dataclass
-class Ghost:
-    """A session that was live when the previous server died: known only from its transcript,
-    whose events (ending ``interrupted``) an attaching client replays like a live session's."""
-
-    id: str
-    transcript: str
-    history: list[Event]
-
-    @classmethod
-    def load(cls, sid: str, transcript: str) -> Ghost:
-        """The session from its transcript; one that never ended gets its end written now
-        (``StatusChanged`` and ``SessionDone``, ``interrupted``). Raises OSError / ValueError."""
-        history = read_events(Path(transcript), [])
-        if not any(isinstance(e, SessionDone) for e in history):
-            why = "the server stopped while it ran; resume it from its transcript"
-            h = fold(history, sid)
-            ending = [StatusChanged(sid, SessionStatus.INTERRUPTED, why),
-                      SessionDone(sid, SessionStatus.INTERRUPTED, extra={"transcript_path": transcript},
-                                  usage=h.usage, cost_usd=h.cost_usd, reason=why)]
-            for event in ending:
-                with contextlib.suppress(OSError):
-                    append_event(Path(transcript), event)
-            history += ending
-        return cls(sid, transcript, history)
-
-    @functools.cached_property
-    def state(self) -> SessionHistory:
-        return fold(self.history, self.id)
-
-    def events(self) -> list[Event]:
-        return list(self.history)
-
-    def to_dict(self) -> dict:
-        """Its row as a live session's (:func:`cockpit.runtime.report.session_row` of its folded
-        events), ``interrupted``, with no answer, and ``notes``: the folder its notes came from."""
-        from cockpit.runtime.report import session_row
-
-        h = self.state
-        return {**session_row(h), "status": "interrupted", "answer": "", "error": None, "transcript": self.transcript,
-                "notes": h.started.notes if h.started else ""}
+def events_left(sid: str, transcript: str) -> list[Event]:
+    """The events of a session an earlier server left, from its transcript; one that never ended
+    (its server died) gets its end written now (``StatusChanged`` and ``SessionDone``,
+    ``interrupted``). Raises OSError / ValueError."""
+    events = read_events(Path(transcript), [])
+    if not any(isinstance(e, SessionDone) for e in events):
+        why = "the server stopped while it ran; resume it from its transcript"
+        h = fold(events, sid)
+        ending = [StatusChanged(sid, SessionStatus.INTERRUPTED, why),
+                  SessionDone(sid, SessionStatus.INTERRUPTED, extra={"transcript_path": transcript},
+                              usage=h.usage, cost_usd=h.cost_usd, reason=why)]
+        for event in ending:
+            with contextlib.suppress(OSError):
+                append_event(Path(transcript), event)
+        events += ending
+    return events
 
 
 # what a new server answers before it knows the sessions the last one left (see Server._recover)
 NO_RECOVERY_WAIT = frozenset({"hello", "server.status", "server.stop"})
 
-# what an interrupted session (known from its transcript only) cannot do until resumed; the others
-# answer for it (get, forget, resume) or say "no session" as before (kill, and the review methods,
-# whose CLI then works on the worktree itself)
+# what a session an earlier server's end interrupted cannot do until resumed (the others answer
+# for it as for any session that ended)
 LIVE_ONLY_METHODS = frozenset({"send", "answer", "budget", "continue"})
 
 
-def _load_ghost(sid: str, transcript: str) -> Ghost | None:
-    """Session ``sid``'s transcript read (an ``interrupted`` end written when it has none) and
-    folded; None (logged) when it cannot be read."""
+def _read_left(sid: str, transcript: str) -> tuple[list[Event], SessionHistory] | None:
+    """:func:`events_left` and those folded; None (logged) when the transcript cannot be read."""
     try:
-        ghost = Ghost.load(sid, transcript)
-        ghost.state  # noqa: B018 (folded here, off the event loop)
+        events = events_left(sid, transcript)
+        return events, fold(events, sid)
     except (OSError, ValueError) as exc:
         log.warning("session %s could not be read from its transcript %s: %s", sid, transcript, exc)
         return None
-    return ghost
 
 
 class LiveRegistry:
@@ -215,13 +186,10 @@ class LiveRegistry:
         self.review = dict(review or {})
         self._write()
 
-    def drop_interrupted(self, sid: str) -> None:
-        if self.interrupted.pop(sid, None) is not None:
-            self._write()
-
-    def reviewed(self, sid: str) -> None:
-        """``sid``'s change was merged, kept or discarded, or the session was closed."""
-        if self.review.pop(sid, None) is not None:
+    def done_with(self, sid: str) -> None:
+        """``sid`` was resumed or closed, or its change merged, kept or discarded: the next server
+        does not restore it."""
+        if self.review.pop(sid, None) is not None or self.interrupted.pop(sid, None) is not None:
             self._write()
 
 
@@ -289,7 +257,6 @@ class Server:
         self.manager: SessionManager | None = None
         self.engines = EngineRegistry()
         self.registry = LiveRegistry(paths.registry_path())
-        self.ghosts: dict[str, Ghost] = {}
         self.conns: set[Connection] = set()
         self.listen = listen
         self.token = secrets.token_urlsafe(24) if listen else None
@@ -361,24 +328,22 @@ class Server:
         reaped = await asyncio.to_thread(reap_orphans, set(live))
         if reaped:
             log.warning("killed %d processes the interrupted sessions left running: %s", len(reaped), reaped)
-        waiting = {}
+        kept: dict[str, dict[str, str]] = {"interrupted": {}, "review": {}}
         for sid, transcript in {**review, **interrupted, **live}.items():
-            ghost = await asyncio.to_thread(_load_ghost, sid, transcript)  # one at a time: memory for one
-            if ghost is None:
+            read = await asyncio.to_thread(_read_left, sid, transcript)  # one at a time: memory for one
+            if read is None:
                 continue
             try:
-                restored = self.manager.restore(transcript, ghost.history, ghost.state)
+                restored = self.manager.restore(transcript, *read)
             except Exception as exc:  # one damaged session never keeps the server from starting
                 log.warning("session %s could not be restored for its review (%s): %s", sid, transcript, exc)
-                restored = None
+                continue
             if sid in live:
                 log.info("session %s was interrupted by the previous server's end", sid)
-            if restored is not None:
-                waiting[sid] = transcript
-            elif ghost.state.status is SessionStatus.INTERRUPTED:  # listed until resumed or closed
-                self.ghosts[sid] = ghost
-            # (one that ended, awaiting review, whose worktree went: reviewed from a terminal)
-        self.registry.clear({g.id: g.transcript for g in self.ghosts.values()}, waiting)
+            if restored is not None:  # (None: it ended, and its change was reviewed from a terminal since)
+                interrupted_now = restored.status is SessionStatus.INTERRUPTED
+                kept["interrupted" if interrupted_now else "review"][sid] = transcript
+        self.registry.clear(kept["interrupted"], kept["review"])
 
     async def _track_live(self) -> None:
         assert self.manager is not None
@@ -389,15 +354,13 @@ class Server:
                 self.registry.remove(event.session_id, self._left_for_review(event.session_id))
             elif isinstance(event, SessionForgotten) or (
                     isinstance(event, Reviewed) and event.ok and event.action in ("merge", "keep", "discard")):
-                self.registry.reviewed(event.session_id)
+                self.registry.done_with(event.session_id)
 
     def _interrupted(self, id: str | None, path: str | None = None) -> tuple[str, str, str] | None:
         """``(id, transcript, notes folder)`` of the session a previous server left interrupted
-        that ``id`` or ``path`` (its transcript) names: one known from its transcript only, or one
-        restored for its worktree's review; None when none is."""
-        found = [(g.id, g.transcript, g.state.started) for g in self.ghosts.values()]
-        found += [(x.id, str(x.transcript_path), x.history.started) for x in self.mgr.sessions
-                  if isinstance(x, EndedSession) and x.status is SessionStatus.INTERRUPTED]
+        that ``id`` or ``path`` (its transcript) names; None when none is."""
+        found = [(x.id, str(x.transcript_path), x.history.started) for x in self.mgr.sessions
+                 if isinstance(x, EndedSession) and x.status is SessionStatus.INTERRUPTED]
         for sid, transcript, started in found:
             if sid == id or (id is None and path is not None
                              and os.path.realpath(path) == os.path.realpath(transcript)):
@@ -546,10 +509,9 @@ class Server:
         """The id of the one session — live, or interrupted by an earlier server — that ``query``
         names (its id, or a prefix/suffix of at least 4 characters); ``query`` itself when it
         names none (the handler says so). Raises KeyError when it names several."""
-        if query in self.ghosts or any(s.id == query for s in self.mgr.sessions):
+        if any(s.id == query for s in self.mgr.sessions):
             return query
-        found = [(g.id, g.state.task) for g in self.ghosts.values() if ids.matches(query, g.id)]
-        found += [(s.id, s.task) for s in self.mgr.sessions if ids.matches(query, s.id)]
+        found = [(s.id, s.task) for s in self.mgr.sessions if ids.matches(query, s.id)]
         if len(found) > 1:
             raise KeyError(ids.not_one(query, found))
         return found[0][0] if found else query
@@ -629,7 +591,7 @@ class Server:
         if conn.pump is not None:
             raise rpc.RpcError(rpc.REFUSED, "already subscribed")
         sub = self.mgr.subscribe()  # registered before the snapshot: nothing falls in between
-        events = [e for g in self.ghosts.values() for e in g.events()] + self.mgr.snapshot()
+        events = self.mgr.snapshot()
         queue: asyncio.Queue[bytes] = asyncio.Queue()
 
         async def forward() -> None:
@@ -707,8 +669,7 @@ class Server:
 
     @method("list", result="`sessions`: each as `get`")
     async def h_list(self, req: Request) -> dict:
-        rows = [g.to_dict() for g in self.ghosts.values()]
-        rows += [await self.mgr.describe(s.id) for s in self.mgr.sessions]
+        rows = [await self.mgr.describe(s.id) for s in self.mgr.sessions]
         return {"sessions": rows}
 
     @method("get", result="the session: `id`, `task`, `model`, `backend`, `status`, `workspace`, `cwd`, `placement`, "
@@ -717,26 +678,17 @@ class Server:
             "{usd, tokens} (its spend cap; null = none), `transcript`, `reviewed` {action, ok, message} (how its "
             "worktree ended: merge / keep / discard; null until then)")
     async def h_get(self, req: Request, id: SessionId) -> dict:
-        if id in self.ghosts:
-            return self.ghosts[id].to_dict()
         return await self.mgr.describe(self.mgr.get(id).id)
 
     @method("forget", result="`{}` — a finished (or interrupted) session leaves the list and every client (a "
             "`SessionForgotten` event); its transcript, worktree and branch stay. Refused (code 2) while it still runs")
     async def h_forget(self, req: Request, id: SessionId) -> dict:
-        ghost = self.ghosts.pop(id, None)
-        if ghost is not None:  # an interrupted session the user closed instead of resuming
-            self.registry.drop_interrupted(id)
-            self.mgr.publish(SessionForgotten(id))
-            return {}
         await self.mgr.forget(id)
         return {}
 
     @method("quiesce", result="`{}` — before you work in the session's worktree yourself (`cockpit shell`): its "
             "shell and the jobs it left are ended (it lives on). Refused (code 2) while it works")
     async def h_quiesce(self, req: Request, id: SessionId) -> dict:
-        if id in self.ghosts:  # interrupted: nothing of it runs (the previous server's end reaped it)
-            return {}
         await self.mgr.quiesce(id)
         return {}
 
@@ -838,10 +790,7 @@ class Server:
         notes = (old[2] if old else "") or notes
         engine = await asyncio.to_thread(self.engines.get, str(notes), index) if notes else None
         s = await self.mgr.resume(where, interactive=interactive, config=cfg, engine=engine)
-        if old and self.ghosts.pop(old[0], None) is not None:  # resumed: it leaves the list and every
-            self.registry.drop_interrupted(old[0])  # client's grid, as when closed
-            self.mgr.publish(SessionForgotten(old[0]))
-        elif old:
+        if old:  # resumed: it leaves the list and every client's grid, as when closed
             await self.mgr.forget(old[0])
         return s.to_dict()
 
@@ -975,8 +924,6 @@ class Server:
         counts: dict[str, int] = {}
         for s in self.mgr.sessions:
             counts[s.status.value] = counts.get(s.status.value, 0) + 1
-        if self.ghosts:
-            counts["interrupted"] = counts.get("interrupted", 0) + len(self.ghosts)
         return {"pid": os.getpid(), "uptime_s": round(time.time() - self.started_at, 1), "sessions": counts,
                 # processes connected (an app holds two connections: its calls and its events)
                 "clients": len({c.peer_pid or id(c) for c in self.conns}), "connections": len(self.conns),
