@@ -314,13 +314,9 @@ def _through_server(session_id: str, action: str, kept: str | None = None) -> in
         return None
     params: dict = {"id": session_id, "action": action}
     if action == "send-back":  # it may resume the session: with this terminal's settings, as a resume
-        from cockpit.runtime import keyhelper
-        from cockpit.server.remote import config_payload
+        from cockpit.server.remote import client_payload
 
-        cfg = _config()
-        if keyhelper.wanted(cfg):
-            cfg = keyhelper.keyed(cfg, "this machine's api_key_helper")
-        params["config"] = config_payload(cfg)
+        params["config"] = client_payload(_config())
     try:
         with BlockingClient() as client:
             result = client.call("review", **params)

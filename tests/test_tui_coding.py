@@ -64,6 +64,19 @@ def app_for(mgr, repo, **kw) -> CockpitApp:
     return CockpitApp(mgr, None, workspace=repo, **kw)
 
 
+async def killed_with_its_change(pilot, app, task: str):
+    """Spawn ``task`` (the app's only session), wait for its change and its answer, kill it (`x`,
+    `y`): its view, settled."""
+    app.spawn(task)
+    await until(pilot, lambda: len(app.views) == 1 and only_view(app).status is S.WAITING, "waiting")
+    view = only_view(app)
+    await until(pilot, lambda: view.changes is not None, "changes")
+    await pilot.press("x", "y")
+    await until(pilot, lambda: view.status is S.KILLED, "killed")
+    await settled(pilot, app)
+    return view
+
+
 def only_view(app):
     (view,) = app.views.values()
     return view
@@ -513,13 +526,7 @@ async def test_closing_a_finished_pane_with_changes_offers_merge_keep_discard(ap
         # a change left for later: the pane closes, the worktree stays as it is
         api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "later.txt", "file_text": "y"})]),
                    Reply("made later"))
-        app.spawn("make later.txt")
-        await until(pilot, lambda: len(app.views) == 1 and only_view(app).changes is not None, "third changed")
-        third = only_view(app)
-        await until(pilot, lambda: third.status is S.WAITING, "third waits")
-        await pilot.press("x", "y")
-        await until(pilot, lambda: third.status is S.KILLED, "killed")
-        await settled(pilot, app)
+        third = await killed_with_its_change(pilot, app, "make later.txt")
         await pilot.press("backspace", "l")
         await until(pilot, lambda: not app.views, "the pane is closed")
         assert (Path(third.worktree.path) / "later.txt").read_text() == "y"
@@ -536,13 +543,7 @@ async def test_a_pane_whose_session_its_server_no_longer_holds_closes_from_the_c
     mgr = manager(api, tmp_path, permission_mode="acceptEdits")
     app = app_for(mgr, repo)
     async with app.run_test(size=SIZE) as pilot:
-        app.spawn("make a.txt")
-        await until(pilot, lambda: app.views and only_view(app).status is S.WAITING, "waiting")
-        view = only_view(app)
-        await until(pilot, lambda: view.changes is not None, "changes")
-        await pilot.press("x", "y")
-        await until(pilot, lambda: view.status is S.KILLED, "killed")
-        await settled(pilot, app)
+        view = await killed_with_its_change(pilot, app, "make a.txt")
 
         async def gone(session_id, action, **_):
             raise KeyError(f"no session {session_id!r} (see cockpit ls)")

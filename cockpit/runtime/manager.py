@@ -514,10 +514,11 @@ class SessionManager:
         if h.worktree is not None and Path(h.worktree.path).is_dir():
             meta = Path(h.worktree.path).with_suffix(".json")
             info = wt.load_meta(meta)
-            if (info is None or info.path != h.worktree.path) and not interrupted:
+            if info is not None and info.path != h.worktree.path:
+                info = None  # (another worktree's record)
+            if info is None and not interrupted:
                 raise ValueError(f"its worktree's record {meta} is missing or damaged; its change stays in "
                                  f"{h.worktree.path} (branch {h.worktree.branch})")
-            info = info if info is not None and info.path == h.worktree.path else None
         if info is None and not interrupted:
             return None
         workspace = Path(h.workspace or (info.repo if info else "") or "/")
@@ -653,7 +654,7 @@ class SessionManager:
         if action in ("check", "check-confirmed", "send-back", "pr"):
             return await self._ship(s, info, action, config=config)
         sharing = await self._quiesced(s, info)
-        notes = _notes_of(s)
+        notes = notes_of(s)
         message = await asyncio.to_thread(ship.commit_message, info, notes)
         if not kept and not Path(info.path).is_dir():
             return self._reviewed(s, action, action == "discard",
@@ -701,7 +702,7 @@ class SessionManager:
                     body: str = "", config: RuntimeConfig | None = None) -> Reviewed:
         """check / send-back / pr (see :meth:`review`)."""
         cfg = getattr(s, "_cfg", None) or self.config
-        notes = _notes_of(s)
+        notes = notes_of(s)
         ok, text, shown = False, "", action
         if action in ("check", "check-confirmed"):
             command, source = ship.check_command(cfg, notes)
@@ -744,7 +745,7 @@ class SessionManager:
             await self._quiesced(s, info)
             if not title:
                 title, body = await asyncio.to_thread(ship.pr_text, info, self._last_check.get(s.id))
-            message = await asyncio.to_thread(ship.commit_message, info, _notes_of(s))
+            message = await asyncio.to_thread(ship.commit_message, info, notes_of(s))
             ok, text = await asyncio.to_thread(ship.open_pr, info, title, body, message)
         return self._reviewed(s, shown, ok, text)
 
@@ -876,7 +877,7 @@ async def _with_key(cfg: RuntimeConfig) -> RuntimeConfig:
         return cfg  # (the usual case: no thread)
     return await asyncio.to_thread(keyhelper.keyed, cfg, f"api_key_helper of {config_path()}")
 
-__all__ = ["SessionManager", "Subscription", "SessionClosed", "awaits_review"]
+__all__ = ["SessionManager", "Subscription", "SessionClosed", "awaits_review", "notes_of"]
 
 
 def awaits_review(s: SessionBase) -> bool:
@@ -895,7 +896,7 @@ def _no_worktree(s: SessionBase, what: str) -> str:
     return f"session {s.id} runs in place ({s.spec.placement}): {what}"
 
 
-def _notes_of(s: SessionBase) -> str | Path | None:
+def notes_of(s: SessionBase) -> str | Path | None:
     """The notes folder of the session: its engine's, or (a session restored from its transcript
     has no engine) the one its transcript recorded; None without one."""
     notes = getattr(s.engine, "notes_dir", None)

@@ -41,8 +41,10 @@ class SessionLog:
         return len(self._events)
 
     def _join(self) -> None:
-        last = self._events[-1] if self._events else None
-        if self._streamed and isinstance(last, TextDelta):
+        if not self._streamed:  # (every event of every session comes through here)
+            return
+        last = self._events[-1]  # a TextDelta: text is streamed only after one
+        if isinstance(last, TextDelta):
             self._events[-1] = TextDelta(last.session_id, "".join((last.text, *self._streamed)))
         self._streamed = []
 

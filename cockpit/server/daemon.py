@@ -63,7 +63,7 @@ from cockpit.runtime import RuntimeConfig, SessionManager, ids, keyguard
 from cockpit.runtime.claude_code import looks_like_session_id
 from cockpit.runtime.config import ConfigError, load_config, read_config_file
 from cockpit.runtime.history import SessionHistory, fold
-from cockpit.runtime.manager import SessionClosed, awaits_review
+from cockpit.runtime.manager import SessionClosed, awaits_review, notes_of
 from cockpit.runtime.session_base import EndedSession
 from cockpit.runtime.spawn import Count, Dollars, SpawnSpec
 from cockpit.runtime.transcript import append_event, list_transcripts, read_events, transcript_row
@@ -310,10 +310,9 @@ class Server:
 
     async def _recover(self) -> None:
         """The sessions the previous server left: those live then are ``interrupted`` (their end
-        written now); each whose change is still in its worktree — interrupted, or ended without
-        a review — is restored into the manager (listed, diffed, reviewed as before); the other
-        interrupted ones stay listed from their transcripts until resumed or closed. Their
-        transcripts are read and folded in a thread; requests wait for :attr:`_recovered`."""
+        written now); each interrupted one, and each that ended with its change still in its
+        worktree, is restored into the manager (:meth:`SessionManager.restore`). Their transcripts
+        are read and folded in a thread, one at a time; requests wait for :attr:`_recovered`."""
         try:
             await self._recover_sessions()
         except Exception:  # never a server that waits forever: what could be recovered is
@@ -336,7 +335,7 @@ class Server:
             try:
                 restored = self.manager.restore(transcript, *read)
             except Exception as exc:  # one damaged session never keeps the server from starting
-                log.warning("session %s could not be restored for its review (%s): %s", sid, transcript, exc)
+                log.warning("session %s could not be restored (%s): %s", sid, transcript, exc)
                 continue
             if sid in live:
                 log.info("session %s was interrupted by the previous server's end", sid)
@@ -359,12 +358,12 @@ class Server:
     def _interrupted(self, id: str | None, path: str | None = None) -> tuple[str, str, str] | None:
         """``(id, transcript, notes folder)`` of the session a previous server left interrupted
         that ``id`` or ``path`` (its transcript) names; None when none is."""
-        found = [(x.id, str(x.transcript_path), x.history.started) for x in self.mgr.sessions
-                 if isinstance(x, EndedSession) and x.status is SessionStatus.INTERRUPTED]
-        for sid, transcript, started in found:
-            if sid == id or (id is None and path is not None
-                             and os.path.realpath(path) == os.path.realpath(transcript)):
-                return sid, transcript, started.notes if started else ""
+        for x in self.mgr.sessions:
+            if not isinstance(x, EndedSession) or x.status is not SessionStatus.INTERRUPTED:
+                continue
+            if x.id == id or (id is None and path is not None
+                              and os.path.realpath(path) == os.path.realpath(x.transcript_path)):
+                return x.id, str(x.transcript_path), str(notes_of(x) or "")
         return None
 
     def _left_for_review(self, sid: str) -> bool:

@@ -53,6 +53,16 @@ def config_payload(config: RuntimeConfig, send_keys: bool = True) -> dict:
     return data
 
 
+def client_payload(config: RuntimeConfig, send_keys: bool = True) -> dict:
+    """:func:`config_payload` of this client's settings with the key its ``api_key_helper`` prints
+    when it has none (which may block: the helper runs)."""
+    from cockpit.runtime import keyhelper
+
+    if send_keys and keyhelper.wanted(config):
+        config = keyhelper.keyed(config, "this machine's api_key_helper")
+    return config_payload(config, send_keys)
+
+
 class SessionInfo(SimpleNamespace):
     """A session as the server describes it (``Session.to_dict()`` keys as attributes)."""
 
@@ -179,10 +189,9 @@ class RemoteRuntime:
         ``api_key_helper`` prints when it has none) unless the host uses its own."""
         from cockpit.runtime import keyhelper
 
-        config = self.config
-        if self.send_keys and keyhelper.wanted(config):
-            config = await asyncio.to_thread(keyhelper.keyed, config, "this machine's api_key_helper")
-        return config_payload(config, self.send_keys)
+        if self.send_keys and keyhelper.wanted(self.config):  # (the helper runs: off the loop)
+            return await asyncio.to_thread(client_payload, self.config, self.send_keys)
+        return config_payload(self.config, self.send_keys)
 
     async def set_budget(self, session_id: str | None, usd: float | None = None, tokens: int | None = None,
                          clear: bool = False) -> dict:
