@@ -92,16 +92,53 @@ def shell_argv(edit: str | None = None) -> list[str]:
 
 def _one(root: Path, query: str):
     """The worktree ``query`` names; else one line: none (a prefix too short), or the ones it
-    could mean, each with its branch."""
+    could mean, each with its branch. A session resumed in another's worktree (a send-back, `o`
+    on an interrupted session) names that worktree, whose record is its first session's."""
     from cockpit.runtime import worktree as wt
     from cockpit.runtime.ids import not_one
 
     found = wt.candidates(root, query)
     if len(found) == 1:
         return found[0]
+    if not found and (shared := _worktree_of_session(root, query)) is not None:
+        info, sid = shared
+        print(f"session {sid} works in session {info.session_id}'s worktree (resumed there): "
+              f"acting on {info.session_id}'s", file=sys.stderr)
+        return info
     see = f"`cockpit worktrees{_on()}`"
     why = not_one(query, [(w.session_id, w.branch) for w in found], "session worktree", see)
     raise CockpitError(f"{why} (see {see})" if found else why)
+
+
+def _worktree_of_session(root: Path, query: str):
+    """``(record, session id)`` when ``query`` names one session — of the running server, else
+    of the transcripts — that works in the worktree of another session's record; else None."""
+    from cockpit.runtime import worktree as wt
+    from cockpit.runtime.ids import matches
+
+    paths = {}
+    for sid, _state, path in _server_rows():
+        if matches(query, sid) and path:
+            paths[sid] = path
+    if not paths:
+        from cockpit.runtime.history import fold
+        from cockpit.runtime.transcript import read_events
+
+        folder = _config().resolved_sessions_dir()
+        for p in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+            sid = p.stem.split("-", 2)[-1]
+            if matches(query, sid) and sid not in paths:
+                try:
+                    ref = fold(read_events(p, [])).worktree
+                except (OSError, ValueError):
+                    continue
+                if ref is not None:
+                    paths[sid] = ref.path
+    if len(paths) != 1:
+        return None
+    (sid, path), = paths.items()
+    records = [w for w in wt.list_all(root) + wt.list_kept(root) if w.path == path]
+    return (records[0], sid) if len(records) == 1 else None
 
 
 def run_shell(args: argparse.Namespace) -> int:
@@ -113,7 +150,7 @@ def run_shell(args: argparse.Namespace) -> int:
         raise CockpitError(f"{info.branch} has no worktree (kept branch): nothing to open a shell in")
     forced = getattr(args, "force", False)
     if not forced:  # a live session's shell and jobs ended: nothing plants after the check
-        _quiesce(info.session_id)
+        _quiesce(_holder(info))
     if not forced and (why := planted_warning(info.path)):
         raise CockpitError(f"{why}; or open the shell anyway: cockpit shell --force {info.session_id}")
     print(f"shell in {info.cwd} ({info.branch}); exit to come back", file=sys.stderr)
@@ -384,32 +421,50 @@ def _quiesce(session_id: str) -> None:
         pass
 
 
-def _live_sessions() -> dict[str, str]:
-    """Session id → state of the sessions a running server holds that have not ended (their
-    worktrees are in use); empty when no server runs."""
+def _server_rows() -> list[tuple[str, str, str]]:
+    """``(id, state, worktree path or "")`` of every session a running server holds; empty when
+    no server runs."""
     import os
 
     if os.environ.get("COCKPIT_NO_SERVER"):
-        return {}
-    from cockpit.events import SessionStatus
+        return []
     from cockpit.server.client import BlockingClient, RemoteError, ServerError, server_running
 
     if not server_running():
-        return {}
+        return []
     try:
         with BlockingClient() as client:
             rows = client.call("list")["sessions"]
     except (RemoteError, ServerError, OSError):
-        return {}
+        return []
+    return [(str(row["id"]), str(row["status"]), str((row.get("worktree") or {}).get("path") or ""))
+            for row in rows]
+
+
+def _live_sessions() -> dict[str, tuple[str, str]]:
+    """Session id → ``(state, worktree path)`` of the sessions a running server holds that have
+    not ended (their worktrees are in use); empty when no server runs."""
+    from cockpit.events import SessionStatus
+
     live = {}
-    for row in rows:
+    for sid, state, path in _server_rows():
         try:
-            final = SessionStatus(row["status"]).is_final
+            final = SessionStatus(state).is_final
         except ValueError:
             final = False  # a state this client does not know: treat it as live
         if not final:
-            live[row["id"]] = row["status"]
+            live[sid] = (state, path)
     return live
+
+
+def _holder(info) -> str:
+    """The id to review ``info`` by in the running server: its session's, or — when the server
+    no longer holds that one (resumed after an interruption) — the session's that works in the
+    same worktree now."""
+    rows = _server_rows()
+    if any(sid == info.session_id for sid, _s, _p in rows):
+        return info.session_id
+    return next((sid for sid, _s, path in rows if path == info.path), info.session_id)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -434,9 +489,14 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "prune":
         removed = 0
         live = _live_sessions()
+        in_use = {path: (sid, state) for sid, (state, path) in live.items() if path}
         for info in wt.list_all(root):
             if info.session_id in live:
-                print(f"kept {info.session_id}: its session is {live[info.session_id]} in the server")
+                print(f"kept {info.session_id}: its session is {live[info.session_id][0]} in the server")
+                continue
+            if info.path in in_use:  # a session resumed in it (a send-back, an interrupted one resumed)
+                sid, state = in_use[info.path]
+                print(f"kept {info.session_id}: session {sid} works in it and is {state} in the server")
                 continue
             r = _row(info)
             if r["state"] in ("unchanged", "repository gone", "worktree folder gone"):
@@ -498,7 +558,7 @@ def run(args: argparse.Namespace) -> int:
         raise CockpitError(str(exc), code=1) from None
     # a kept branch too: the server records it in the session's history, so an open app shows it
     routed = None if is_kept and args.action == "keep" else \
-        _through_server(info.session_id, args.action, info.branch if is_kept else None)
+        _through_server(_holder(info), args.action, info.branch if is_kept else None)
     if routed is not None:
         return routed
     try:

@@ -210,6 +210,46 @@ def test_an_interrupted_session_stays_listed_when_its_unchanged_worktree_is_prun
         assert [(r["id"], r["status"]) for r in c.call("list")["sessions"]] == [(row["id"], "interrupted")]
 
 
+def test_a_session_resumed_in_an_interrupted_ones_worktree_keeps_it_and_answers_to_its_own_id(
+        api, server_env, tmp_path, capsys):
+    """An interrupted session, resumed by the next server, works on in its worktree — whose record
+    is the first session's, which the server forgot. `cockpit worktrees prune` pruned that
+    (unchanged) worktree under the working session; `worktrees diff` with the new id said "no
+    session worktree"; a discard by the old id bypassed the server that runs a session in it."""
+    repo = make_repo(tmp_path / "repo")
+    cfg = {"api_key": "test-key", "base_url": api.base_url}
+    api.script(Reply("Thinking about it for a long while", stall_after=3), Reply("Resumed and waiting."))
+    start_server()
+    with BlockingClient() as c:
+        pid = c.call("server.status")["pid"]
+        old = c.call("spawn", task="think", workspace=str(repo), interactive=True,
+                     permission_mode="bypassPermissions", config=cfg)
+        wait_for(lambda: c.call("get", id=old["id"])["status"] == "streaming", "the session's answer")
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for_stop(pid, 10)
+    api.release()
+    tree = Path(old["worktree"]["path"])
+    start_server()
+    with BlockingClient() as c:
+        new = c.call("resume", id=old["id"], config=cfg)
+        c.call("wait", ids=[new["id"]], until="idle")
+        assert [r["id"] for r in c.call("list")["sessions"]] == [new["id"]]
+        assert c.call("get", id=new["id"])["worktree"]["path"] == str(tree)
+    capsys.readouterr()
+    assert cli_main(["worktrees", "prune"]) == 0
+    out = capsys.readouterr().out
+    assert f"kept {old['id']}: session {new['id']} works in it and is waiting for you" in out, out
+    assert tree.is_dir() and "0 pruned" in out
+    (tree / "note.txt").write_text("from the resumed session\n")
+    assert cli_main(["worktrees", "diff", new["id"]]) == 0
+    out, err = capsys.readouterr()
+    assert "note.txt" in out and f"session {new['id']} works in session {old['id']}'s worktree" in err
+    assert cli_main(["worktrees", "discard", old["id"], "--yes"]) == 0  # through the server: it ends the session
+    assert "discarded" in capsys.readouterr().out and not tree.exists()
+    with BlockingClient() as c:
+        assert c.call("get", id=new["id"])["status"] == "done"
+
+
 async def test_a_new_server_answers_while_it_reads_what_the_last_one_left(monkeypatch, tmp_path):
     """Reading the last server's transcripts (30 MB each took seconds) ran on the event loop after
     the socket was up: clients were told the server did not answer. Now it is read in a thread:
