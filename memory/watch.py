@@ -26,6 +26,7 @@ import threading
 import time
 
 import watchfiles
+from watchfiles._rust_notify import WatchfilesRustInternalError
 
 log = logging.getLogger(__name__)
 
@@ -104,35 +105,45 @@ def watch_notes(engine, stop: threading.Event, on_sync=None, debounce_ms: int = 
             announce = ("recovered", f"watching notes (re-watched {time.strftime('%H:%M:%S')} after the "
                                      "folder was re-created; full resync done)")
         lost = False
-        for changes in watchfiles.watch(folder, watch_filter=_is_note_change, stop_event=stop,
-                                        debounce=debounce_ms, step=50,
-                                        rust_timeout=int(POLL_S * 1000), yield_on_timeout=True,
-                                        raise_interrupt=False):
-            if stop.is_set():
-                return
-            root_event = any(os.path.normpath(p) == str(folder) for _change, p in changes)
-            if root_event or _identity(folder) != ident:  # deleted, replaced or re-created
-                lost = full = True
-                log.warning("notes folder %s was removed or replaced: re-watching", folder)
-                break
-            if deferred:
-                if changes:
-                    continue  # still being written
-                run_sync()
-                deferred = full  # (a failed sync: the next quiet moment tries again)
+        try:
+            for changes in watchfiles.watch(folder, watch_filter=_is_note_change, stop_event=stop,
+                                            debounce=debounce_ms, step=50,
+                                            rust_timeout=int(POLL_S * 1000), yield_on_timeout=True,
+                                            raise_interrupt=False):
+                if stop.is_set():
+                    return
+                root_event = any(os.path.normpath(p) == str(folder) for _change, p in changes)
+                if root_event or _identity(folder) != ident:  # deleted, replaced or re-created
+                    lost = full = True
+                    log.warning("notes folder %s was removed or replaced: re-watching", folder)
+                    break
                 if deferred:
+                    if changes:
+                        continue  # still being written
+                    run_sync()
+                    deferred = full  # (a failed sync: the next quiet moment tries again)
+                    if deferred:
+                        continue
+                if catch_up and not full:  # the watch is in place: what changed since the first sync
+                    catch_up = False
+                    run_sync()
+                if announce is not None:  # the OS watch is in place (changes are seen), resync done
+                    status(*announce)
+                    announce = None
+                if not changes:
                     continue
-            if catch_up and not full:  # the watch is in place: what changed since the first sync
-                catch_up = False
-                run_sync()
-            if announce is not None:  # the OS watch is in place (changes are seen), resync done
-                status(*announce)
-                announce = None
-            if not changes:
-                continue
-            paths = {p for _change, p in changes}
-            # a targeted sync examines only what changed; a flood of events (a checkout, a
-            # folder copied in) is cheaper as one walk
-            run_sync(None if len(paths) > FULL_SYNC_OVER else sorted(paths))
-        else:
-            return  # watchfiles ended: stop was set
+                paths = {p for _change, p in changes}
+                # a targeted sync examines only what changed; a flood of events (a checkout, a
+                # folder copied in) is cheaper as one walk
+                run_sync(None if len(paths) > FULL_SYNC_OVER else sorted(paths))
+            else:
+                return  # watchfiles ended: stop was set
+        except WatchfilesRustInternalError as exc:
+            # the OS watch broke, e.g. on an event for a file whose name is not UTF-8 ("Unable to
+            # decode path"): watch again, after a full sync (that batch is lost; the walk skips
+            # such a file with a warning); the index never stops following the folder
+            log.warning("watching notes folder %s broke (%s): watching it again", folder, exc)
+            full = True
+            engine.mark_watched(False)
+            if stop.wait(POLL_S):
+                return

@@ -7,6 +7,7 @@ import os
 import queue
 import shutil
 import threading
+import time
 
 import pytest
 from test_memory_support import HashEmbedder, copy_fixture, note
@@ -123,6 +124,42 @@ def test_watch_recovers_when_the_notes_folder_is_deleted_and_recreated(tmp_path)
     assert not t.is_alive() and e.status().watch is None
 
 
+def test_the_watch_goes_on_after_an_event_on_an_undecodable_file_name(tmp_path):
+    """watchfiles raises on an event for a file whose name is not UTF-8 ("Unable to decode
+    path"): the watcher thread died, and the server's searches kept the old text of every note
+    edited after it. Now it watches again and the edit is indexed."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    note(notes, "cache-ttl", "The response cache TTL is 300 seconds.")
+    e = MemoryEngine(notes, index_path=tmp_path / "i.sqlite", model=HashEmbedder())
+    stop = threading.Event()
+    states: queue.Queue = queue.Queue()
+    t = threading.Thread(target=e.watch, args=(stop,), daemon=True,
+                         kwargs={"on_status": lambda s, d: states.put((s, d))})
+    t.start()
+
+    def description() -> str:
+        return e.store.query("SELECT description FROM notes WHERE name = 'cache-ttl'")[0][0]
+
+    try:
+        _states(states, "watching")
+        try:
+            (notes / BAD).write_bytes(b"---\nname: bad\ndescription: x\n---\n")
+        except (OSError, UnicodeEncodeError):
+            pytest.skip("this file system refuses undecodable names")
+        for ttl in (900, 1500):  # an edit after the event, and one after the watch came back
+            note(notes, "cache-ttl", f"The response cache TTL is {ttl} seconds.")
+            end = time.monotonic() + 60  # a hang guard, not a budget: the loop waits on the index
+            while f"{ttl} seconds" not in description():
+                assert t.is_alive(), "the watcher died"
+                assert time.monotonic() < end, description()
+                time.sleep(0.05)
+        assert "bad\\xff.md" in dict(e.store.skipped_files())
+    finally:
+        stop.set()
+        t.join(10)
+
+
 def test_lint_reads_claude_codes_why_and_how_to_apply_as_one_fact(tmp_path):
     notes = tmp_path / "notes"
     note(notes, "api-errors", "API errors are returned as application/problem+json documents.",
@@ -181,7 +218,6 @@ def test_a_notes_folder_swapped_four_ways_under_load_is_indexed_whole_each_time(
     the index ends with exactly the new set every time."""
     import subprocess
     import sys
-    import time
 
     notes = tmp_path / "notes"
     current = _write_set(notes, "s0", 600)
@@ -211,3 +247,26 @@ def test_a_notes_folder_swapped_four_ways_under_load_is_indexed_whole_each_time(
             b.kill()
         stop.set()
         t.join(20)
+
+
+def test_the_servers_watcher_is_started_again_when_it_fails(monkeypatch):
+    """A watcher that raised stayed dead in the server (its searches then skip their sync and
+    answer from a stale index): it is started again."""
+    from cockpit.server.engines import EngineRegistry
+
+    monkeypatch.setattr(EngineRegistry, "RETRY_S", 0.01)
+    stop = threading.Event()
+
+    class Flaky:
+        notes_dir = "/notes"
+        calls = 0
+
+        def watch(self, stop_event):
+            self.calls += 1
+            if self.calls < 3:
+                raise RuntimeError("the OS watch broke")
+            stop_event.set()  # the third watch runs until the server stops it
+
+    engine = Flaky()
+    EngineRegistry._watch(engine, stop)
+    assert engine.calls == 3

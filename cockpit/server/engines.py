@@ -52,14 +52,26 @@ class EngineRegistry:
         log.info("memory engine for %s", key[0])
         return engine
 
+    RETRY_S = 5.0  # a failed watcher is started again after this, doubling to a minute
+
     @staticmethod
     def _watch(engine: Any, stop: threading.Event) -> None:
-        try:
-            engine.watch(stop)
-        except FileNotFoundError:
-            log.warning("notes folder %s does not exist: not watched", engine.notes_dir)
-        except Exception:  # the engine stays usable; searches use the last index
-            log.exception("watching %s failed", engine.notes_dir)
+        """The engine's watcher, started again when it fails (after 5 s, doubling to a minute):
+        the server's searches skip their own sync while a watcher keeps the index in step, so a
+        dead one would leave every later edit out of them."""
+        wait = EngineRegistry.RETRY_S
+        while not stop.is_set():
+            try:
+                engine.watch(stop)
+                return
+            except FileNotFoundError:
+                log.warning("notes folder %s does not exist: not watched", engine.notes_dir)
+                return
+            except Exception:  # the engine stays usable meanwhile; searches use the last index
+                log.exception("watching %s failed: watching it again in %.0f s", engine.notes_dir, wait)
+            if stop.wait(wait):
+                return
+            wait = min(60.0, wait * 2)
 
     def describe(self) -> list[dict]:
         with self._lock:
