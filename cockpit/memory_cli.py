@@ -18,6 +18,7 @@ from pathlib import Path
 
 from cockpit.errors import CockpitError
 from cockpit.textsafe import one_line
+from memory.types import lifecycle_label
 
 PROGRESS_MIN_TEXTS = 200
 
@@ -268,10 +269,8 @@ def cmd_search(args) -> int:
         print("no matching notes")
     for i, h in enumerate(hits, 1):
         star = "★ " if h.priority else ""
-        status = getattr(h, "status", "") or ""
-        succ = getattr(h, "superseded_by", "") or ""
-        mark = f" (superseded by {one_line(succ)})" if succ else \
-            f" ({status})" if status in ("superseded", "deprecated", "rejected", "proposed") else ""
+        label = lifecycle_label(getattr(h, "status", "") or "", getattr(h, "superseded_by", "") or "")
+        mark = f" ({one_line(label)})" if label else ""
         print(f"{i}. {star}[{one_line(h.name)}]{mark} cos {h.score:.3f}  {one_line(h.description)}")
         if h.snippet:
             print(f"     {one_line(h.snippet)}")
@@ -326,10 +325,8 @@ def as_markdown(pre) -> str:
 
     def item(h, full: bool) -> str:
         star = "★ " if h.priority else ""
-        status = getattr(h, "status", "")
-        succ = getattr(h, "superseded_by", "")
-        mark = f" *(superseded by {succ})*" if succ else f" *({status})*" if status in (
-            "superseded", "deprecated", "rejected", "proposed") else ""
+        label = lifecycle_label(getattr(h, "status", "") or "", getattr(h, "superseded_by", "") or "")
+        mark = f" *({label})*" if label else ""
         snippet = str(getattr(h, "snippet", "") or "")
         snip = f" — {one_line(snippet)}" if full and snippet else ""
         return f"- {star}**{one_line(h.name)}**: {one_line(h.description)}{mark}{snip}"

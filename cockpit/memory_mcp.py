@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.errors import CockpitError
+from memory.types import lifecycle_label
 
 
 def open_engine(notes: Path, index: str | None) -> tuple[Any, str]:
@@ -73,7 +74,9 @@ def build_server(engine: Any, where: str = "") -> Any:
             raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
     @mcp.tool(description="Search the project's notes (hybrid keyword + semantic). Returns ranked notes: "
-                          "name, description, snippet, priority (★) and score (cosine, 0-1).")
+                          "name, description, snippet, priority (★) and score (cosine, 0-1); a superseded, "
+                          "deprecated, rejected or proposed decision has `status` (and `superseded_by`: "
+                          "follow the successor).")
     def memory_search(query: str, top_k: int = 5) -> list[dict]:
         if not query.strip():
             raise ToolError("query is empty")
@@ -82,8 +85,17 @@ def build_server(engine: Any, where: str = "") -> Any:
         if not engine.ready:
             call(engine.wait_ready, 120)
         hits = call(engine.search, query, top_k)
-        return [{"name": h.name, "description": h.description, "snippet": getattr(h, "snippet", ""),
-                 "priority": bool(h.priority), "score": round(max(0.0, float(h.score)), 4)} for h in hits]
+        out = []
+        for h in hits:
+            hit = {"name": h.name, "description": h.description, "snippet": getattr(h, "snippet", ""),
+                   "priority": bool(h.priority), "score": round(max(0.0, float(h.score)), 4)}
+            status, successor = getattr(h, "status", "") or "", getattr(h, "superseded_by", "") or ""
+            if lifecycle_label(status, successor):  # a retired decision says so (its successor named)
+                hit["status"] = status or "superseded"
+                if successor:
+                    hit["superseded_by"] = successor
+            out.append(hit)
+        return out
 
     @mcp.tool(description="The whole note with this name: name, description, body, priority, path.")
     def memory_get(name: str) -> dict:
@@ -105,7 +117,11 @@ def build_server(engine: Any, where: str = "") -> Any:
         if not engine.ready:
             call(engine.wait_ready, 120)
         notes = call(engine.list_notes)
-        lines = [f"- {'★ ' if n['priority'] else ''}{n['name']}: {n['description']}" for n in notes]
+        lines = []
+        for n in notes:
+            label = lifecycle_label(n.get("status", ""), n.get("superseded_by", ""))
+            lines.append(f"- {'★ ' if n['priority'] else ''}{n['name']}{f' ({label})' if label else ''}: "
+                         f"{n['description']}")
         return "\n".join(lines) if lines else "(no notes)"
 
     return mcp

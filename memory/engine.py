@@ -782,9 +782,21 @@ class MemoryEngine:
         return out
 
     def list_notes(self) -> list[dict]:
-        """Every indexed note's ``{name, description, priority, path}``, ★ first, then by name."""
-        rows = self.store.note_list()
-        return [{"name": n, "description": d, "priority": bool(p), "path": path} for n, d, p, path in rows]
+        """Every indexed note's ``{name, description, priority, path}`` (and its lifecycle
+        ``status`` and resolved ``superseded_by`` when it has them), ★ first, then by name."""
+        successors = self._successors()  # resolved: a successor named by file name or record number too
+        life = {path: (status, successors.get(i, "")) for i, _name, path, status, _s in self.store.lifecycles()}
+        out = []
+        for n, d, p, path in self.store.note_list():
+            row: dict = {"name": n, "description": d, "priority": bool(p), "path": path}
+            status, successor = life.get(path, ("", ""))
+            if successor:
+                row["superseded_by"] = successor
+                status = status or "superseded"
+            if status:
+                row["status"] = status
+            out.append(row)
+        return out
 
     # ------------------------------------------------------------------ lint / watch / status
     def lint(self) -> list[LintIssue]:

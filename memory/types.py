@@ -37,6 +37,18 @@ class IndexModelError(IndexOpenError):
             f"once no other process uses it (it is derived data: delete it and sync)")
 
 
+MARKED_STATUSES = ("superseded", "deprecated", "rejected", "proposed")  # said beside a note's name
+
+
+def lifecycle_label(status: str, superseded_by: str = "") -> str:
+    """What a list of notes says beside a note's name about its lifecycle: ``superseded by X``,
+    or the status when it is one a reader must know (:data:`MARKED_STATUSES`); "" for a current
+    note. The same words in the CLI, the agents' ``memory_search`` tools and ``notes://index``."""
+    if superseded_by:
+        return f"superseded by {superseded_by}"
+    return status if status in MARKED_STATUSES else ""
+
+
 @dataclass(frozen=True)
 class Hit:
     """One ranked search result.

@@ -66,6 +66,41 @@ def test_mcp_server_tools_and_resource(notes, tmp_path):
     (notes / "db-port.md").unlink()
 
 
+def test_the_agents_search_tools_say_a_decision_was_superseded(tmp_path):
+    """`memory_search` (MCP and the session's own tool) and `notes://index` gave a superseded
+    decision as the top hit with nothing saying so (the CLI and the block did): an agent that
+    searched was handed the retired decision."""
+    from memory.types import Hit
+
+    from cockpit.runtime.tools import format_hits
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "error-format-v1.md").write_text(
+        "---\nname: error-format-v1\ndescription: API errors are returned as one error string field.\n"
+        "status: superseded\nsuperseded_by: error-format-problem-json\n---\nErrors are one JSON string field.\n")
+    (notes / "error-format-problem-json.md").write_text(
+        "---\nname: error-format-problem-json\ndescription: API errors use RFC 9457 problem+json.\n"
+        "status: accepted\n---\ntype, title, status, detail, instance.\n")
+    env = {**os.environ, "COCKPIT_NO_SERVER": "1", "HF_HUB_OFFLINE": "1"}
+
+    async def calls(session):
+        found = await session.call_tool("memory_search", {"query": "how are API errors returned", "top_k": 5})
+        return found, await session.read_resource("notes://index")
+
+    found, index = asyncio.run(_mcp_session(notes, env, calls))
+    hits = {h["name"]: h for h in found.structured_content["result"]}
+    assert hits["error-format-v1"]["status"] == "superseded"
+    assert hits["error-format-v1"]["superseded_by"] == "error-format-problem-json"
+    assert "status" not in hits["error-format-problem-json"] or hits["error-format-problem-json"]["status"] != "superseded"
+    text = index.contents[0].text
+    assert "- error-format-v1 (superseded by error-format-problem-json): API errors" in text
+    assert "- error-format-problem-json: API errors use" in text
+    hit = Hit("error-format-v1", "API errors …", "", False, 0.7, Path("e.md"), status="superseded",
+              superseded_by="error-format-problem-json")
+    assert format_hits([hit]).startswith("1. error-format-v1 [superseded by error-format-problem-json] (score 0.700)")
+
+
 # -- the hook -------------------------------------------------------------------------------------
 def _payload(session="s-1", prompt=QUESTION, event="UserPromptSubmit", cwd="/"):
     return {"session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": cwd, "permission_mode": "default",

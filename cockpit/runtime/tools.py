@@ -30,6 +30,7 @@ from cockpit.runtime.editor import Editor, EditorError, EditPlan, apply_plan
 from cockpit.runtime.permissions import Action
 from cockpit.runtime.protocols import MemoryBackend
 from cockpit.runtime.workspace import PathRefused, Workspace
+from memory.types import lifecycle_label
 
 TOOL_STYLES = ("anthropic", "portable")
 
@@ -180,9 +181,11 @@ def format_hits(hits) -> str:
     lines = []
     for i, h in enumerate(hits, 1):
         star = "★ " if h.priority else ""
+        label = lifecycle_label(getattr(h, "status", "") or "", getattr(h, "superseded_by", "") or "")
+        mark = f" [{label}]" if label else ""
         desc = f": {h.description}" if h.description else ""
         snip = f"\n   {h.snippet}" if getattr(h, "snippet", "") else ""
-        lines.append(f"{i}. {star}{h.name} (score {max(0.0, h.score):.3f}){desc}{snip}")
+        lines.append(f"{i}. {star}{h.name}{mark} (score {max(0.0, h.score):.3f}){desc}{snip}")
     return "\n".join(lines)
 
 
