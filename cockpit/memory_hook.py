@@ -24,7 +24,8 @@ Code's environment) the hook stays silent: that session got the block in its fir
 
 Misses: for a session it preseeded, the hook keeps the block's lines in
 ``<data>/hooks/given/<session>.json``; installed also as a ``PostToolUse`` hook (matcher
-:data:`MISS_MATCHER`), it sees the session read a note in full — ``mcp__cockpit__memory_get``, or
+:data:`MISS_MATCHER`), it sees the session read a note in full — ``mcp__cockpit__memory_get`` (or of the server
+registered as ``cockpit-memory``), or
 ``Read`` of a file in the notes folder — and, when that note was not a line, appends a miss to
 ``<data>/hooks/misses.jsonl`` (what ``cockpit memory misses`` lists beside the transcripts' own).
 
@@ -46,7 +47,10 @@ from cockpit import hook_fast
 from cockpit.hook_fast import BUDGET_S, PROMPT_EVENTS, WATCHDOG_S, handle  # noqa: F401 - the hook's API
 
 MARK = "cockpit memory hook"  # in our command, portable ("cockpit memory hook …") or not ("python -m cockpit …")
-MISS_MATCHER = "mcp__cockpit__memory_get|Read"
+# Claude Code names an MCP tool mcp__<server>__<tool>: ours is registered as "cockpit" by the
+# claude-code backend and as "cockpit-memory" in the guide's `claude mcp add` (a regex, as Claude
+# Code's matchers are)
+MISS_MATCHER = "mcp__cockpit[\\w-]*__memory_get|Read"
 
 
 def _data_root() -> Path:

@@ -70,9 +70,8 @@ def test_the_agents_search_tools_say_a_decision_was_superseded(tmp_path):
     """`memory_search` (MCP and the session's own tool) and `notes://index` gave a superseded
     decision as the top hit with nothing saying so (the CLI and the block did): an agent that
     searched was handed the retired decision."""
-    from memory.types import Hit
-
     from cockpit.runtime.tools import format_hits
+    from memory.types import Hit
 
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -165,6 +164,13 @@ def test_the_installed_hook_also_watches_for_misses_and_uninstalls_cleanly():
                                                                                   "command": "lint"}]}]}}, "x -m cockpit memory hook")
     post = settings["hooks"]["PostToolUse"]
     assert post[-1]["matcher"] == MISS_MATCHER and len(post) == 2
+    # Claude Code's matcher is a regex over mcp__<server>__<tool>: the server as the claude-code
+    # backend names it and as the guide's `claude mcp add cockpit-memory …` does (it missed that one)
+    import re
+
+    seen = [t for t in ("mcp__cockpit__memory_get", "mcp__cockpit-memory__memory_get", "Read",
+                        "mcp__cockpit__memory_search", "mcp__other__memory_get", "Bash") if re.fullmatch(MISS_MATCHER, t)]
+    assert seen == ["mcp__cockpit__memory_get", "mcp__cockpit-memory__memory_get", "Read"]
     assert with_hook(settings, "x -m cockpit memory hook") == settings  # idempotent
     assert without_hook(settings) == {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [
         {"type": "command", "command": "lint"}]}]}}
