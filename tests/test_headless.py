@@ -298,6 +298,9 @@ def test_headless_denial_text_per_kind_and_mode():
     protected = headless_denial(M.ACCEPT_EDITS, "edit", "Edit(.git/hooks/**)")
     assert "--permission-mode" not in protected and "Edit(.git/hooks/**)" in protected
     assert "--permission-mode bypassPermissions" in headless_denial(M.AUTO, "memory_save")
+    inline = headless_denial(M.DEFAULT, "bash", "")  # python -c …: no rule can name it, none offered
+    assert "--permission-mode auto or bypassPermissions (no allow rule can name this command)" in inline
+    assert "add" not in inline
 
 
 def test_a_base_url_ending_in_v1_gets_a_hint_on_404(tmp_path, ws, monkeypatch, capsys):

@@ -152,8 +152,12 @@ def test_allow_for_the_session_covers_each_part_and_never_a_wrapper_prefix():
             p.add_session_rule(rule)
         assert p.check(Action("bash", cmd)).verdict == "allow", cmd  # that command again
         assert p.check(Action("bash", then)).verdict == "ask", then  # never anything it wraps
-    for cmd in ("'e*' x", "git -C . status"):  # a glob in the kept words, a runner's option: exact
-        assert [r.exact for r in session_rules_for(Action("bash", cmd))] == [True], cmd
+    assert [r.exact for r in session_rules_for(Action("bash", "'e*' x"))] == [True]  # a glob in the kept words: exact
+    # a line no rule can judge (a runner's option, inline code): no rule — the exact one offered
+    # before never matched it (in the app's "for the session", or copied into config.toml from a
+    # headless denial), so the same line asked again
+    for cmd in ("git -C . status", "python3 -c 'import calc; print(calc.add(2, 3))'"):
+        assert session_rules_for(Action("bash", cmd)) == [], cmd
     p = PermissionPolicy("default")
     for rule in session_rules_for(Action("bash", "sh -c ls '; touch /tmp/x'")):  # harmless: '; touch' is $0
         p.add_session_rule(rule)

@@ -141,6 +141,22 @@ async def test_kill_during_streaming(api, workspace):
     await mgr.aclose()
 
 
+async def test_a_follow_up_to_a_headless_session_is_refused_not_lost(api, workspace):
+    """`cockpit send` to a `cockpit run --detach` session said "queued"; the session ended at its
+    last answer and the message went nowhere (not to the model, not to the transcript)."""
+    api.script(Reply("one two three four five", stall_after=4))
+    mgr = make_manager(api)
+    sub = mgr.subscribe()
+    s = await mgr.spawn(SpawnSpec("long", workspace=workspace))
+    async for ev in sub:
+        if isinstance(ev, TextDelta) and ev.session_id == s.id:
+            break
+    with pytest.raises(ValueError, match="headless .* takes no follow-up"):
+        await mgr.send(s.id, "hurry up")
+    await mgr.kill(s.id)
+    await mgr.aclose()
+
+
 async def test_model_reading_outside_workspace_gets_tool_error(api, workspace):
     api.script(Reply("", [ToolUse(EDIT, {"command": "view", "path": "../../etc/passwd"})]), Reply("refused, ok"))
     mgr = make_manager(api)

@@ -588,12 +588,15 @@ class SessionManager:
     async def send(self, session_id: str, text: str) -> None:
         """Queue a follow-up user message. It is taken when the session is ``waiting for you``
         (at once if it is). Raises KeyError (unknown id), SessionClosed (session ended),
-        ValueError (empty text)."""
+        ValueError (empty text; a headless session, which never waits for one)."""
         s = self.get(session_id)
         if s.status.is_final:
             raise SessionClosed(f"session {s.id} has ended ({s.status.value})")
         if not text or not text.strip():
             raise ValueError("empty message")
+        if not s.interactive:  # it ends at its last answer: a queued message would never be taken
+            raise ValueError(f"session {s.id} is headless (cockpit run): it ends at its last answer and takes no "
+                             f"follow-up; spawn it from the app (or the server's spawn with interactive) to talk to it")
         s.post(text)
 
     async def answer(self, session_id: str, request_id: str | None, allow: bool, scope: str = "once",

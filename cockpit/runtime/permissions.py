@@ -876,8 +876,9 @@ def session_rules_for(action: Action) -> list[Rule]:
     """The rules "allow for this session" adds for ``action``: all edits (``Edit``),
     ``memory_save``, or for a command one rule per simple command of it — its leading words
     (``Bash(pytest *)``, ``Bash(git diff *)``, ``Bash(python -m pytest *)``), or the command
-    exactly when it runs another command (``timeout 60 pytest``, ``env X=1 make``, ``bash -c …``:
-    a prefix rule there would allow anything). ``ls -la && cat x.py`` gives ``Bash(ls *)`` and
+    exactly when it runs another command (``timeout 60 pytest``, ``env X=1 make``: a prefix rule
+    there would allow anything); none for a line rules cannot judge (``python -c …``: no rule
+    narrower than ``Bash`` would match it). ``ls -la && cat x.py`` gives ``Bash(ls *)`` and
     ``Bash(cat *)``, so the same line is allowed next time."""
     if action.kind in ("edit", "create"):
         if protected_reason(action.target):
@@ -885,6 +886,8 @@ def session_rules_for(action: Action) -> list[Rule]:
         return [Rule("Edit")]
     if action.kind == "bash":
         line = analyse(action.target)
+        if not line.judged:  # inline code, a substitution …: only `Bash` (everything) would allow it
+            return []
         rules: list[Rule] = []
         pairs = list(zip(line.parts, line.quoted, strict=False)) or [(action.target, action.target)]
         for part, quoted in pairs:

@@ -98,18 +98,23 @@ _MODES_ALLOWING = {
 def headless_denial(mode: PermissionMode, kind: str = "", suggestion: str = "") -> str:
     """Why an approval nobody can answer (``cockpit run``) was denied; told to the model. Names
     only the modes that would run this kind of call (never the one it ran in) and the allow
-    rule that would (``suggestion``, e.g. ``Bash(pytest *)``)."""
+    rule that would (``suggestion``, e.g. ``Bash(pytest *)``; none for a command no rule can
+    judge, such as ``python -c …``)."""
     allowing = _MODES_ALLOWING.get(kind, ("bypassPermissions",))
     if mode.value in allowing:  # this mode allows the kind: what asked asks in these modes too
         modes: list[str] = []
     else:
         modes = [m for m in allowing if m != mode.value]
     rule = f"the allow rule {suggestion} in config.toml [permissions]" if suggestion else \
-        "an allow rule in config.toml [permissions]"
+        "" if kind == "bash" else "an allow rule in config.toml [permissions]"  # (a command no rule can judge)
     if modes:
-        fix = f"rerun with --permission-mode {' or '.join(modes)}, or add {rule}"
-    else:
+        fix = f"rerun with --permission-mode {' or '.join(modes)}" + (f", or add {rule}" if rule else
+                                                                      " (no allow rule can name this command)")
+    elif rule:
         fix = f"this call asks in permission mode {mode.value} too: add {rule}, or run the task in the app to answer it"
+    else:
+        fix = (f"this call asks in permission mode {mode.value} too and no allow rule can name it: "
+               "run the task in the app to answer it")
     return f"nobody can answer approvals in a headless run (permission mode {mode.value}: {mode.blurb}); {fix}"
 
 
