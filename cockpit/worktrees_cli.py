@@ -52,7 +52,8 @@ def add_parser(sub) -> None:
     p.add_argument("--yes", action="store_true",
                    help="discard, or merge changed protected paths, without asking")
     p.add_argument("--no-server", action="store_true", default=argparse.SUPPRESS,
-                   help="act on the worktrees directly, never through a running Cockpit server")
+                   help="act on the worktrees directly, never through a running Cockpit server (a worktree "
+                        "one of its sessions works in is still refused)")
     p.add_argument("--check", action="store_true", help="merge/pr: run the check command first")
     p.add_argument("--notes", help="the notes folder (a test-command or commit-style note); default: "
                                    "the repository's notes/ folder when it has one")
@@ -421,12 +422,13 @@ def _quiesce(session_id: str) -> None:
         pass
 
 
-def _server_rows() -> list[tuple[str, str, str]]:
+def _server_rows(asked_not_to: bool = False) -> list[tuple[str, str, str]]:
     """``(id, state, worktree path or "")`` of every session a running server holds; empty when
-    no server runs."""
+    no server runs, or when told not to use one (``--no-server``) unless ``asked_not_to``: a
+    direct merge, keep or discard still must not pull a worktree from under a working session."""
     import os
 
-    if os.environ.get("COCKPIT_NO_SERVER"):
+    if os.environ.get("COCKPIT_NO_SERVER") and not asked_not_to:
         return []
     from cockpit.server.client import BlockingClient, RemoteError, ServerError, server_running
 
@@ -441,13 +443,13 @@ def _server_rows() -> list[tuple[str, str, str]]:
             for row in rows]
 
 
-def _live_sessions() -> dict[str, tuple[str, str]]:
+def _live_sessions(asked_not_to: bool = False) -> dict[str, tuple[str, str]]:
     """Session id → ``(state, worktree path)`` of the sessions a running server holds that have
-    not ended (their worktrees are in use); empty when no server runs."""
+    not ended (their worktrees are in use); empty when no server runs (see :func:`_server_rows`)."""
     from cockpit.events import SessionStatus
 
     live = {}
-    for sid, state, path in _server_rows():
+    for sid, state, path in _server_rows(asked_not_to):
         try:
             final = SessionStatus(state).is_final
         except ValueError:
@@ -561,6 +563,12 @@ def run(args: argparse.Namespace) -> int:
         _through_server(_holder(info), args.action, info.branch if is_kept else None)
     if routed is not None:
         return routed
+    working = [(sid, state) for sid, (state, path) in _live_sessions(asked_not_to=True).items() if path == info.path]
+    if working and not is_kept:  # (--no-server) the server's session still works in this worktree
+        sid, state = working[0]
+        raise CockpitError(f"session {sid} works in this worktree and is {state} in the Cockpit server: "
+                           f"{args.action} it through the server (without --no-server), or end it first "
+                           f"(cockpit kill {sid})", code=1)
     try:
         if args.action == "merge":
             res = wt.merge(info, message(), ship.merge_message(info, _notes_dir(args, info)))

@@ -375,7 +375,7 @@ def test_sigterm_ends_sessions_cleanly(api, ws, server_proc):
     assert not paths.socket_path().exists()
 
 
-def test_prune_keeps_the_worktree_of_a_live_session(api, server_proc, tmp_path, capsys):
+def test_prune_keeps_the_worktree_of_a_live_session(api, server_proc, tmp_path, capsys, monkeypatch):
     repo = tmp_path / "repo"
     repo.mkdir()
     for args in (["init", "-q", "-b", "main"], ["config", "user.email", "d@example.com"], ["config", "user.name", "D"]):
@@ -395,6 +395,11 @@ def test_prune_keeps_the_worktree_of_a_live_session(api, server_proc, tmp_path, 
     out = capsys.readouterr().out
     assert f"kept {row['id']}: its session is waiting for you in the server" in out and "0 pruned" in out
     assert tree.is_dir()
+    # around the server (--no-server): refused while its session works there (it was discarded)
+    assert main(["worktrees", "discard", row["id"], "--no-server", "--yes"]) == 1
+    assert f"session {row['id']} works in this worktree and is waiting for you" in capsys.readouterr().err
+    assert tree.is_dir()
+    monkeypatch.delenv("COCKPIT_NO_SERVER")  # (set by --no-server for the rest of that process)
     assert main(["worktrees", "discard", row["id"][-5:], "--yes"]) == 0  # a unique suffix, as elsewhere
     assert "discarded" in capsys.readouterr().out and not tree.exists()
 
