@@ -21,7 +21,7 @@ its transcript, folded, gives the same report. ``--json`` prints the same as one
                    "budget": {"usd", "tokens"}, "sandbox", "sandbox_note",
                    "transcript", "reviewed": {"action", "ok", "message"} | null,
                    "claude_session_id" (claude-code sessions only)}],
-     "totals": {"usage": {…}, "cost_usd"}, "pricing": {"source", "date"}}
+     "totals": {"usage": {…}, "cost_usd", "unpriced_sessions"}, "pricing": {"source", "date"}}
 
 Tasks come from the arguments, from ``--task-file FILE`` (one task per file; ``-`` reads stdin)
 or both. An empty task is a usage error; bytes that are not UTF-8 are replaced (with a warning).
@@ -255,6 +255,7 @@ def run(args: argparse.Namespace) -> int:
     why = None if host else spec.unavailable(cfg)  # (that host's server says what it cannot run)
     if why:
         raise CockpitError(why)
+    _say_if_a_usd_cap_cannot_hold(backend, specs, cfg, pricing)
     # (Claude Code may use its own login; api_key_helper gives the key where the session runs)
     if not cfg.api_key and not cfg.api_key_helper and spec.needs_api_key and _sends_keys(host):
         raise CockpitError("ANTHROPIC_API_KEY is not set (any value works for a local server that ignores it; "
@@ -364,6 +365,18 @@ def spawn_specs(args: argparse.Namespace, tasks: list[str]) -> list[SpawnSpec]:
     except SpawnSpecError as exc:
         flag = SPEC_FLAGS.get(exc.name)
         raise CockpitError(f"{flag} {exc.reason}" if flag else str(exc)) from None
+
+
+def _say_if_a_usd_cap_cannot_hold(backend: str, specs: list[SpawnSpec], cfg, pricing) -> None:
+    """A warning on stderr for each model of Cockpit's own loop given a USD cap and no price: its
+    cost is n/a, so the cap never trips (a token cap does). Other backends report their own cost."""
+    usd = specs[0].max_budget_usd if specs[0].max_budget_usd is not None else cfg.max_budget_usd
+    if usd is None or backend != "cockpit":
+        return
+    for model in sorted({s.model or cfg.model for s in specs}):
+        if pricing.lookup(model) is None:
+            print(f"cockpit: warning: model {model} has no price (add it to a pricing.toml in the config folder): "
+                  f"the USD cap of ${usd:g} cannot hold it — give --max-budget-tokens as well", file=sys.stderr)
 
 
 def _notes_folder(args) -> Path | None:
@@ -481,6 +494,17 @@ def _source(s: dict) -> str:
     return " (Claude Code's own figure)" if s.get("cost_source") == "claude-code" else ""
 
 
+def budget_hint(message: str, on: str = "") -> str:
+    """How to go on past the reached cap ``message`` says (``BudgetHit.message``): the server's
+    with the flag of the cap that was hit ("$… of $…" → ``--usd``, "… of … tokens" → ``--tokens``),
+    a session's by a rerun. ``on``: `` --host NAME`` when the sessions ran on a host."""
+    if not message.startswith("server"):
+        return "rerun with a higher --max-budget-usd / --max-budget-tokens"
+    spent = message.split("reached:", 1)[-1]
+    unit = " / ".join(f"--{u} N" for u, hit in (("usd", "$" in spent), ("tokens", " tokens" in spent)) if hit)
+    return f"cockpit budget{on} --server {unit or '--usd N / --tokens N'} raises it"
+
+
 def format_report(report: dict, host: str | None = None) -> str:
     """The report as text; ``host``: the sessions ran on that host (its hints name it)."""
     from cockpit.host_cli import hint
@@ -523,9 +547,9 @@ def format_report(report: dict, host: str | None = None) -> str:
         else:
             out.append("preseed: off")
         if _budget_reached(s):
-            how = (f"cockpit budget{on} --server --usd N raises it" if s["error"]["message"].startswith("server")
-                   else "rerun with a higher --max-budget-usd / --max-budget-tokens")
-            out.append(f"{s['error']['message']} — {how}")
+            message = s["error"]["message"]
+            how = budget_hint(message, on)
+            out.append(f"{message} — {how}")
         elif s["error"]:
             out.append(f"error ({s['error']['kind']}): {s['error']['message']}")
         denied = s.get("denied") or []
@@ -549,6 +573,8 @@ def format_report(report: dict, host: str | None = None) -> str:
     out.append(
         f"total: {_n(len(report['sessions']), 'session')} · in {tu['input']} · out {tu['output']} · "
         f"cache write {tu['cache_write']} · cache read {tu['cache_read']} · cost {_cost(t['cost_usd'])}"
+        + (f" (leaves out {_n(t['unpriced_sessions'], 'session')} with no price: cost n/a)"
+           if t.get("unpriced_sessions") and t["cost_usd"] is not None else "")
     )
     p = report["pricing"]
     out.append(f"prices: {p['date']} (" + (f"from {p['override']})" if p.get("override") else

@@ -301,3 +301,31 @@ async def test_claude_code_stops_at_the_cap_and_is_resumed_with_the_raised_one(w
     results = [r.data["subtype"] for r in read_events(s.transcript_path)
                if isinstance(r, BackendRecord) and r.kind == "result"]
     assert results == ["error_max_budget_usd", "success"]
+
+
+def test_a_reached_server_cap_names_the_flag_of_the_cap_that_was_hit():
+    """A server *token* cap said "cockpit budget --server --usd N raises it"."""
+    from cockpit.headless import budget_hint
+
+    assert budget_hint("server budget (all sessions) reached: 5,376 of 5,018 tokens") == \
+        "cockpit budget --server --tokens N raises it"
+    assert budget_hint("server budget (all sessions) reached: $0.02 of $0.01", " --host box") == \
+        "cockpit budget --host box --server --usd N raises it"
+    assert "--usd N / --tokens N" in budget_hint("server budget (all sessions) reached: $0.02 of $0.01 · 9 of 5 tokens")
+    assert "--max-budget-tokens" in budget_hint("session budget reached: 9 of 5 tokens")
+
+
+def test_an_unpriced_model_is_named_by_the_total_and_by_a_usd_cap(tmp_path, ws, monkeypatch, capsys):
+    """The run's total cost left out a session whose model has no price without a word, and a USD
+    cap on such a model was taken silently (it never trips)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.chdir(tmp_path)  # no ./notes
+    with StandIn() as api:
+        api.script(Reply("one", usage=USAGE), Reply("two", usage=USAGE))
+        code = main(["run", "first", "second", "--base-url", api.base_url, "--workspace", str(ws),
+                     "--model", "m1", "--model", "claude-haiku-4-5", "--max-budget-usd", "5", "--concurrency", "1"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert "warning: model m1 has no price" in err and "claude-haiku-4-5 has no price" not in err
+    total = next(line for line in out.splitlines() if line.startswith("total: "))
+    assert "(leaves out 1 session with no price: cost n/a)" in total, total
