@@ -37,7 +37,7 @@ __all__ = ["CockpitError", "build_parser", "main"]
 # root and server_cli's parsers only, not doctor's or the agents' (≈ 60 ms of imports it never uses)
 COMMAND_MODULES = {  # (in the order of the full parser's --help)
     "memory": "memory_cli", "run": "headless",
-    **dict.fromkeys(("server", "ls", "send", "kill", "attach", "approve", "deny", "budget"), "server_cli"),
+    **dict.fromkeys(("server", "ls", "send", "resume", "kill", "attach", "approve", "deny", "budget"), "server_cli"),
     "worktrees": "worktrees_cli", "shell": "worktrees_cli", "agents": "agents_cli", "doctor": "doctor",
     "config": "config_cli", "completion": "completion_cli", "web": "web_cli",
 }
@@ -90,7 +90,7 @@ def build_parser(command: str | None = None, epilogs: bool = True) -> argparse.A
     tui_cli.add_arguments(parser, root=True)
     sub = parser.add_subparsers(
         dest="command",
-        metavar="{memory,run,ls,send,kill,attach,approve,deny,budget,worktrees,shell,server,agents,doctor,config,"
+        metavar="{memory,run,ls,send,resume,kill,attach,approve,deny,budget,worktrees,shell,server,agents,doctor,config,"
                 "completion,web}")
     wanted = COMMAND_MODULES.get(command or "")
     for name in [wanted] if wanted else list(dict.fromkeys(COMMAND_MODULES.values())):

@@ -32,6 +32,7 @@ for _command in (None, "run", "memory", "worktrees", "doctor", "budget"):
     KEYS_READ[_command] = f"{KEYS_READ[_command]}; {HOSTS}"
 for _command in ("ls", "send", "kill", "attach", "approve", "deny", "shell"):
     KEYS_READ[_command] = HOSTS
+KEYS_READ["resume"] = f"base_url, api_key_helper (the resumed session's key and endpoint); {HOSTS}"
 
 
 def epilog(command: str | None) -> str:

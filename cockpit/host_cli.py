@@ -54,7 +54,7 @@ def hint(host: str | None) -> str:
 HINT_ENV = "COCKPIT_HINT_HOST"
 
 
-SESSION_COMMANDS = ("send", "approve", "deny", "kill", "attach", "budget", "worktrees", "shell")
+SESSION_COMMANDS = ("send", "resume", "approve", "deny", "kill", "attach", "budget", "worktrees", "shell")
 
 
 def qualified_ids(args: argparse.Namespace, argv: list[str]) -> list[str]:

@@ -66,6 +66,16 @@ def add_parser(sub) -> None:
     add_host_argument(p)
     p.set_defaults(func=cmd_send)
 
+    p = sub.add_parser("resume", help="resume a session that ended or was interrupted, in its worktree",
+                       description="Resume a session the server lists as ended — interrupted (a server stopped while "
+                                   "it ran), done, killed, error — from its transcript, in its worktree: a new "
+                                   "session (a new id) that goes on with its whole conversation and then waits for "
+                                   "you (`cockpit send`, `cockpit attach`). An interrupted one leaves the list; "
+                                   "what the app's `r` then `o` does.")
+    p.add_argument("id", help=ID_HELP)
+    add_host_argument(p)
+    p.set_defaults(func=cmd_resume)
+
     p = sub.add_parser("kill", help="kill a session")
     p.add_argument("id", help=ID_HELP)
     add_host_argument(p)
@@ -336,6 +346,36 @@ def cmd_send(args: argparse.Namespace) -> int:
         print(f"{sid}: sent")
     else:
         print(f"{sid}: queued ({status}): it takes the message when it next waits for you")
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """Resume an ended session through the server (its ``resume``, with this terminal's settings and
+    keys, as a spawn), then one line: the new id and how to follow it."""
+    from cockpit.headless import _sends_keys
+    from cockpit.host_cli import hint
+    from cockpit.runtime import ConfigError, load_config
+    from cockpit.server.remote import client_payload
+
+    host = host_name(args)
+    row = _call("get", host=host, id=args.id)
+    sid, status = one_line(row["id"]), str(row.get("status", ""))
+    try:
+        config = client_payload(load_config(), send_keys=_sends_keys(host))
+    except ConfigError as exc:
+        raise CockpitError(str(exc)) from None
+    if status == "interrupted":
+        new = _call("resume", host=host, id=sid, config=config)
+    elif status in ("done", "killed", "error"):
+        if not row.get("transcript"):
+            raise CockpitError(f"session {sid} has no transcript to resume from")
+        new = _call("resume", host=host, path=row["transcript"], config=config)
+    else:
+        raise CockpitError(f"session {sid} is {status}: it has not ended, nothing to resume "
+                           f"(cockpit send{hint(host)} {sid} \"…\" when it waits for you)", code=1)
+    nid = one_line(new["id"])
+    print(f"{sid} resumed as {nid} ({one_line(new.get('status', ''))}): cockpit attach{hint(host)} {nid} follows it; "
+          f"cockpit send{hint(host)} {nid} \"…\" when it waits for you")
     return 0
 
 

@@ -211,9 +211,9 @@ def test_an_interrupted_session_stays_listed_when_its_unchanged_worktree_is_prun
 
 
 def test_a_session_resumed_in_an_interrupted_ones_worktree_keeps_it_and_answers_to_its_own_id(
-        api, server_env, tmp_path, capsys):
-    """An interrupted session, resumed by the next server, works on in its worktree — whose record
-    is the first session's, which the server forgot. `cockpit worktrees prune` pruned that
+        api, server_env, tmp_path, capsys, monkeypatch):
+    """An interrupted session, resumed by the next server (`cockpit resume ID`: the command line had
+    no way to), works on in its worktree — whose record is the first session's, which the server forgot. `cockpit worktrees prune` pruned that
     (unchanged) worktree under the working session; `worktrees diff` with the new id said "no
     session worktree"; a discard by the old id bypassed the server that runs a session in it."""
     repo = make_repo(tmp_path / "repo")
@@ -230,9 +230,15 @@ def test_a_session_resumed_in_an_interrupted_ones_worktree_keeps_it_and_answers_
     api.release()
     tree = Path(old["worktree"]["path"])
     start_server()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)  # the resuming terminal's settings (the key: test-key)
+    capsys.readouterr()
+    assert cli_main(["resume", old["id"][-5:]]) == 0  # from the command line, as the app's r, o
+    line = capsys.readouterr().out
+    assert line.startswith(f"{old['id']} resumed as ") and "cockpit attach" in line, line
+    new = {"id": line.split(" resumed as ", 1)[1].split()[0]}
     with BlockingClient() as c:
-        new = c.call("resume", id=old["id"], config=cfg)
         c.call("wait", ids=[new["id"]], until="idle")
+        assert api.message_requests[-1]["messages"][0]["content"]  # it went on with the conversation
         assert [r["id"] for r in c.call("list")["sessions"]] == [new["id"]]
         assert c.call("get", id=new["id"])["worktree"]["path"] == str(tree)
     capsys.readouterr()
@@ -288,3 +294,30 @@ async def test_a_new_server_answers_while_it_reads_what_the_last_one_left(monkey
     finally:
         release.set()
         await srv.shutdown()
+
+
+def test_cockpit_resume_takes_an_ended_session_and_refuses_a_live_one(api, server_env, tmp_path, capsys,
+                                                                      monkeypatch):
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+    api.script(Reply("First answer."), Reply("Back again."))
+    start_server()
+    with BlockingClient() as c:
+        row = c.call("spawn", task="look", workspace=str(repo), interactive=True,
+                     config={"api_key": "test-key", "base_url": api.base_url})
+        c.call("wait", ids=[row["id"]], until="idle")
+    capsys.readouterr()
+    assert cli_main(["resume", row["id"]]) == 1
+    assert "is waiting for you: it has not ended" in capsys.readouterr().err
+    assert cli_main(["kill", row["id"]]) == 0
+    capsys.readouterr()
+    assert cli_main(["resume", row["id"]]) == 0
+    new = capsys.readouterr().out.split(" resumed as ", 1)[1].split()[0]
+    with BlockingClient() as c:  # its conversation back, waiting for a follow-up
+        assert c.call("wait", ids=[new], until="idle")["sessions"][0]["status"] == "waiting for you"
+    assert cli_main(["send", new, "go on"]) == 0 and f"{new}: sent" in capsys.readouterr().out
+    with BlockingClient() as c:
+        c.call("wait", ids=[new], until="idle")
+        assert c.call("get", id=new)["answer"] == "Back again."
+        assert [m["role"] for m in api.message_requests[-1]["messages"]] == ["user", "assistant", "user"]
+        c.call("kill", id=new)

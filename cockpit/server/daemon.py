@@ -92,7 +92,7 @@ def events_left(sid: str, transcript: str) -> list[Event]:
     ``interrupted``). Raises OSError / ValueError."""
     events = read_events(Path(transcript), [])
     if not any(isinstance(e, SessionDone) for e in events):
-        why = "the server stopped while it ran; resume it from its transcript"
+        why = f"the server stopped while it ran; resume it: cockpit resume {sid} (in the app: r, then o)"
         h = fold(events, sid)
         ending = [StatusChanged(sid, SessionStatus.INTERRUPTED, why),
                   SessionDone(sid, SessionStatus.INTERRUPTED, extra={"transcript_path": transcript},
@@ -480,7 +480,8 @@ class Server:
                 bound["id"] = self._full_id(bound["id"])
                 if method in LIVE_ONLY_METHODS and self._interrupted(bound["id"]) is not None:
                     raise rpc.RpcError(rpc.REFUSED, f"session {bound['id']} was interrupted (a server stopped "
-                                                    "while it ran): resume it first — in the app r, then o on it")
+                                                    f"while it ran): resume it first — cockpit resume {bound['id']}, "
+                                                    "or in the app r, then o on it")
             if isinstance(bound.get("ids"), list):
                 bound["ids"] = [self._full_id(i) for i in bound["ids"]]
             result = await entry.func(self, Request(conn, msg_id), **bound)
