@@ -419,7 +419,10 @@ def cmd_deny(args: argparse.Namespace) -> int:
 def cmd_budget(args: argparse.Namespace) -> int:
     from cockpit.runtime.budget import BudgetError, parse_tokens, parse_usd
 
-    if args.server == (args.id is not None):
+    if args.server and args.id is not None:
+        raise CockpitError(f"give a session ID or --server (the cap of all sessions together), not both "
+                           f"(got {args.id} and --server)")
+    if not args.server and args.id is None:
         raise CockpitError("give a session ID or --server (the cap of all sessions together)")
     try:
         usd = None if args.usd is None else parse_usd(args.usd, "--usd")

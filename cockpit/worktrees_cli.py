@@ -304,12 +304,15 @@ def _print_diff(info, extra: tuple[str, ...]) -> int:
     from cockpit.runtime import worktree as wt
 
     diff = wt.diff(info, extra_protected=extra)
+    # what a merge does to the base branch as it is now (not the commit the session started from,
+    # which a send-back's merge of the base branch left behind)
+    against = info.base_branch or info.base_commit[:10]
     if not diff.files:
-        print(f"{info.branch}: no changes against {info.base_commit[:10]}")
+        print(f"{info.branch}: no changes against {against}")
         return 0
     for line in protected_lines(diff):
         print(line)
-    print(f"{info.branch} against {info.base_commit[:10]}: {diff.stat}")
+    print(f"{info.branch} against {against}: {diff.stat}")
     for change in diff.files:
         print(f"  {_file_line(change)}")
     for change in diff.files:
@@ -469,9 +472,21 @@ def _holder(info) -> str:
     return next((sid for sid, _s, path in rows if path == info.path), info.session_id)
 
 
+def _refuse_what_does_not_apply(args: argparse.Namespace) -> None:
+    """Arguments the action does not take are refused in one line, never dropped."""
+    if args.action in ("list", "prune") and args.session:
+        raise CockpitError(f"worktrees {args.action} takes no session id (got {args.session!r}): "
+                           f"cockpit worktrees diff {args.session} shows one")
+    only = {"--title": ("pr",), "--body": ("pr",), "--check": ("merge", "pr"), "--json": ("list",)}
+    for flag, actions in only.items():
+        if getattr(args, flag[2:], None) and args.action not in actions:
+            raise CockpitError(f"{flag} is for worktrees {' and '.join(actions)}, not {args.action}")
+
+
 def run(args: argparse.Namespace) -> int:
     from cockpit.runtime import worktree as wt
 
+    _refuse_what_does_not_apply(args)
     root = _root()
     if args.action == "list":
         rows = [_row(i) for i in wt.list_all(root)]

@@ -343,3 +343,16 @@ def test_memory_index_says_the_folders_warnings_every_time(tmp_path, capsys):
         assert main(["memory", "index", "--notes", str(notes), "--no-server"]) == 0
         out = capsys.readouterr().out
         assert "  warning plain.md: no frontmatter; name from file name" in out
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["worktrees", "list", "no-such-session"], "worktrees list takes no session id (got 'no-such-session')"),
+    (["worktrees", "diff", "abcd1234", "--title", "T"], "--title is for worktrees pr, not diff"),
+    (["worktrees", "discard", "abcd1234", "--check"], "--check is for worktrees merge and pr, not discard"),
+    (["budget", "abcd1234", "--server"], "not both (got abcd1234 and --server)"),
+])
+def test_a_sub_commands_argument_that_does_not_apply_is_refused_not_dropped(argv, says, capsys):
+    """`worktrees list ID` listed everything, `diff --title` dropped the title, and `budget ID
+    --server` said to give one of the two."""
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err
