@@ -250,8 +250,12 @@ def check_notes(notes: Path) -> list[Check]:
     notes = notes.expanduser().absolute()
     if not notes.is_dir():
         return [Check(WARN, "notes", f"{notes} does not exist",
-                      f"mkdir {notes} (markdown notes with YAML frontmatter), or pass --notes DIR")]
-    count = sum(1 for _ in notes.rglob("*.md"))
+                      f"mkdir {notes} (markdown notes with YAML frontmatter), or give --notes your notes folder")]
+    from memory.notes import INDEX_FILE_NAMES
+
+    # the files the engine reads as notes: not hidden ones, not Claude Code's MEMORY.md (an index)
+    count = sum(1 for f in notes.rglob("*.md") if f.name not in INDEX_FILE_NAMES
+                and not any(part.startswith(".") for part in f.relative_to(notes).parts))
     out = [Check(OK if count else WARN, "notes", f"{notes.resolve()}: {count} markdown file(s)",
                  "" if count else "write a note: cockpit memory save NAME --description '…' < body.md")]
     index = default_index_path(notes, DEFAULT_MODEL)
@@ -262,6 +266,7 @@ def check_notes(notes: Path) -> list[Check]:
         conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=NET_TIMEOUT_S)
         try:
             rows = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+            skipped = conn.execute("SELECT count(*) FROM skipped").fetchone()[0]
             model = (conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone() or ["?"])[0]
         finally:
             conn.close()
@@ -270,9 +275,11 @@ def check_notes(notes: Path) -> list[Check]:
         return out
     age = time.strftime("%Y-%m-%d %H:%M", time.localtime(index.stat().st_mtime))
     detail = f"{rows} note(s), model {model}, last written {age} ({index})"
-    if rows < count:  # a note that does not parse is skipped (or one written since the last sync)
-        out.append(Check(WARN, "index", f"{count - rows} of {count} markdown file(s) not indexed: {detail}",
+    if skipped:  # a note that does not parse is skipped, with why (lint and index say it)
+        out.append(Check(WARN, "index", f"{skipped} of {count} markdown file(s) skipped: {detail}",
                          "cockpit memory lint says which and why (a broken frontmatter is skipped)"))
+    elif rows < count:  # written since the last sync
+        out.append(Check(OK, "index", f"{detail}; {count - rows} file(s) written since (the next search indexes them)"))
     else:
         out.append(Check(OK, "index", detail))
     return out

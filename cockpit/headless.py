@@ -68,6 +68,23 @@ EXIT_BUDGET = 4
 ``--max-budget-tokens``, the server's budget) and no session failed otherwise (that is 1)."""
 
 
+def _say_if_uncommitted(workspace: Path) -> None:
+    """Once at start: the checkout has changes not committed, which a session's worktree (made
+    from HEAD) does not have — said, as the session would not see them."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=workspace,
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return
+    changed = [line for line in out.splitlines() if line.strip()]
+    if changed:
+        print(f"cockpit: warning: {len(changed)} uncommitted change{'s' if len(changed) != 1 else ''} in "
+              f"{workspace} {'are' if len(changed) != 1 else 'is'} not in the sessions' worktrees (made from HEAD): "
+              "commit them first, or --no-worktree to work in the checkout", file=sys.stderr)
+
+
 def _say_if_unconfined(backend: str, sandbox: bool) -> None:
     """Once at start: the sessions' commands will run unconfined (no sandbox here, or turned off)."""
     if backend != "cockpit":
@@ -223,7 +240,8 @@ def run(args: argparse.Namespace) -> int:
     if host and getattr(args, "no_server", False):
         raise CockpitError("--host runs the sessions in that host's server: drop --no-server")
     if not host and args.workspace is not None and not args.workspace.is_dir():
-        raise CockpitError(f"workspace folder not found: {args.workspace}")
+        raise CockpitError(f"workspace {args.workspace} is not a folder" if args.workspace.exists()
+                           else f"workspace folder not found: {args.workspace}")
     specs = spawn_specs(args, collect_tasks(args))
     for name in ("max_turns", "max_tokens", "concurrency"):
         v = getattr(args, name)
@@ -265,6 +283,8 @@ def run(args: argparse.Namespace) -> int:
         return _print_report(args, report)
     _check_writable(cfg.resolved_sessions_dir())
     _say_if_unconfined(backend, cfg.sandbox if specs[0].sandbox is None else specs[0].sandbox)
+    if (cfg.worktrees if specs[0].worktree is None else specs[0].worktree):
+        _say_if_uncommitted(Path(specs[0].workspace or os.getcwd()))
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
         report = _run_remote(args, specs, cfg, pricing)
         return _print_report(args, report)

@@ -526,7 +526,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"pruned {info.session_id} ({r['state']})")
                 removed += 1
             else:
-                print(f"kept {info.session_id}: {r.get('files', '?')} files changed — merge, keep or discard it")
+                n = r.get("files", "?")
+                print(f"kept {info.session_id}: {n} file{'' if n == 1 else 's'} changed — merge, keep or discard it")
         print(f"{removed} pruned")
         return 0
     if not args.session:

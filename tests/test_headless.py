@@ -362,3 +362,18 @@ def test_ls_cuts_long_fields_with_an_ellipsis():
                     "usage": {"total": 1}, "cost_usd": 0.0})
     assert "…/fix-cart-total-apply-the-discou… " in row and "claude-sonnet-4-5-202… " in row
     assert row.endswith("once on the subtotal and…")
+
+
+def test_uncommitted_changes_the_worktree_will_not_have_are_said(tmp_path, monkeypatch, capsys):
+    """A session's worktree is made from HEAD: a checkout's uncommitted edits were silently not in
+    it (the session worked on what the user no longer sees)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.chdir(tmp_path)
+    repo = make_repo(tmp_path / "repo")
+    with StandIn() as api:
+        api.script(Reply("clean"), Reply("dirty"))
+        assert main(["run", "look", "--base-url", api.base_url, "--workspace", str(repo)]) == 0
+        assert "uncommitted change" not in capsys.readouterr().err
+        (repo / "calc.py").write_text((repo / "calc.py").read_text() + "# WIP\n")
+        assert main(["run", "look", "--base-url", api.base_url, "--workspace", str(repo)]) == 0
+    assert f"1 uncommitted change in {repo} is not in the sessions' worktrees" in capsys.readouterr().err
