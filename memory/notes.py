@@ -186,8 +186,9 @@ def lifecycle_warnings(meta: dict, status: str, successor: str) -> list[str]:
     out = []
     given = meta.get("status")
     if isinstance(given, str) and given.strip() and _status_word(given) not in STATUSES:
-        out.append(f"unknown status {given.strip()!r} (known: {', '.join(STATUSES)}): read as none, "
-                   "the note counts as current")
+        counts = (f"its superseded_by ({successor}) still retires it: it is superseded" if successor
+                  else "the note counts as current")
+        out.append(f"unknown status {given.strip()!r} (known: {', '.join(STATUSES)}): read as none, {counts}")
     prio = meta.get("priority")
     if isinstance(prio, str) and prio.strip() and _priority_value(prio) is None:
         out.append(f"unknown priority {prio.strip()!r} (high/true/yes, or low/false/no): read as "

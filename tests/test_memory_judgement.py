@@ -170,6 +170,7 @@ def test_lint_names_a_mistyped_status_or_priority_and_a_successor_never_named(tm
     note(folder, "orphan", "We used Jenkins", extra="status: superseded\n")
     note(folder, "fine", "We use GitHub Actions", extra="status: accepted\npriority: medium\n")
     note(folder, "madr", "We used Travis", extra="status: superseded by fine\n")  # MADR's wording
+    note(folder, "named", "We used Drone", extra="status: supersded\nsuperseded_by: fine\n")
     with MemoryEngine(folder, index_path=tmp_path / "i.sqlite") as eng:
         issues = eng.lint()
         warnings = eng.status().warnings
@@ -179,6 +180,8 @@ def test_lint_names_a_mistyped_status_or_priority_and_a_successor_never_named(tm
     assert not any(path in ("fine.md", "madr.md") for _kind, path in said)
     typo = next(i for i in issues if i.path == "typo.md")
     assert "unknown status 'supersded'" in typo.message and "counts as current" in typo.message
+    named = next(i for i in issues if i.path == "named.md")  # its successor still retires it: said so
+    assert "its superseded_by (fine) still retires it: it is superseded" in named.message, named.message
     assert any(w.startswith("loud.md: unknown priority 'urgent'") for w in warnings)  # the header counts them
     assert madr[3:] == ("superseded", "fine")
 
