@@ -387,7 +387,13 @@ def cmd_save(args) -> int:
     body = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     from cockpit.notes_location import resolve_notes
 
-    engine = _engine(args, must_exist=False, remote=resolve_notes(args.notes, Path.cwd()).is_dir())
+    folder = resolve_notes(args.notes, Path.cwd())
+    if not folder.is_dir() and args.notes != "notes":  # a mistyped --notes is no place for the team's note
+        raise CockpitError(f"notes folder {folder} does not exist (check the path given to --notes; "
+                           f"mkdir {folder} to start one there)")
+    if not folder.is_dir():
+        print(f"cockpit: starting the notes folder {folder}", file=sys.stderr)
+    engine = _engine(args, must_exist=False, remote=folder.is_dir())
     try:
         path = engine.save(args.name, args.description, body, priority=args.priority)
     except (NoteExistsError, ValueError) as exc:

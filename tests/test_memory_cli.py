@@ -117,6 +117,19 @@ def test_save_reads_body_from_stdin_and_refuses_duplicates(notes, capsys, monkey
     assert len(err.strip().splitlines()) == 1 and (notes / "cache-ttl.md").read_bytes() == before
 
 
+def test_save_refuses_a_notes_folder_given_that_does_not_exist(tmp_path, capsys, monkeypatch):
+    """A mistyped --notes made a stray folder for the team's note (every other command refuses
+    the same path); with no --notes the first note still starts ./notes."""
+    typo = tmp_path / "noets"
+    code, _out, err = run(["save", "--name", "n", "--description", "d", "--notes", str(typo)], capsys, stdin="b",
+                          monkeypatch=monkeypatch)
+    assert code == 2 and f"notes folder {typo} does not exist (check the path given to --notes" in err
+    assert not typo.exists()
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["save", "--name", "n", "--description", "d"], capsys, stdin="b", monkeypatch=monkeypatch)
+    assert code == 0 and (tmp_path / "notes" / "n.md").is_file() and "starting the notes folder" in err
+
+
 def test_lint_json(notes, capsys):
     (notes / "undescribed.md").write_text("no frontmatter at all\n")
     before = snapshot(notes)
