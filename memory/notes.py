@@ -256,7 +256,10 @@ def parse_bytes(raw: bytes, rel: str, mtime_ns: int = 0, size: int | None = None
     handler = _Handler()
     meta: dict = {}
     body = text.strip()
-    if handler.detect(text.lstrip("\ufeff \t\n")):
+    if not body.lstrip("\ufeff"):
+        raise NoteError("empty file")
+    opened = text.lstrip("\ufeff \t\n")
+    if handler.detect(opened):
         try:
             meta, body = frontmatter.parse(text, handler=handler)
         except NoteError:
@@ -276,14 +279,23 @@ def parse_bytes(raw: bytes, rel: str, mtime_ns: int = 0, size: int | None = None
         except (ValueError, OverflowError, TypeError) as exc:  # a value SafeLoader cannot build:
             # `created: 2025-02-30` (day out of range), an integer of over 4300 digits …
             raise NoteError(f"invalid YAML value in the frontmatter: {exc}") from None
+        if not hasattr(handler, "loaded") and opened.split("\n", 1)[0].rstrip() == "---":
+            # begun with --- and never closed: no YAML was read (it was indexed as a note named
+            # after its file, described "---")
+            raise NoteError("frontmatter not closed: the first line is --- and no later line is")
         loaded = getattr(handler, "loaded", None)
         if loaded is not None and not isinstance(loaded, dict):
             warnings.append("frontmatter is not a mapping; ignored")
             meta = {}
     stem = Path(rel).stem
+
+    def cased(key: str) -> str:  # `Name:` is not `name:`: say so, not only that there is none
+        other = next((k for k in meta if isinstance(k, str) and k != key and k.lower() == key), None)
+        return f" ({other!r} is not read: frontmatter keys are lower-case)" if other else ""
+
     name = _as_text("name", meta.get("name"), warnings) or stem
     if meta and not meta.get("name"):  # (no frontmatter at all is said below, once)
-        warnings.append(f"no name; using the file name {stem!r}")
+        warnings.append(f"no name{cased('name')}; using the file name {stem!r}")
     description = _as_text("description", meta.get("description"), warnings)
     has_description = bool(description)
     if not description:
@@ -291,7 +303,7 @@ def parse_bytes(raw: bytes, rel: str, mtime_ns: int = 0, size: int | None = None
         if not meta:
             warnings.append("no frontmatter; name from file name, description from first line")
         else:
-            warnings.append("no description; using the first line of the body")
+            warnings.append(f"no description{cased('description')}; using the first line of the body")
     ntype = _as_text("type", meta.get("type"), warnings) or None
     status, successor = lifecycle(meta, body)
     warnings += lifecycle_warnings(meta, status, successor)

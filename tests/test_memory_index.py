@@ -371,3 +371,23 @@ def test_not_ready_while_the_first_sync_is_running(tmp_path):
     worker.join(10)
     assert eng.ready
     assert [h.name for h in eng.search("make ship-v2", top_k=1)] == ["deploy-command"]
+
+
+def test_an_empty_file_and_an_unclosed_frontmatter_are_skipped_and_a_cased_key_is_named(tmp_path):
+    """An empty file and a frontmatter never closed were indexed as notes (a session's block then
+    read `- [empty]` and `- [unclosed] ---`); `Name:` was only "no name"."""
+    from memory import MemoryEngine
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    note(notes, "good-one", "The cache TTL is 300 seconds.")
+    (notes / "empty.md").write_bytes(b"")
+    (notes / "unclosed.md").write_text("---\nname: unclosed\ndescription: never closed\nbody\n")
+    (notes / "cased.md").write_text("---\nName: Weird-Case\nDescription: Only retry idempotent methods.\n---\nBody.\n")
+    e = MemoryEngine(notes, index_path=tmp_path / "i.sqlite", model=HashEmbedder())
+    rep = e.sync()
+    skipped = dict(rep.skipped)
+    assert skipped["empty.md"] == "empty file"
+    assert skipped["unclosed.md"].startswith("frontmatter not closed")
+    assert {r[0] for r in e.store.query("SELECT name FROM notes")} == {"good-one", "cased"}
+    assert any("'Name' is not read: frontmatter keys are lower-case" in w for w in e.status().warnings)
