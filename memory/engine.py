@@ -106,6 +106,7 @@ class MemoryEngine:
         self._watching: FileLock | None = None  # held while watch() keeps the index in step
         self._model_checked = -1  # index generation whose model was checked against ours
         self._sync_started = False  # a sync has begun in this process
+        self.first_report: SyncReport | None = None  # the first whole-folder sync's, in this process
         self._first_sync = threading.Event()  # … and one has ended (ok or not)
         self.watch_status: str | None = None  # set by watch(): one line for a header
         self.watch_state: str | None = None  # … and its state: "watching", "missing", "recovered"
@@ -204,6 +205,8 @@ class MemoryEngine:
             self._first_sync.set()
         report.seconds = time.perf_counter() - t0
         self._last_sync = time.time()
+        if self.first_report is None and rels is None:
+            self.first_report = report
         return report
 
     def _rel_paths(self, paths) -> list[str] | None:

@@ -1096,3 +1096,37 @@ def test_a_new_server_prepares_for_the_first_session_without_being_asked(server_
     out = subprocess.run([sys.executable, "-m", "cockpit", "server", "status"], capture_output=True, text=True,
                          timeout=60).stdout
     assert "embedding model ready, session modules loaded" in out
+
+
+async def test_the_first_memory_index_through_the_server_says_what_it_indexed(tmp_path, monkeypatch):
+    """The server's watcher syncs a folder as it opens it: when that sync came first, the
+    `memory index` that opened the folder reported "up to date — 2 unchanged, none added" for a
+    folder never indexed (seen on a loaded box). It reports what the opening sync did."""
+    from cockpit.runtime import RuntimeConfig
+    from cockpit.server import daemon
+    from cockpit.server.client import AsyncClient
+    from cockpit.server.engines import EngineRegistry
+
+    notes = tmp_path / "fresh-notes"
+    notes.mkdir()
+    for name in ("alpha", "beta"):
+        (notes / f"{name}.md").write_text(f"---\nname: {name}\ndescription: The {name} note.\n---\nbody\n")
+    real_get = EngineRegistry.get
+
+    def watcher_first(self, notes_dir, index=None):  # the order the loaded box had
+        engine = real_get(self, notes_dir, index)
+        assert engine._first_sync.wait(120)
+        return engine
+
+    monkeypatch.setattr(EngineRegistry, "get", watcher_first)
+    srv = daemon.Server(RuntimeConfig(api_key="test-key"))
+    await srv.start()
+    try:
+        c = await AsyncClient.connect(srv.socket_path)
+        first = await c.call("memory.index", notes=str(notes))
+        assert (first["added"], first["unchanged"]) == (2, 0), first
+        again = await c.call("memory.index", notes=str(notes))  # the next one: nothing new
+        assert (again["added"], again["unchanged"]) == (0, 2), again
+        await c.close()
+    finally:
+        await srv.shutdown()

@@ -876,8 +876,14 @@ class Server:
 
     @method("memory.index", result="the sync report")
     async def h_mem_index(self, req: Request, notes: AbsPath | None = None, index: AbsPath | None = None) -> dict:
+        opened = notes is not None and self.engines.existing(notes, index) is None
         engine = await asyncio.to_thread(self._need_engine, notes, index)
         report = await asyncio.to_thread(engine.sync)
+        first = getattr(engine, "first_report", None)
+        if opened and first is not None and first is not report and not report.changed:
+            # the engine this request opened was synced by its watcher first: that sync is what
+            # the request did (the second found nothing, and said "up to date")
+            return first.to_dict()
         return report.to_dict()
 
     @method("memory.status", result="the engine's status, `index_path`, `notes_dir`, `ready`")
