@@ -20,7 +20,8 @@ Checks:
   as the default (current; not a priority note).
 * ``supersede-cycle`` — notes that supersede each other in a circle (no current decision).
 * ``priority-over-budget`` — more ``priority: high`` notes than the block's priority budget
-  holds: the ones past it are not given (the preseed names them).
+  holds: a task is given those most likely to matter to it, the rest not (which ones depends on
+  the task; its preseed names them).
 """
 
 from __future__ import annotations
@@ -228,7 +229,8 @@ def lifecycle_issues(store, priority_budget_tokens: int, line_cost) -> list[Lint
     if over:
         issues.append(LintIssue("priority-over-budget", over[0][1],
                                 f"{len(prio)} priority notes; {len(over)} do not fit the "
-                                f"{priority_budget_tokens}-token priority budget and are not given "
-                                f"({', '.join(n for n, _ in over[:5])}{'…' if len(over) > 5 else ''}): "
-                                "keep priority: high for the few rules every task needs"))
+                                f"{priority_budget_tokens}-token priority budget: each task is given the "
+                                f"{len(prio) - len(over)} most likely to matter to it and the rest are left out "
+                                "(which ones depends on the task: its preseed names them): keep priority: high "
+                                "for the few rules every task needs"))
     return issues
