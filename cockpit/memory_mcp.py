@@ -52,10 +52,12 @@ def build_server(engine: Any, where: str = "") -> Any:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
+    from cockpit import __version__
     from cockpit.server.client import ServerError
 
     mcp = MCPServer(
         name="cockpit-memory",
+        version=__version__,
         log_level="WARNING",
         instructions=("The project's notes: short facts the team decided (commands, ports, conventions). "
                       "Search them before re-deciding something; save one durable fact per note."),

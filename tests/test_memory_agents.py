@@ -33,7 +33,10 @@ async def _mcp_session(notes: Path, env: dict, calls):
                                    env=env)
     async with stdio_client(params) as (r, w):
         async with ClientSession(r, w) as session:
-            await session.initialize()
+            init = await session.initialize()
+            from cockpit import __version__
+
+            assert init.server_info.name == "cockpit-memory" and init.server_info.version == __version__
             return await calls(session)
 
 
