@@ -393,13 +393,24 @@ def _ask(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _settings_text(settings: dict) -> str:
-    """``settings`` as Claude Code's settings.json text (2-space indent, UTF-8). A lone surrogate
-    (what a ``\\ud800`` escape in the file reads as) is written back as that escape: it has no
-    UTF-8 form."""
+def _indent_of(text: str) -> int | str:
+    """The indent a JSON file is written with (its first indented key's: spaces or a tab), 2 when
+    it has none — so an entry added to a project's committed settings file changes only its lines."""
     import re
 
-    text = json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+    m = re.search(r'^([ \t]+)"', text, re.MULTILINE)
+    if m is None:
+        return 2
+    return "\t" if m.group(1).startswith("\t") else len(m.group(1))
+
+
+def _settings_text(settings: dict, like: str = "") -> str:
+    """``settings`` as Claude Code's settings.json text (the indent of ``like``, the file as it
+    was, else 2 spaces; UTF-8). A lone surrogate (what a ``\\ud800`` escape in the file reads as)
+    is written back as that escape: it has no UTF-8 form."""
+    import re
+
+    text = json.dumps(settings, indent=_indent_of(like), ensure_ascii=False) + "\n"
     return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
@@ -435,7 +446,7 @@ def install(args: Any) -> int:
     saved: Any = None
     if args.install:
         new = with_hook(json.loads(json.dumps(settings)), hook_command(args.notes, cwd, portable=not args.user), agent)
-        new_text = _settings_text(new)
+        new_text = _settings_text(new, old_bytes.decode("utf-8", "replace") if old_bytes else "")
     else:
         try:
             saved = json.loads(backup.read_text(encoding="utf-8")) if backup.exists() else None
@@ -450,7 +461,8 @@ def install(args: Any) -> int:
                 print(f"{path}: no Cockpit hook in it: nothing to change" if old_bytes is not None
                       else f"{path}: no such file: nothing to change")
                 return 0
-            new_text = _settings_text(without_hook(json.loads(json.dumps(settings))))
+            new_text = _settings_text(without_hook(json.loads(json.dumps(settings))),
+                                      old_bytes.decode("utf-8", "replace") if old_bytes else "")
     old_text = old_bytes.decode("utf-8", "replace") if old_bytes is not None else ""
     if (new_text or "") == old_text and (new_text is not None or old_bytes is None):
         print(f"{path}: nothing to change")

@@ -255,6 +255,19 @@ def test_hook_install_uninstall_round_trip_is_byte_identical(tmp_path, monkeypat
         assert settings.read_bytes() == before
 
 
+def test_hook_install_keeps_the_files_indent(tmp_path, monkeypatch, capsys):
+    """A committed 4-space settings file was rewritten with 2 spaces: every line of it changed in
+    the team's diff, not only the hook's."""
+    monkeypatch.chdir(tmp_path)
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{\n    "model": "opus",\n    "permissions": {\n        "allow": []\n    }\n}\n')
+    assert main(["memory", "hook", "--install", "--project", "--notes", "notes", "--yes"]) == 0
+    text = settings.read_text()
+    assert text.startswith('{\n    "model": "opus",\n    "permissions": {\n        "allow": []\n    },\n')
+    assert '\n    "hooks": {\n        "UserPromptSubmit": [' in text
+
+
 def test_uninstall_keeps_a_claude_folder_that_was_there_before(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".claude").mkdir()
