@@ -560,6 +560,26 @@ def test_protected_revert_removes_through_descriptors_only(tmp_path):
     assert (victim / ".vscode" / "g").exists() and (victim / ".vscode" / "sub" / "f").exists()
 
 
+def test_a_protected_file_put_back_takes_the_folders_it_was_made_in(tmp_path):
+    """`.github/ci.yml` a command made was deleted, and an empty `.github/` stayed in the worktree
+    (and in the diff's untracked folders); a folder the base has, or one with anything else in
+    it, stays."""
+    from cockpit.runtime.protected import revert
+
+    tree = make_repo(tmp_path / "r", {"a.txt": "a\n", ".github/keep.yml": "k\n"})
+    (tree / ".github" / "workflows").mkdir()
+    (tree / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
+    (tree / ".gitlab" / "ci").mkdir(parents=True)
+    (tree / ".gitlab" / "ci" / "x.yml").write_text("x\n")
+    (tree / ".gitlab" / "mine.txt").write_text("the user's\n")
+    (tree / ".vscode").mkdir()
+    (tree / ".vscode" / "settings.json").write_text("{}\n")
+    assert revert(tree, [".github/workflows/ci.yml", ".gitlab/ci/x.yml", ".vscode/settings.json"]) == {}
+    assert not (tree / ".github" / "workflows").exists() and (tree / ".github" / "keep.yml").exists()
+    assert not (tree / ".gitlab" / "ci").exists() and (tree / ".gitlab" / "mine.txt").exists()
+    assert not (tree / ".vscode").exists()
+
+
 @pytest.mark.parametrize("sandbox", [True, False])
 async def test_protected_change_committed_inside_is_caught_and_put_back_to_the_base(api, repo, tmp_path, sandbox):
     if sandbox and AVAIL.backend is None:

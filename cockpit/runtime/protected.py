@@ -340,6 +340,35 @@ def changed_paths(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return sorted(p for p in set(before) | set(after) if before.get(p, DELETED) != after.get(p, DELETED))
 
 
+def _remove_emptied_folders(tree: Path | str, rel: str, in_base: set[str]) -> None:
+    """After ``rel`` was deleted: its folders the base does not have, now empty (``.github/`` of
+    a ``.github/ci.yml`` the command made), deleted too, innermost first — through folder
+    descriptors (a symlink on the way is not followed); a folder with anything in it stays."""
+    from cockpit.runtime.workspace import PathRefused, open_dir
+
+    kept = {d for path in in_base for d in _parents(path)}
+    for folder in _parents(rel):
+        if folder in kept:
+            return
+        parent, _, name = folder.rpartition("/")
+        try:
+            fd = open_dir(Path(tree), parent)
+        except (PathRefused, OSError):
+            return
+        try:
+            os.rmdir(name, dir_fd=fd)
+        except OSError:  # not empty (or not a folder): it stays, and so do those around it
+            return
+        finally:
+            os.close(fd)
+
+
+def _parents(rel: str) -> list[str]:
+    """``a/b/c`` → ``["a/b", "a"]``: the folders holding a path, innermost first."""
+    parts = rel.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(len(parts), 0, -1)]
+
+
 def _remove(tree: Path | str, rel: str) -> str:
     """Delete ``rel`` (a file, a symlink or a folder) inside ``tree`` through folder descriptors,
     never following a symlink on the way: ``""`` when done (or already gone), else why not."""
@@ -411,6 +440,7 @@ def revert(tree: Path | str, paths: Iterable[str], base: str | None = None, plai
         if why:
             skipped[rel] = why
             continue
+        _remove_emptied_folders(tree, rel, in_base)
         try:  # staged too (a blob written straight into the index): out of the index as well
             _git(tree, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
         except ProtectedCheckError as exc:
