@@ -140,6 +140,12 @@ def test_a_restored_sessions_conflict_is_sent_back_with_the_reviewing_clients_se
     assert "resolving two.txt" in capsys.readouterr().out
     wait_for(lambda: len(api.message_requests) == 3, "the resumed session's request")
     assert "conflicts in these files:\n- two.txt" in last_user_text(api, 2)
+    with BlockingClient() as c:  # discarded by its first id: the resumed session's row says so too
+        resumed = next(r["id"] for r in c.call("list")["sessions"] if r["id"] != row["id"])
+        c.call("wait", ids=[resumed], until="idle")
+        assert reviewed(c.call("review", id=row["id"], action="discard")).ok
+        after = c.call("get", id=resumed)
+        assert after["status"] == "done" and after["reviewed"]["action"] == "discard", after["reviewed"]
 
 
 def _two_sessions_with_changes(api, repo: Path) -> tuple[dict, dict]:
@@ -252,8 +258,9 @@ def test_a_session_resumed_in_an_interrupted_ones_worktree_keeps_it_and_answers_
     assert "note.txt" in out and f"session {new['id']} works in session {old['id']}'s worktree" in err
     assert cli_main(["worktrees", "discard", old["id"], "--yes"]) == 0  # through the server: it ends the session
     assert "discarded" in capsys.readouterr().out and not tree.exists()
-    with BlockingClient() as c:
-        assert c.call("get", id=new["id"])["status"] == "done"
+    with BlockingClient() as c:  # its row says its change went too (it still showed the branch)
+        row = c.call("get", id=new["id"])
+        assert row["status"] == "done" and (row["reviewed"]["action"], row["reviewed"]["ok"]) == ("discard", True)
 
 
 async def test_a_new_server_answers_while_it_reads_what_the_last_one_left(monkeypatch, tmp_path):

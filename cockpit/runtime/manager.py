@@ -678,6 +678,8 @@ class SessionManager:
                     x.post(None)
                     if x._task is not None:
                         await asyncio.wait([x._task])
+            for x in sharing:  # its change went with this one: its row says so (it showed the branch still)
+                self._reviewed(x, action, ok, f"{text} (the worktree of session {s.id}, which it worked in)")
         return self._reviewed(s, action, ok, text)
 
     async def _quiesced(self, s: SessionBase, info: wt.WorktreeInfo) -> list[SessionBase]:
