@@ -26,7 +26,7 @@ from . import lint as _lint
 from . import preseed as _preseed
 from .embedder import Embedder, get_embedder
 from .judge import features, load_judge
-from .notes import INDEX_FILE_NAMES, MAX_FRONTMATTER_CHARS, MAX_NOTE_BYTES, scan_paths, walk
+from .notes import INDEX_FILE_NAMES, MAX_FRONTMATTER_CHARS, MAX_NOTE_BYTES, PARSER_VERSION, scan_paths, walk
 from .paths import default_index_path
 from .search import CANDIDATES, KeywordStats, VectorMirror, bm25_notes, fuse, one_blas_thread
 from .selector import SHORTLIST, Selector, SelectorCandidate, SelectorResult
@@ -257,7 +257,9 @@ class MemoryEngine:
             else:
                 rows = store.rows_all()
                 self._rows_cache = (gen_before, rows)
-        plan = plan_sync(root, entries, scan_skipped, rows, store.skips(), store.note_text, scope)
+        # an index an older parser made is read again whole, once (what a file gives changed)
+        reread = not targeted and stored_model is not None and store.get_meta("parser") != PARSER_VERSION
+        plan = plan_sync(root, entries, scan_skipped, rows, store.skips(), store.note_text, scope, reread)
         rep.unchanged = plan.unchanged
         rep.warnings = plan.warnings
         rep.skipped = sorted((p, s.reason) for p, s in plan.skipped.items())
@@ -270,7 +272,8 @@ class MemoryEngine:
             store.check_model(emb.model_id, emb.dim)
             dim = emb.dim
         first = SyncWrite(delete=plan.gone, renames=plan.renames, touched=plan.touched,
-                          skipped=plan.skipped if plan.skips_changed or stored_model is None else None)
+                          skipped=plan.skipped if plan.skips_changed or stored_model is None else None,
+                          parser=None if targeted else PARSER_VERSION)
         texts_total = sum(len(note_texts(n.name, n.description, n.body)[0]) for n in plan.to_embed)
         done = 0
         batches = [plan.to_embed[i: i + SYNC_BATCH_NOTES]

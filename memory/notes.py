@@ -60,6 +60,12 @@ class Note:
     superseded_by: str = ""   # the successor's note name (frontmatter), or the body's reference to it
 
 
+# what a file gives (a note, its warnings and lifecycle, or a skip): an index made by another
+# version of these rules is read again whole once (memory.sync.plan_sync's ``reread``). Raise it
+# with any change to what parse_bytes makes of a file. 2: empty files and unclosed frontmatter
+# skipped, cased keys named, a mistyped status with a successor said as superseded.
+PARSER_VERSION = "2"
+
 STATUSES = ("accepted", "proposed", "superseded", "deprecated", "rejected")
 # an ADR body's status section: "## Status" then its first line ("Superseded by ADR-0012", "Accepted")
 _STATUS_SECTION = re.compile(r"^#{1,6}\s*status\s*:?\s*\n+\s*(?:[-*]\s*)?(.+)$", re.IGNORECASE | re.MULTILINE)

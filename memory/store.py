@@ -255,8 +255,12 @@ class Store:
                               (n.rel, n.mtime_ns, n.size, nid))
                     out.rows.append(IndexRow(nid, n.rel, n.mtime_ns, n.size, n.hash, 1))
                 out.gone_paths.append(old)
-            c.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?",
-                          [(n.mtime_ns, n.size, n.rel) for n in w.touched])
+            c.executemany("UPDATE notes SET mtime_ns = ?, size = ?, priority = ?, type = ?, has_description = ?, "
+                          "warnings = ?, status = ?, superseded_by = ? WHERE path = ?",
+                          [(n.mtime_ns, n.size, int(n.priority), n.type, int(n.has_description),
+                            json.dumps(n.warnings), n.status, n.superseded_by, n.rel) for n in w.touched])
+            if w.parser is not None:
+                self.set_meta("parser", w.parser)
             for n in w.touched:
                 row = c.execute(f"{_ROW_COLS} WHERE path = ?", (n.rel,)).fetchone()
                 if row:

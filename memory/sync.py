@@ -65,11 +65,13 @@ class SyncPlan:
     skips_changed: bool = False
     unchanged: int = 0
     warnings: list[str] = field(default_factory=list)
+    reread: bool = False  # every file was read again (the index was made by an older parser)
 
     @property
     def writes(self) -> bool:
         """True when the index must change."""
-        return bool(self.gone or self.renames or self.touched or self.to_embed or self.skips_changed)
+        return bool(self.gone or self.renames or self.touched or self.to_embed or self.skips_changed
+                    or self.reread)
 
 
 @dataclass
@@ -79,13 +81,15 @@ class SyncWrite:
     ``delete``: rows to delete. ``renames``/``touched``: as in :class:`SyncPlan`. ``insert``:
     ``(note, kinds, vectors)`` — a new or edited note (a row at its path is replaced) with its
     embedded texts' kinds and float32 vectors ``(len(kinds), dim)``. ``skipped``: the new skip
-    list, or None to leave it."""
+    list, or None to leave it. ``parser``: the parser version the index now matches (a full
+    sync's first batch), or None."""
 
     delete: list[IndexRow] = field(default_factory=list)
     renames: list[Rename] = field(default_factory=list)
     touched: list[Note] = field(default_factory=list)
     insert: list[tuple[Note, list[str], np.ndarray]] = field(default_factory=list)
     skipped: dict[str, Skip] | None = None
+    parser: str | None = None
 
 
 @dataclass
@@ -106,16 +110,19 @@ class Applied:
 
 def plan_sync(root: str, entries, scan_skipped: list[tuple[str, str]], rows: dict[str, IndexRow],
               old_skips: dict[str, Skip], stored_text: Callable[[int], tuple[str, str, str]],
-              scope: tuple[set[str], tuple[str, ...]] | None = None) -> SyncPlan:
+              scope: tuple[set[str], tuple[str, ...]] | None = None, reread: bool = False) -> SyncPlan:
     """Compare scanned files with index rows.
 
     ``entries``: ``(rel, mtime_ns, size)`` of the candidate note files found; ``scan_skipped``:
     ``(rel, reason)`` the scan could not use; ``rows``: index rows in scope by path;
     ``old_skips``: the stored skip list; ``stored_text(note_id)`` → ``(name, description, body)``
     of an index row (rename check). ``scope``: ``(exact, prefixes)`` for a targeted sync — skips
-    outside it are kept as they were; None for a full sync.
+    outside it are kept as they were; None for a full sync. ``reread``: read every file again,
+    stamps or not (the index was made by an older parser: a file it took as a note may now be
+    skipped, a note's warnings or lifecycle read differently); a note whose content is the same
+    is re-stamped with its new reading, embedded again only when its texts changed.
     """
-    plan = SyncPlan(rows=rows)
+    plan = SyncPlan(rows=rows, reread=reread)
     skipped = {rel: Skip(None, None, reason) for rel, reason in scan_skipped}
     to_read: list[tuple[str, int, int]] = []
     seen: set[str] = set()
@@ -125,11 +132,11 @@ def plan_sync(root: str, entries, scan_skipped: list[tuple[str, str]], rows: dic
         rel = e[0]
         seen_add(rel)
         r = rows_get(rel)
-        if r is not None and r[2] == e[1] and r[3] == e[2] and r[5]:
+        if r is not None and r[2] == e[1] and r[3] == e[2] and r[5] and not reread:
             unchanged += 1
             continue
         s = skips_get(rel)
-        if s is not None and s[0] == e[1] and s[1] == e[2]:
+        if s is not None and s[0] == e[1] and s[1] == e[2] and not reread:
             skipped[rel] = Skip(e[1], e[2], s[2])
             continue
         to_read.append(e)
@@ -146,7 +153,8 @@ def plan_sync(root: str, entries, scan_skipped: list[tuple[str, str]], rows: dic
             continue
         plan.warnings.extend(f"{note.rel}: {w}" for w in note.warnings)
         r = rows.get(rel)
-        if r is not None and r.hash == note.hash and r.embedded:
+        if r is not None and r.hash == note.hash and r.embedded and (
+                not reread or stored_text(r.id) == (note.name, note.description, note.body)):
             plan.touched.append(note)
             unchanged += 1
         else:

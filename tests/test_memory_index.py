@@ -391,3 +391,45 @@ def test_an_empty_file_and_an_unclosed_frontmatter_are_skipped_and_a_cased_key_i
     assert skipped["unclosed.md"].startswith("frontmatter not closed")
     assert {r[0] for r in e.store.query("SELECT name FROM notes")} == {"good-one", "cased"}
     assert any("'Name' is not read: frontmatter keys are lower-case" in w for w in e.status().warnings)
+
+
+def test_an_index_an_older_parser_made_is_read_again_once(tmp_path, monkeypatch):
+    """An index built before a parser change kept what the old rules made of a file: an empty
+    file stayed a note (`- [empty]` in every block) until it was edited or the index rebuilt.
+    The next full sync reads every file again, once, and embeds nothing whose texts are the same."""
+    from memory import MemoryEngine, engine, sync
+    from memory.notes import Note
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    note(notes, "good-one", "The cache TTL is 300 seconds.")
+    note(notes, "typo", "We used Drone", extra="status: supersded\nsuperseded_by: good-one\n")
+    (notes / "empty.md").write_bytes(b"")
+    real = sync.read_note
+
+    def old_rules(entry):  # what the parser before version 2 made of an empty file: a note
+        if entry.rel == "empty.md":
+            return Note("empty.md", "empty", "", "", False, None, False, "e3b0", entry.mtime_ns, entry.size)
+        return real(entry)
+
+    monkeypatch.setattr(sync, "read_note", old_rules)
+    monkeypatch.setattr(engine, "PARSER_VERSION", "1")
+    index = tmp_path / "i.sqlite"
+
+    def names(e):
+        return {r[0] for r in e.store.query("SELECT name FROM notes")}
+
+    with MemoryEngine(notes, index_path=index, model=HashEmbedder()) as old:
+        old.sync()
+        old.store.conn.execute("UPDATE notes SET warnings = '[]' WHERE name = 'typo'")  # (the old wording)
+        old.store.conn.commit()
+        assert "empty" in names(old)
+    monkeypatch.undo()
+    with MemoryEngine(notes, index_path=index, model=HashEmbedder()) as new:
+        rep = new.sync()
+        assert names(new) == {"good-one", "typo"} and dict(rep.skipped)["empty.md"] == "empty file"
+        assert rep.embedded == 0  # the notes whose texts are the same keep their vectors
+        assert any("typo.md: unknown status 'supersded'" in w and "still retires it" in w
+                   for w in new.status().warnings)
+        again = new.sync()  # once: the next sync reads nothing
+        assert not again.changed and again.unchanged == 2
