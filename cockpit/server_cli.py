@@ -371,11 +371,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
             raise CockpitError(f"session {sid} has no transcript to resume from")
         new = _call("resume", host=host, path=row["transcript"], config=config)
     else:
-        raise CockpitError(f"session {sid} is {status}: it has not ended, nothing to resume "
-                           f"(cockpit send{hint(host)} {sid} \"…\" when it waits for you)", code=1)
+        raise CockpitError(f"session {sid} is {status}: it has not ended, nothing to resume (one of the app "
+                           f"takes a follow-up: cockpit send{hint(host)} {sid} \"…\" when it waits for you; one of "
+                           f"cockpit run ends at its last answer)", code=1)
     nid = one_line(new["id"])
     print(f"{sid} resumed as {nid} ({one_line(new.get('status', ''))}): cockpit attach{hint(host)} {nid} follows it; "
           f"cockpit send{hint(host)} {nid} \"…\" when it waits for you")
+    before, now = ((x.get("worktree") or {}).get("path") for x in (row, new))
+    if before and now and before != now:  # its own was merged, kept or discarded
+        print(f"  its worktree is gone (merged, kept or discarded): it goes on in a new one from HEAD, {now}; "
+              f"what it changed before is not there")
     return 0
 
 

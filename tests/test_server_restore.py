@@ -305,13 +305,18 @@ async def test_a_new_server_answers_while_it_reads_what_the_last_one_left(monkey
 
 def test_cockpit_resume_takes_an_ended_session_and_refuses_a_live_one(api, server_env, tmp_path, capsys,
                                                                       monkeypatch):
+    """`cockpit resume ID` (the command line had no way to go on with an ended session); the
+    resumed session keeps the spend cap it was spawned with (it had none), and a second resume
+    while the first works in the worktree is refused (two sessions, two copies of the
+    conversation, one tree)."""
     repo = make_repo(tmp_path / "repo")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
-    api.script(Reply("First answer."), Reply("Back again."))
+    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "one.txt", "file_text": "one\n"})]),
+               Reply("First answer."), Reply("Back again."))
     start_server()
     with BlockingClient() as c:
-        row = c.call("spawn", task="look", workspace=str(repo), interactive=True,
-                     config={"api_key": "test-key", "base_url": api.base_url})
+        row = c.call("spawn", task="look", workspace=str(repo), interactive=True, max_budget_usd=5.0,
+                     permission_mode="bypassPermissions", config={"api_key": "test-key", "base_url": api.base_url})
         c.call("wait", ids=[row["id"]], until="idle")
     capsys.readouterr()
     assert cli_main(["resume", row["id"]]) == 1
@@ -320,11 +325,37 @@ def test_cockpit_resume_takes_an_ended_session_and_refuses_a_live_one(api, serve
     capsys.readouterr()
     assert cli_main(["resume", row["id"]]) == 0
     new = capsys.readouterr().out.split(" resumed as ", 1)[1].split()[0]
-    with BlockingClient() as c:  # its conversation back, waiting for a follow-up
+    with BlockingClient() as c:  # its conversation back, waiting for a follow-up, in its worktree, with its cap
         assert c.call("wait", ids=[new], until="idle")["sessions"][0]["status"] == "waiting for you"
+        got = c.call("get", id=new)
+        assert got["worktree"]["path"] == row["worktree"]["path"] and got["budget"]["usd"] == 5.0
+    assert cli_main(["resume", row["id"]]) == 1  # again, while that one works in the tree
+    assert f"session {new} already works in this session's worktree" in capsys.readouterr().err
     assert cli_main(["send", new, "go on"]) == 0 and f"{new}: sent" in capsys.readouterr().out
     with BlockingClient() as c:
         c.call("wait", ids=[new], until="idle")
         assert c.call("get", id=new)["answer"] == "Back again."
-        assert [m["role"] for m in api.message_requests[-1]["messages"]] == ["user", "assistant", "user"]
+        assert [m["role"] for m in api.message_requests[-1]["messages"]][-1] == "user"
+        c.call("kill", id=new)
+
+
+def test_cockpit_resume_of_a_discarded_session_says_it_starts_from_head(api, server_env, tmp_path, capsys,
+                                                                          monkeypatch):
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+    api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "one.txt", "file_text": "one\n"})]),
+               Reply("Added one."))
+    start_server()
+    with BlockingClient() as c:
+        row = c.call("spawn", task="add one", workspace=str(repo), interactive=True,
+                     permission_mode="bypassPermissions", config={"api_key": "test-key", "base_url": api.base_url})
+        c.call("wait", ids=[row["id"]], until="idle")
+        assert reviewed(c.call("review", id=row["id"], action="discard")).ok
+    capsys.readouterr()
+    assert cli_main(["resume", row["id"]]) == 0
+    out = capsys.readouterr().out
+    assert "its worktree is gone (merged, kept or discarded): it goes on in a new one from HEAD" in out, out
+    new = out.split(" resumed as ", 1)[1].split()[0]
+    with BlockingClient() as c:
+        assert not (Path(c.call("get", id=new)["worktree"]["path"]) / "one.txt").exists()
         c.call("kill", id=new)

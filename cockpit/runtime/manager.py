@@ -27,6 +27,7 @@ registers at once (no event published after the call is missed) and ends when th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -464,9 +465,17 @@ class SessionManager:
         cwd = Path(h.cwd or ws)
         old = h.worktree
         if old and Path(old.path).is_dir():
+            busy = next((x for x in self._sessions.values() if not x.status.is_final and x.worktree is not None
+                         and x.worktree.path == old.path), None)
+            if busy is not None:  # two live sessions, each with its own copy of the conversation, in one tree
+                raise ValueError(f"session {busy.id} already works in this session's worktree ({busy.status.value}; "
+                                 f"resumed from it or sent back): follow it (cockpit attach {busy.id}) or end it first")
             info = wt.load_meta(Path(old.path).with_suffix(".json"))
         sid = self._new_id()
         cfg = await _with_key(config or self.config)
+        if cfg.max_budget_usd is None and cfg.max_budget_tokens is None and (h.budget_usd or h.budget_tokens):
+            # the cap it ended with (a spawn's own, or raised since) goes on with it, not none
+            cfg = dataclasses.replace(cfg, max_budget_usd=h.budget_usd, max_budget_tokens=h.budget_tokens)
         transcript = new_transcript_path(cfg.resolved_sessions_dir(), sid)
         placement = "worktree" if info else (h.placement or "in place")
         if info is None and old:
@@ -736,7 +745,14 @@ class SessionManager:
                 text_for_session = (ship.conflict_followup(info, conflicts) if conflicts
                                     else ship.unresolved_followup(info, stuck))
                 target = s
-                if s.status.is_final:
+                working = next((x for x in self._sessions.values() if x is not s and not x.status.is_final
+                                and x.worktree is not None and x.worktree.path == info.path), None)
+                if s.status.is_final and working is not None:  # sent back before: the one resumed then
+                    if working.status.value != "waiting for you":
+                        raise ValueError(f"session {working.id} works in this worktree (resumed from {s.id}) and is "
+                                         f"{working.status.value}: wait until it waits for you")
+                    target = working
+                elif s.status.is_final:
                     target = await self.resume(s.transcript_path, interactive=True, config=config or cfg)
                 elif s.status.value != "waiting for you":
                     raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you")
