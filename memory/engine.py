@@ -790,6 +790,7 @@ class MemoryEngine:
     def list_notes(self) -> list[dict]:
         """Every indexed note's ``{name, description, priority, path}`` (and its lifecycle
         ``status`` and resolved ``superseded_by`` when it has them), ★ first, then by name."""
+        self._fresh_mirror()  # (the successors are kept per index generation: read it first)
         successors = self._successors()  # resolved: a successor named by file name or record number too
         life = {path: (status, successors.get(i, "")) for i, _name, path, status, _s in self.store.lifecycles()}
         out = []

@@ -433,3 +433,19 @@ def test_an_index_an_older_parser_made_is_read_again_once(tmp_path, monkeypatch)
                    for w in new.status().warnings)
         again = new.sync()  # once: the next sync reads nothing
         assert not again.changed and again.unchanged == 2
+
+
+def test_the_list_of_notes_names_a_successor_before_any_search(tmp_path):
+    """`notes://index` read first (a fresh engine on an existing index) said `(superseded)` with no
+    successor: the successors were kept per index generation, read before the index was."""
+    from memory import MemoryEngine
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    note(notes, "a", "The old way.", extra="status: superseded\nsuperseded_by: b\n")
+    note(notes, "b", "The new way.")
+    with MemoryEngine(notes, index_path=tmp_path / "i.sqlite", model=HashEmbedder()) as e:
+        e.sync()
+    with MemoryEngine(notes, index_path=tmp_path / "i.sqlite", model=HashEmbedder()) as fresh:
+        listed = {n["name"]: n for n in fresh.list_notes()}
+    assert (listed["a"]["status"], listed["a"]["superseded_by"]) == ("superseded", "b")
