@@ -134,7 +134,7 @@ def run(args: Any) -> int:
 
     notes = resolve_notes(args.notes, Path.cwd())
     if not notes.is_dir():
-        given = "check the path given to --notes" if args.notes else "use --notes DIR"
+        given = "check the path given to --notes" if args.notes not in (None, "notes") else "use --notes DIR"
         raise CockpitError(f"notes folder {notes} does not exist ({given})")
     engine, where = open_engine(notes, args.index)
     build_server(engine, where).run("stdio")
