@@ -526,8 +526,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"pruned {info.session_id} ({r['state']})")
                 removed += 1
             else:
-                n = r.get("files", "?")
-                print(f"kept {info.session_id}: {n} file{'' if n == 1 else 's'} changed — merge, keep or discard it")
+                n = r.get("files")
+                what = f"{n} file{'' if n == 1 else 's'} changed" if n is not None else r.get("state", "not read")
+                print(f"kept {info.session_id}: {what} — merge, keep or discard it")
         print(f"{removed} pruned")
         return 0
     if not args.session:
