@@ -477,10 +477,12 @@ def _refuse_what_does_not_apply(args: argparse.Namespace) -> None:
     if args.action in ("list", "prune") and args.session:
         raise CockpitError(f"worktrees {args.action} takes no session id (got {args.session!r}): "
                            f"cockpit worktrees diff {args.session} shows one")
-    only = {"--title": ("pr",), "--body": ("pr",), "--check": ("merge", "pr"), "--json": ("list",)}
+    only = {"--title": ("pr",), "--body": ("pr",), "--check": ("merge", "pr"), "--json": ("list",),
+            "--yes": ("merge", "discard", "check", "pr"), "--notes": ("merge", "keep", "check", "pr")}
     for flag, actions in only.items():
         if getattr(args, flag[2:], None) and args.action not in actions:
-            raise CockpitError(f"{flag} is for worktrees {' and '.join(actions)}, not {args.action}")
+            raise CockpitError(f"{flag} is for worktrees {', '.join(actions[:-1])}{' and ' if actions[:-1] else ''}"
+                               f"{actions[-1]}, not {args.action}")
 
 
 def run(args: argparse.Namespace) -> int:

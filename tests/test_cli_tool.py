@@ -354,6 +354,8 @@ def test_memory_index_says_the_folders_warnings_every_time(tmp_path, capsys):
     (["worktrees", "list", "no-such-session"], "worktrees list takes no session id (got 'no-such-session')"),
     (["worktrees", "diff", "abcd1234", "--title", "T"], "--title is for worktrees pr, not diff"),
     (["worktrees", "discard", "abcd1234", "--check"], "--check is for worktrees merge and pr, not discard"),
+    (["worktrees", "list", "--yes"], "--yes is for worktrees merge, discard, check and pr, not list"),
+    (["worktrees", "diff", "abcd1234", "--notes", "n"], "--notes is for worktrees merge, keep, check and pr, not diff"),
     (["budget", "abcd1234", "--server"], "not both (got abcd1234 and --server)"),
 ])
 def test_a_sub_commands_argument_that_does_not_apply_is_refused_not_dropped(argv, says, capsys):
