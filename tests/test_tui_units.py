@@ -318,6 +318,10 @@ def test_the_approval_panel_shows_the_ask_the_diff_and_the_keys():
     long = "make test " + "ARG=" + "x" * 300
     twice = panel_content(ev.ApprovalRequested("s1", "t3", "bash", "bash", long, long, "Bash"), 10, {}).plain
     assert long in twice  # cut in the title: the detail shows it whole
+    inline = "python3 -c 'import calc'"  # no rule can name it: "for the session" says it asks again
+    said = panel_content(ev.ApprovalRequested("s1", "t4", "bash", "bash", inline, inline, ""), 10,
+                         {"approve_once": "y", "approve_session": "a", "approve": "⏎"}).plain
+    assert "a allow for this session (no rule can name it: it asks again)" in said
     keys = {"approve_once": "y", "approve_session": "a", "approve": "⏎"}
     for width, rows, short in ((30, 4, True), (46, 6, False), (60, 3, True), (12, 3, True), (12, 4, True)):
         # a small pane's room: the keys line is never the part cut

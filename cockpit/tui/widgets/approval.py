@@ -54,7 +54,9 @@ def panel_content(ask: ApprovalRequested, max_lines: int, keys: dict[str, str],
     else:
         lines = detail_lines(ask, headers=False)
     once, session, dialog = (keys.get(a, "?") for a in ("approve_once", "approve_session", "approve"))
-    rule = f" ({ask.suggestion})" if ask.suggestion else ""
+    # a command no rule can name (inline code, a run outside the sandbox): "for the session" adds none
+    rule = f" ({ask.suggestion})" if ask.suggestion else " (no rule can name it: it asks again)" \
+        if ask.kind == "bash" else ""
     hint = Content.from_markup(
         "[b $accent]$once[/] allow once · [b $accent]$session[/] allow for this session$rule · "
         "[b $accent]$dialog[/] details, or deny with a reason",
