@@ -378,10 +378,27 @@ def cmd_resume(args: argparse.Namespace) -> int:
     print(f"{sid} resumed as {nid} ({one_line(new.get('status', ''))}): cockpit attach{hint(host)} {nid} follows it; "
           f"cockpit send{hint(host)} {nid} \"…\" when it waits for you")
     before, now = ((x.get("worktree") or {}).get("path") for x in (row, new))
-    if before and now and before != now:  # its own was merged, kept or discarded
-        print(f"  its worktree is gone (merged, kept or discarded): it goes on in a new one from HEAD, {now}; "
-              f"what it changed before is not there")
+    if before and now and before != now:  # its own is gone: say where its earlier change is
+        print(f"  it goes on in a new worktree from HEAD, {now}: {_where_its_change_went(row)}")
+    if (row.get("error") or {}).get("kind") == "budget":
+        print(f"  it ended at its spend cap, which it keeps: cockpit budget{hint(host)} {nid} --usd N / --tokens N "
+              f"raises it")
     return 0
+
+
+def _where_its_change_went(row: dict) -> str:
+    """Where the change of a session whose worktree is gone is (for the new worktree it resumes in)."""
+    reviewed = row.get("reviewed") or {}
+    branch = (row.get("worktree") or {}).get("branch") or "its branch"
+    if (row.get("worktree") or {}).get("removed"):
+        return "it had changed nothing (its worktree was removed when it ended)"
+    if reviewed.get("ok") and reviewed.get("action") == "merge":
+        return "its change was merged, so HEAD has it"
+    if reviewed.get("ok") and reviewed.get("action") == "keep":
+        return f"its change is on the kept branch {branch}, not in this worktree"
+    if reviewed.get("ok") and reviewed.get("action") == "discard":
+        return "its change was discarded: what it changed before is not there"
+    return "its worktree is gone: what it changed before is not there"
 
 
 def cmd_kill(args: argparse.Namespace) -> int:

@@ -529,8 +529,12 @@ def run(args: argparse.Namespace) -> int:
                 removed += 1
             else:
                 n = r.get("files")
-                what = f"{n} file{'' if n == 1 else 's'} changed" if n is not None else r.get("state", "not read")
-                print(f"kept {info.session_id}: {what} — merge, keep or discard it")
+                if n is not None:
+                    files = f"{n} file{'' if n == 1 else 's'}"
+                    print(f"kept {info.session_id}: {files} changed — merge, keep or discard it")
+                else:  # its branch or worktree cannot be read: only a discard can end it
+                    print(f"kept {info.session_id}: {r.get('state', 'not read')} — "
+                          f"cockpit worktrees discard {info.session_id} removes what is left")
         print(f"{removed} pruned")
         return 0
     if not args.session:

@@ -363,3 +363,17 @@ def test_a_sub_commands_argument_that_does_not_apply_is_refused_not_dropped(argv
     --server` said to give one of the two."""
     assert main(argv) == 2
     assert says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("row, says", [
+    ({"reviewed": {"action": "merge", "ok": True}, "worktree": {"branch": "b"}}, "its change was merged, so HEAD has it"),
+    ({"reviewed": {"action": "keep", "ok": True}, "worktree": {"branch": "cockpit/x"}}, "on the kept branch cockpit/x"),
+    ({"reviewed": {"action": "discard", "ok": True}, "worktree": {}}, "discarded: what it changed before is not there"),
+    ({"reviewed": None, "worktree": {"removed": True}}, "it had changed nothing"),
+])
+def test_a_resume_in_a_new_worktree_says_where_the_earlier_change_is(row, says):
+    """It said "what it changed before is not there" after a merge (HEAD had it) and a keep (the
+    branch had it), and "merged, kept or discarded" for a session that changed nothing."""
+    from cockpit.server_cli import _where_its_change_went
+
+    assert says in _where_its_change_went(row)

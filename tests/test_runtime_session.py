@@ -151,7 +151,7 @@ async def test_a_follow_up_to_a_headless_session_is_refused_not_lost(api, worksp
     async for ev in sub:
         if isinstance(ev, TextDelta) and ev.session_id == s.id:
             break
-    with pytest.raises(ValueError, match="headless .* takes no follow-up"):
+    with pytest.raises(ValueError, match="headless .* takes no follow-up; once it has ended, cockpit resume"):
         await mgr.send(s.id, "hurry up")
     await mgr.kill(s.id)
     await mgr.aclose()

@@ -354,7 +354,8 @@ def test_cockpit_resume_of_a_discarded_session_says_it_starts_from_head(api, ser
     capsys.readouterr()
     assert cli_main(["resume", row["id"]]) == 0
     out = capsys.readouterr().out
-    assert "its worktree is gone (merged, kept or discarded): it goes on in a new one from HEAD" in out, out
+    assert "it goes on in a new worktree from HEAD" in out and "its change was discarded: what it changed before " \
+        "is not there" in out, out
     new = out.split(" resumed as ", 1)[1].split()[0]
     with BlockingClient() as c:
         assert not (Path(c.call("get", id=new)["worktree"]["path"]) / "one.txt").exists()

@@ -605,7 +605,7 @@ class SessionManager:
             raise ValueError("empty message")
         if not s.interactive:  # it ends at its last answer: a queued message would never be taken
             raise ValueError(f"session {s.id} is headless (cockpit run): it ends at its last answer and takes no "
-                             f"follow-up; spawn it from the app (or the server's spawn with interactive) to talk to it")
+                             f"follow-up; once it has ended, cockpit resume {s.id} goes on with it and takes them")
         s.post(text)
 
     async def answer(self, session_id: str, request_id: str | None, allow: bool, scope: str = "once",
