@@ -207,7 +207,10 @@ def shell_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 def _notes_dir(args: argparse.Namespace, info) -> Path | None:
     if getattr(args, "notes", None):
-        return Path(args.notes).expanduser()
+        given = Path(args.notes).expanduser()
+        if not given.is_dir():  # as the memory commands: a mistyped folder is said, not read as none
+            raise CockpitError(f"notes folder {given} does not exist (check the path given to --notes)")
+        return given
     guess = Path(info.repo) / "notes"
     return guess if guess.is_dir() else None
 
@@ -542,6 +545,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "send-back":
         return _send_back(args.session)
     info = _one(root, args.session)
+    _notes_dir(args, info)  # a --notes given that does not exist: said before anything is done
     if args.action == "discard" and not args.yes:
         if not sys.stdin.isatty():
             raise CockpitError("discard deletes the branch and its changes: add --yes to confirm")

@@ -377,3 +377,16 @@ def test_a_resume_in_a_new_worktree_says_where_the_earlier_change_is(row, says):
     from cockpit.server_cli import _where_its_change_went
 
     assert says in _where_its_change_went(row)
+
+
+def test_worktrees_refuses_a_notes_folder_given_that_does_not_exist(tmp_path, capsys):
+    """`worktrees keep/check ID --notes /nope` took the missing folder as no notes, silently."""
+    from helpers import make_repo
+
+    from cockpit.runtime import load_config
+    from cockpit.runtime import worktree as wt
+
+    repo = make_repo(tmp_path / "repo")
+    info = wt.create(repo, "abcd1234efgh", "task", load_config().resolved_worktrees_dir())
+    assert main(["worktrees", "keep", info.session_id, "--notes", str(tmp_path / "nope")]) == 2
+    assert "notes folder" in capsys.readouterr().err and Path(info.path).is_dir()
