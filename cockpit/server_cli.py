@@ -358,15 +358,15 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from cockpit.server.remote import client_payload
 
     host = host_name(args)
-    row = _call("get", host=host, id=args.id)
+    row = _row_or_transcript(host, args.id)
     sid, status = one_line(row["id"]), str(row.get("status", ""))
     try:
         config = client_payload(load_config(), send_keys=_sends_keys(host))
     except ConfigError as exc:
         raise CockpitError(str(exc)) from None
-    if status == "interrupted":
+    if status == "interrupted" and row.get("listed", True):
         new = _call("resume", host=host, id=sid, config=config)
-    elif status in ("done", "killed", "error"):
+    elif status in ("done", "killed", "error", "interrupted"):  # (from its transcript)
         if not row.get("transcript"):
             raise CockpitError(f"session {sid} has no transcript to resume from")
         new = _call("resume", host=host, path=row["transcript"], config=config)
@@ -384,6 +384,28 @@ def cmd_resume(args: argparse.Namespace) -> int:
         print(f"  it ended at its spend cap, which it keeps: cockpit budget{hint(host)} {nid} --usd N / --tokens N "
               f"raises it")
     return 0
+
+
+def _row_or_transcript(host: str | None, query: str) -> dict:
+    """The server's row of session ``query``; for one it no longer lists (it ended with nothing
+    left to review before a restart, or was closed), its transcript's: ``id``, ``status``,
+    ``transcript`` from the server's ``transcripts``. Raises CockpitError when neither names one."""
+    from cockpit.runtime import ids
+
+    try:
+        return _call("get", host=host, id=query)
+    except CockpitError as exc:
+        if "no session" not in str(exc):
+            raise
+        listed = (_call("transcripts", host=host) or {}).get("transcripts", [])
+        found = {t["session_id"]: t for t in listed if isinstance(t, dict) and t.get("session_id")
+                 and ids.matches(query, str(t["session_id"]))}
+        if len(found) != 1:
+            raise CockpitError(ids.not_one(query, [(k, str(v.get("task", ""))) for k, v in found.items()]),
+                               code=2) from None
+        (t,) = found.values()
+        return {"id": t["session_id"], "status": t.get("status") or "interrupted", "transcript": t["path"],
+                "worktree": None, "listed": False}
 
 
 def _where_its_change_went(row: dict) -> str:

@@ -360,3 +360,31 @@ def test_cockpit_resume_of_a_discarded_session_says_it_starts_from_head(api, ser
     with BlockingClient() as c:
         assert not (Path(c.call("get", id=new)["worktree"]["path"]) / "one.txt").exists()
         c.call("kill", id=new)
+
+
+def test_cockpit_resume_finds_a_session_the_server_no_longer_lists_by_its_transcript(api, server_env, tmp_path,
+                                                                                     capsys, monkeypatch):
+    """A session that ended with nothing to review is not restored by the next server: `cockpit
+    resume ID` said "no session" though its transcript is there."""
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+    api.script(Reply("Nothing to change."))
+    start_server()
+    with BlockingClient() as c:
+        row = c.call("spawn", task="look", workspace=str(repo), interactive=False,
+                     config={"api_key": "test-key", "base_url": api.base_url})
+        c.call("wait", ids=[row["id"]], until="final")
+    stop_server()
+    start_server()
+    with BlockingClient() as c:
+        assert c.call("list")["sessions"] == []
+    capsys.readouterr()
+    assert cli_main(["resume", row["id"][-6:]]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{row['id']} resumed as "), out
+    new = out.split(" resumed as ", 1)[1].split()[0]
+    with BlockingClient() as c:
+        assert c.call("wait", ids=[new], until="idle")["sessions"][0]["status"] == "waiting for you"
+        c.call("kill", id=new)
+    assert cli_main(["resume", "zzzzzz"]) == 2
+    assert "no session 'zzzzzz'" in capsys.readouterr().err
