@@ -12,7 +12,7 @@ its transcript, folded, gives the same report. ``--json`` prints the same as one
 
     {"sessions": [{"id", "task", "model", "backend", "workspace", "cwd", "placement",
                    "worktree": {"path", "branch", "base_commit", "base_branch"} | null,
-                   "diff": {"files", "added", "removed"} | null, "permission_mode", "status",
+                   "diff": {"files", "added", "removed"} | null, "permission_mode", "interactive", "status",
                    "stop_reason", "answer", "error": {"kind", "message"} | null, "preseed",
                    "preseed_error", "injected": [{"name", "priority", "score"}], "preseed_tokens",
                    "usage": {"input", "output", "cache_write", "cache_read", "total"}, "cost_usd",

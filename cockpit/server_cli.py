@@ -371,9 +371,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
             raise CockpitError(f"session {sid} has no transcript to resume from")
         new = _call("resume", host=host, path=row["transcript"], config=config)
     else:
-        raise CockpitError(f"session {sid} is {status}: it has not ended, nothing to resume (one of the app "
-                           f"takes a follow-up: cockpit send{hint(host)} {sid} \"…\" when it waits for you; one of "
-                           f"cockpit run ends at its last answer)", code=1)
+        how = ("it is headless (cockpit run): resume it once it has ended at its last answer"
+               if row.get("interactive") is False else
+               f"it takes a follow-up as it is: cockpit send{hint(host)} {sid} \"…\" when it waits for you")
+        raise CockpitError(f"session {sid} is {status}: it has not ended, nothing to resume ({how})", code=1)
     nid = one_line(new["id"])
     print(f"{sid} resumed as {nid} ({one_line(new.get('status', ''))}): cockpit attach{hint(host)} {nid} follows it; "
           f"cockpit send{hint(host)} {nid} \"…\" when it waits for you")

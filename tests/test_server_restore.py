@@ -388,3 +388,18 @@ def test_cockpit_resume_finds_a_session_the_server_no_longer_lists_by_its_transc
         c.call("kill", id=new)
     assert cli_main(["resume", "zzzzzz"]) == 2
     assert "no session 'zzzzzz'" in capsys.readouterr().err
+
+
+def test_cockpit_resume_of_a_working_headless_session_says_to_wait_for_its_end(api, server_env, tmp_path, capsys):
+    repo = make_repo(tmp_path / "repo")
+    api.script(Reply("Thinking about it for a long while", stall_after=3))
+    start_server()
+    with BlockingClient() as c:
+        row = c.call("spawn", task="think", workspace=str(repo), interactive=False,
+                     config={"api_key": "test-key", "base_url": api.base_url})
+        wait_for(lambda: c.call("get", id=row["id"])["status"] == "streaming", "the session's answer")
+        assert c.call("get", id=row["id"])["interactive"] is False
+    capsys.readouterr()
+    assert cli_main(["resume", row["id"]]) == 1
+    assert "it is headless (cockpit run): resume it once it has ended" in capsys.readouterr().err
+    api.release()

@@ -61,6 +61,7 @@ def session_row(h: SessionHistory) -> dict[str, Any]:
         "placement": h.placement,
         "worktree": worktree,
         "permission_mode": h.permission_mode,
+        "interactive": h.started.interactive if h.started else None,  # False: headless (cockpit run)
         "sandbox": h.sandbox or None,
         "sandbox_note": h.sandbox_note,
         "status": h.status.value,
