@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import git, make_repo, stop_server
 from standin import Reply, ToolUse
-from test_server_ship import EDIT, last_user_text, reviewed, wait_for
+from test_server_ship import EDIT, last_user_text, reviewed, spawn_bypassing, wait_for
 
 from cockpit import wire
 from cockpit.cli import main as cli_main
@@ -43,18 +43,15 @@ def test_changes_left_unreviewed_come_back_when_the_server_starts_again(api, ser
     with its events for an app's pane, and it is diffed, merged and closed as before; a merged or
     closed one does not come back the time after."""
     repo = make_repo(tmp_path / "repo")
-    cfg = {"api_key": "test-key", "base_url": api.base_url}
     api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "one.txt", "file_text": "one\n"})]),
                Reply("Added one."),
                Reply("", [ToolUse(EDIT, {"command": "create", "path": "two.txt", "file_text": "two\n"})]),
                Reply("Adding two, and now a long explanation", stall_after=3))
     start_server()
     with BlockingClient() as c:
-        done = c.call("spawn", task="add one", workspace=str(repo), interactive=True,
-                      permission_mode="bypassPermissions", config=cfg)
+        done = spawn_bypassing(c, api, repo, "add one")
         c.call("wait", ids=[done["id"]], until="idle")
-        killed = c.call("spawn", task="add two", workspace=str(repo), interactive=True,
-                        permission_mode="bypassPermissions", config=cfg)
+        killed = spawn_bypassing(c, api, repo, "add two")
         wait_for(lambda: streaming_with_a_change(c, killed["id"]), "the second session's edit")
     stop_server()
     api.release()
@@ -93,8 +90,7 @@ def test_a_session_interrupted_with_a_change_is_diffed_and_resumed_by_the_next_s
     start_server()
     with BlockingClient() as c:
         pid = c.call("server.status")["pid"]
-        row = c.call("spawn", task="add two", workspace=str(repo), interactive=True,
-                     permission_mode="bypassPermissions", config=cfg)
+        row = spawn_bypassing(c, api, repo, "add two")
         wait_for(lambda: streaming_with_a_change(c, row["id"]), "the session's edit")
     os.kill(pid, signal.SIGKILL)
     assert wait_for_stop(pid, 10)
@@ -199,8 +195,7 @@ def test_an_interrupted_session_stays_listed_when_its_unchanged_worktree_is_prun
     start_server()
     with BlockingClient() as c:
         pid = c.call("server.status")["pid"]
-        row = c.call("spawn", task="think", workspace=str(repo), interactive=True,
-                     permission_mode="bypassPermissions", config={"api_key": "test-key", "base_url": api.base_url})
+        row = spawn_bypassing(c, api, repo, "think")
         wait_for(lambda: c.call("get", id=row["id"])["status"] == "streaming", "the session's answer")
     os.kill(pid, signal.SIGKILL)
     assert wait_for_stop(pid, 10)
@@ -223,13 +218,11 @@ def test_a_session_resumed_in_an_interrupted_ones_worktree_keeps_it_and_answers_
     (unchanged) worktree under the working session; `worktrees diff` with the new id said "no
     session worktree"; a discard by the old id bypassed the server that runs a session in it."""
     repo = make_repo(tmp_path / "repo")
-    cfg = {"api_key": "test-key", "base_url": api.base_url}
     api.script(Reply("Thinking about it for a long while", stall_after=3), Reply("Resumed and waiting."))
     start_server()
     with BlockingClient() as c:
         pid = c.call("server.status")["pid"]
-        old = c.call("spawn", task="think", workspace=str(repo), interactive=True,
-                     permission_mode="bypassPermissions", config=cfg)
+        old = spawn_bypassing(c, api, repo, "think")
         wait_for(lambda: c.call("get", id=old["id"])["status"] == "streaming", "the session's answer")
     os.kill(pid, signal.SIGKILL)
     assert wait_for_stop(pid, 10)
@@ -315,8 +308,7 @@ def test_cockpit_resume_takes_an_ended_session_and_refuses_a_live_one(api, serve
                Reply("First answer."), Reply("Back again."))
     start_server()
     with BlockingClient() as c:
-        row = c.call("spawn", task="look", workspace=str(repo), interactive=True, max_budget_usd=5.0,
-                     permission_mode="bypassPermissions", config={"api_key": "test-key", "base_url": api.base_url})
+        row = spawn_bypassing(c, api, repo, "look", max_budget_usd=5.0)
         c.call("wait", ids=[row["id"]], until="idle")
     capsys.readouterr()
     assert cli_main(["resume", row["id"]]) == 1
@@ -347,8 +339,7 @@ def test_cockpit_resume_of_a_discarded_session_says_it_starts_from_head(api, ser
                Reply("Added one."))
     start_server()
     with BlockingClient() as c:
-        row = c.call("spawn", task="add one", workspace=str(repo), interactive=True,
-                     permission_mode="bypassPermissions", config={"api_key": "test-key", "base_url": api.base_url})
+        row = spawn_bypassing(c, api, repo, "add one")
         c.call("wait", ids=[row["id"]], until="idle")
         assert reviewed(c.call("review", id=row["id"], action="discard")).ok
     capsys.readouterr()

@@ -52,6 +52,13 @@ def last_user_text(api: StandIn, index: int) -> str:
     return content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content)
 
 
+def spawn_bypassing(c, api: StandIn, repo: Path, task: str, **extra) -> dict:
+    """Spawn an interactive session on ``repo`` in ``bypassPermissions`` against the stand-in
+    ``api``; its row (``extra``: more spawn parameters)."""
+    return c.call("spawn", task=task, workspace=str(repo), interactive=True, permission_mode="bypassPermissions",
+                  config={"api_key": "test-key", "base_url": api.base_url}, **extra)
+
+
 def wait_for(cond, what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -76,8 +83,7 @@ def test_check_send_back_and_pr_over_the_servers_socket(api, server_env, tmp_pat
     )
     start_server()
     with BlockingClient() as c:
-        row = c.call("spawn", task="fix add", workspace=str(repo), interactive=True,
-                     permission_mode="bypassPermissions", config={"api_key": "test-key", "base_url": api.base_url})
+        row = spawn_bypassing(c, api, repo, "fix add")
         sid, branch = row["id"], row["worktree"]["branch"]
         assert c.call("wait", ids=[sid], until="idle")["sessions"][0]["status"] == "waiting for you"
 
@@ -140,8 +146,7 @@ def test_check_without_a_command_and_pr_without_a_remote_say_why(api, server_env
                Reply("Done."))
     start_server()
     with BlockingClient() as c:
-        row = c.call("spawn", task="add x", workspace=str(repo), interactive=True,
-                     permission_mode="bypassPermissions", config={"api_key": "test-key", "base_url": api.base_url})
+        row = spawn_bypassing(c, api, repo, "add x")
         sid = row["id"]
         c.call("wait", ids=[sid], until="idle")
         res = reviewed(c.call("review", id=sid, action="check"))
