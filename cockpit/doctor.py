@@ -251,11 +251,12 @@ def check_notes(notes: Path) -> list[Check]:
     if not notes.is_dir():
         return [Check(WARN, "notes", f"{notes} does not exist",
                       f"mkdir {notes} (markdown notes with YAML frontmatter), or give --notes your notes folder")]
-    from memory.notes import INDEX_FILE_NAMES
+    from memory.notes import walk
 
-    # the files the engine reads as notes: not hidden ones, not Claude Code's MEMORY.md (an index)
-    count = sum(1 for f in notes.rglob("*.md") if f.name not in INDEX_FILE_NAMES
-                and not any(part.startswith(".") for part in f.relative_to(notes).parts))
+    # the files the engine reads as notes, by its own walk (not hidden ones, not Claude Code's
+    # MEMORY.md: an index), and those it skips on the way (a name it cannot read, a link out)
+    entries, walk_skipped = walk(str(notes))
+    count = len(entries) + len(walk_skipped)
     out = [Check(OK if count else WARN, "notes", f"{notes.resolve()}: {count} markdown file(s)",
                  "" if count else "write a note: cockpit memory save NAME --description '…' < body.md")]
     index = default_index_path(notes, DEFAULT_MODEL)
