@@ -465,8 +465,7 @@ class SessionManager:
         cwd = Path(h.cwd or ws)
         old = h.worktree
         if old and Path(old.path).is_dir():
-            busy = next((x for x in self._sessions.values() if not x.status.is_final and x.worktree is not None
-                         and x.worktree.path == old.path), None)
+            busy = next(iter(self._working_in(old.path)), None)
             if busy is not None:  # two live sessions, each with its own copy of the conversation, in one tree
                 raise ValueError(f"session {busy.id} already works in this session's worktree ({busy.status.value}; "
                                  f"resumed from it or sent back): follow it (cockpit attach {busy.id}) or end it first")
@@ -691,18 +690,21 @@ class SessionManager:
                 self._reviewed(x, action, ok, f"{text} (the worktree of session {s.id}, which it worked in)")
         return self._reviewed(s, action, ok, text)
 
+    def _working_in(self, path: str, but: SessionBase | None = None) -> list[SessionBase]:
+        """The sessions not ended that work in the worktree at ``path`` (``but`` left out): its
+        own session and any resumed in it (a send-back, an interrupted session resumed)."""
+        return [x for x in self._sessions.values() if x is not but and not x.status.is_final
+                and x.worktree is not None and x.worktree.path == path]
+
     async def _quiesced(self, s: SessionBase, info: wt.WorktreeInfo) -> list[SessionBase]:
         """Before Cockpit's git commits in the session's worktree (merge, keep, pr): nothing of the
         session — nor of a session resumed in the same worktree (a send-back), returned — runs
         there any more. Raises ValueError while one is working."""
         if not s.status.is_final and s.status.value != "waiting for you":
             raise ValueError(f"session {s.id} is {s.status.value}: wait until it waits for you or ends")
-        sharing = [x for x in self._sessions.values() if x is not s and not x.status.is_final
-                   and x.worktree is not None and x.worktree.path == info.path]
+        sharing = self._working_in(info.path, but=s)
         for x in sharing:
-            if x.status.value != "waiting for you":
-                raise ValueError(f"session {x.id} works in this worktree (resumed from {s.id}) and is "
-                                 f"{x.status.value}: wait until it waits for you")
+            _waits_for_you(x, s)
         for x in (s, *sharing):
             if not x.status.is_final:
                 # none of its processes (a shell's background job, an ACP agent) may run while
@@ -745,12 +747,9 @@ class SessionManager:
                 text_for_session = (ship.conflict_followup(info, conflicts) if conflicts
                                     else ship.unresolved_followup(info, stuck))
                 target = s
-                working = next((x for x in self._sessions.values() if x is not s and not x.status.is_final
-                                and x.worktree is not None and x.worktree.path == info.path), None)
+                working = next(iter(self._working_in(info.path, but=s)), None)
                 if s.status.is_final and working is not None:  # sent back before: the one resumed then
-                    if working.status.value != "waiting for you":
-                        raise ValueError(f"session {working.id} works in this worktree (resumed from {s.id}) and is "
-                                         f"{working.status.value}: wait until it waits for you")
+                    _waits_for_you(working, s)
                     target = working
                 elif s.status.is_final:
                     target = await self.resume(s.transcript_path, interactive=True, config=config or cfg)
@@ -924,6 +923,14 @@ def notes_of(s: SessionBase) -> str | Path | None:
     if notes is None and s.history.started is not None:
         return s.history.started.notes or None
     return notes
+
+
+def _waits_for_you(x: SessionBase, s: SessionBase) -> None:
+    """Raise ValueError unless ``x``, a session resumed in ``s``'s worktree, waits for you (none
+    of it runs while Cockpit's git or a follow-up acts there)."""
+    if x.status.value != "waiting for you":
+        raise ValueError(f"session {x.id} works in this worktree (resumed from {s.id}) and is "
+                         f"{x.status.value}: wait until it waits for you")
 
 
 def _worktree_gone(s: SessionBase) -> str:
