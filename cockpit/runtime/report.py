@@ -89,11 +89,6 @@ def session_row(h: SessionHistory) -> dict[str, Any]:
     return row
 
 
-def usage_total(u: dict) -> int:
-    """The tokens of a row's ``usage``."""
-    return int(u.get("total") or sum(int(u.get(k, 0) or 0) for k in ("input", "output", "cache_write", "cache_read")))
-
-
 def build_report(rows: Iterable[dict[str, Any]], pricing: Any) -> dict[str, Any]:
     """The whole report: the rows, their totals (tokens; USD over the priced sessions, None when
     none was priced; ``unpriced_sessions``: how many spent tokens with no price, left out of the
@@ -102,11 +97,12 @@ def build_report(rows: Iterable[dict[str, Any]], pricing: Any) -> dict[str, Any]
     usage, cost, priced, unpriced = Usage(), 0.0, False, 0
     for r in rows:
         u = r.get("usage") or {}
-        usage = usage + Usage(u.get("input", 0), u.get("output", 0), u.get("cache_write", 0), u.get("cache_read", 0))
+        spent = Usage(u.get("input", 0), u.get("output", 0), u.get("cache_write", 0), u.get("cache_read", 0))
+        usage = usage + spent
         if r.get("cost_usd") is not None:
             cost += r["cost_usd"]
             priced = True
-        elif usage_total(u):
+        elif spent.total:
             unpriced += 1  # it spent tokens nobody priced: the total leaves it out, and says so
     return {
         "sessions": rows,
