@@ -151,7 +151,8 @@ def run_shell(args: argparse.Namespace) -> int:
         raise CockpitError(f"{info.branch} has no worktree (kept branch): nothing to open a shell in")
     forced = getattr(args, "force", False)
     if not forced:  # a live session's shell and jobs ended: nothing plants after the check
-        _quiesce(_holder(info))
+        rows = _server_rows()
+        _quiesce(_holder(info, rows), rows)
     if not forced and (why := planted_warning(info.path)):
         raise CockpitError(f"{why}; or open the shell anyway: cockpit shell --force {info.session_id}")
     print(f"shell in {info.cwd} ({info.branch}); exit to come back", file=sys.stderr)
@@ -411,10 +412,10 @@ def _conflict_hint(session_id: str, base: str, kept: str | None = None) -> None:
           f"resolve by hand: cockpit shell{on} {session_id}; or leave it: nothing was merged")
 
 
-def _quiesce(session_id: str) -> None:
-    """When a running server holds the session and it has not ended: its shell and jobs ended
-    (``quiesce``). Raises CockpitError while it works."""
-    if session_id not in _live_sessions():
+def _quiesce(session_id: str, rows: list[tuple[str, str, str]]) -> None:
+    """When a running server holds the session and it has not ended (``rows``: the server's, see
+    :func:`_server_rows`): its shell and jobs ended (``quiesce``). Raises CockpitError while it works."""
+    if session_id not in _live_sessions(rows):
         return
     from cockpit.server.client import BlockingClient, RemoteError, ServerError
 
@@ -449,13 +450,13 @@ def _server_rows(asked_not_to: bool = False) -> list[tuple[str, str, str]]:
             for row in rows]
 
 
-def _live_sessions(asked_not_to: bool = False) -> dict[str, tuple[str, str]]:
-    """Session id → ``(state, worktree path)`` of the sessions a running server holds that have
-    not ended (their worktrees are in use); empty when no server runs (see :func:`_server_rows`)."""
+def _live_sessions(rows: list[tuple[str, str, str]]) -> dict[str, tuple[str, str]]:
+    """Session id → ``(state, worktree path)`` of the sessions that have not ended (their worktrees
+    are in use), of ``rows`` (the server's, :func:`_server_rows`)."""
     from cockpit.events import SessionStatus
 
     live = {}
-    for sid, state, path in _server_rows(asked_not_to):
+    for sid, state, path in rows:
         try:
             final = SessionStatus(state).is_final
         except ValueError:
@@ -465,11 +466,10 @@ def _live_sessions(asked_not_to: bool = False) -> dict[str, tuple[str, str]]:
     return live
 
 
-def _holder(info) -> str:
-    """The id to review ``info`` by in the running server: its session's, or — when the server
-    no longer holds that one (resumed after an interruption) — the session's that works in the
-    same worktree now."""
-    rows = _server_rows()
+def _holder(info, rows: list[tuple[str, str, str]]) -> str:
+    """The id to review ``info`` by in the running server (``rows``: its sessions): its session's,
+    or — when the server no longer holds that one (resumed after an interruption) — the
+    session's that works in the same worktree now."""
     if any(sid == info.session_id for sid, _s, _p in rows):
         return info.session_id
     return next((sid for sid, _s, path in rows if path == info.path), info.session_id)
@@ -510,7 +510,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action == "prune":
         removed = 0
-        live = _live_sessions()
+        live = _live_sessions(_server_rows())
         in_use = {path: (sid, state) for sid, (state, path) in live.items() if path}
         for info in wt.list_all(root):
             if info.session_id in live:
@@ -585,12 +585,15 @@ def run(args: argparse.Namespace) -> int:
                     return 1
     except wt.WorktreeError as exc:
         raise CockpitError(str(exc), code=1) from None
+    # the server's sessions, asked also with --no-server: a direct merge, keep or discard must not
+    # pull a worktree from under one working in it
+    server_rows = _server_rows(asked_not_to=True)
     # a kept branch too: the server records it in the session's history, so an open app shows it
     routed = None if is_kept and args.action == "keep" else \
-        _through_server(_holder(info), args.action, info.branch if is_kept else None)
+        _through_server(_holder(info, server_rows), args.action, info.branch if is_kept else None)
     if routed is not None:
         return routed
-    working = [(sid, state) for sid, (state, path) in _live_sessions(asked_not_to=True).items() if path == info.path]
+    working = [(sid, state) for sid, (state, path) in _live_sessions(server_rows).items() if path == info.path]
     if working and not is_kept:  # (--no-server) the server's session still works in this worktree
         sid, state = working[0]
         raise CockpitError(f"session {sid} works in this worktree and is {state} in the Cockpit server: "

@@ -794,7 +794,7 @@ def test_cockpit_shell_ends_a_live_sessions_jobs_through_the_server_first(repo, 
                 raise server_client.RemoteError(2, answer["error"])
             return {}
 
-    monkeypatch.setattr(worktrees_cli, "_live_sessions", lambda: {"s1": "waiting for you"})
+    monkeypatch.setattr(worktrees_cli, "_server_rows", lambda asked_not_to=False: [("s1", "waiting for you", info.path)])
     monkeypatch.setattr(server_client, "BlockingClient", FakeClient)
     ran = []
     monkeypatch.setattr(subprocess, "call", lambda argv, cwd, env=None: ran.append(cwd) or 0)
