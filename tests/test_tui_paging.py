@@ -166,3 +166,19 @@ async def test_a_pane_names_its_host_in_the_title_when_it_has_one():
         pane.sync(force=True)  # (the flush tick syncs the panes of the sessions it folds)
         assert title(pane) == "2 buildbox · r00001 · remote task"
         assert title(app.panes[sid(1)]) == f"1 {sid(1)} · task number 1"  # the one server: no host
+
+
+async def test_a_page_shows_its_output_even_when_no_resize_reaches_its_bodies(monkeypatch):
+    """A pane of a page out of sight is drawn while it has no size (its body keeps the blocks);
+    its output appears once the page is shown, even when the body hears of no Resize (a frame
+    that lays it out between two of Textual's timers): its first paint makes the lines."""
+    from cockpit.tui.widgets.body import PaneBody
+
+    monkeypatch.setattr(PaneBody, "on_resize", lambda self: None)
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        grid = await thirty(pilot, mgr, app)
+        await pilot.press("right_square_bracket")
+        await settled(pilot, grid)
+        await check_page(pilot, app, grid, range(10, 19))

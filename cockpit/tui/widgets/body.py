@@ -63,10 +63,10 @@ class PaneBody(ScrollView, can_focus=False):
     def show(self, blocks: list[Block], epoch: int) -> None:
         """Bring the lines up to ``blocks`` (re-renders only what changed)."""
         width = self.scrollable_content_region.width or self.size.width
-        if width <= 0:
+        self._epoch_wanted = epoch
+        if width <= 0:  # not laid out (a pane on a page out of sight): drawn at its first paint
             self._blocks = list(blocks)
             return
-        self._epoch_wanted = epoch
         if epoch != self._epoch or width != self._width:
             self._rendered = []
             self._epoch, self._width = epoch, width
@@ -176,6 +176,11 @@ class PaneBody(ScrollView, can_focus=False):
         cached.tail = self._lines_of(text, width) + [Strip.blank(width)]
 
     def render_lines(self, crop):
+        width = self.scrollable_content_region.width
+        if width > 0 and width != self._width and self._blocks:
+            # lines made for another width, or none yet (shown while it had no size): make them
+            # for this one on the next frame — whether or not a Resize reached this widget
+            self.call_after_refresh(self._rewrap)
         # ``rich_style`` walks every ancestor's styles: once per paint, not once per line
         self._frame_style = self.rich_style
         try:
