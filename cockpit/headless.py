@@ -18,7 +18,7 @@ its transcript, folded, gives the same report. ``--json`` prints the same as one
                    "usage": {"input", "output", "cache_write", "cache_read", "total"}, "cost_usd",
                    "cost_source": "pricing" | "claude-code" | "acp:NAME", "requests" (model responses;
                    an ACP agent's prompt turns: it reports no model calls), "denied": [ask summary],
-                   "budget": {"usd", "tokens"}, "sandbox", "sandbox_note",
+                   "budget": {"usd", "tokens", "reached": {"scope", "caps"} | null}, "sandbox", "sandbox_note",
                    "transcript", "reviewed": {"action", "ok", "message"} | null,
                    "claude_session_id" (claude-code sessions only)}],
      "totals": {"usage": {…}, "cost_usd", "unpriced_sessions"}, "pricing": {"source", "date"}}
@@ -514,15 +514,16 @@ def _source(s: dict) -> str:
     return " (Claude Code's own figure)" if s.get("cost_source") == "claude-code" else ""
 
 
-def budget_hint(message: str, on: str = "") -> str:
-    """How to go on past the reached cap ``message`` says (``BudgetHit.message``): the server's
-    with the flag of the cap that was hit ("$… of $…" → ``--usd``, "… of … tokens" → ``--tokens``),
-    a session's by a rerun. ``on``: `` --host NAME`` when the sessions ran on a host."""
-    if not message.startswith("server"):
-        return "rerun with a higher --max-budget-usd / --max-budget-tokens"
-    spent = message.split("reached:", 1)[-1]
-    unit = " / ".join(f"--{u} N" for u, hit in (("usd", "$" in spent), ("tokens", " tokens" in spent)) if hit)
-    return f"cockpit budget{on} --server {unit or '--usd N / --tokens N'} raises it"
+def budget_hint(row: dict, on: str = "") -> str:
+    """How to go on past the cap the session ``row`` stopped at (its ``budget.reached``): the
+    server's with the flag of each limit that was reached (``--usd``, ``--tokens``), a session's
+    by a rerun. ``on``: `` --host NAME`` when the sessions ran on a host."""
+    reached = (row.get("budget") or {}).get("reached") or {}
+    caps = reached.get("caps") or ["usd", "tokens"]
+    if reached.get("scope") == "server":
+        return f"cockpit budget{on} --server {' / '.join(f'--{c} N' for c in caps)} raises it"
+    flags = {"usd": "--max-budget-usd", "tokens": "--max-budget-tokens"}
+    return f"rerun with a higher {' / '.join(flags[c] for c in caps if c in flags)}"
 
 
 def format_report(report: dict, host: str | None = None) -> str:
@@ -567,9 +568,7 @@ def format_report(report: dict, host: str | None = None) -> str:
         else:
             out.append("preseed: off")
         if _budget_reached(s):
-            message = s["error"]["message"]
-            how = budget_hint(message, on)
-            out.append(f"{message} — {how}")
+            out.append(f"{s['error']['message']} — {budget_hint(s, on)}")
         elif s["error"]:
             out.append(f"error ({s['error']['kind']}): {s['error']['message']}")
         denied = s.get("denied") or []

@@ -48,7 +48,7 @@ async def test_a_session_pauses_at_its_usd_cap_gives_its_slot_back_and_goes_on_w
     mgr = make_mgr(api, concurrency=1)
     sub = mgr.subscribe()
     s1 = await mgr.spawn(SpawnSpec("say hi", workspace=ws, max_budget_usd=0.004))
-    assert s1.to_dict()["budget"] == {"usd": 0.004, "tokens": None}
+    assert s1.to_dict()["budget"] == {"usd": 0.004, "tokens": None, "reached": None}
     reached = await next_event(sub, lambda e: isinstance(e, BudgetNotice) and e.level == "reached")
     assert (reached.session_id, reached.scope, reached.limit_usd) == (s1.id, "session", 0.004)
     assert reached.spent_usd == pytest.approx(0.0045) and reached.spent_tokens == 1100
@@ -138,7 +138,7 @@ def test_cockpit_run_at_the_cap_exits_with_its_own_code(tmp_path, ws, monkeypatc
     assert code == EXIT_BUDGET == 4 and requests == 1
     row = out["sessions"][0]
     assert row["status"] == "error" and row["error"]["kind"] == "budget"
-    assert row["budget"] == {"usd": 0.000001, "tokens": None}
+    assert row["budget"] == {"usd": 0.000001, "tokens": None, "reached": {"scope": "session", "caps": ["usd"]}}
     assert row["error"]["message"].startswith("session budget reached")
     with StandIn() as api:
         api.script(Reply("", [ToolUse("bash", {"command": "echo hi"})]))
@@ -166,7 +166,7 @@ async def test_the_budget_rpc_and_the_cli(api, ws, monkeypatch, capsys):
             await c.call("spawn", task="t", workspace=str(ws), config=payload, max_budget_usd="5")
         row = await c.call("spawn", task="t", workspace=str(ws), config=payload, max_budget_tokens=10)
         sid = row["id"]
-        assert row["budget"] == {"usd": None, "tokens": 10}
+        assert row["budget"] == {"usd": None, "tokens": 10, "reached": None}
 
         async def wait_for(pred):
             while True:
@@ -303,16 +303,38 @@ async def test_claude_code_stops_at_the_cap_and_is_resumed_with_the_raised_one(w
     assert results == ["error_max_budget_usd", "success"]
 
 
-def test_a_reached_server_cap_names_the_flag_of_the_cap_that_was_hit():
-    """A server *token* cap said "cockpit budget --server --usd N raises it"."""
+def _stopped_at(scope: str, spent_usd, spent_tokens: int, usd=None, tokens=None) -> dict:
+    """The report row of a session that stopped at a cap (its events folded)."""
+    from cockpit import events as ev
+    from cockpit.runtime.budget import Budget, BudgetHit
+    from cockpit.runtime.history import fold
+    from cockpit.runtime.report import session_row
+
+    hit = BudgetHit(scope, Budget(usd, tokens), spent_usd, spent_tokens)
+    return session_row(fold([
+        ev.BudgetNotice("s1", "reached", scope, spent_usd, spent_tokens, usd, tokens, hit.message()),
+        ev.SessionErrorEvent("s1", hit.message(), "budget"),
+    ], "s1"))
+
+
+def test_a_reached_cap_names_the_flag_of_each_limit_that_was_hit():
+    """A server *token* cap said "cockpit budget --server --usd N raises it"; and a cap of both
+    kinds reached by its tokens named both (the hint read the message, which shows the dollars)."""
     from cockpit.headless import budget_hint
 
-    assert budget_hint("server budget (all sessions) reached: 5,376 of 5,018 tokens") == \
-        "cockpit budget --server --tokens N raises it"
-    assert budget_hint("server budget (all sessions) reached: $0.02 of $0.01", " --host box") == \
-        "cockpit budget --host box --server --usd N raises it"
-    assert "--usd N / --tokens N" in budget_hint("server budget (all sessions) reached: $0.02 of $0.01 · 9 of 5 tokens")
-    assert "--max-budget-tokens" in budget_hint("session budget reached: 9 of 5 tokens")
+    tokens = _stopped_at("server", 0.002, 5376, tokens=5018)
+    assert tokens["budget"]["reached"] == {"scope": "server", "caps": ["tokens"]}
+    assert budget_hint(tokens) == "cockpit budget --server --tokens N raises it"
+    usd = _stopped_at("server", 0.02, 900, usd=0.01)
+    assert budget_hint(usd, " --host box") == "cockpit budget --host box --server --usd N raises it"
+    both_set = _stopped_at("server", 0.002, 9, usd=5.0, tokens=5)  # the dollars are in its message…
+    assert "$0.0020 of $5.00" in both_set["error"]["message"]
+    assert budget_hint(both_set) == "cockpit budget --server --tokens N raises it"  # …not reached
+    both = _stopped_at("server", 0.02, 9, usd=0.01, tokens=5)
+    assert budget_hint(both) == "cockpit budget --server --usd N / --tokens N raises it"
+    session = _stopped_at("session", None, 9, tokens=5)
+    assert session["budget"]["reached"] == {"scope": "session", "caps": ["tokens"]}
+    assert budget_hint(session) == "rerun with a higher --max-budget-tokens"
 
 
 def test_an_unpriced_model_is_named_by_the_total_and_by_a_usd_cap(tmp_path, ws, monkeypatch, capsys):

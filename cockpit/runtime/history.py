@@ -82,6 +82,17 @@ def approval_text(allowed: bool, scope: str, reason: str) -> str:
     return f"denied: {reason}" if reason else "denied"
 
 
+def reached_caps(notice: ev.BudgetNotice) -> tuple[str, ...]:
+    """Which limits of the cap a ``reached`` notice names were reached: ``"usd"``, ``"tokens"``
+    (a cap of both can be reached by one while the other is not)."""
+    caps = []
+    if notice.limit_usd is not None and notice.spent_usd is not None and notice.spent_usd >= notice.limit_usd:
+        caps.append("usd")
+    if notice.limit_tokens is not None and notice.spent_tokens >= notice.limit_tokens:
+        caps.append("tokens")
+    return tuple(caps)
+
+
 @dataclass
 class SessionHistory:
     session_id: str
@@ -121,6 +132,7 @@ class SessionHistory:
     context_level: str = ""  # "" | "warn" | "managed" | "full" (the last ContextNotice)
     context_message: str = ""
     budget_scope: str = ""  # "" | "session" | "server": the cap the session last reached
+    budget_caps: tuple[str, ...] = ()  # which of that cap's limits were reached: "usd", "tokens"
     budget_usd: float | None = None  # the session's own cap as last set (None: none known)
     budget_tokens: int | None = None
     requests: int = 0  # finished model responses (live partial figures are not requests)
@@ -188,6 +200,7 @@ class SessionHistory:
         elif isinstance(event, ev.BudgetNotice):
             if event.level == "reached":
                 self.budget_scope = event.scope
+                self.budget_caps = reached_caps(event)
             if event.scope == "session":
                 self.budget_usd, self.budget_tokens = event.limit_usd, event.limit_tokens
             self.blocks.append(Block("note", text=f"$ {event.message}"))

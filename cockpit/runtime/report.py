@@ -78,7 +78,9 @@ def session_row(h: SessionHistory) -> dict[str, Any]:
         "cost_source": h.cost_source,
         "requests": h.requests,
         "denied": list(h.denied),
-        "budget": {"usd": h.budget_usd, "tokens": h.budget_tokens},
+        "budget": {"usd": h.budget_usd, "tokens": h.budget_tokens,
+                   "reached": ({"scope": h.budget_scope, "caps": list(h.budget_caps)}
+                               if h.error_kind == "budget" and h.budget_scope else None)},
         "transcript": h.transcript_path,
         "reviewed": reviewed_dict(h.reviewed),  # how its worktree ended: merge / keep / discard
     }
