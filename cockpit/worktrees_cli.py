@@ -23,9 +23,10 @@ their base, commits ahead/behind and diff stat; merge, discard, check and pr wor
 ``ID`` is a session id, a unique prefix, or a unique suffix of at least 4 characters. Exit code 1
 when a merge is refused (conflict), 2 for usage errors.
 
-``diff`` and ``merge`` print a warning line for each changed protected path (a git hook, editor or
-agent config that can run code outside the sandbox: :mod:`cockpit.runtime.protected`); in a
-terminal, ``merge`` then asks again (``--yes`` skips the question).
+``diff``, ``merge`` and ``pr`` print a warning line for each changed protected path (a git hook,
+editor or agent config that can run code outside the sandbox: :mod:`cockpit.runtime.protected`);
+``merge`` and ``pr`` then ask in a terminal and refuse elsewhere (``--yes`` goes on), as they do
+for a failed ``--check``.
 """
 
 from __future__ import annotations
@@ -50,11 +51,13 @@ def add_parser(sub) -> None:
                         "server — a session that ended is resumed in its worktree)")
     p.add_argument("--json", action="store_true", help="list as JSON")
     p.add_argument("--yes", action="store_true",
-                   help="discard, or merge changed protected paths, without asking")
+                   help="discard; merge or push (pr) changed protected paths or a change whose check failed, "
+                        "without asking")
     p.add_argument("--no-server", action="store_true", default=argparse.SUPPRESS,
                    help="act on the worktrees directly, never through a running Cockpit server (a worktree "
                         "one of its sessions works in is still refused)")
-    p.add_argument("--check", action="store_true", help="merge/pr: run the check command first")
+    p.add_argument("--check", action="store_true",
+                   help="merge/pr: run the check command first (a failed check stops them; --yes goes on)")
     p.add_argument("--notes", help="the notes folder (a test-command or commit-style note); default: "
                                    "the repository's notes/ folder when it has one")
     p.add_argument("--title", help="pr: the pull request's title (default: the task)")
@@ -326,10 +329,10 @@ def _print_diff(info, extra: tuple[str, ...]) -> int:
     return 0
 
 
-def _confirm_protected(info, yes: bool, extra: tuple[str, ...]) -> bool:
-    """Before a merge: print the warnings for changed protected paths (``extra``: the config's
-    globs); in a terminal (without ``yes``) ask whether to merge anyway, elsewhere only ``yes``
-    merges them (as a failed check). True: go on."""
+def _confirm_protected(info, yes: bool, extra: tuple[str, ...], verb: str = "merge") -> bool:
+    """Before a merge or a push (``verb``): print the warnings for changed protected paths
+    (``extra``: the config's globs); in a terminal (without ``yes``) ask whether to go on anyway,
+    elsewhere only ``yes`` does (as a failed check). True: go on."""
     from cockpit.runtime import worktree as wt
 
     try:
@@ -340,10 +343,34 @@ def _confirm_protected(info, yes: bool, extra: tuple[str, ...]) -> bool:
         print(line)
     if not lines or yes:
         return True
+    if verb == "push":  # a pushed workflow or hook runs on the forge's CI, with the repository's secrets
+        print("(a pushed branch runs them there: in CI on the forge, in the checkout of whoever fetches it)")
     if not sys.stdin.isatty():
-        print("(review them; --yes merges anyway)")
+        print(f"(review them; --yes {_FORMS[verb][2]} anyway)")
         return False
-    return input("merge anyway? [y/N] ").strip().lower() in ("y", "yes")
+    return input(f"{verb} anyway? [y/N] ").strip().lower() in ("y", "yes")
+
+
+_FORMS = {"merge": ("merging", "merged", "merges"), "push": ("pushing", "pushed", "pushes")}
+
+
+def _check_gate(args, info, verb: str):
+    """``--check``: run the check command on the change; a failed one stops the merge or the push
+    (``verb``) unless ``--yes``, or a yes in a terminal. Returns (go on, the check's result or
+    None)."""
+    if not args.check:
+        return True, None
+    res = _run_check(args, info)
+    if res is None or res.ok:
+        return True, res
+    ing, ed, es = _FORMS[verb]
+    if args.yes:
+        print(f"{ing} anyway (--yes)")
+        return True, res
+    if sys.stdin.isatty() and input(f"the check did not pass: {verb} anyway? [y/N] ").strip().lower() in ("y", "yes"):
+        return True, res
+    print(f"not {ed} (the check did not pass; --yes {es} anyway)")
+    return False, res
 
 
 def _through_server(session_id: str, action: str, kept: str | None = None) -> int | None:
@@ -565,24 +592,19 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "check":
             res = _run_check(args, info)
             return 0 if res is not None and res.ok else 1
+        if args.action in ("merge", "pr"):
+            verb = "merge" if args.action == "merge" else "push"
+            if not _confirm_protected(info, args.yes, tuple(_config().protected), verb):
+                print(f"not {_FORMS[verb][1]}")
+                return 1
+            go_on, check = _check_gate(args, info, verb)
+            if not go_on:
+                return 1
         if args.action == "pr":
-            check = _run_check(args, info) if args.check else None
             title, body = ship.pr_text(info, check)
             ok, line = ship.open_pr(info, args.title or title, args.body or body, message())
             print(line)
             return 0 if ok else 1
-        if args.action == "merge" and not _confirm_protected(info, args.yes, tuple(_config().protected)):
-            print("not merged")
-            return 1
-        if args.action == "merge" and args.check:
-            res = _run_check(args, info)
-            if res is not None and not res.ok:
-                if args.yes:
-                    print("merging anyway (--yes)")
-                elif not sys.stdin.isatty() or input("the check did not pass: merge anyway? [y/N] ").strip().lower() \
-                        not in ("y", "yes"):
-                    print("not merged (the check did not pass; --yes merges anyway)")
-                    return 1
     except wt.WorktreeError as exc:
         raise CockpitError(str(exc), code=1) from None
     # the server's sessions, asked also with --no-server: a direct merge, keep or discard must not

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
@@ -605,6 +606,59 @@ def test_pr_without_gh_pushes_and_gives_the_compare_url_or_says_pushed(repo, tmp
     assert wt.compare_url("https://github.com/acme/calc", "main", "b") == \
         "https://github.com/acme/calc/compare/main...b?expand=1"
     assert wt.compare_url("https://gitlab.com/acme/calc.git", "main", "b") is None
+
+
+def test_pr_asks_as_merge_does_for_protected_paths_and_a_failed_check(repo, tmp_path, monkeypatch, capsys):
+    """`pr` pushed a change to .github/workflows (it runs on the forge's CI with the repository's
+    secrets) where `merge` refused it without --yes; and `pr --check` opened the pull request with
+    rc 0 when the check failed, where `merge --check` refused."""
+    remote = with_remote(repo, tmp_path)
+    record = fake_gh(tmp_path, monkeypatch)
+    info = wt.create(repo, "s1", "add ci", worktrees_dir())
+    fixed(info)
+    (Path(info.path) / ".github" / "workflows").mkdir(parents=True)
+    (Path(info.path) / ".github" / "workflows" / "ci.yml").write_text("on: push\njobs: {}\n")
+    assert main(["worktrees", "pr", "s1"]) == 1  # not a terminal, no --yes
+    out = capsys.readouterr().out
+    assert ".github/workflows/ci.yml" in out and "--yes pushes anyway" in out and "not pushed" in out
+    assert not record.exists() and info.branch not in git(remote, "branch", "--list")
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: "n")
+    assert main(["worktrees", "pr", "s1"]) == 1 and not record.exists()
+    monkeypatch.setattr("builtins.input", lambda prompt: "y")
+    assert main(["worktrees", "pr", "s1"]) == 0 and record.exists()
+    assert "pull request opened" in capsys.readouterr().out
+
+    record.unlink()
+    config_path().write_text('check_command = "python3 test_calc.py"\n')
+    info2 = wt.create(repo, "s2", "other", worktrees_dir())
+    (Path(info2.path) / "other.py").write_text("x = 1\n")  # add is still wrong: the check fails
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    assert main(["worktrees", "pr", "s2", "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "add is wrong" in out and "not pushed (the check did not pass; --yes pushes anyway)" in out
+    assert not record.exists() and info2.branch not in git(remote, "branch", "--list")
+    assert main(["worktrees", "pr", "s2", "--check", "--yes"]) == 0
+    assert "pushing anyway (--yes)" in capsys.readouterr().out and record.exists()
+
+
+def test_pr_again_updates_the_pull_request_already_open(repo, tmp_path, monkeypatch, capsys):
+    """A second `pr` (after more work) said "gh pr create failed: <url>", rc 1: gh refuses a
+    second pull request for the branch, and the push has already updated the open one."""
+    remote = with_remote(repo, tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gh = bin_dir / "gh"
+    gh.write_text("#!/bin/sh\necho 'a pull request for branch \"x\" into branch \"main\" already exists:' >&2\n"
+                  "echo 'https://github.com/acme/calc/pull/7' >&2\nexit 1\n")
+    gh.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    assert main(["worktrees", "pr", "s1"]) == 0
+    out = capsys.readouterr().out
+    assert "the pull request already open for it has the change: https://github.com/acme/calc/pull/7" in out
+    assert "a + b" in git(remote, "show", f"{info.branch}:calc.py")
 
 
 def test_pr_without_a_remote_says_so(repo, capsys):

@@ -307,6 +307,38 @@ async def test_p_drafts_the_pull_request_edits_reach_pull_request_and_escape_can
         await app.shutdown()
 
 
+async def test_p_asks_before_pushing_changed_protected_paths(api, tmp_path, repo, monkeypatch):
+    """`p` pushed a new .github workflow without a word (it runs on the forge's CI with the
+    repository's secrets) where `m` asks first: it asks too, and a no pushes nothing."""
+    remote = with_remote(repo, tmp_path)
+    record = fake_gh(tmp_path, monkeypatch)
+    api.script(edit_calc("a + b"), Reply("Fixed add."))
+    mgr = manager(api, tmp_path)
+    app = app_for(mgr, repo)
+    async with app.run_test(size=SIZE) as pilot:
+        view = await spawn_and_wait(pilot, app, "fix add in calc.py")
+        workflows = Path(view.worktree.path) / ".github" / "workflows"
+        workflows.mkdir(parents=True)
+        (workflows / "ci.yml").write_text("on: push\njobs: {}\n")
+        screen = await open_diff(pilot, app)
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the question")
+        question = app.screen.question
+        assert ".github/workflows/ci.yml" in question and "Push and open the pull request anyway?" in question
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen is screen, "back on the diff screen")
+        await settled(pilot, app)
+        assert not record.exists() and view.worktree.branch not in git(remote, "branch", "--list")
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the question again")
+        await pilot.press("y")
+        await until(pilot, lambda: isinstance(app.screen, PullRequestDialog), "the pull request dialog")
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: "pull request opened" in text_of(screen.query_one("#diff-status")), "opened")
+        assert record.exists()
+        await app.shutdown()
+
+
 # -- 4. the shell key ----------------------------------------------------------------------------
 @pytest.fixture
 def suspendable(monkeypatch):

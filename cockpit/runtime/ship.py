@@ -319,6 +319,11 @@ def open_pr(info: wt.WorktreeInfo, title: str, body: str, message: str = "") -> 
                                   timeout=120, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return False, f"pushed {info.branch} to {remote}; gh pr create failed: {exc}"
+        said = f"{proc.stderr}\n{proc.stdout}"
+        if proc.returncode != 0 and "already exists" in said:  # the push updated the one open for this branch
+            found = re.findall(r"https?://\S+", said)
+            return True, (f"pushed {info.branch} to {remote}: the pull request already open for it has the change"
+                          + (f": {found[-1]}" if found else ""))
         if proc.returncode != 0:
             why = (proc.stderr or proc.stdout).strip().splitlines()
             last = why[-1] if why else f"exit {proc.returncode}"

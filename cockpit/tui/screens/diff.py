@@ -72,13 +72,17 @@ def comment_message(path: str, lines: list[DiffLine], comment: str) -> str:
     return (f"Review comment on {path}, {where}:\n\n```diff\n{quoted}\n```\n\n{comment}")
 
 
-def merge_question(protected: list[Any]) -> str:
-    """The confirmation a merge with changed protected paths asks: the warning, the paths (at most
-    8) with their reasons, the question."""
+def merge_question(protected: list[Any], question: str = "Merge anyway?") -> str:
+    """The confirmation a merge (or a push: ``question``) with changed protected paths asks: the
+    warning, the paths (at most 8) with their reasons, the question."""
     listed = [f"  {f.path}  {protected_line(f)}" for f in protected[:8]]
     if len(protected) > 8:
         listed.append(f"  … and {len(protected) - 8} more")
-    return "\n".join([protected_warning(len(protected)) + ":", *listed, "", "Merge anyway?"])
+    return "\n".join([protected_warning(len(protected)) + ":", *listed, "", question])
+
+
+PUSH_QUESTION = ("A pushed branch runs them there: in CI on the forge (with the repository's secrets), in the "
+                 "checkout of whoever fetches it. Push and open the pull request anyway?")
 
 
 class PullRequestDialog(ModalScreen[tuple[str, str] | None]):
@@ -357,17 +361,30 @@ class DiffScreen(Screen):
 
     @work(group="diff-pr")
     async def action_pull_request(self) -> None:
+        """Draft the pull request, let the user edit it; when protected paths changed or the last
+        check did not pass, ask first (as a merge does: a push is out of the sandbox too)."""
         try:
             draft = await self.runtime.draft_pull_request(self.session_id)
         except Exception as exc:
             self.notify(f"no pull request: {exc}", severity="warning")
             return
+        protected = await self._protected_now()
+        questions = [merge_question(protected, PUSH_QUESTION)] if protected else []
+        if self.check_state in ("failed", "error", "conflict"):
+            questions.append(f"The last check did not pass ({self.check_state}). Open the pull request anyway?")
 
         def done(edited: tuple[str, str] | None) -> None:
             if edited:
                 self.open_pr(*edited)
 
-        self.app.push_screen(PullRequestDialog(draft.title, draft.body), done)
+        def edit(yes: bool | None = True) -> None:
+            if yes:
+                self.app.push_screen(PullRequestDialog(draft.title, draft.body), done)
+
+        if questions:
+            self.app.push_screen(ConfirmDialog("\n\n".join(questions)), edit)
+        else:
+            edit()
 
     @work(group="diff-pr")
     async def open_pr(self, title: str, body: str) -> None:
