@@ -406,6 +406,25 @@ def test_a_worktree_the_session_locked_is_discarded_whole(repo):
     assert not Path(info.path).exists()
 
 
+def test_a_merge_into_a_base_branch_not_checked_out_deletes_the_branch_too(repo, capsys):
+    """A session started on `feature`, merged while `main` is checked out: the merge went into
+    `feature`, but the session's branch stayed (``git branch -d`` asks HEAD, not the base), was
+    then listed as a kept branch, and a second merge brought feature's work into main."""
+    git(repo, "checkout", "-q", "-b", "feature")
+    info = wt.create(repo, "s1", "fix add on feature", worktrees_dir())
+    assert info.base_branch == "feature"
+    fixed(info)
+    git(repo, "checkout", "-q", "main")
+    main_before = git(repo, "rev-parse", "main").strip()
+    assert main(["worktrees", "merge", "s1"]) == 0
+    assert "into feature" in capsys.readouterr().out
+    assert "a + b" in git(repo, "show", "feature:calc.py")
+    assert info.branch not in git(repo, "branch", "--list")
+    assert wt.list_kept(worktrees_dir()) == [] and main(["worktrees"]) == 0
+    assert "s1" not in capsys.readouterr().out
+    assert git(repo, "rev-parse", "main").strip() == main_before
+
+
 def test_an_empty_merge_is_reported_not_committed(repo):
     info = wt.create(repo, "s1", "fix add", worktrees_dir())
     fixed(info)

@@ -889,7 +889,10 @@ def merge(info: WorktreeInfo, message: str, merge_message: str | None = None) ->
         if temp is not None:
             git("worktree", "remove", "--force", temp, cwd=info.repo, check=False)
     how = "fast-forward" if "Fast-forward" in proc.stdout else "merge commit"
-    _remove(info, delete_branch="-d")
+    # -D: the base branch has every commit of it now, but ``-d`` asks whether the checkout's HEAD
+    # has them — a base branch not checked out (a session started on another branch) kept it, and
+    # the next list showed it as a kept branch a second merge would bring into HEAD's branch
+    _remove(info, delete_branch="-D")
     return MergeResult(True, f"merged {info.branch} into {info.base_branch} ({how}, {head[:10]})", head)
 
 
