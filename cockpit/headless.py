@@ -519,8 +519,9 @@ def budget_hint(row: dict, on: str = "") -> str:
     server's with the flag of each limit that was reached (``--usd``, ``--tokens``), a session's
     by a rerun. ``on``: `` --host NAME`` when the sessions ran on a host."""
     reached = (row.get("budget") or {}).get("reached") or {}
-    caps = reached.get("caps") or ["usd", "tokens"]
-    if reached.get("scope") == "server":
+    caps = reached.get("caps") or ["usd", "tokens"]  # (a report from an older Cockpit does not say)
+    message = (row.get("error") or {}).get("message") or ""
+    if reached.get("scope", "server" if message.startswith("server") else "session") == "server":
         return f"cockpit budget{on} --server {' / '.join(f'--{c} N' for c in caps)} raises it"
     flags = {"usd": "--max-budget-usd", "tokens": "--max-budget-tokens"}
     return f"rerun with a higher {' / '.join(flags[c] for c in caps if c in flags)}"

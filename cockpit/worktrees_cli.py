@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -255,6 +256,23 @@ def _config():
 
 def _root() -> Path:
     return _config().resolved_worktrees_dir()
+
+
+def _here() -> str | None:
+    """The repository the command runs in (its top folder, resolved), or None outside one."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return os.path.realpath(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
+
+
+def _elsewhere(repo: str, here: str | None) -> str:
+    """`` in REPO`` when the session's repository is not the one the command runs in (its merge,
+    keep or discard lands there), else ``""``."""
+    return "" if here is not None and os.path.realpath(repo) == here else f" in {repo}"
 
 
 def _row(info, kept: bool = False) -> dict:
@@ -527,12 +545,15 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"worktrees": rows, "kept": kept}, indent=2))
         elif not rows and not kept:
             print("no session worktrees")
+        here = _here()
         for r in rows + kept if not args.json else []:
             changes = (f"{r['files']} file{'s' if r['files'] != 1 else ''} +{r['added']} -{r['removed']}"
                        if "files" in r else r["state"])
             if "ahead" in r:
                 changes = f"kept branch, {r['ahead']} ahead / {r['behind']} behind, {changes}"
-            print(f"{r['session']}  {r['branch']}  base {r['base_commit'][:10]} on {r['base_branch'] or '(detached)'}"
+            # "on main" of which repository: a row of another one says so (its merge lands there)
+            on = f"{r['base_branch'] or '(detached)'}{_elsewhere(r['repo'], here)}"
+            print(f"{r['session']}  {r['branch']}  base {r['base_commit'][:10]} on {on}"
                   f"  {changes}\n    {r['path'] or '(no worktree)'}\n    task: {one_line(r['task'])[:100]}")
         return 0
     if args.action == "prune":
@@ -573,6 +594,8 @@ def run(args: argparse.Namespace) -> int:
         return _send_back(args.session)
     info = _one(root, args.session)
     _notes_dir(args, info)  # a --notes given that does not exist: said before anything is done
+    if elsewhere := _elsewhere(info.repo, _here()):  # typed in another repository: where it acts
+        print(f"session {info.session_id} is a session{elsewhere}")
     if args.action == "discard" and not args.yes:
         if not sys.stdin.isatty():
             raise CockpitError("discard deletes the branch and its changes: add --yes to confirm")

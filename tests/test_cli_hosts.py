@@ -43,7 +43,8 @@ def _report(message: str = "server budget $1 reached") -> dict:
     usage = {"input": 1, "output": 1, "cache_write": 0, "cache_read": 0, "total": 2}
     s = {"id": "s1", "task": "t", "status": "error", "model": "m", "permission_mode": "default", "cwd": "/w",
          "placement": "in place", "preseed": False, "error": {"kind": "budget", "message": message},
-         "answer": "", "usage": usage, "cost_usd": None, "requests": 1, "transcript": "/t"}
+         "answer": "", "usage": usage, "cost_usd": None, "requests": 1, "transcript": "/t",
+         "budget": {"usd": None, "tokens": None, "reached": {"scope": "server", "caps": ["usd"]}}}
     return {"sessions": [s], "totals": {"usage": usage, "cost_usd": None}, "pricing": {"date": "d"}}
 
 

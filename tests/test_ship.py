@@ -425,6 +425,29 @@ def test_a_merge_into_a_base_branch_not_checked_out_deletes_the_branch_too(repo,
     assert git(repo, "rev-parse", "main").strip() == main_before
 
 
+def test_a_session_of_another_repository_says_which_in_the_list_and_before_a_merge(repo, tmp_path, capsys,
+                                                                                  monkeypatch):
+    """Typed in repo A, `cockpit worktrees` listed B's sessions "on main" as if A's, and `merge`
+    of one landed in B's main with nothing naming B."""
+    other = make_repo(tmp_path / "other", {"calc.py": CALC})
+    mine = wt.create(repo, "s1", "fix add here", worktrees_dir())
+    theirs = wt.create(other, "s2", "fix add there", worktrees_dir())
+    fixed(mine)
+    fixed(theirs)
+    monkeypatch.chdir(repo)
+    assert main(["worktrees"]) == 0
+    out = capsys.readouterr().out
+    real = str(Path(theirs.repo).resolve())
+    assert f"on main in {real}" in out or f"on main in {theirs.repo}" in out
+    assert out.count(" in /") == 1  # this repository's own row names none
+    assert main(["worktrees", "merge", "s2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"session s2 is a session in {theirs.repo}\n") and "into main" in out
+    assert "a + b" in (other / "calc.py").read_text() and "a - b" in (repo / "calc.py").read_text()
+    assert main(["worktrees", "merge", "s1"]) == 0
+    assert "is a session in" not in capsys.readouterr().out
+
+
 def test_an_empty_merge_is_reported_not_committed(repo):
     info = wt.create(repo, "s1", "fix add", worktrees_dir())
     fixed(info)
