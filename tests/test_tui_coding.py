@@ -504,12 +504,19 @@ async def test_closing_a_finished_pane_with_changes_offers_merge_keep_discard(ap
         await until(pilot, lambda: app.views and only_view(app).status is S.WAITING, "waiting")
         view = only_view(app)
         await until(pilot, lambda: view.changes is not None, "changes")
-        assert "backspace" not in app.screen.active_bindings  # only finished panes close
-        await pilot.press("x", "y")
-        await until(pilot, lambda: view.status is S.KILLED, "killed")
-        await settled(pilot, app)
+        # ⌫ on a session waiting for you (how every answered session sits) did nothing at all:
+        # it asks to end it first, then offers what to do with its change
         await pilot.press("backspace")
-        assert isinstance(app.screen, ChoiceDialog)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the question")
+        assert "waiting for you" in app.screen.question and "End it and close its pane?" in app.screen.question
+        await pilot.press("n")
+        await settled(pilot, app)
+        assert view.status is S.WAITING and view.session_id in app.panes
+        await pilot.press("backspace")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the question again")
+        await pilot.press("y")
+        await until(pilot, lambda: isinstance(app.screen, ChoiceDialog), "merge, keep or discard")
+        assert view.status is S.KILLED
         await pilot.press("k")  # keep the branch
         await until(pilot, lambda: view.session_id not in app.panes, "the pane is closed")
         assert view.worktree.branch in git(repo, "branch", "--list")

@@ -121,6 +121,7 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
         self.backend = backend
         self.notify_os = notify_os
         self.api_key_missing = api_key_missing
+        self._close_when_ended: set[str] = set()  # sessions ⌫ ended: their panes close when they have
         self.os_notifier: Notifier | None = os_notifier or (DesktopNotifications() if notify_os else None)
         self.watch_notes = watch_notes
         self.clock = clock
@@ -292,6 +293,8 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
                 self.notify("that approval was answered elsewhere", timeout=5)
         elif isinstance(event, ev.SessionDone):
             self.close_stale_approval()
+        if view.status.is_final and before is not None and not before.is_final:
+            self.ended(view)
         self.react(view, before, event)
 
     def close_stale_approval(self) -> None:

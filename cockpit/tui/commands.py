@@ -56,6 +56,7 @@ class SessionCommands(App):
     backend: str | None
     _spawn_mode: str | None = None  # the permission mode last chosen in the spawn dialog (this app)
     workspace: str | None
+    _close_when_ended: set[str]  # sessions ⌫ ended: their panes close once they have
 
     @property
     def views(self) -> dict[str, SessionView]:
@@ -159,8 +160,18 @@ class SessionCommands(App):
         self.push_screen(ConfirmDialog(f"Kill session {session_id}? ({fmt.short(view.task, 50)})"), done)
 
     @work(group="manager", name="kill", exit_on_error=False)
-    async def kill(self, session_id: str) -> None:
-        await self.manager.kill(session_id)
+    async def kill(self, session_id: str, reason: str = "") -> None:
+        if reason:
+            await self.manager.kill(session_id, reason)
+        else:  # the runtime's own default reason (the server's: "killed by the user")
+            await self.manager.kill(session_id)
+
+    def ended(self, view: SessionView) -> None:
+        """``view``'s session ended: its pane closes now when the user asked for that (⌫ on a
+        session waiting for you)."""
+        if view.session_id in self._close_when_ended:
+            self._close_when_ended.discard(view.session_id)
+            self.close_pane(view.session_id)
 
     def open_follow_up(self, session_id: str) -> None:
         view = self.views[session_id]
@@ -357,8 +368,21 @@ class SessionCommands(App):
     # -- closing a pane --------------------------------------------------------------
     def close_pane(self, session_id: str) -> None:
         """Close a finished session's pane; a worktree still holding changes is dealt with first
-        (merge / keep / discard, or open the diff), or left as it is for later (``cockpit worktrees``)."""
+        (merge / keep / discard, or open the diff), or left as it is for later (``cockpit worktrees``).
+        A session waiting for you (its answer given, nothing running) is ended first, once the user
+        says so; its pane closes when the end reaches the app."""
         view = self.views.get(session_id)
+        if view is not None and view.status is SessionStatus.WAITING:
+            def end(yes: bool | None) -> None:
+                if yes:
+                    self._close_when_ended.add(session_id)
+                    self.kill(session_id, "closed from the app")
+
+            self.push_screen(ConfirmDialog(
+                f"Session {session_id} is waiting for you ({fmt.short(view.task, 50)}). End it and close "
+                "its pane? Its conversation stays in its transcript (R: review, resume); its changes stay "
+                "in its worktree until you merge, keep or discard them (asked next)."), end)
+            return
         if view is None or not view.status.is_final:
             return
         if not view.has_changes:

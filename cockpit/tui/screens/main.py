@@ -150,8 +150,8 @@ class MainScreen(SessionPanes):
             return view is not None and not view.status.is_final and view.context_high
         if action == "continue_early":
             return None if view is None or view.status.is_final or view.context_high else True
-        if action == "close":
-            return pane is not None and pane.final
+        if action == "close":  # (a session waiting for you is ended first, once you say so)
+            return pane is not None and (pane.final or pane.waiting)
         if action == "page":
             return self.grid.pages > 1
         return True
@@ -284,7 +284,7 @@ class MainScreen(SessionPanes):
 
     def action_close(self) -> None:
         pane = self.focused_pane()
-        if pane is not None and pane.final:
+        if pane is not None and (pane.final or pane.waiting):
             self.cockpit.close_pane(pane.view.session_id)
 
     def action_budget(self) -> None:
