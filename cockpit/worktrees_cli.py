@@ -112,7 +112,31 @@ def _one(root: Path, query: str):
         return info
     see = f"`cockpit worktrees{_on()}`"
     why = not_one(query, [(w.session_id, w.branch) for w in found], "session worktree", see)
+    if not found and (done := _dealt_with(query)):  # merged or discarded already: say that
+        why = f"{why}: {done}"
     raise CockpitError(f"{why} (see {see})" if found else why)
+
+
+def _dealt_with(query: str) -> str:
+    """What became of the change of the one session ``query`` names when it was merged or
+    discarded already (its transcript's last review), e.g. "session X: merged B into main (…)";
+    else ""."""
+    from cockpit.runtime.history import fold
+    from cockpit.runtime.ids import matches
+    from cockpit.runtime.transcript import read_events
+
+    folder = _config().resolved_sessions_dir()
+    found = [p for p in sorted(folder.glob("*.jsonl")) if matches(query, p.stem.split("-", 2)[-1])] \
+        if folder.is_dir() else []
+    if len(found) != 1:
+        return ""
+    try:
+        reviewed = fold(read_events(found[0], [])).reviewed
+    except (OSError, ValueError):
+        return ""
+    if reviewed is None or not reviewed.ok or reviewed.action not in ("merge", "discard"):
+        return ""
+    return f"session {found[0].stem.split('-', 2)[-1]}'s change was dealt with already — {reviewed.message}"
 
 
 def _worktree_of_session(root: Path, query: str):
@@ -337,7 +361,13 @@ def _print_diff(info, extra: tuple[str, ...]) -> int:
         return 0
     for line in protected_lines(diff):
         print(line)
-    print(f"{info.branch} against {against}: {diff.stat}")
+    if diff.conflicts:  # the merge would be refused: said first, and what the diff is against
+        print(f"⚠ conflicts with {against} in {', '.join(diff.conflicts)} — a merge would refuse it")
+        _conflict_hint(info.session_id, against, None if Path(info.path).is_dir() else info.branch)
+    if diff.unresolved:
+        print(f"⚠ conflict markers left in {', '.join(diff.unresolved)} — a merge would refuse it")
+    since = f"where it last met {against}" if diff.conflicts else against  # (the diff's start)
+    print(f"{info.branch} against {since}: {diff.stat}")
     for change in diff.files:
         print(f"  {_file_line(change)}")
     for change in diff.files:

@@ -339,6 +339,16 @@ def conflicting(repo: Path, sid: str = "s1") -> wt.WorktreeInfo:
     return info
 
 
+def test_the_diff_of_a_conflicting_change_says_so_and_what_it_is_against(repo, capsys):
+    """`worktrees diff` of a change that conflicts with main said "against main" with no word of
+    the conflict (its `-` lines were not main's); the app's diff screen said both."""
+    conflicting(repo)
+    assert main(["worktrees", "diff", "s1"]) == 0
+    out = capsys.readouterr().out
+    assert "⚠ conflicts with main in calc.py — a merge would refuse it" in out
+    assert "send-back s1" in out and "against where it last met main: 1 file changed" in out
+
+
 def test_a_conflict_aborted_leaves_the_checkout_byte_identical(repo, capsys):
     info = conflicting(repo)
     (repo / "scratch.txt").write_text("untracked\n")
@@ -599,6 +609,20 @@ async def test_a_kept_branch_is_listed_after_the_session_and_a_new_manager_then_
     assert "merged" in capsys.readouterr().out and "a + b" in (repo / "calc.py").read_text()
     assert branch not in git(repo, "branch", "--list")
     assert main(["worktrees"]) == 0 and "no session worktrees" in capsys.readouterr().out
+
+
+async def test_a_second_merge_says_the_change_was_merged_already(api, repo, tmp_path, capsys):
+    """Merging twice said "no session worktree 's1'" while `cockpit ls` said "merged into main"."""
+    api.script(edit_calc(), Reply("Fixed."))
+    mgr = make_mgr(api, tmp_path, permission_mode="bypassPermissions")
+    s = await mgr.spawn(SpawnSpec("fix add", workspace=repo))
+    assert await mgr.wait_idle(timeout=30)
+    merged = await mgr.review(s.id, "merge")
+    assert merged.ok
+    await mgr.aclose()
+    capsys.readouterr()
+    assert main(["worktrees", "merge", s.id]) == 2
+    assert f"session {s.id}'s change was dealt with already — {merged.message}" in capsys.readouterr().err
 
 
 def test_a_cockpit_branch_with_no_record_is_listed_too(repo, capsys):
