@@ -70,9 +70,24 @@ EXIT_BUDGET = 4
 
 def _say_if_uncommitted(workspace: Path) -> None:
     """Once at start: the checkout has changes not committed, which a session's worktree (made
-    from HEAD) does not have — said, as the session would not see them."""
+    from HEAD) does not have — said, as the session would not see them; and a folder where no
+    worktree can be made (not a repository, or one with no commit yet), where the sessions work in
+    place, in the user's own files — said before they start, not only in the report."""
     import subprocess
 
+    def ok(*args: str) -> bool | None:
+        try:
+            return subprocess.run(["git", *args], cwd=workspace, capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    if ok("rev-parse", "--verify", "-q", "HEAD") is False:
+        what = ("a git repository with no commit yet" if ok("rev-parse", "--git-dir")
+                else "not a git repository")
+        print(f"cockpit: warning: {workspace} is {what}: the sessions work in place, in your files (no worktree "
+              "to diff, merge or discard); make a first commit to give each session its own worktree",
+              file=sys.stderr)
+        return
     try:
         out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=workspace,
                              capture_output=True, text=True, timeout=10).stdout

@@ -364,6 +364,25 @@ def test_ls_cuts_long_fields_with_an_ellipsis():
     assert row.endswith("once on the subtotal and…")
 
 
+def test_a_folder_where_no_worktree_can_be_made_is_said_before_the_sessions_start(tmp_path, monkeypatch, capsys):
+    """In a repository with no commit yet `cockpit run` edited the user's files in place, said only
+    in the report afterwards (nothing to diff or discard)."""
+    import subprocess
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.chdir(tmp_path)
+    unborn, plain = tmp_path / "unborn", tmp_path / "plain"
+    unborn.mkdir()
+    plain.mkdir()
+    subprocess.run(["git", "init", "-q", str(unborn)], check=True)
+    with StandIn() as api:
+        api.script(Reply("one"), Reply("two"))
+        for folder, what in ((unborn, "a git repository with no commit yet"), (plain, "not a git repository")):
+            assert main(["run", "look", "--base-url", api.base_url, "--workspace", str(folder), "--no-server"]) == 0
+            err = capsys.readouterr().err
+            assert f"warning: {folder} is {what}: the sessions work in place, in your files" in err
+
+
 def test_uncommitted_changes_the_worktree_will_not_have_are_said(tmp_path, monkeypatch, capsys):
     """A session's worktree is made from HEAD: a checkout's uncommitted edits were silently not in
     it (the session worked on what the user no longer sees)."""
