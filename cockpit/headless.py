@@ -590,7 +590,9 @@ def format_report(report: dict, host: str | None = None) -> str:
         denied = s.get("denied") or []
         if denied:
             out.append(f"denied: {_n(len(denied), 'ask')} nobody could answer ({'; '.join(denied)[:200]})"
-                       " — rerun with --permission-mode or [permissions] allow rules")
+                       " — each denial told the model what would run it: another --permission-mode, an allow"
+                       " rule in [permissions], or (a protected path, a command no rule can name: they ask in"
+                       " every mode) the app, where you answer asks")
         out.append("answer:")
         out.extend("  " + line for line in (s["answer"] or "(none)").splitlines())
         out.append(

@@ -60,8 +60,10 @@ def test_bad_key_is_one_line_without_the_key(tmp_path, ws, monkeypatch, capsys):
         code = main(["run", "t", "--base-url", api.base_url, "--workspace", str(ws)])
     cap = capsys.readouterr()
     assert code == 1
-    warning, error = cap.err.splitlines()  # no ./notes here: a warning says so, then one error line
-    assert warning.startswith(f"cockpit: warning: no notes folder at {(tmp_path / 'notes').resolve()} ")
+    # no ./notes here, and not a repository: a warning each, then one error line
+    in_place, notes, error = cap.err.splitlines()
+    assert notes.startswith(f"cockpit: warning: no notes folder at {(tmp_path / 'notes').resolve()} ")
+    assert in_place.startswith(f"cockpit: warning: {ws} is not a git repository: the sessions work in place")
     assert error.startswith("cockpit: error: authentication failed")
     assert "sk-wrong-secret" not in cap.err + cap.out
 
@@ -137,7 +139,7 @@ def test_headless_default_mode_denies_and_says_how(tmp_path, repo, monkeypatch, 
         api.script(Reply("", [ToolUse("bash", {"command": "ls"})]), Reply("could not run it"))
         assert main(["run", "list files", "--base-url", api.base_url, "--workspace", str(repo)]) == 0
     text = capsys.readouterr().out
-    assert "denied: 1 ask nobody could answer (ls) — rerun with --permission-mode" in text
+    assert "denied: 1 ask nobody could answer (ls) — each denial told the model what would run it" in text
 
 
 @pytest.mark.parametrize("argv, message", [
