@@ -727,6 +727,26 @@ def test_pr_again_updates_the_pull_request_already_open(repo, tmp_path, monkeypa
     assert "a + b" in git(remote, "show", f"{info.branch}:calc.py")
 
 
+def test_a_discard_after_a_push_says_the_pushed_branch_stays(repo, tmp_path, monkeypatch, capsys):
+    """Discard after `pr` said "discarded … and its worktree" (the app: "the changes are deleted"):
+    the pushed branch and its pull request were left, unmentioned."""
+    remote = with_remote(repo, tmp_path)
+    fake_gh(tmp_path, monkeypatch)
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    assert main(["worktrees", "pr", "s1"]) == 0
+    capsys.readouterr()
+    assert main(["worktrees", "discard", "s1", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert f"the branch pushed to origin/{info.branch} stays there, with any pull request opened for it" in out
+    assert f"git push origin --delete {info.branch}" in out
+    assert info.branch in git(remote, "branch", "--list")  # not this machine's to delete
+    other = wt.create(repo, "s2", "other", worktrees_dir())
+    fixed(other)
+    assert main(["worktrees", "discard", "s2", "--yes"]) == 0
+    assert "pushed" not in capsys.readouterr().out
+
+
 def test_pr_without_a_remote_says_so(repo, capsys):
     info = wt.create(repo, "s1", "fix add", worktrees_dir())
     fixed(info)

@@ -979,8 +979,19 @@ def keep(info: WorktreeInfo, message: str) -> str:
 def discard(info: WorktreeInfo) -> str:
     """Remove the worktree and delete its branch, changes included."""
     had_tree = Path(info.path).exists()  # a kept branch has none left
+    pushed = pushed_to(info)  # (a pull request's push): that copy is not this machine's to delete
     _remove(info, delete_branch="-D")
-    return f"discarded {info.branch} and its worktree" if had_tree else f"discarded the kept branch {info.branch}"
+    said = f"discarded {info.branch} and its worktree" if had_tree else f"discarded the kept branch {info.branch}"
+    if pushed:
+        said += (f"; the branch pushed to {', '.join(pushed)} stays there, with any pull request opened for it "
+                 f"(git push {pushed[0].split('/', 1)[0]} --delete {info.branch} removes it)")
+    return said
+
+
+def pushed_to(info: WorktreeInfo) -> list[str]:
+    """The remote-tracking copies of the session's branch (``origin/<branch>``): it was pushed."""
+    out = git("for-each-ref", "--format=%(refname:short)", "refs/remotes/", cwd=info.repo, check=False)
+    return [ref for ref in out.split() if ref.split("/", 1)[-1] == info.branch]
 
 
 def _remove(info: WorktreeInfo, delete_branch: str | None) -> None:
