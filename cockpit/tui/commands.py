@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from textual import work
-from textual.app import App
+from textual.app import App, SuspendNotSupported
 from textual.content import Content
 from textual.worker import Worker, WorkerState
 
@@ -300,7 +300,13 @@ class SessionCommands(App):
                 else:
                     print(f"cockpit: shell in {where} for session {session_id}; exit to come back", flush=True)
                     subprocess.call(shell_argv(edit), cwd=where, env=shell_env())
-        except Exception as exc:  # SuspendNotSupported (a web or test driver), a missing shell or ssh
+        except SuspendNotSupported:  # a browser tab (textual-serve), or a test's driver
+            command = (f"cockpit shell {hostids.split(session_id)[1]} --host {host}" if there is not None
+                       else f"cockpit shell {session_id}")
+            self.notify(f"a shell needs a terminal of its own: there, run {command} (it opens in {where})",
+                        severity="warning", timeout=10)
+            return
+        except Exception as exc:  # a missing shell or ssh
             self.notify(f"cannot open a shell here: {exc or type(exc).__name__}", severity="warning")
             return
         if there is not None and code == SSH_FAILED:
