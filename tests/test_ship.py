@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -794,6 +795,23 @@ def test_a_fast_forward_gives_main_a_whole_subject_the_task_and_the_session_as_a
     assert body.strip().endswith("Cockpit-Session: s1")
     short = wt.create(repo, "s2", "add a multiply function", worktrees_dir())
     assert ship.commit_message(short, None) == "add a multiply function\n\nCockpit-Session: s2"
+
+
+def test_the_commit_names_only_the_notes_given_not_those_the_block_only_listed(repo, tmp_path):
+    """The merge commit said "Notes given: staging-stack, error-format", counting a note the block
+    only named under "may be relevant" (score 0.01) as given."""
+    from cockpit import events as ev
+    from cockpit.runtime.transcript import TranscriptWriter
+
+    transcript = tmp_path / "t.jsonl"
+    w = TranscriptWriter(transcript)
+    w.write(ev.SessionSpawned("s1", "fix add", "m", str(repo), str(transcript), True))
+    w.write(ev.Preseeded("s1", (ev.InjectedNote("staging-stack", 0.54, True),
+                                ev.InjectedNote("error-format", 0.01, False, kind="index")), 40, "block"))
+    w.close()
+    info = replace(wt.create(repo, "s1", "fix add", worktrees_dir()), transcript=str(transcript))
+    message = ship.commit_message(info, None)
+    assert "Notes given: staging-stack" in message and "error-format" not in message
 
 
 # -- where a session will work --------------------------------------------------------------------

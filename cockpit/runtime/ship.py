@@ -280,8 +280,9 @@ def session_facts(info: wt.WorktreeInfo) -> tuple[str, list[str]]:
         h = fold(read_events(Path(info.transcript)))
     except (OSError, ValueError):
         return "", []
-    # a session waiting for a follow-up has no end yet: its answer is its last text
-    return h.final_text, [n.name for n in h.notes if n.name]
+    # a session waiting for a follow-up has no end yet: its answer is its last text; the notes
+    # given are the block's lines (a note only named in its "may be relevant" index was not given)
+    return h.final_text, [n.name for n in h.notes if n.name and n.kind == "line"]
 
 
 def pr_text(info: wt.WorktreeInfo, check: wt.CheckResult | None = None) -> tuple[str, str]:
