@@ -1257,3 +1257,19 @@ async def test_the_approval_dialog_keeps_its_reason_box_and_buttons_on_screen(si
         assert "once (y)" in shown.lower() and "session (a)" in shown.lower(), shown
         await pilot.press("d", *"use requests", "enter")
         await until(pilot, lambda: mgr.answers, "the denial")
+
+
+def test_the_spawn_preview_labels_notes_as_the_pane_will_and_names_the_listed_ones():
+    """The preview labelled the ★ note `p 0.54` (later `p 0.00`, read as "not given") where the
+    pane says `rule`, and left out the "may be relevant" entry the pane then showed."""
+    from types import SimpleNamespace
+
+    from cockpit.tui.screens.spawn import preview_markup
+
+    star = SimpleNamespace(name="staging-stack", description="d", priority=True, score=0.2, probability=0.0)
+    hit = SimpleNamespace(name="deploy", description="d", priority=False, score=0.6, probability=0.87)
+    listed = SimpleNamespace(name="error-format", description="d", priority=False, score=0.01, probability=None)
+    text = preview_markup(SimpleNamespace(hits=[star, hit], index=[listed], tokens=120))
+    lines = text.splitlines()
+    assert "staging-stack [dim]rule[/]" in lines[1] and "deploy [dim]p 0.87[/]" in lines[2]
+    assert lines[3] == "[dim]listed, not given (may be relevant): error-format[/]"

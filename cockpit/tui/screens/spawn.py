@@ -81,8 +81,15 @@ def preview_markup(preseed: Any) -> str:
     for hit in hits:
         star = "[$accent]★[/]" if hit.priority else " "
         desc = escape(fmt.short(hit.description, 60))
-        figure = fmt.note_figure(getattr(hit, "probability", None), hit.score, hit.priority)
+        # labelled as the pane will label it: a priority note is given by rule, whatever the judge said
+        figure = fmt.note_figure(None if hit.priority else getattr(hit, "probability", None), hit.score,
+                                 hit.priority)
         lines.append(f"{star} {escape(fmt.short(hit.name, 60))} [dim]{figure}[/]  [dim]{desc}[/]")
+    index = list(getattr(preseed, "index", ()) or ())
+    if index:  # named under "may be relevant" (the session can open them), not given
+        names = ", ".join(escape(fmt.short(h.name, 40)) for h in index[:6])
+        more = f" and {len(index) - 6} more" if len(index) > 6 else ""
+        lines.append(f"[dim]listed, not given (may be relevant): {names}{more}[/]")
     return "\n".join(lines)
 
 
