@@ -1273,3 +1273,26 @@ def test_the_spawn_preview_labels_notes_as_the_pane_will_and_names_the_listed_on
     lines = text.splitlines()
     assert "staging-stack [dim]rule[/]" in lines[1] and "deploy [dim]p 0.87[/]" in lines[2]
     assert lines[3] == "[dim]listed, not given (may be relevant): error-format[/]"
+
+
+async def test_a_light_theme_made_for_other_uses_still_shows_the_states_readably():
+    """With Textual's atom-one-light, "✓ done" was #6CF23F and "? waiting for you" #D8D938 on
+    #FAFAFA (contrast 1.4 and 1.5): each state's colour is darkened to at least 3:1, its hue kept;
+    a theme whose colours read well is left as it is."""
+    from textual.color import Color
+
+    from cockpit.tui.themes import MIN_CONTRAST, _contrast
+
+    app = CockpitApp(FakeManager())
+    async with app.run_test(size=SIZE) as pilot:
+        app.theme = "cockpit-dark"
+        await pilot.pause()
+        dark = dict(app.theme_variables)
+        assert dark["status-done"].lower() == dark["success"].lower()
+        app.theme = "atom-one-light"
+        await pilot.pause()
+        v = app.theme_variables
+        background = Color.parse(v["background"])
+        for state in ("status-done", "status-waiting", "status-error", "status-streaming"):
+            assert _contrast(Color.parse(v[state]), background) >= MIN_CONTRAST, (state, v[state])
+        assert v["status-done"] != v["success"] and Color.parse(v["status-done"]).g > Color.parse(v["status-done"]).r

@@ -45,7 +45,7 @@ from cockpit.tui.model import SessionView
 from cockpit.tui.notify import DesktopNotifications, Notifier
 from cockpit.tui.screens.approval import ApprovalDialog
 from cockpit.tui.screens.main import MainScreen
-from cockpit.tui.themes import DEFAULT_THEME, PROJECT_THEMES, STATUS_DEFAULTS, load_themes
+from cockpit.tui.themes import DEFAULT_THEME, PROJECT_THEMES, STATUS_DEFAULTS, load_themes, readable_on
 from cockpit.tui.widgets import SessionPane
 from cockpit.tui.widgets.totals import MemoryState
 
@@ -152,9 +152,12 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
         ``pane-border``) is resolved to the current theme's value (Textual does not expand a
         variable inside a variable), so themes without our variables (Textual's built-ins) parse."""
         variables = super().get_css_variables()
+        background = variables.get("background", "")
         for name, value in list(variables.items()):
             if name in STATUS_DEFAULTS and value.startswith("$"):
-                variables[name] = variables.get(value[1:], "ansi_default")
+                value = variables[name] = variables.get(value[1:], "ansi_default")
+                if name.startswith("status-"):  # a state's word is text: readable on the background
+                    variables[name] = readable_on(value, background)
         self.theme_variables = variables
         return variables
 

@@ -42,6 +42,41 @@ STATUS_DEFAULTS: dict[str, str] = {
     "pane-border": "$panel-lighten-2",  # a pane's frame; light themes set a darker one
 }
 
+MIN_CONTRAST = 3.0  # WCAG's ratio for large or bold text: a state's word in a pane's status line
+
+
+def readable_on(colour: str, background: str) -> str:
+    """``colour`` as text on ``background``: itself when their contrast is at least
+    :data:`MIN_CONTRAST`, else darkened (a light background) or lightened until it is — a theme
+    made for other uses (Textual's ``atom-one-light``: ``success`` #6CF23F on #FAFAFA, 1.4:1)
+    keeps its hue. Anything that is not two colours is returned as it is."""
+    from textual.color import Color
+
+    try:
+        fg, bg = Color.parse(colour), Color.parse(background)
+    except Exception:
+        return colour
+    if _contrast(fg, bg) >= MIN_CONTRAST:
+        return colour
+    towards = Color(0, 0, 0) if bg.brightness > 0.5 else Color(255, 255, 255)
+    for step in range(1, 21):
+        nearer = fg.blend(towards, step / 20)
+        if _contrast(nearer, bg) >= MIN_CONTRAST:
+            return nearer.hex
+    return towards.hex
+
+
+def _contrast(a, b) -> float:
+    def lum(c) -> float:
+        def ch(v: int) -> float:
+            x = v / 255
+            return x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4
+        return 0.2126 * ch(c.r) + 0.7152 * ch(c.g) + 0.0722 * ch(c.b)
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
 _COLOUR_KEYS = (
     "primary secondary warning error success accent foreground background surface panel boost"
 ).split()
