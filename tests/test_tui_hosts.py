@@ -597,8 +597,10 @@ async def test_one_server_under_two_names_shows_its_sessions_once(monkeypatch, t
 
 async def test_the_app_on_this_machines_server_rides_out_a_server_stop(monkeypatch, tmp_path):
     """Bare ``cockpit`` (the grid of one host, ``local``): the server stopped under the open app
-    (``cockpit server stop`` elsewhere) is started again, the panes come back from its replay,
-    a spawn works, and the memory screen's engine reconnects too."""
+    (``cockpit server stop`` elsewhere) is started again and replayed; a finished session it no
+    longer holds (nothing to review: it worked in place) has its pane closed, said once, its spend
+    kept in the header's total (the pane stayed, counted, while `cockpit ls` had none); a spawn
+    works, and the memory screen's engine reconnects too."""
     import argparse
 
     from cockpit.grid_cli import grid_app
@@ -624,6 +626,12 @@ async def test_the_app_on_this_machines_server_rides_out_a_server_stop(monkeypat
                 await until(pilot, lambda: any(v.status is S.WAITING for v in app.views.values()), "answered",
                             timeout=120)
                 assert not app.multi_host  # one host: no host names in the titles
+                (before,) = app.views.values()
+                spent = before.usage.total
+                notes: list[str] = []
+                real_notify = app.notify
+                monkeypatch.setattr(app, "notify", lambda message, **kw: notes.append(str(message))
+                                    or real_notify(message, **kw))
                 states: list[str] = []  # every state folded (a restart can pass between two polls)
                 fold = app.host_event
                 monkeypatch.setattr(app, "host_event", lambda status: states.append(status.state) or fold(status))
@@ -631,8 +639,11 @@ async def test_the_app_on_this_machines_server_rides_out_a_server_stop(monkeypat
                 await until(pilot, lambda: "reconnecting" in states, "the drop seen")
                 await until(pilot, lambda: app.host_states["local"].state == "connected"
                             and server_pid() not in (None, first), "a new server, reattached", timeout=120)
-                await until(pilot, lambda: any(v.task == "before the stop" for v in app.views.values()),
-                            "the session shown again from the replay")
+                await until(pilot, lambda: not app.views, "the finished pane closed")
+                assert any("1 finished pane closed: the server restarted" in n for n in notes)
+                # its spend stays in the header's total: it counts closed panes
+                assert spent > 0 and [(v.session_id, v.usage.total) for v in app.screen.closed] == \
+                    [(before.session_id, spent)]
                 app.spawn("after the stop")
                 await until(pilot, lambda: any(v.task == "after the stop" and v.status is S.WAITING
                                                for v in app.views.values()), "a spawn on the new server",

@@ -89,12 +89,17 @@ class HostsView(App):
                 self._replay_reset.add(view.session_id)
                 self._replay_before[view.session_id] = view.status
         elif status.state == "connected" and before is not None and before.state == "replaying":
+            gone = []
             for view in mine:
+                if view.session_id in self._replay_reset and view.status.is_final:
+                    gone.append(view.session_id)  # the server replayed nothing of it: it holds it no more
                 self._replay_reset.discard(view.session_id)
                 earlier = self._replay_before.pop(view.session_id, None)
                 if view.status.needs_user and view.status is not earlier:
                     self.needs_you(view)
             self.close_stale_approval()  # its session may have ended while the host was away
+            if gone:
+                self._close_gone(status.host, gone)
         link = "" if status.state in ("connected", "replaying") else link_text(status)
         for view in mine:
             if view.link != link:
@@ -114,6 +119,16 @@ class HostsView(App):
         view.__dict__.update(SessionView(view.session_id).__dict__)
         view.version, view.meta_version, view.epoch = keep[0] + 1, keep[1] + 1, keep[2] + 1
         view.host, view.link = keep[3], keep[4]
+
+    def _close_gone(self, host: str, session_ids: list[str]) -> None:
+        """Close the panes of finished sessions the (new) server of ``host`` no longer holds — it
+        keeps those with a change to review and the interrupted ones — so the grid and the header
+        match it (their spend stays in the header's totals; their transcripts in the review)."""
+        for sid in session_ids:
+            self.call_later(self.main.remove_pane, sid, False)
+        where = f" on host {host}" if self.multi_host else ""
+        self.notify(f"{len(session_ids)} finished pane{'s' if len(session_ids) != 1 else ''} closed: the server{where} "
+                    "restarted and holds nothing of theirs to review (R: their transcripts)", timeout=10)
 
     def hosts_line(self) -> list[tuple[str, str]]:
         """``(host, state)`` for the header (nothing with one host)."""
