@@ -624,8 +624,8 @@ def run(args: argparse.Namespace) -> int:
         return _send_back(args.session)
     info = _one(root, args.session)
     _notes_dir(args, info)  # a --notes given that does not exist: said before anything is done
-    if elsewhere := _elsewhere(info.repo, _here()):  # typed in another repository: where it acts
-        print(f"session {info.session_id} is a session{elsewhere}")
+    if args.action in ("merge", "keep", "discard", "pr") and (elsewhere := _elsewhere(info.repo, _here())):
+        print(f"session {info.session_id} is a session{elsewhere}")  # typed in another repository: where it acts
     if args.action == "discard" and not args.yes:
         if not sys.stdin.isatty():
             raise CockpitError("discard deletes the branch and its changes: add --yes to confirm")

@@ -990,6 +990,8 @@ def discard(info: WorktreeInfo) -> str:
 
 def pushed_to(info: WorktreeInfo) -> list[str]:
     """The remote-tracking copies of the session's branch (``origin/<branch>``): it was pushed."""
+    if not Path(info.repo).is_dir():
+        return []
     out = git("for-each-ref", "--format=%(refname:short)", "refs/remotes/", cwd=info.repo, check=False)
     return [ref for ref in out.split() if ref.split("/", 1)[-1] == info.branch]
 
