@@ -106,10 +106,13 @@ def diff_to_json(diff: Any) -> dict:
 
 
 def diff_from_json(obj: dict) -> Any:
+    from dataclasses import fields
+
     from cockpit.runtime.worktree import Diff, FileChange
 
-    return Diff(tuple(FileChange(**f) for f in obj.get("files", [])), tuple(obj.get("conflicts", ())),
-                tuple(obj.get("unresolved", ())))  # (an older server sends neither)
+    known = {f.name for f in fields(FileChange)}  # (a newer server's extra keys are left out)
+    return Diff(tuple(FileChange(**{k: v for k, v in f.items() if k in known}) for f in obj.get("files", [])),
+                tuple(obj.get("conflicts", ())), tuple(obj.get("unresolved", ())))  # (an older server sends neither)
 
 
 def to_plain(value: Any) -> Any:

@@ -344,7 +344,8 @@ def _file_line(change) -> str:
 
     added = "bin" if change.added is None else f"+{change.added} -{change.removed}"
     mark = f"  {wt.protected_line(change)}" if change.protected else ""
-    return f"{change.status} {one_line(change.path)}  {added}{mark}"
+    link = f"  → {one_line(change.link)} (a symbolic link)" if getattr(change, "link", "") else ""
+    return f"{change.status} {one_line(change.path)}  {added}{link}{mark}"
 
 
 def _print_diff(info, extra: tuple[str, ...]) -> int:

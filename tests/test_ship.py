@@ -459,6 +459,26 @@ def test_a_session_of_another_repository_says_which_in_the_list_and_before_a_mer
     assert "is a session in" not in capsys.readouterr().out
 
 
+def test_the_diff_names_a_symbolic_links_target_and_non_ascii_names_as_they_are(repo, tmp_path, capsys):
+    """A link to /etc/passwd the session added showed as `A link-out +1 -0`, like a text file (a
+    merge puts it in the user's checkout); a name that is not ASCII was quoted git-style in the
+    patch header (`"b/spaced name \\303\\274.txt"`) while the file list said `spaced name ü.txt`."""
+    info = wt.create(repo, "s1", "links", worktrees_dir())
+    os.symlink("/etc/passwd", Path(info.path) / "link-out")
+    (Path(info.path) / "spaced name ü.txt").write_text("x\n")
+    diff = wt.diff(info)
+    link = next(f for f in diff.files if f.path == "link-out")
+    assert link.link == "/etc/passwd" and next(f for f in diff.files if f.path != "link-out").link == ""
+    assert main(["worktrees", "diff", "s1"]) == 0
+    out = capsys.readouterr().out
+    assert "A link-out  +1 -0  → /etc/passwd (a symbolic link)" in out
+    assert "+++ b/spaced name ü.txt" in out and "\\303" not in out
+    from cockpit import wire
+
+    again = wire.diff_from_json({"files": [{**wire.to_plain(link), "a key of a newer server": 1}]})
+    assert again.files[0].link == "/etc/passwd"
+
+
 def test_an_empty_merge_is_reported_not_committed(repo):
     info = wt.create(repo, "s1", "fix add", worktrees_dir())
     fixed(info)

@@ -80,7 +80,9 @@ class FileChange:
     """One file in a diff: ``status`` (A added, M modified, D deleted, R renamed, T type change),
     lines ``added``/``removed`` (None for binary files), ``patch`` (unified diff text),
     ``protected``: why the path (or a rename's old path) is protected — a git hook, editor or
-    agent config that can run code outside the sandbox (:mod:`cockpit.runtime.protected`) — or ``""``."""
+    agent config that can run code outside the sandbox (:mod:`cockpit.runtime.protected`) — or ``""``;
+    ``link``: where the file points when the change leaves it a symbolic link (a merge puts that link
+    in the user's checkout), else ``""``."""
 
     path: str
     status: str
@@ -89,6 +91,7 @@ class FileChange:
     patch: str = ""
     old_path: str | None = None
     protected: str = ""
+    link: str = ""
 
 
 @dataclass(frozen=True)
@@ -506,11 +509,13 @@ def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str
 
     def run(*args: str) -> str:
         cut = args.index("--") if "--" in args else len(args)
-        return git("diff", "-M", "--ignore-submodules=none", *args[:cut], start, end, *args[cut:], cwd=info.repo)
+        # (core.quotePath off: a name that is not ASCII reads as itself in the patch's header)
+        return git("-c", "core.quotePath=false", "diff", "-M", "--ignore-submodules=none", *args[:cut], start, end,
+                   *args[cut:], cwd=info.repo)
 
     num = run("--numstat", "-z")
-    status = run("--name-status", "-z")
-    kinds = _parse_name_status(status)
+    kinds, link_blobs = _parse_raw(run("--raw", "--no-abbrev", "-z"))
+    links = {path: git("cat-file", "blob", blob, cwd=info.repo).strip() for path, blob in link_blobs.items()}
     changed = list(_parse_numstat(num))
     hooks = hooks_path_of(info.path if Path(info.path).is_dir() else info.repo) if changed else None
     files = []
@@ -522,7 +527,7 @@ def diff(info: WorktreeInfo, patches: bool = True, extra_protected: Iterable[str
             patch = _capped(run("--", *paths), min(MAX_PATCH_CHARS, room))
             room = max(0, room - len(patch))
         why = protected_reason(path, hooks, extra_protected) or protected_reason(old or "", hooks, extra_protected)
-        files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old, why))
+        files.append(FileChange(path, kinds.get(path, "M"), added, removed, patch, old, why, links.get(path, "")))
     conflicts: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
     if patches and files and view is None and merged is not None:
@@ -561,22 +566,26 @@ def _parse_numstat(out: str):
             i += 1
 
 
-def _parse_name_status(out: str) -> dict[str, str]:
-    items = [x for x in out.split("\0")]
+def _parse_raw(out: str) -> tuple[dict[str, str], dict[str, str]]:
+    """``git diff --raw --no-abbrev -z`` → (path → status letter, path → blob of a file the change
+    leaves a symbolic link: new mode 120000)."""
+    items = out.split("\0")
     kinds: dict[str, str] = {}
+    links: dict[str, str] = {}
     i = 0
     while i < len(items):
-        code = items[i]
-        if not code:
+        meta = items[i]
+        if not meta.startswith(":"):
             i += 1
             continue
-        if code[0] in "RC":
-            kinds[items[i + 2]] = code[0]
-            i += 3
-        else:
-            kinds[items[i + 1]] = code[0]
-            i += 2
-    return kinds
+        fields = meta[1:].split()  # old mode, new mode, old blob, new blob, status
+        code = fields[4] if len(fields) > 4 else "M"
+        path = items[i + 2] if code[0] in "RC" else items[i + 1]
+        i += 3 if code[0] in "RC" else 2
+        kinds[path] = code[0]
+        if fields[1] == "120000":
+            links[path] = fields[3]
+    return kinds, links
 
 
 def _identity(cwd: str) -> tuple[str, ...]:

@@ -220,8 +220,12 @@ class DiffScreen(Screen):
     def _file_label(self, f: Any) -> Content:
         added = "bin" if f.added is None else f"+{f.added}"
         removed = "" if f.removed is None else f"-{f.removed}"
+        # a long path keeps its end (the file's name) on one or two lines of the list
+        path = f.path if len(f.path) <= 90 else "…" + f.path[-89:]
         label = Content.from_markup(f"[b {STATUS_STYLE.get(f.status, '')}]$st[/] $path [$text-success]$a[/] "
-                                    "[$text-error]$r[/]", st=f.status, path=fmt.short(f.path, 200), a=added, r=removed)
+                                    "[$text-error]$r[/]", st=f.status, path=path, a=added, r=removed)
+        if getattr(f, "link", ""):  # a merge puts this link in the user's checkout
+            label += Content.from_markup("\n  [b $text-warning]→ $to[/] (a symbolic link)", to=fmt.short(f.link, 120))
         others = self._also_touching(f.path)
         if others:
             label += Content.from_markup("\n  [b $text-warning]⚠ also $who[/]", who=", ".join(others))
