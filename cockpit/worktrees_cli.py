@@ -21,7 +21,8 @@ Kept branches (``cockpit/*`` branches whose worktree was removed by a keep) are 
 their base, commits ahead/behind and diff stat; merge, discard, check and pr work on them.
 
 ``ID`` is a session id, a unique prefix, or a unique suffix of at least 4 characters. Exit code 1
-when a merge is refused (conflict), 2 for usage errors.
+when a merge is refused (conflict) or a check fails, 2 for usage errors (``check`` with no check
+command set: nothing ran).
 
 ``diff``, ``merge`` and ``pr`` print a warning line for each changed protected path (a git hook,
 editor or agent config that can run code outside the sandbox: :mod:`cockpit.runtime.protected`);
@@ -644,6 +645,9 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "diff":
             return _print_diff(info, tuple(_config().protected))
         if args.action == "check":
+            command, source = ship.check_command(_config(), _notes_dir(args, info))
+            if command is None:  # nothing to run: not a failed check (a script tells them apart by the code)
+                raise CockpitError(source, code=2)
             res = _run_check(args, info)
             return 0 if res is not None and res.ok else 1
         if args.action in ("merge", "pr"):

@@ -317,6 +317,14 @@ def test_cli_check_and_merge_with_check(repo, capsys, tmp_path):
     assert "a + b" in (repo / "calc.py").read_text()
 
 
+def test_check_with_no_check_command_is_not_a_failed_check(repo, capsys):
+    """`worktrees check` with no check command set exited 1, as a failed check does."""
+    info = wt.create(repo, "s1", "fix add", worktrees_dir())
+    fixed(info)
+    assert main(["worktrees", "check", "s1"]) == 2
+    assert "no check command: set check_command" in capsys.readouterr().err
+
+
 def test_a_note_command_is_shown_and_confirmed_once(repo, capsys, monkeypatch, tmp_path):
     (repo / "notes").mkdir()
     (repo / "notes" / "test-command.md").write_text("Use `python3 test_calc.py` to test.\n")
