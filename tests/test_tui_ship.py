@@ -339,6 +339,42 @@ async def test_p_asks_before_pushing_changed_protected_paths(api, tmp_path, repo
         await app.shutdown()
 
 
+async def test_on_a_phone_the_diff_stacks_and_its_buttons_merge(api, tmp_path, repo):
+    """At a phone's width the diff screen kept two columns (the diff cut at ~30 characters) and its
+    footer showed only Back: merge, keep, discard, check, send back and pull request were out of
+    reach without a keyboard. Narrow, the files stack above the diff and a row of buttons does what
+    the keys do; a wide screen has no buttons."""
+    api.script(edit_calc("a + b"), Reply("Fixed add."))
+    app = app_for(manager(api, tmp_path), repo)
+    async with app.run_test(size=(48, 40)) as pilot:
+        view = await spawn_and_wait(pilot, app, "fix add in calc.py")
+        app.screen.focus_pane(app.panes[view.session_id])
+        await pilot.press("d")
+        screen = app.screen
+        assert isinstance(screen, DiffScreen)
+        await until(pilot, lambda: screen.diff is not None, "the diff")
+        await settled(pilot, app)
+        assert screen.has_class("-narrow")
+        files, diff = screen.query_one("#diff-left").region, screen.query_one("#diff-view").region
+        assert files.bottom <= diff.y and diff.width >= 44  # stacked: the diff has the width
+        merge = screen.query_one("#diff-bar-merge")
+        assert merge.display and screen.region.contains_region(merge.region)
+        await pilot.click("#diff-bar-merge")
+        await until(pilot, lambda: screen.ended, "merged")
+        assert "a + b" in (repo / "calc.py").read_text()
+        await settled(pilot, app)
+        assert not merge.display and screen.query_one("#diff-bar-back").display
+        await pilot.click("#diff-bar-back")
+        await until(pilot, lambda: app.screen is not screen, "back")
+        await app.shutdown()
+    app = app_for(manager(api, tmp_path), repo)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.push_screen(DiffScreen(app.manager, view))
+        await settled(pilot, app)
+        assert not app.screen.has_class("-narrow") and not app.screen.query_one("#diff-actions").display
+        await app.shutdown()
+
+
 # -- 4. the shell key ----------------------------------------------------------------------------
 @pytest.fixture
 def suspendable(monkeypatch):

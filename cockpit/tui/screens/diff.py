@@ -37,10 +37,10 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Grid, Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Input, Label, OptionList, Static, TextArea
+from textual.widgets import Button, Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from cockpit.runtime.protocols import Runtime
@@ -51,6 +51,8 @@ from cockpit.tui.model import SessionView
 from cockpit.tui.screens.dialogs import CommentDialog, ConfirmDialog
 from cockpit.tui.widgets.diffview import DiffView
 from cockpit.tui.widgets.footer import KeyFooter
+from cockpit.tui.widgets.grid import NARROW_LAYOUT
+from cockpit.tui.widgets.narrow import BarButton
 
 STATUS_STYLE = {"A": "$text-success", "D": "$text-error", "M": "$text-warning", "R": "$text-primary",
                 "T": "$text-primary"}
@@ -112,11 +114,26 @@ class PullRequestDialog(ModalScreen[tuple[str, str] | None]):
             self.dismiss((title, self.query_one("#pr-body", TextArea).text))
 
 
+# the narrow layout's buttons (a phone's browser through ``cockpit web``, where keys are out of
+# reach): id → (label, the screen's action); a button for the change goes once it was merged, kept
+# or discarded, as its key does
+DIFF_BUTTONS: tuple[tuple[str, str, str], ...] = (
+    ("diff-bar-merge", "✓ Merge m", "merge"),
+    ("diff-bar-keep", "Keep k", "review('keep')"),
+    ("diff-bar-discard", "✗ Discard x", "discard"),
+    ("diff-bar-pr", "Pull req. p", "pull_request"),
+    ("diff-bar-check", "Check t", "check"),
+    ("diff-bar-send-back", "Send back b", "send_back"),
+    ("diff-bar-back", "← Back esc", "back"),
+)
+
+
 class DiffScreen(Screen):
     DEFAULT_CSS = """
     #diff-protected { display: none; height: auto; padding: 0 1; color: $text-warning; background: $warning 15%; }
     #diff-check { display: none; height: auto; max-height: 8; padding: 0 1; }
     """
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_LAYOUT, "-wide")]  # as the main screen's
     BINDINGS = [
         Binding("escape", "back", "Back", id="diff.back"),
         Binding("m", "merge", "Merge", id="diff.merge"),
@@ -161,7 +178,22 @@ class DiffScreen(Screen):
                 yield OptionList(id="diff-files")
             yield DiffView(id="diff-view")
         yield Static("", id="diff-status")
+        with Grid(id="diff-actions"):
+            for bid, label, action in DIFF_BUTTONS:
+                yield BarButton(label, action, bid)
         yield KeyFooter()
+
+    async def on_button_pressed(self, event: Button.Pressed) -> None:
+        """A button of the narrow layout: the action its key runs (refused as the key is once the
+        change was merged, kept or discarded)."""
+        button = event.button
+        if not isinstance(button, BarButton):
+            return
+        event.stop()
+        name = button.act.partition("(")[0]
+        if self.check_action(name, ()) is False:
+            return
+        await self.run_action(button.act)
 
     def _title(self, width: int = 0) -> Content:
         """The title line, fitted to ``width`` columns (0: unlimited): the task is shortened
@@ -451,6 +483,9 @@ class DiffScreen(Screen):
             self.diff = None
             self.ended = True
             self.refresh_bindings()
+            for bid, _label, act in DIFF_BUTTONS:  # the narrow layout's buttons go as their keys do
+                if act.partition("(")[0] in self._ON_THE_CHANGE:
+                    self.query_one(f"#{bid}").display = False
             self._show_nothing(f"{action}: {result.message}")
 
     def action_comment(self) -> None:
