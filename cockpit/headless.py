@@ -82,11 +82,11 @@ def _say_if_uncommitted(workspace: Path) -> None:
             return None
 
     if ok("rev-parse", "--verify", "-q", "HEAD") is False:
-        what = ("a git repository with no commit yet" if ok("rev-parse", "--git-dir")
-                else "not a git repository")
+        repo = ok("rev-parse", "--git-dir")
+        what, how = (("a git repository with no commit yet", "make a first commit") if repo else
+                     ("not a git repository", "git init and a first commit"))
         print(f"cockpit: warning: {workspace} is {what}: the sessions work in place, in your files (no worktree "
-              "to diff, merge or discard); make a first commit to give each session its own worktree",
-              file=sys.stderr)
+              f"to diff, merge or discard); {how} give each session its own worktree", file=sys.stderr)
         return
     try:
         out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=workspace,

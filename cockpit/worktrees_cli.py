@@ -594,11 +594,11 @@ def run(args: argparse.Namespace) -> int:
         in_use = {path: (sid, state) for sid, (state, path) in live.items() if path}
         for info in wt.list_all(root):
             if info.session_id in live:
-                print(f"kept {info.session_id}: its session is {live[info.session_id][0]} in the server")
+                print(f"left {info.session_id}: its session is {live[info.session_id][0]} in the server")
                 continue
             if info.path in in_use:  # a session resumed in it (a send-back, an interrupted one resumed)
                 sid, state = in_use[info.path]
-                print(f"kept {info.session_id}: session {sid} works in it and is {state} in the server")
+                print(f"left {info.session_id}: session {sid} works in it and is {state} in the server")
                 continue
             r = _row(info)
             if r["state"] in ("unchanged", "repository gone", "worktree folder gone"):
@@ -614,9 +614,9 @@ def run(args: argparse.Namespace) -> int:
                 n = r.get("files")
                 if n is not None:
                     files = f"{n} file{'' if n == 1 else 's'}"
-                    print(f"kept {info.session_id}: {files} changed — merge, keep or discard it")
+                    print(f"left {info.session_id}: {files} changed — merge, keep or discard it")
                 else:  # its branch or worktree cannot be read: only a discard can end it
-                    print(f"kept {info.session_id}: {r.get('state', 'not read')} — "
+                    print(f"left {info.session_id}: {r.get('state', 'not read')} — "
                           f"cockpit worktrees discard {info.session_id} removes what is left")
         print(f"{removed} pruned")
         return 0

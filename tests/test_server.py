@@ -393,7 +393,7 @@ def test_prune_keeps_the_worktree_of_a_live_session(api, server_proc, tmp_path, 
     assert tree.is_dir()
     assert main(["worktrees", "prune"]) == 0  # unchanged, but its session still works in it
     out = capsys.readouterr().out
-    assert f"kept {row['id']}: its session is waiting for you in the server" in out and "0 pruned" in out
+    assert f"left {row['id']}: its session is waiting for you in the server" in out and "0 pruned" in out
     assert tree.is_dir()
     # around the server (--no-server): refused while its session works there (it was discarded)
     assert main(["worktrees", "discard", row["id"], "--no-server", "--yes"]) == 1

@@ -243,7 +243,7 @@ def test_a_session_resumed_in_an_interrupted_ones_worktree_keeps_it_and_answers_
     capsys.readouterr()
     assert cli_main(["worktrees", "prune"]) == 0
     out = capsys.readouterr().out
-    assert f"kept {old['id']}: session {new['id']} works in it and is waiting for you" in out, out
+    assert f"left {old['id']}: session {new['id']} works in it and is waiting for you" in out, out
     assert tree.is_dir() and "0 pruned" in out
     (tree / "note.txt").write_text("from the resumed session\n")
     assert cli_main(["worktrees", "diff", new["id"]]) == 0

@@ -1292,7 +1292,21 @@ async def test_a_light_theme_made_for_other_uses_still_shows_the_states_readably
         app.theme = "atom-one-light"
         await pilot.pause()
         v = app.theme_variables
-        background = Color.parse(v["background"])
-        for state in ("status-done", "status-waiting", "status-error", "status-streaming"):
-            assert _contrast(Color.parse(v[state]), background) >= MIN_CONTRAST, (state, v[state])
+        for behind in ("background", "panel"):  # the panes' and the header's
+            for state in ("status-done", "status-waiting", "status-error", "status-streaming"):
+                assert _contrast(Color.parse(v[state]), Color.parse(v[behind])) >= MIN_CONTRAST, (state, behind)
         assert v["status-done"] != v["success"] and Color.parse(v["status-done"]).g > Color.parse(v["status-done"]).r
+
+
+async def test_backspace_on_a_working_session_says_why_it_does_not_close():
+    """⌫ on a pane that streams or asks did nothing and said nothing."""
+    mgr = FakeManager()
+    app = CockpitApp(mgr)
+    async with app.run_test(size=SIZE) as pilot:
+        mgr.emit(*session_script("w0001", "long job", S.STREAMING, text="working"))
+        await until(pilot, lambda: "w0001" in app.panes and app.panes["w0001"].view.status is S.STREAMING, "a pane")
+        app.screen.focus_pane(app.panes["w0001"])
+        await pilot.press("backspace")
+        await until(pilot, lambda: any("x kills it, then ⌫ closes its pane" in str(n.message)
+                                       for n in app._notifications), "the reason")
+        assert "w0001" in app.panes

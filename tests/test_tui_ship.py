@@ -336,6 +336,9 @@ async def test_p_asks_before_pushing_changed_protected_paths(api, tmp_path, repo
         await pilot.press("ctrl+s")
         await until(pilot, lambda: "pull request opened" in text_of(screen.query_one("#diff-status")), "opened")
         assert record.exists()
+        await pilot.press("x")  # a discard now deletes the change here only: it says so
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the discard question")
+        assert "the branch pushed for its pull request stays on the remote" in app.screen.question
         await app.shutdown()
 
 

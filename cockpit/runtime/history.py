@@ -142,6 +142,7 @@ class SessionHistory:
     pending: ev.ApprovalRequested | None = None  # the ask waiting for the user
     changes: ev.WorktreeChanged | None = None  # the last diff stat of its worktree
     reviewed: ev.Reviewed | None = None  # the last review action (merge / keep / discard)
+    pushed: bool = False  # a pull request's push went out (a discard leaves that copy on the remote)
     overlap: dict[str, list[str]] = field(default_factory=dict)  # conflict radar: file → other sessions
     blocks: list[Block] = field(default_factory=list)
     version: int = 0  # bumped on every change
@@ -271,6 +272,8 @@ class SessionHistory:
         elif isinstance(event, ev.Reviewed):
             if event.action in ("merge", "keep", "discard"):  # check / send-back / pr leave it open
                 self.reviewed = event
+            if event.action == "pr" and (event.ok or event.message.startswith("pushed")):  # (gh may fail after)
+                self.pushed = True
             if event.action == "check-confirm":  # a question to the user (run this command?), not a failure
                 self.blocks.append(Block("note", text=f"check: the command to confirm is {event.message}"))
             elif event.ok:

@@ -152,12 +152,12 @@ class CockpitApp(SessionCommands, Attention, HostsView, App):
         ``pane-border``) is resolved to the current theme's value (Textual does not expand a
         variable inside a variable), so themes without our variables (Textual's built-ins) parse."""
         variables = super().get_css_variables()
-        background = variables.get("background", "")
+        backgrounds = (variables.get("background", ""), variables.get("panel", ""))  # (the header's is the panel)
         for name, value in list(variables.items()):
             if name in STATUS_DEFAULTS and value.startswith("$"):
                 value = variables[name] = variables.get(value[1:], "ansi_default")
                 if name.startswith("status-"):  # a state's word is text: readable on the background
-                    variables[name] = readable_on(value, background)
+                    variables[name] = readable_on(value, *backgrounds)
         self.theme_variables = variables
         return variables
 

@@ -30,7 +30,7 @@ from cockpit.tui.model import SessionView
 from cockpit.tui.screens.approval import Answer, ApprovalDialog
 from cockpit.tui.screens.budget import BudgetChange, BudgetDialog
 from cockpit.tui.screens.dialogs import ChoiceDialog, ConfirmDialog, FollowUpDialog, QuitDialog
-from cockpit.tui.screens.diff import DiffScreen
+from cockpit.tui.screens.diff import DiffScreen, discard_question
 from cockpit.tui.screens.memory import MemoryScreen
 from cockpit.tui.screens.review import ReviewScreen
 from cockpit.tui.screens.spawn import SpawnChoice, SpawnDialog
@@ -386,7 +386,7 @@ class SessionCommands(App):
 
             self.push_screen(ConfirmDialog(
                 f"Session {session_id} is waiting for you ({fmt.short(view.task, 50)}). End it and close "
-                "its pane? Its conversation stays in its transcript (R: review, resume); its changes stay "
+                "its pane? Its conversation stays in its transcript (r: review, resume); its changes stay "
                 "in its worktree until you merge, keep or discard them (asked next)."), end)
             return
         if view is None or not view.status.is_final:
@@ -411,7 +411,7 @@ class SessionCommands(App):
             if choice in ("merge", "keep"):
                 self.review(session_id, choice, close=True)
             elif choice == "discard":
-                self.push_screen(ConfirmDialog(f"Discard {branch} and its worktree? The changes are deleted."),
+                self.push_screen(ConfirmDialog(discard_question(branch, view.pushed)),
                                  discard)
             elif choice == "diff":
                 self.open_diff(session_id)

@@ -128,7 +128,7 @@ class HostsView(App):
             self.call_later(self.main.remove_pane, sid, False)
         where = f" on host {host}" if self.multi_host else ""
         self.notify(f"{len(session_ids)} finished pane{'s' if len(session_ids) != 1 else ''} closed: the server{where} "
-                    "restarted and holds nothing of theirs to review (R: their transcripts)", timeout=10)
+                    "restarted and holds nothing of theirs to review (r: their transcripts)", timeout=10)
 
     def hosts_line(self) -> list[tuple[str, str]]:
         """``(host, state)`` for the header (nothing with one host)."""

@@ -45,23 +45,26 @@ STATUS_DEFAULTS: dict[str, str] = {
 MIN_CONTRAST = 3.0  # WCAG's ratio for large or bold text: a state's word in a pane's status line
 
 
-def readable_on(colour: str, background: str) -> str:
-    """``colour`` as text on ``background``: itself when their contrast is at least
-    :data:`MIN_CONTRAST`, else darkened (a light background) or lightened until it is — a theme
-    made for other uses (Textual's ``atom-one-light``: ``success`` #6CF23F on #FAFAFA, 1.4:1)
-    keeps its hue. Anything that is not two colours is returned as it is."""
+def readable_on(colour: str, *backgrounds: str) -> str:
+    """``colour`` as text on each of ``backgrounds`` (the screen's, the header's panel): itself
+    when its contrast with each is at least :data:`MIN_CONTRAST`, else darkened (light
+    backgrounds) or lightened until it is — a theme made for other uses (Textual's
+    ``atom-one-light``: ``success`` #6CF23F on #FAFAFA, 1.4:1) keeps its hue. Anything that does
+    not parse as a colour is returned as it is."""
     from textual.color import Color
 
     try:
-        fg, bg = Color.parse(colour), Color.parse(background)
+        fg = Color.parse(colour)
+        bgs = [Color.parse(b) for b in backgrounds if b]
     except Exception:
         return colour
-    if _contrast(fg, bg) >= MIN_CONTRAST:
+    if not bgs or all(_contrast(fg, bg) >= MIN_CONTRAST for bg in bgs):
         return colour
-    towards = Color(0, 0, 0) if bg.brightness > 0.5 else Color(255, 255, 255)
+    light = sum(bg.brightness for bg in bgs) / len(bgs) > 0.5
+    towards = Color(0, 0, 0) if light else Color(255, 255, 255)
     for step in range(1, 21):
         nearer = fg.blend(towards, step / 20)
-        if _contrast(nearer, bg) >= MIN_CONTRAST:
+        if all(_contrast(nearer, bg) >= MIN_CONTRAST for bg in bgs):
             return nearer.hex
     return towards.hex
 

@@ -83,6 +83,15 @@ def merge_question(protected: list[Any], question: str = "Merge anyway?") -> str
     return "\n".join([protected_warning(len(protected)) + ":", *listed, "", question])
 
 
+def discard_question(branch: str, pushed: bool) -> str:
+    """The confirmation a discard asks; ``pushed``: a pull request's push went out, and that copy
+    stays on the remote (with its pull request) whatever is deleted here."""
+    if pushed:
+        return (f"Discard {branch} and its worktree? The changes are deleted here; the branch pushed for its "
+                "pull request stays on the remote, with the pull request.")
+    return f"Discard {branch} and its worktree? The changes are deleted."
+
+
 PUSH_QUESTION = ("A pushed branch runs them there: in CI on the forge (with the repository's secrets), in the "
                  "checkout of whoever fetches it. Push and open the pull request anyway?")
 
@@ -454,7 +463,7 @@ class DiffScreen(Screen):
 
         w = self.view.worktree
         branch = w.branch if w is not None else "its branch"
-        self.app.push_screen(ConfirmDialog(f"Discard {branch} and its worktree? The changes are deleted."), done)
+        self.app.push_screen(ConfirmDialog(discard_question(branch, self.view.pushed)), done)
 
     @work(group="diff-review")  # never exclusive: a second key must not cancel a merge under way
     async def action_review(self, action: str) -> None:

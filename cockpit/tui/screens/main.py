@@ -150,8 +150,8 @@ class MainScreen(SessionPanes):
             return view is not None and not view.status.is_final and view.context_high
         if action == "continue_early":
             return None if view is None or view.status.is_final or view.context_high else True
-        if action == "close":  # (a session waiting for you is ended first, once you say so)
-            return pane is not None and (pane.final or pane.waiting)
+        if action == "close":  # (a session waiting for you is ended first, once you say so; a working one says why not)
+            return None if pane is None else True
         if action == "page":
             return self.grid.pages > 1
         return True
@@ -286,6 +286,9 @@ class MainScreen(SessionPanes):
         pane = self.focused_pane()
         if pane is not None and (pane.final or pane.waiting):
             self.cockpit.close_pane(pane.view.session_id)
+        elif pane is not None:  # working, or asking: said, never a key that does nothing
+            self.app.notify(f"session {pane.view.session_id} is {pane.view.status.value}: x kills it, then ⌫ "
+                            "closes its pane", severity="warning", timeout=6)
 
     def action_budget(self) -> None:
         pane = self.focused_pane()
