@@ -659,7 +659,7 @@ def run(args: argparse.Namespace) -> int:
             if not go_on:
                 return 1
         if args.action == "pr":
-            title, body = ship.pr_text(info, check)
+            title, body = ship.pr_text(info, check, tuple(_config().protected))
             ok, line = ship.open_pr(info, args.title or title, args.body or body, message())
             print(line)
             return 0 if ok else 1

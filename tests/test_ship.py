@@ -723,6 +723,10 @@ def test_pr_asks_as_merge_does_for_protected_paths_and_a_failed_check(repo, tmp_
     monkeypatch.setattr("builtins.input", lambda prompt: "y")
     assert main(["worktrees", "pr", "s1"]) == 0 and record.exists()
     assert "pull request opened" in capsys.readouterr().out
+    import json
+
+    body = json.loads(record.read_text())[json.loads(record.read_text()).index("--body") + 1]
+    assert "## ⚠ Protected paths" in body and "- `.github/workflows/ci.yml` — .github" in body  # the forge's reviewers see it
 
     record.unlink()
     config_path().write_text('check_command = "python3 test_calc.py"\n')

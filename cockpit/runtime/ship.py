@@ -285,7 +285,8 @@ def session_facts(info: wt.WorktreeInfo) -> tuple[str, list[str]]:
     return h.final_text, [n.name for n in h.notes if n.name and n.kind == "line"]
 
 
-def pr_text(info: wt.WorktreeInfo, check: wt.CheckResult | None = None) -> tuple[str, str]:
+def pr_text(info: wt.WorktreeInfo, check: wt.CheckResult | None = None,
+            extra_protected: tuple[str, ...] = ()) -> tuple[str, str]:
     """A pull request's title and body: the task, the session's final answer, the notes it was
     given, the check's result."""
     task = info.task.strip() or info.branch
@@ -296,6 +297,14 @@ def pr_text(info: wt.WorktreeInfo, check: wt.CheckResult | None = None) -> tuple
         parts.append(f"## What the session did\n\n{final.strip()}")
     if notes:
         parts.append("## Notes it was given\n\n" + "\n".join(f"- {n}" for n in notes))
+    try:
+        protected = wt.diff(info, patches=False, extra_protected=extra_protected).protected
+    except wt.WorktreeError:
+        protected = ()
+    if protected:  # the reviewers on the forge see it too (a workflow runs there with the secrets)
+        parts.append("## ⚠ Protected paths\n\nThis change touches paths that can run code outside a sandbox "
+                     "(CI workflows, git hooks, editor or agent config); review them first:\n\n"
+                     + "\n".join(f"- `{f.path}` — {f.protected}" for f in protected))
     if check is not None:
         parts.append(f"## Check\n\n{check.line()}" + (
             "" if check.ok or not check.output.strip()
