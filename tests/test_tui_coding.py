@@ -516,7 +516,7 @@ async def test_closing_a_finished_pane_with_changes_offers_merge_keep_discard(ap
         await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the question again")
         await pilot.press("y")
         await until(pilot, lambda: isinstance(app.screen, ChoiceDialog), "merge, keep or discard")
-        assert view.status is S.KILLED
+        assert view.status is S.DONE  # it had finished: ended as done, not killed
         await pilot.press("k")  # keep the branch
         await until(pilot, lambda: view.session_id not in app.panes, "the pane is closed")
         assert view.worktree.branch in git(repo, "branch", "--list")

@@ -119,3 +119,26 @@ async def test_a_closed_pane_stays_closed_in_every_app_and_the_next_attach(serve
             await until(pilot, lambda: len(again.views) == 1, "the kept one")  # the snapshot came whole
             assert [v.task for v in again.views.values()] == ["keep me"]
         assert os.path.exists(transcript)  # the record stays
+
+
+async def test_closing_a_pane_waiting_for_you_ends_its_session_done_in_the_server(server, tmp_path, capsys):
+    """⌫ on a pane waiting for you ended the session `killed` (the only way a client had); through
+    the server's `stop` it ends `done`, as its work had, and its pane closes."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with StandIn() as api:
+        api.responder = lambda body: Reply("answered")
+        config = RuntimeConfig(api_key="test-key", base_url=api.base_url, model="test-model", max_retries=0,
+                               interactive=True)
+        app = attached_app(config, ws)
+        async with app.run_test(size=SIZE) as pilot:
+            app.spawn("say something")
+            await until(pilot, lambda: len(app.views) == 1 and next(iter(app.views.values())).status is S.WAITING,
+                        "waiting for you")
+            (sid,) = app.views
+            app.screen.focus_pane(app.panes[sid])
+            await pilot.press("backspace", "y")
+            await until(pilot, lambda: sid not in app.views, "the pane closed")
+            assert app.closed[-1].status is S.DONE
+    assert main(["ls", "--json"]) == 0
+    assert [r["status"] for r in json.loads(capsys.readouterr().out)["sessions"] if r["id"] == sid] in ([], ["done"])

@@ -47,6 +47,7 @@ class FakeManager:
         self.spawn_options: list[dict] = []
         self.sent: list[tuple[str, str]] = []
         self.killed: list[str] = []
+        self.stopped: list[str] = []
         self.answers: list[tuple] = []
         self.quiesced: list[str] = []
         self.reviews: list[tuple[str, str]] = []
@@ -92,6 +93,10 @@ class FakeManager:
     async def kill(self, session_id, reason=""):
         self.killed.append(session_id)
         self.emit(ev.StatusChanged(session_id, S.KILLED), ev.SessionDone(session_id, S.KILLED))
+
+    async def stop(self, session_id, reason=""):
+        self.stopped.append(session_id)
+        self.emit(ev.StatusChanged(session_id, S.DONE), ev.SessionDone(session_id, S.DONE))
 
     async def answer(self, session_id, request_id, allow, scope="once", reason=""):
         self.answers.append((session_id, request_id, allow, scope, reason))

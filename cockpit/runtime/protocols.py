@@ -223,6 +223,10 @@ class Runtime(Protocol):
 
     async def kill(self, session_id: str, reason: str = "") -> None: ...
 
+    async def stop(self, session_id: str, reason: str = "") -> None:
+        """End a session: one waiting for you (its work finished) ends ``done``; one still working
+        is killed with ``reason``."""
+
     async def answer(self, session_id: str, request_id: str | None, allow: bool, scope: str = "once",
                      reason: str = "") -> None:
         """Answer the approval ``request_id`` (None: the one pending)."""

@@ -739,6 +739,12 @@ class Server:
         await self.mgr.kill(id, reason=reason or "killed by the user")
         return {}
 
+    @method("stop", doc="a session waiting for you ends `done`; one still working is killed with `reason`",
+            result="`{}`")
+    async def h_end(self, req: Request, id: SessionId, reason: str = "") -> dict:
+        await self.mgr.stop(id, reason=reason or "ended by the user")
+        return {}
+
     @method("answer", doc="`request_id` null = the pending one; `scope` `once`/`session`",
             result="`id`, `tool`, `summary`, `suggestion`: what was answered")
     async def h_answer(self, req: Request, id: SessionId, allow: bool, request_id: str | None = None,

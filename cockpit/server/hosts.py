@@ -418,6 +418,10 @@ class MultiHostRuntime:
         _, sid, runtime = self._owner(session_id)
         await runtime.kill(sid, reason)
 
+    async def stop(self, session_id: str, reason: str = "") -> None:
+        _, sid, runtime = self._owner(session_id)
+        await runtime.stop(sid, reason)
+
     async def answer(self, session_id: str, request_id: str | None, allow: bool, scope: str = "once",
                      reason: str = "") -> None:
         _, sid, runtime = self._owner(session_id)

@@ -205,6 +205,9 @@ class RemoteRuntime:
     async def kill(self, session_id: str, reason: str = "killed by the user") -> None:
         await self.client.call("kill", id=session_id, reason=reason)
 
+    async def stop(self, session_id: str, reason: str = "") -> None:
+        await self.client.call("stop", id=session_id, reason=reason)
+
     async def answer(self, session_id: str, request_id: str | None, allow: bool, scope: str = "once",
                      reason: str = "") -> None:
         await self.client.call("answer", id=session_id, request_id=request_id, allow=allow, scope=scope, reason=reason)

@@ -166,6 +166,11 @@ class SessionCommands(App):
         else:  # the runtime's own default reason (the server's: "killed by the user")
             await self.manager.kill(session_id)
 
+    @work(group="manager", name="stop", exit_on_error=False)
+    async def stop(self, session_id: str, reason: str = "") -> None:
+        """End a session: done when it waits for you (its work finished), else killed."""
+        await self.manager.stop(session_id, reason)
+
     def ended(self, view: SessionView) -> None:
         """``view``'s session ended: its pane closes now when the user asked for that (⌫ on a
         session waiting for you)."""
@@ -382,7 +387,7 @@ class SessionCommands(App):
             def end(yes: bool | None) -> None:
                 if yes:
                     self._close_when_ended.add(session_id)
-                    self.kill(session_id, "closed from the app")
+                    self.stop(session_id, "closed from the app")
 
             self.push_screen(ConfirmDialog(
                 f"Session {session_id} is waiting for you ({fmt.short(view.task, 50)}). End it and close "
