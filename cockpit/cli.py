@@ -140,7 +140,19 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
             if not subs or name not in subs[0].choices:
                 break
             chosen = subs[0].choices[name]
-        chosen.error(f"unrecognized arguments: {' '.join(extras)}")
+        # an optional positional after an option (`worktrees diff --host box ID`: argparse takes
+        # `diff`, then the option, and leaves the id over): it fills the next one still empty
+        empty = [a for a in chosen._actions if not a.option_strings and a.nargs == "?"
+                 and getattr(args, a.dest, None) is None
+                 and not isinstance(a, argparse._SubParsersAction)]
+        while extras and empty and not extras[0].startswith("-"):
+            action = empty.pop(0)
+            value = extras.pop(0)
+            if action.choices is not None and value not in action.choices:
+                chosen.error(f"argument {action.dest}: invalid choice: {value!r}")
+            setattr(args, action.dest, value)
+        if extras:
+            chosen.error(f"unrecognized arguments: {' '.join(extras)}")
     return args
 
 

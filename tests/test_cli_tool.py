@@ -390,3 +390,18 @@ def test_worktrees_refuses_a_notes_folder_given_that_does_not_exist(tmp_path, ca
     info = wt.create(repo, "abcd1234efgh", "task", load_config().resolved_worktrees_dir())
     assert main(["worktrees", "keep", info.session_id, "--notes", str(tmp_path / "nope")]) == 2
     assert "notes folder" in capsys.readouterr().err and Path(info.path).is_dir()
+
+
+def test_an_option_between_an_action_and_its_session_id_is_taken(monkeypatch):
+    """`cockpit worktrees diff --host box ID` — as `cockpit run --host box`'s own hint prints it —
+    failed: "unrecognized arguments: ID" (argparse takes `diff`, then the option, and leaves the
+    id of the second optional positional over)."""
+    from cockpit import worktrees_cli
+
+    got = []
+    monkeypatch.setattr(worktrees_cli, "run", lambda args: got.append((args.action, args.session, args.json)) or 0)
+    assert main(["worktrees", "diff", "--json", "1nh6cx51"]) == 0
+    assert main(["worktrees", "list", "--json"]) == 0
+    assert got == [("diff", "1nh6cx51", True), ("list", None, True)]
+    with pytest.raises(SystemExit):
+        main(["worktrees", "diff", "--json", "a", "b"])  # one id only: the second is refused
