@@ -89,6 +89,30 @@ def test_failure_lines():
         check_hello(box, {"cockpit_bridge": 1, "version": "9.9", "protocol": 2})
     with pytest.raises(HostError, match="^host box: the Cockpit server there cannot be reached: boom$"):
         check_hello(box, {"cockpit_bridge": 1, "error": "the Cockpit server there cannot be reached: boom"})
+    # a stopped server there: the remote's hint named this machine's `cockpit server stop --force`
+    # (copied, it killed the local server) and a pid that is not here
+    with pytest.raises(HostError) as stopped:
+        check_hello(box, {"cockpit_bridge": 1, "stopped_pid": 30736,
+                          "error": "the Cockpit server there cannot be reached: … `cockpit server stop --force` ends it"})
+    said = str(stopped.value)
+    assert "`kill -CONT 30736` on box" in said and "`cockpit server stop --force --host box`" in said
+
+
+def test_the_bridge_says_which_server_is_stopped(monkeypatch):
+    """The bridge's hello carries a stopped server's pid, for the client to name the host."""
+    import io
+
+    from cockpit.server import bridge, client
+
+    monkeypatch.setattr(client, "ensure_server", lambda: (_ for _ in ()).throw(client.ServerError("stopped")))
+    monkeypatch.setattr(client, "stopped_pid", lambda path=None: 4242)
+    out = io.BytesIO()
+    monkeypatch.setattr(bridge, "_write_all", lambda fd, data: out.write(data))
+    assert bridge.run_bridge() == 1
+    import json
+
+    said = json.loads(out.getvalue())
+    assert said["stopped_pid"] == 4242 and "cannot be reached: stopped" in said["error"]
 
 
 def test_since_gives_what_came_after_the_drop_once():

@@ -77,7 +77,10 @@ def run_bridge() -> int:
         path = client.ensure_server()
         sock = client._connect(path, client.CONNECT_TIMEOUT_S)
     except (client.ServerError, OSError) as exc:
-        _write_all(out, hello(error=f"the Cockpit server there cannot be reached: {exc}"))
+        # a stopped server's pid goes as a fact: the client names the host in what to do about it
+        stopped = client.stopped_pid()
+        _write_all(out, hello(error=f"the Cockpit server there cannot be reached: {exc}",
+                              **({"stopped_pid": stopped} if stopped is not None else {})))
         return 1
     sock.settimeout(None)
     _write_all(out, hello(home=os.path.expanduser("~"), server_pid=client.server_pid()))
