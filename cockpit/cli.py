@@ -209,7 +209,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cockpit: error: {clean(exc)}", file=sys.stderr)
         return exc.code
     except (RemoteError, ServerError) as exc:  # the server refused, or cannot be reached: one line
-        print(f"cockpit: error: {one_line(getattr(exc, 'message', None) or exc)}", file=sys.stderr)
+        from cockpit.host_cli import for_host, host_name
+
+        said = one_line(getattr(exc, "message", None) or exc)
+        if isinstance(exc, RemoteError):  # a host's server words its hints for its own machine
+            said = for_host(said, host_name(args))
+        print(f"cockpit: error: {said}", file=sys.stderr)
         return 2 if isinstance(exc, RemoteRefused) else 1
     except KeyboardInterrupt:
         print("cockpit: interrupted", file=sys.stderr)

@@ -13,6 +13,7 @@ host (:func:`hint`).
 from __future__ import annotations
 
 import argparse
+import re
 from typing import TYPE_CHECKING
 
 from cockpit.errors import CockpitError
@@ -38,6 +39,19 @@ def host_name(args: argparse.Namespace) -> str | None:
             raise CockpitError(f"this command acts on one host; --host was given {len(value)} times")
         value = value[0] if value else None
     return None if value == "local" else value  # (the grid's name for this machine)
+
+
+_COMMAND = re.compile(r"(?<![\w/-])(cockpit (?:ls|attach|approve|deny|kill|send|resume|budget|shell|"
+                      r"worktrees(?: (?:list|diff|merge|keep|discard|prune|check|pr|send-back))?|"
+                      r"server (?:status|stop|start)))(?! --host)(?=[\s`'\".,;:)]|$)")
+
+
+def for_host(message: str, host: str | None) -> str:
+    """``message`` — a server's, about its own sessions — with each ``cockpit …`` command it
+    suggests naming ``host`` (a server on a host words its hints for its own machine), so they
+    work as copied here."""
+    tail = hint(host)
+    return _COMMAND.sub(lambda m: m.group(1) + tail, message) if tail else message
 
 
 def hint(host: str | None) -> str:

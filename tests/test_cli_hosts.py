@@ -198,3 +198,18 @@ def test_server_status_while_a_server_starts_says_so(monkeypatch, capsys):
     monkeypatch.setattr(cl, "server_pid", lambda: None)
     assert main(["server", "status"]) == 0
     assert capsys.readouterr().out == "no Cockpit server is running\n"
+
+
+def test_a_hosts_refusal_names_the_host_in_the_commands_it_suggests():
+    """`cockpit send --host box ID` said "cockpit resume ID goes on with it" and "(see cockpit ls)":
+    copied, they asked this machine's server ("no session")."""
+    from cockpit.host_cli import for_host
+
+    said = ("session 1nh6 is headless (cockpit run): once it has ended, cockpit resume 1nh6 goes on with it; "
+            "no session 'zz' (see cockpit ls); `cockpit approve zz`; cockpit worktrees diff 1nh6; the Cockpit server")
+    assert for_host(said, "box") == (
+        "session 1nh6 is headless (cockpit run): once it has ended, cockpit resume --host box 1nh6 goes on with it; "
+        "no session 'zz' (see cockpit ls --host box); `cockpit approve --host box zz`; "
+        "cockpit worktrees diff --host box 1nh6; the Cockpit server")
+    assert for_host("cockpit ls --host box", "box") == "cockpit ls --host box"  # named already
+    assert for_host(said, None) == said and for_host(said, "local") == said  # this machine's: as it is
