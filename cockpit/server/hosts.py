@@ -50,7 +50,10 @@ Connector = Callable[[], Awaitable[Runtime]]
 ShellOpener = Callable[[str, "str | None"], int]
 """Runs an interactive shell in a folder of a host (or ``$EDITOR`` on a file there), blocking,
 with this terminal's stdio; its exit code (``cockpit.server.ssh.open_shell``)."""
-FIRST_WAIT_S = 10.0  # at most this long for the first attempts before the app shows the grid
+# at most this long for the first attempts before the app shows the grid: a host still connecting
+# then (a slow link, a hung one) shows `connecting` and joins when it answers — the grid, this
+# machine's sessions included, is never held blank for it (it was 10 s, the whole screen blank)
+FIRST_WAIT_S = 2.0
 CONNECT_TIMEOUT_S = 60.0  # a connector that has not connected by then has failed (a hung peer)
 
 
