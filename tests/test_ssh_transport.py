@@ -231,3 +231,10 @@ def test_the_shell_on_a_host_is_the_transports_ssh_with_every_path_quoted(tmp_pa
     monkeypatch.setenv("COCKPIT_SSH_COMMAND", "/nonexistent/ssh")
     with pytest.raises(HostError, match=r"ssh not found \(/nonexistent/ssh\)"):
         open_shell(host, str(odd))
+
+
+def test_a_hung_hosts_line_names_the_host_in_the_doctor_command():
+    """It said "`cockpit doctor --host` it", without the name."""
+    from cockpit.server.client import hung_message
+
+    assert hung_message("host box").endswith("try again, or `cockpit doctor --host box`")

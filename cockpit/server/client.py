@@ -63,8 +63,11 @@ class ServerHung(ServerError):
 
 def hung_message(path: Path | str | None = None) -> str:
     if isinstance(path, str) and path.startswith("host "):  # a remote server, through ssh
+        import shlex
+
+        name = path.removeprefix("host ").split(" ", 1)[0]
         return (f"{path} did not answer for {read_timeout():.0f} s (the connection or the remote server hung); "
-                "try again, or `cockpit doctor --host` it")
+                f"try again, or `cockpit doctor --host {shlex.quote(name)}`")
     return (f"the Cockpit server at {path or paths.socket_path()} does not answer (stopped or hung?) — "
             "`cockpit server stop --force` ends it (its sessions end as after a crash: `interrupted`)")
 
