@@ -156,6 +156,23 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     return args
 
 
+def _for_the_host(args: argparse.Namespace, said: str) -> str:
+    """An error of a command given ``--host``: a host's server words the commands it suggests for
+    its own machine (``cockpit resume ID``, "see cockpit ls"): they name the host here."""
+    from cockpit.host_cli import for_host, host_name
+
+    try:
+        host = host_name(args)
+    except CockpitError:  # (a --host that names nothing: said elsewhere)
+        return said
+    if host is None:  # a grid id names its host: `cockpit approve box:ID`
+        from cockpit import hostids
+
+        ids = [v for k in ("id", "session", "session_id") if isinstance(v := getattr(args, k, None), str)]
+        host = next((h for h in (hostids.host_of(i) for i in ids) if h != hostids.LOCAL), None)
+    return for_host(said, host)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:2] == ["memory", "hook"]:  # the Claude Code hook: no time for the whole CLI
@@ -206,14 +223,12 @@ def main(argv: list[str] | None = None) -> int:
             return run_there(args, argv)
         return int(args.func(args) or 0)
     except CockpitError as exc:  # (text from a server or a host in it never drives the terminal)
-        print(f"cockpit: error: {clean(exc)}", file=sys.stderr)
+        print(f"cockpit: error: {_for_the_host(args, clean(exc))}", file=sys.stderr)
         return exc.code
     except (RemoteError, ServerError) as exc:  # the server refused, or cannot be reached: one line
-        from cockpit.host_cli import for_host, host_name
-
         said = one_line(getattr(exc, "message", None) or exc)
-        if isinstance(exc, RemoteError):  # a host's server words its hints for its own machine
-            said = for_host(said, host_name(args))
+        if isinstance(exc, RemoteError):
+            said = _for_the_host(args, said)
         print(f"cockpit: error: {said}", file=sys.stderr)
         return 2 if isinstance(exc, RemoteRefused) else 1
     except KeyboardInterrupt:

@@ -221,6 +221,7 @@ def check_folders() -> list[Check]:
 
 def check_server() -> Check:
     from cockpit import __version__
+    from cockpit.host_cli import hint
     from cockpit.server import paths
     from cockpit.server.client import BlockingClient, ServerError, ServerHung
 
@@ -232,9 +233,11 @@ def check_server() -> Check:
             hello = client.call("hello")
     except ServerHung:
         return Check(FAIL, "server", f"the server at {sock} does not answer (stopped or hung?)",
-                     "cockpit server stop --force (its sessions end as after a crash: interrupted)")
+                     f"cockpit server stop --force{hint(None)} (its sessions end as after a crash: interrupted)")
     except (ServerError, OSError) as exc:
-        return Check(FAIL, "server", f"{sock}: {exc}", "cockpit server stop --force, then cockpit server start")
+        on = hint(None)  # (run whole on a host for another machine: the host's name)
+        return Check(FAIL, "server", f"{sock}: {exc}",
+                     f"cockpit server stop --force{on}, then cockpit server start{on}")
     version = hello.get("version", "unknown")
     detail = f"running, pid {hello.get('pid')}, version {version}, socket {sock}"
     if version != __version__:

@@ -556,7 +556,7 @@ def _refuse_what_does_not_apply(args: argparse.Namespace) -> None:
     """Arguments the action does not take are refused in one line, never dropped."""
     if args.action in ("list", "prune") and args.session:
         raise CockpitError(f"worktrees {args.action} takes no session id (got {args.session!r}): "
-                           f"cockpit worktrees diff {args.session} shows one")
+                           f"cockpit worktrees diff{_on()} {args.session} shows one")
     only = {"--title": ("pr",), "--body": ("pr",), "--check": ("merge", "pr"), "--json": ("list",),
             "--yes": ("merge", "discard", "check", "pr"), "--notes": ("merge", "keep", "check", "pr")}
     for flag, actions in only.items():

@@ -213,3 +213,17 @@ def test_a_hosts_refusal_names_the_host_in_the_commands_it_suggests():
         "cockpit worktrees diff --host box 1nh6; the Cockpit server")
     assert for_host("cockpit ls --host box", "box") == "cockpit ls --host box"  # named already
     assert for_host(said, None) == said and for_host(said, "local") == said  # this machine's: as it is
+
+
+def test_a_stopped_or_hung_server_run_whole_on_a_host_words_its_commands_for_that_host(monkeypatch):
+    """`cockpit server status --host box` (run whole on box) said "`cockpit server stop --force`
+    ends it": copied here, that killed this machine's server."""
+    from cockpit.host_cli import HINT_ENV
+    from cockpit.server.client import hung_message, stopped_message
+
+    monkeypatch.setenv(HINT_ENV, "box")
+    said = stopped_message(42)
+    assert "`kill -CONT 42` on box" in said and "`cockpit server stop --force --host box`" in said
+    assert "`cockpit server stop --force --host box`" in hung_message("/run/sock")
+    monkeypatch.delenv(HINT_ENV)
+    assert "`kill -CONT 42` lets" in stopped_message(42) and "--host" not in stopped_message(42)

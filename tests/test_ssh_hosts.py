@@ -162,6 +162,11 @@ def test_spawn_ls_approve_attach_kill_run_on_a_host(box, api, capsys):
     assert main(["kill", sid, "--host", "box"]) == 0
     assert capsys.readouterr().out.strip() == f"{sid} killed"
     assert _status(box, sid) == "killed"
+    # a refusal of box's server names box in what it suggests (copied, "see cockpit ls" listed this machine's)
+    for argv in (["approve", "zzzz9999", "--host", "box"], ["approve", "box:zzzz9999"]):
+        assert main(argv) != 0
+        err = capsys.readouterr().err
+        assert "no session 'zzzz9999'" in err and "cockpit ls --host box" in err, err
     # a headless run there, waiting for its report (the key goes with the spawn, through ssh)
     api.script(Reply("the port is 8080"))
     assert main(["run", "which port?", "--host", "box", "--base-url", api.base_url, "--notes", str(box["ws"] / "none"),

@@ -69,7 +69,15 @@ def hung_message(path: Path | str | None = None) -> str:
         return (f"{path} did not answer for {read_timeout():.0f} s (the connection or the remote server hung); "
                 f"try again, or `cockpit doctor --host {shlex.quote(name)}`")
     return (f"the Cockpit server at {path or paths.socket_path()} does not answer (stopped or hung?) — "
-            "`cockpit server stop --force` ends it (its sessions end as after a crash: `interrupted`)")
+            f"`cockpit server stop --force{_hint()}` ends it (its sessions end as after a crash: `interrupted`)")
+
+
+def _hint() -> str:
+    """`` --host NAME`` when this runs whole on a host for another machine's command line
+    (``$COCKPIT_HINT_HOST``, :func:`cockpit.host_cli.hint`): its hints must work there as copied."""
+    from cockpit.host_cli import hint
+
+    return hint(None)
 
 
 def server_pid() -> int | None:
@@ -119,8 +127,10 @@ def _late_message(path: Path | str) -> str:
 
 
 def stopped_message(pid: int) -> str:
-    return (f"the Cockpit server (pid {pid}) is stopped (SIGSTOP or Ctrl-Z) — `kill -CONT {pid}` lets it go on; "
-            "`cockpit server stop --force` ends it (its sessions end as after a crash: `interrupted`)")
+    on = _hint()
+    where = f" on {on.removeprefix(' --host ')}" if on else ""
+    return (f"the Cockpit server (pid {pid}) is stopped (SIGSTOP or Ctrl-Z) — `kill -CONT {pid}`{where} lets it go on; "
+            f"`cockpit server stop --force{on}` ends it (its sessions end as after a crash: `interrupted`)")
 
 
 def _refuse_stopped(path: Path) -> None:
