@@ -148,6 +148,8 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         while extras and empty and not extras[0].startswith("-"):
             action = empty.pop(0)
             value = extras.pop(0)
+            if action.type is not None:  # as argparse converts it
+                value = chosen._get_value(action, value)
             if action.choices is not None and value not in action.choices:
                 chosen.error(f"argument {action.dest}: invalid choice: {value!r}")
             setattr(args, action.dest, value)

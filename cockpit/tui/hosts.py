@@ -79,7 +79,8 @@ class HostsView(App):
         self.host_states[status.host] = status
         was = before.state if before is not None else ""
         if status.state in ("reconnecting", "unreachable") and was != status.state:
-            why = f": {status.detail}" if status.detail else ""
+            detail = status.detail.removeprefix(f"host {status.host}: ")  # (the line names the host already)
+            why = f": {detail}" if detail else ""
             self.notify(f"host {status.host} {status.state}{why}", title="hosts", severity="warning", timeout=10)
         elif status.state == "connected" and was in ("replaying", "reconnecting", "unreachable"):
             self.notify(f"host {status.host} is back", title="hosts", timeout=5)
