@@ -1130,3 +1130,23 @@ async def test_the_first_memory_index_through_the_server_says_what_it_indexed(tm
         await c.close()
     finally:
         await srv.shutdown()
+
+
+def test_a_stopped_server_whose_socket_takes_no_more_connections_is_named_stopped(stopped_server, monkeypatch):
+    """A stopped server's listen queue fills (nothing accepts): a connect then timed out or got
+    EAGAIN until the time was up, and the client said "does not answer (stopped or hung?)"
+    instead of naming the stopped process and `kill -CONT` (seen once in CI under load)."""
+    import socket as socket_module
+
+    from cockpit.server import client, paths
+
+    sock = paths.socket_path()
+    for failure in (TimeoutError, BlockingIOError):
+        def full(self, address, failure=failure):
+            raise failure()
+
+        with monkeypatch.context() as patch:
+            patch.setattr(socket_module.socket, "connect", full)
+            with pytest.raises(client.ServerHung) as said:
+                client._connect(sock, 0.2)
+        assert str(said.value).startswith(f"the Cockpit server (pid {stopped_server}) is stopped")

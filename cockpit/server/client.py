@@ -139,6 +139,13 @@ def _refuse_stopped(path: Path) -> None:
         raise ServerHung(stopped_message(pid))
 
 
+def _hung(path: Path | str | None) -> ServerHung:
+    """The error for a server that does not answer at ``path``: named stopped, with what to do,
+    when its process is (SIGSTOP: its socket may still take or queue connections), else hung."""
+    pid = stopped_pid(path) if not (isinstance(path, str) and path.startswith("host ")) else None
+    return ServerHung(stopped_message(pid) if pid is not None else hung_message(path))
+
+
 class RemoteError(RuntimeError):
     """An error reply: ``code`` and ``message``."""
 
@@ -311,11 +318,11 @@ def _connect(path: Path, timeout: float) -> socket.socket:
             sock.connect(str(path))
         except TimeoutError:
             sock.close()
-            raise ServerHung(hung_message(path)) from None
+            raise _hung(path) from None
         except BlockingIOError:  # EAGAIN: the queue is full for now
             sock.close()
             if time.monotonic() + pause >= end:
-                raise ServerHung(hung_message(path)) from None
+                raise _hung(path) from None
             time.sleep(pause)
             pause = min(pause * 2, 0.1)
             continue
@@ -403,7 +410,7 @@ class BlockingClient:
                         return _check(msg)
             except TimeoutError:
                 late = deadline is not None and time.monotonic() >= deadline
-                self._broken = ServerHung(_late_message(self.path) if late else hung_message(self.path))
+                self._broken = ServerHung(_late_message(self.path)) if late else _hung(self.path)
                 raise self._broken from None
             except OSError as exc:
                 raise ServerError(f"lost the Cockpit server: {exc}") from None
@@ -488,10 +495,10 @@ class AsyncClient:
                     _refuse_stopped(where)
                 return cls(reader, writer, where, timeout)
             except TimeoutError:
-                raise ServerHung(hung_message(where)) from None
+                raise _hung(where) from None
             except BlockingIOError:  # EAGAIN: the server's listen queue is full for now
                 if time.monotonic() + pause >= end:
-                    raise ServerHung(hung_message(where)) from None
+                    raise _hung(where) from None
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 0.1)
             except OSError as exc:
@@ -531,7 +538,7 @@ class AsyncClient:
                         await asyncio.sleep(0)
                 except TimeoutError:  # readline keeps a partial line in the buffer when cancelled
                     if (self._pending or self.subscribed) and loop.time() - self._last >= self.timeout:
-                        self.error = ServerHung(hung_message(self.path))
+                        self.error = _hung(self.path)
                         break
                     continue
                 self._last = loop.time()
@@ -580,7 +587,7 @@ class AsyncClient:
             await asyncio.wait_for(self.writer.drain(), self.timeout)
         except TimeoutError:
             self._pending.pop(msg_id, None)
-            raise ServerHung(hung_message(self.path)) from None
+            raise _hung(self.path) from None
         if method in rpc.QUICK_METHODS:
             try:
                 msg = await asyncio.wait_for(fut, 2 * self.timeout)
