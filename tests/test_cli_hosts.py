@@ -227,3 +227,14 @@ def test_a_stopped_or_hung_server_run_whole_on_a_host_words_its_commands_for_tha
     assert "`cockpit server stop --force --host box`" in hung_message("/run/sock")
     monkeypatch.delenv(HINT_ENV)
     assert "`kill -CONT 42` lets" in stopped_message(42) and "--host" not in stopped_message(42)
+
+
+def test_a_missing_notes_folder_on_a_host_says_it_is_the_hosts(monkeypatch, capsys, tmp_path):
+    """`cockpit memory search x --host box` said "notes folder /…/notes does not exist" with
+    nothing saying the folder is on box."""
+    from cockpit.cli import main
+    from cockpit.host_cli import HINT_ENV
+
+    monkeypatch.setenv(HINT_ENV, "box")  # as run_there tells the command it runs for
+    assert main(["memory", "search", "x", "--notes", str(tmp_path / "nope")]) == 2
+    assert f"notes folder {tmp_path / 'nope'} on host box does not exist" in capsys.readouterr().err
