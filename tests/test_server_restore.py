@@ -37,6 +37,25 @@ def streaming_with_a_change(c: BlockingClient, sid: str) -> bool:
     return row["status"] == "streaming" and (row["diff"] or {}).get("files") == 1
 
 
+def streaming(c: BlockingClient, sid: str) -> bool:
+    return c.call("get", id=sid)["status"] == "streaming"
+
+
+def crashed_while(api, repo: Path, task: str, ready=streaming, what: str = "the session's answer") -> dict:
+    """Start a server, spawn ``task`` there (bypassPermissions) and, once ``ready(client, id)``,
+    SIGKILL the server (the session is left mid-answer: the next server lists it interrupted);
+    the stand-in's stalled answer is released. The session's row."""
+    start_server()
+    with BlockingClient() as c:
+        pid = c.call("server.status")["pid"]
+        row = spawn_bypassing(c, api, repo, task)
+        wait_for(lambda: ready(c, row["id"]), what)
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for_stop(pid, 10)
+    api.release()
+    return row
+
+
 def test_changes_left_unreviewed_come_back_when_the_server_starts_again(api, server_env, tmp_path):
     """`cockpit server stop` (or a reboot) before the review: the next server lists each session
     whose worktree still holds its change — one that finished, one the stop killed — as it ended,
@@ -87,14 +106,7 @@ def test_a_session_interrupted_with_a_change_is_diffed_and_resumed_by_the_next_s
     cfg = {"api_key": "test-key", "base_url": api.base_url}
     api.script(Reply("", [ToolUse(EDIT, {"command": "create", "path": "two.txt", "file_text": "two\n"})]),
                Reply("Adding two, and now a long explanation", stall_after=3))
-    start_server()
-    with BlockingClient() as c:
-        pid = c.call("server.status")["pid"]
-        row = spawn_bypassing(c, api, repo, "add two")
-        wait_for(lambda: streaming_with_a_change(c, row["id"]), "the session's edit")
-    os.kill(pid, signal.SIGKILL)
-    assert wait_for_stop(pid, 10)
-    api.release()
+    row = crashed_while(api, repo, "add two", streaming_with_a_change, "the session's edit")
     start_server()
     with BlockingClient() as c:
         assert [(r["id"], r["status"]) for r in c.call("list")["sessions"]] == [(row["id"], "interrupted")]
@@ -192,14 +204,7 @@ def test_an_interrupted_session_stays_listed_when_its_unchanged_worktree_is_prun
     worktree pruned while no server ran: it is still listed, to be resumed (it vanished)."""
     repo = make_repo(tmp_path / "repo")
     api.script(Reply("Thinking about it for a long while", stall_after=3))
-    start_server()
-    with BlockingClient() as c:
-        pid = c.call("server.status")["pid"]
-        row = spawn_bypassing(c, api, repo, "think")
-        wait_for(lambda: c.call("get", id=row["id"])["status"] == "streaming", "the session's answer")
-    os.kill(pid, signal.SIGKILL)
-    assert wait_for_stop(pid, 10)
-    api.release()
+    row = crashed_while(api, repo, "think")
     for _restart in range(2):
         start_server()
         with BlockingClient() as c:
@@ -219,14 +224,7 @@ def test_a_session_resumed_in_an_interrupted_ones_worktree_keeps_it_and_answers_
     session worktree"; a discard by the old id bypassed the server that runs a session in it."""
     repo = make_repo(tmp_path / "repo")
     api.script(Reply("Thinking about it for a long while", stall_after=3), Reply("Resumed and waiting."))
-    start_server()
-    with BlockingClient() as c:
-        pid = c.call("server.status")["pid"]
-        old = spawn_bypassing(c, api, repo, "think")
-        wait_for(lambda: c.call("get", id=old["id"])["status"] == "streaming", "the session's answer")
-    os.kill(pid, signal.SIGKILL)
-    assert wait_for_stop(pid, 10)
-    api.release()
+    old = crashed_while(api, repo, "think")
     tree = Path(old["worktree"]["path"])
     start_server()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)  # the resuming terminal's settings (the key: test-key)

@@ -66,6 +66,12 @@ async def settled(pilot, grid) -> None:
     await pilot.pause()
 
 
+async def next_page(pilot, grid) -> None:
+    """``]``, then the page it shows painted."""
+    await pilot.press("right_square_bracket")
+    await settled(pilot, grid)
+
+
 async def test_paging_shows_each_pages_sessions_in_order_and_the_selection_follows():
     mgr = FakeManager()
     app = CockpitApp(mgr)
@@ -102,8 +108,7 @@ async def test_a_short_last_page_keeps_the_panes_size_and_place():
         grid = await thirty(pilot, mgr, app)
         first = [p.region for p in shown(grid)]
         for _ in range(3):
-            await pilot.press("right_square_bracket")
-            await settled(pilot, grid)
+            await next_page(pilot, grid)
         assert grid.page == 3
         assert [p.region for p in shown(grid)] == first[:3]  # the first row of a full page's cells
 
@@ -134,8 +139,7 @@ async def test_a_session_that_changed_out_of_sight_shows_its_new_state_when_its_
     app = CockpitApp(mgr)
     async with app.run_test(size=SIZE) as pilot:
         grid = await thirty(pilot, mgr, app)
-        await pilot.press("right_square_bracket")
-        await settled(pilot, grid)
+        await next_page(pilot, grid)
         assert grid.page == 1
         # session 1 (page 1, out of sight) is asked something and answers more
         mgr.emit(ev.StatusChanged(sid(1), S.WAITING), ev.TextDelta(sid(1), " and a later line"))
@@ -179,6 +183,5 @@ async def test_a_page_shows_its_output_even_when_no_resize_reaches_its_bodies(mo
     app = CockpitApp(mgr)
     async with app.run_test(size=SIZE) as pilot:
         grid = await thirty(pilot, mgr, app)
-        await pilot.press("right_square_bracket")
-        await settled(pilot, grid)
+        await next_page(pilot, grid)
         await check_page(pilot, app, grid, range(10, 19))
