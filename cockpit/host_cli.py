@@ -58,11 +58,19 @@ def hint(host: str | None) -> str:
     """`` --host NAME`` for a command the CLI suggests about a session of ``host`` ('' for this
     machine's), so the suggestion works as copied. A command run whole on a host by
     :func:`run_there` learns the name from ``$COCKPIT_HINT_HOST``."""
-    import os
     import shlex
 
-    host = host or os.environ.get(HINT_ENV) or None
+    host = host or hinted_host()
     return f" --host {shlex.quote(host)}" if host and host != "local" else ""
+
+
+def hinted_host() -> str | None:
+    """The host this command runs whole on for another machine's command line (``$COCKPIT_HINT_HOST``,
+    set by :func:`run_there`), else None: what it says of its own machine is said of that host."""
+    import os
+
+    host = os.environ.get(HINT_ENV) or None
+    return None if host == "local" else host
 
 
 HINT_ENV = "COCKPIT_HINT_HOST"

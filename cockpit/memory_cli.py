@@ -138,10 +138,10 @@ def _engine(args, must_exist: bool = True, warm: bool = True, remote: bool = Fal
         what = "is not a folder" if notes.exists() else "does not exist"
         hint = "check the path given to --notes" if getattr(args, "notes", None) not in (None, "", "notes") \
             else "use --notes DIR"
-        from cockpit.host_cli import hint as host_hint
+        from cockpit.host_cli import hinted_host
 
-        on = host_hint(None)  # run whole on a host for another machine: the folder is the host's
-        there = f" on host {on.removeprefix(' --host ')}" if on else ""
+        on = hinted_host()  # run whole on a host for another machine: the folder is the host's
+        there = f" on host {on}" if on else ""
         raise CockpitError(f"notes folder {notes}{there} {what} ({hint})")
     if getattr(args, "top_k", None) is not None and args.top_k < 1:
         raise CockpitError("--top-k must be at least 1")

@@ -68,16 +68,10 @@ def hung_message(path: Path | str | None = None) -> str:
         name = path.removeprefix("host ").split(" ", 1)[0]
         return (f"{path} did not answer for {read_timeout():.0f} s (the connection or the remote server hung); "
                 f"try again, or `cockpit doctor --host {shlex.quote(name)}`")
+    from cockpit.host_cli import hint  # (run whole on a host: its hints name it, to work as copied)
+
     return (f"the Cockpit server at {path or paths.socket_path()} does not answer (stopped or hung?) — "
-            f"`cockpit server stop --force{_hint()}` ends it (its sessions end as after a crash: `interrupted`)")
-
-
-def _hint() -> str:
-    """`` --host NAME`` when this runs whole on a host for another machine's command line
-    (``$COCKPIT_HINT_HOST``, :func:`cockpit.host_cli.hint`): its hints must work there as copied."""
-    from cockpit.host_cli import hint
-
-    return hint(None)
+            f"`cockpit server stop --force{hint(None)}` ends it (its sessions end as after a crash: `interrupted`)")
 
 
 def server_pid() -> int | None:
@@ -126,11 +120,15 @@ def _late_message(path: Path | str) -> str:
     return f"{who} did not answer in time (busy, stopped or hung?)"
 
 
-def stopped_message(pid: int) -> str:
-    on = _hint()
-    where = f" on {on.removeprefix(' --host ')}" if on else ""
+def stopped_message(pid: int, host: str | None = None) -> str:
+    """What to do about a stopped server; ``host``: the one it runs on, as another machine's
+    command line names it (default: the host a command run whole there is told of, else none)."""
+    from cockpit.host_cli import hint, hinted_host
+
+    host = host or hinted_host()
+    where = f" on {host}" if host else ""
     return (f"the Cockpit server (pid {pid}) is stopped (SIGSTOP or Ctrl-Z) — `kill -CONT {pid}`{where} lets it go on; "
-            f"`cockpit server stop --force{on}` ends it (its sessions end as after a crash: `interrupted`)")
+            f"`cockpit server stop --force{hint(host)}` ends it (its sessions end as after a crash: `interrupted`)")
 
 
 def _refuse_stopped(path: Path) -> None:
@@ -142,7 +140,7 @@ def _refuse_stopped(path: Path) -> None:
 def _hung(path: Path | str | None) -> ServerHung:
     """The error for a server that does not answer at ``path``: named stopped, with what to do,
     when its process is (SIGSTOP: its socket may still take or queue connections), else hung."""
-    pid = stopped_pid(path) if not (isinstance(path, str) and path.startswith("host ")) else None
+    pid = stopped_pid(path)  # (None for any path but this data folder's socket: a host's, say)
     return ServerHung(stopped_message(pid) if pid is not None else hung_message(path))
 
 

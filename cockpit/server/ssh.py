@@ -122,10 +122,9 @@ def check_hello(host: HostEntry, hello: dict[str, Any]) -> None:
     stopped = hello.get("stopped_pid")
     if hello.get("error") and isinstance(stopped, int) and not isinstance(stopped, bool):
         # the remote's own hint names this machine's commands: said for the host instead
-        name = host.name
-        raise HostError(f"host {name}: the Cockpit server there (pid {stopped} on {name}) is stopped (SIGSTOP or "
-                        f"Ctrl-Z) — `kill -CONT {stopped}` on {name} lets it go on; `cockpit server stop --force "
-                        f"--host {name}` ends it (its sessions end as after a crash: `interrupted`)")
+        from cockpit.server.client import stopped_message
+
+        raise HostError(f"host {host.name}: {stopped_message(stopped, host.name)}")
     if hello.get("error"):
         raise HostError(f"host {host.name}: {one_line(str(hello['error']))[:300]}")
     theirs, proto = str(hello.get("version", "?")), hello.get("protocol")
