@@ -68,23 +68,19 @@ EXIT_BUDGET = 4
 ``--max-budget-tokens``, the server's budget) and no session failed otherwise (that is 1)."""
 
 
-def _say_if_uncommitted(workspace: Path) -> None:
-    """Once at start: the checkout has changes not committed, which a session's worktree (made
-    from HEAD) does not have — said, as the session would not see them; and a folder where no
-    worktree can be made (not a repository, or one with no commit yet), where the sessions work in
-    place, in the user's own files — said before they start, not only in the report."""
+def _say_where_sessions_work(workspace: Path) -> None:
+    """Once at start: a folder where no worktree can be made (:func:`~cockpit.runtime.worktree.find_repo`:
+    not a repository, or one with no commit yet), where the sessions work in place, in the user's
+    own files — said before they start, not only in the report; else changes the checkout has not
+    committed, which a session's worktree (made from HEAD) does not have, as the session would not
+    see them."""
     import subprocess
 
-    def ok(*args: str) -> bool | None:
-        try:
-            return subprocess.run(["git", *args], cwd=workspace, capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            return None
+    from cockpit.runtime import worktree as wt
 
-    if ok("rev-parse", "--verify", "-q", "HEAD") is False:
-        repo = ok("rev-parse", "--git-dir")
-        what, how = (("a git repository with no commit yet", "make a first commit") if repo else
-                     ("not a git repository", "git init and a first commit"))
+    if wt.find_repo(workspace) is None and not wt.is_bare(workspace):
+        what, how = (("a git repository with no commit yet", "make a first commit") if wt.is_repository(workspace)
+                     else ("not a git repository", "git init and a first commit"))
         print(f"cockpit: warning: {workspace} is {what}: the sessions work in place, in your files (no worktree "
               f"to diff, merge or discard); {how} give each session its own worktree", file=sys.stderr)
         return
@@ -299,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
     _check_writable(cfg.resolved_sessions_dir())
     _say_if_unconfined(backend, cfg.sandbox if specs[0].sandbox is None else specs[0].sandbox)
     if (cfg.worktrees if specs[0].worktree is None else specs[0].worktree):
-        _say_if_uncommitted(Path(specs[0].workspace or os.getcwd()))
+        _say_where_sessions_work(Path(specs[0].workspace or os.getcwd()))
     if not (getattr(args, "no_server", False) or os.environ.get("COCKPIT_NO_SERVER")):
         report = _run_remote(args, specs, cfg, pricing)
         return _print_report(args, report)

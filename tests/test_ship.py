@@ -855,6 +855,10 @@ async def test_a_bare_repository_is_refused(api, tmp_path, repo):
     plain = tmp_path / "plain"
     plain.mkdir()
     assert wt.placement_of(plain) == ("in place", "in place: not a git repository (edits your files directly)")
+    unborn = tmp_path / "unborn"
+    git(tmp_path, "init", "-q", str(unborn))  # (the spawn dialog called it "not a git repository")
+    assert wt.placement_of(unborn) == ("in place", "in place: a git repository with no commit yet "
+                                                   "(edits your files directly)")
     mgr = make_mgr(api, tmp_path)
     with pytest.raises(wt.WorktreeError, match="bare git repository"):
         await mgr.spawn(SpawnSpec("fix", workspace=bare))

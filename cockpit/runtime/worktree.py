@@ -187,6 +187,15 @@ def is_bare(workspace: Path | str) -> bool:
         return False
 
 
+def is_repository(workspace: Path | str) -> bool:
+    """True when ``workspace`` is (inside) a git repository, with or without a commit yet."""
+    try:
+        git("rev-parse", "--git-dir", cwd=workspace)
+        return True
+    except WorktreeError:
+        return False
+
+
 def placement_of(workspace: Path | str, use_worktree: bool = True) -> tuple[str, str]:
     """Where a session in ``workspace`` will work, before it starts: (``"worktree"`` | ``"in place"``
     | ``"refused"``, one line for the user). Blocks (runs git)."""
@@ -196,6 +205,8 @@ def placement_of(workspace: Path | str, use_worktree: bool = True) -> tuple[str,
         return "refused", (f"{workspace} is a bare git repository (no working tree): "
                            "start the session in a clone or a worktree of it")
     if find_repo(workspace) is None:
+        if is_repository(workspace):  # (a worktree needs a commit to start from)
+            return "in place", "in place: a git repository with no commit yet (edits your files directly)"
         return "in place", "in place: not a git repository (edits your files directly)"
     if not use_worktree:
         return "in place", "in place: own git worktree off (edits your checkout directly)"
