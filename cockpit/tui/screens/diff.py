@@ -32,6 +32,7 @@ diff: the screen says so and why.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from textual import on, work
@@ -337,19 +338,23 @@ class DiffScreen(Screen):
         on a fresh diff (the session may have changed files since the shown one was read)."""
         if self.busy:
             return
+        await self._ask_first("Merge anyway?", "Merge anyway?", lambda: self.action_review("merge"))
+
+    async def _ask_first(self, protected_question: str, check_question: str, go: Callable[[], object]) -> None:
+        """``go()`` — after a yes when protected paths changed (judged on a fresh diff: the session
+        may have changed files since the shown one was read) or the last check did not pass; at
+        once otherwise. The questions end in ``protected_question`` and ``check_question``."""
         protected = await self._protected_now()
-        questions = []
-        if protected:
-            questions.append(merge_question(protected))
+        questions = [merge_question(protected, protected_question)] if protected else []
         if self.check_state in ("failed", "error", "conflict"):
-            questions.append(f"The last check did not pass ({self.check_state}). Merge anyway?")
+            questions.append(f"The last check did not pass ({self.check_state}). {check_question}")
         if not questions:
-            self.action_review("merge")
+            go()
             return
 
         def done(yes: bool | None) -> None:
             if yes:
-                self.action_review("merge")
+                go()
 
         self.app.push_screen(ConfirmDialog("\n\n".join(questions)), done)
 
@@ -413,23 +418,12 @@ class DiffScreen(Screen):
         except Exception as exc:
             self.notify(f"no pull request: {exc}", severity="warning")
             return
-        protected = await self._protected_now()
-        questions = [merge_question(protected, PUSH_QUESTION)] if protected else []
-        if self.check_state in ("failed", "error", "conflict"):
-            questions.append(f"The last check did not pass ({self.check_state}). Open the pull request anyway?")
-
         def done(edited: tuple[str, str] | None) -> None:
             if edited:
                 self.open_pr(*edited)
 
-        def edit(yes: bool | None = True) -> None:
-            if yes:
-                self.app.push_screen(PullRequestDialog(draft.title, draft.body), done)
-
-        if questions:
-            self.app.push_screen(ConfirmDialog("\n\n".join(questions)), edit)
-        else:
-            edit()
+        await self._ask_first(PUSH_QUESTION, "Open the pull request anyway?",
+                              lambda: self.app.push_screen(PullRequestDialog(draft.title, draft.body), done))
 
     @work(group="diff-pr")
     async def open_pr(self, title: str, body: str) -> None:
