@@ -118,26 +118,35 @@ def _one(root: Path, query: str):
     raise CockpitError(f"{why} (see {see})" if found else why)
 
 
-def _dealt_with(query: str) -> str:
-    """What became of the change of the one session ``query`` names when it was merged or
-    discarded already (its transcript's last review), e.g. "session X: merged B into main (…)";
-    else ""."""
+def _histories(query: str):
+    """``(session id, its folded transcript)`` for each transcript of this data folder whose
+    session ``query`` names (a transcript is ``<stamp>-<id>.jsonl``); unreadable ones skipped."""
     from cockpit.runtime.history import fold
     from cockpit.runtime.ids import matches
     from cockpit.runtime.transcript import read_events
 
     folder = _config().resolved_sessions_dir()
-    found = [p for p in sorted(folder.glob("*.jsonl")) if matches(query, p.stem.split("-", 2)[-1])] \
-        if folder.is_dir() else []
+    for p in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        sid = p.stem.split("-", 2)[-1]
+        if matches(query, sid):
+            try:
+                yield sid, fold(read_events(p, []))
+            except (OSError, ValueError):
+                continue
+
+
+def _dealt_with(query: str) -> str:
+    """What became of the change of the one session ``query`` names when it was merged or
+    discarded already (its transcript's last review), e.g. "session X: merged B into main (…)";
+    else ""."""
+    found = list(_histories(query))
     if len(found) != 1:
         return ""
-    try:
-        reviewed = fold(read_events(found[0], [])).reviewed
-    except (OSError, ValueError):
-        return ""
+    sid, history = found[0]
+    reviewed = history.reviewed
     if reviewed is None or not reviewed.ok or reviewed.action not in ("merge", "discard"):
         return ""
-    return f"session {found[0].stem.split('-', 2)[-1]}'s change was dealt with already — {reviewed.message}"
+    return f"session {sid}'s change was dealt with already — {reviewed.message}"
 
 
 def _worktree_of_session(root: Path, query: str):
@@ -151,19 +160,9 @@ def _worktree_of_session(root: Path, query: str):
         if matches(query, sid) and path:
             paths[sid] = path
     if not paths:
-        from cockpit.runtime.history import fold
-        from cockpit.runtime.transcript import read_events
-
-        folder = _config().resolved_sessions_dir()
-        for p in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-            sid = p.stem.split("-", 2)[-1]
-            if matches(query, sid) and sid not in paths:
-                try:
-                    ref = fold(read_events(p, [])).worktree
-                except (OSError, ValueError):
-                    continue
-                if ref is not None:
-                    paths[sid] = ref.path
+        for sid, history in _histories(query):
+            if history.worktree is not None and sid not in paths:
+                paths[sid] = history.worktree.path
     if len(paths) != 1:
         return None
     (sid, path), = paths.items()
