@@ -881,9 +881,15 @@ def test_a_session_cannot_find_the_servers_key_in_proc(api, ws, server_proc, mon
 def stopped_server(server_proc, monkeypatch):
     """A real server stopped with SIGSTOP (it still accepts connections: the kernel does); killed
     afterwards."""
+    from test_server_ship import wait_for
+
+    from cockpit.server.client import stopped_pid
+
     start_server()
     pid = _pid()
     os.kill(pid, signal.SIGSTOP)
+    # the kernel stops it when it next runs: on a loaded box a command could start before that
+    wait_for(lambda: stopped_pid() == pid, "the server stopped")
     yield pid
     import contextlib
 
